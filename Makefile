@@ -1,0 +1,38 @@
+# perfplay: `make run` runs the default case on this machine; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PLAYBOOK_ARGS ?=
+
+.PHONY: run test lint bench clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+## run: the default standard case through ansible-playbook on localhost; prints the summary
+run: $(VENV)/.installed
+	$(VENV)/bin/ansible-playbook run_case.yml $(PLAYBOOK_ARGS)
+
+## test: lint, unit, module and integration tests
+test: $(VENV)/.installed-dev lint
+	$(PY) -m pytest tests
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/yamllint --strict .
+	$(VENV)/bin/ansible-lint
+
+## bench: harness overhead, monitor cost and p_core fidelity
+bench: $(VENV)/.installed
+	$(PY) bench/monitor_cost.py
+	$(PY) bench/fidelity.py
+	$(PY) bench/harness_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ansible

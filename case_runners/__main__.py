@@ -1,0 +1,3 @@
+from case_runners.cli import main
+
+raise SystemExit(main())

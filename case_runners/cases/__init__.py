@@ -1,0 +1,33 @@
+"""Standard training cases: one folder each with case.py, config.yaml, data.py and README.md.
+
+Importing this package (and any case's data.py) never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from case_runners.errors import ConfigError
+
+CASES_DIR = Path(__file__).resolve().parent
+
+
+def list_cases() -> list[str]:
+    """Names of the cases shipped here (folders with config.yaml and case.py)."""
+    return sorted(p.name for p in CASES_DIR.iterdir()
+                  if p.is_dir() and (p / "config.yaml").is_file() and (p / "case.py").is_file())
+
+
+def case_dir(name: str) -> Path:
+    """The folder of case `name`; ConfigError naming the known cases when there is none."""
+    if name not in list_cases():
+        raise ConfigError("unknown case", key="case", allowed=list_cases())
+    return CASES_DIR / name
+
+
+def data_checker(name: str) -> Callable[[str | None, dict], list[str]]:
+    """The case's stdlib-only `check_data_dir(data_dir, params) -> list of problems`."""
+    case_dir(name)
+    return importlib.import_module(f"case_runners.cases.{name}.data").check_data_dir

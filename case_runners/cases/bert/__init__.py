@@ -1,0 +1,1 @@
+"""bert: BERT-large masked-LM pretraining on pre-tokenised .npz shards."""

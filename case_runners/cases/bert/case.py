@@ -1,0 +1,121 @@
+"""bert: BertForMaskedLM (transformers) pretraining; the MLM head runs on masked positions only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from case_runners.cases.bert.data import checkpoint_path
+from case_runners.cases.bert.dataset import IGNORE, MaskingCollator, build_datasets
+from case_runners.training import dist
+from case_runners.training.case_api import RunContext, TrainingCase, warmup_schedule
+
+TIED_KEYS = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
+
+
+def bert_config(params: dict[str, Any]):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=int(params["vocab_size"]), hidden_size=int(params["hidden_size"]),
+                      num_hidden_layers=int(params["num_layers"]), num_attention_heads=int(params["num_heads"]),
+                      intermediate_size=int(params["intermediate_size"]),
+                      hidden_dropout_prob=float(params["hidden_dropout"]),
+                      attention_probs_dropout_prob=float(params["attention_dropout"]),
+                      max_position_embeddings=max(512, int(params["seq_len"])), pad_token_id=0)
+
+
+class BertPretraining(nn.Module):
+    """BertForMaskedLM whose prediction head sees only the gathered masked positions (as MLPerf)."""
+
+    def __init__(self, config) -> None:
+        super().__init__()
+        from transformers import BertForMaskedLM
+
+        self.mlm = BertForMaskedLM(config)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        hidden = self.mlm.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        picked = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
+        return self.mlm.cls(picked)  # (batch, max_predictions, vocab)
+
+
+def load_checkpoint(model: BertPretraining, path) -> None:
+    if str(path).endswith(".safetensors"):
+        from safetensors.torch import load_file
+
+        state = load_file(str(path))
+    else:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    missing, _ = model.mlm.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k not in TIED_KEYS]
+    if missing:
+        raise ValueError(f"{path}: not a BertForMaskedLM state dict for this config; missing {missing[:5]}")
+
+
+class BertCase(TrainingCase):
+    target_metric = "mlm_accuracy"
+
+    def __init__(self, params: dict[str, Any], ctx: RunContext) -> None:
+        self.p, self.ctx = params, ctx
+        self.max_grad_norm = float(params["max_grad_norm"])
+
+    def build_model(self) -> nn.Module:
+        model = BertPretraining(bert_config(self.p))
+        if self.p["init_checkpoint"]:
+            load_checkpoint(model, checkpoint_path(self.ctx.data_dir, self.p["init_checkpoint"]))
+        return model
+
+    def build_data(self):
+        p, ctx = self.p, self.ctx
+        train, held_out = build_datasets(ctx.data_dir, p)
+        pin = ctx.device.type == "cuda"
+        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
+                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
+                                              drop_last=True, pin_memory=pin, collate_fn=MaskingCollator(p))
+        if len(self.train_loader) == 0:
+            raise ValueError(f"{len(train)} training sequences are fewer than one global batch "
+                             f"({p['batch_size']} x {ctx.world_size} ranks)")
+        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank,
+                                                   ctx.world_size, pin_memory=pin)
+
+    def build_optimizer(self, model: nn.Module):
+        p = self.p
+        decay, no_decay = [], []
+        for name, w in model.named_parameters():
+            (no_decay if w.ndim <= 1 or "LayerNorm" in name else decay).append(w)
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
+                                 {"params": no_decay, "weight_decay": 0.0}], lr=float(p["lr"]),
+                                betas=(float(p["adam_beta1"]), float(p["adam_beta2"])), eps=float(p["adam_eps"]))
+        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
+
+    def set_epoch(self, epoch: int) -> None:
+        dist.set_sampler_epoch(self.train_loader, epoch)
+
+    def train_step(self, model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
+        logits = model(batch["input_ids"], batch["attention_mask"], batch["positions"])
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE)
+        return loss, batch["input_ids"].shape[0]
+
+    def evaluate(self, model: nn.Module, eval_loader) -> dict[str, float]:
+        device = self.ctx.device
+        correct = torch.zeros((), dtype=torch.float64, device=device)
+        loss = torch.zeros((), dtype=torch.float64, device=device)
+        count = torch.zeros((), dtype=torch.float64, device=device)
+        for batch in eval_loader:
+            input_ids, attention, positions, labels = self.to_device(batch, device)
+            logits = model(input_ids, attention, positions).float().flatten(0, 1)
+            labels = labels.flatten()
+            used = labels != IGNORE
+            loss += F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum")
+            correct += ((logits.argmax(1) == labels) & used).sum()
+            count += used.sum()
+        correct, loss, count = dist.all_reduce_sum([correct.item(), loss.item(), count.item()], device)
+        return {"mlm_accuracy": correct / max(count, 1), "eval_mlm_loss": loss / max(count, 1)}
+
+
+def build_case(params: dict[str, Any], ctx: RunContext) -> TrainingCase:
+    return BertCase(params, ctx)

@@ -1,0 +1,141 @@
+"""Pre-tokenised .npz shards (memory-mapped), synthetic sequences, and masking for MLM."""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, TensorDataset
+
+from case_runners.cases.bert.data import check_data_dir, shard_files
+from case_runners.cases.npy_header import npz_arrays, read_npy_header
+
+PAD_ID, CLS_ID, SEP_ID, MASK_ID = 0, 101, 102, 103
+FIRST_WORD_ID = 999  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK] in bert-uncased
+IGNORE = -100        # label of positions that are not predicted
+
+
+def load_npz_array(path: Path, name: str) -> np.ndarray:
+    """An array of an .npz, memory-mapped when stored uncompressed (numpy.savez), else read whole."""
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        with np.load(path) as npz:
+            return npz[name]
+    with open(path, "rb") as f:
+        f.seek(info.header_offset + 26)
+        name_len, extra_len = struct.unpack("<HH", f.read(4))
+        f.seek(info.header_offset + 30 + name_len + extra_len)
+        header = read_npy_header(f)
+        offset = f.tell()
+    return np.memmap(path, dtype=np.dtype(header.dtype), mode="r", offset=offset, shape=header.shape,
+                     order="F" if header.fortran_order else "C")
+
+
+class TokenShards(Dataset):
+    """Sequences of several shards; arrays are opened lazily in each process (workers included)."""
+
+    def __init__(self, shards: list[Path]) -> None:
+        headers = [npz_arrays(s) for s in shards]
+        self.shards = shards
+        self.has_mask = ["attention_mask" in h for h in headers]
+        self.ends = [int(e) for e in np.cumsum([h["input_ids"].shape[0] for h in headers])]
+        self._arrays: list | None = None
+
+    def __len__(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_arrays": None}
+
+    def _open(self) -> list:
+        if self._arrays is None:
+            self._arrays = [(load_npz_array(s, "input_ids"), load_npz_array(s, "attention_mask") if m else None)
+                            for s, m in zip(self.shards, self.has_mask)]
+        return self._arrays
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        shard = bisect.bisect_right(self.ends, index)
+        row = index - (self.ends[shard - 1] if shard else 0)
+        ids, mask = self._open()[shard]
+        input_ids = torch.from_numpy(np.array(ids[row], dtype=np.int64))
+        attention = (torch.from_numpy(np.array(mask[row], dtype=np.int64)) if mask is not None
+                     else (input_ids != PAD_ID).long())
+        return input_ids, attention
+
+
+class SyntheticTokens(Dataset):
+    """`length` sequences cycling over a pool of random word ids framed by [CLS] ... [SEP]."""
+
+    def __init__(self, length: int, seq_len: int, vocab_size: int, seed: int, pool: int = 256) -> None:
+        g = torch.Generator().manual_seed(seed)
+        self.ids = torch.randint(FIRST_WORD_ID, vocab_size, (pool, seq_len), generator=g)
+        self.ids[:, 0], self.ids[:, -1] = CLS_ID, SEP_ID
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = self.ids[index % len(self.ids)]
+        return ids, torch.ones_like(ids)
+
+
+def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, mask_prob: float, max_predictions: int,
+                vocab_size: int, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+    """BERT masking of a batch: per sequence round(mask_prob x word tokens) positions (at most
+    max_predictions), replaced by [MASK] 80%, a random word 10%, kept 10%. Returns the model inputs
+    plus fixed-size `positions` (B, P) and `labels` (B, P), IGNORE where unused."""
+    batch, seq_len = input_ids.shape
+    words = (attention_mask > 0) & (input_ids != PAD_ID) & (input_ids != CLS_ID) & (input_ids != SEP_ID)
+    count = (words.sum(1).float() * mask_prob).round().long().clamp(min=1, max=max_predictions)
+    count = torch.minimum(count, words.sum(1))
+    scores = torch.rand(batch, seq_len, generator=generator).masked_fill(~words, -1.0)
+    positions = scores.topk(min(max_predictions, seq_len), dim=1).indices
+    used = torch.arange(positions.shape[1])[None, :] < count[:, None]
+    labels = torch.where(used, input_ids.gather(1, positions), IGNORE)
+    action = torch.rand(positions.shape, generator=generator)
+    random_words = torch.randint(FIRST_WORD_ID, vocab_size, positions.shape, generator=generator)
+    replaced = torch.where(action < 0.8, MASK_ID, torch.where(action < 0.9, random_words, input_ids.gather(1, positions)))
+    masked = input_ids.clone()
+    masked.scatter_(1, positions, torch.where(used, replaced, input_ids.gather(1, positions)))
+    return {"input_ids": masked, "attention_mask": attention_mask, "positions": torch.where(used, positions, 0),
+            "labels": labels}
+
+
+class MaskingCollator:
+    """Stacks (input_ids, attention_mask) samples and masks them anew every time (training)."""
+
+    def __init__(self, params: dict) -> None:
+        self.mask_prob, self.max_predictions = float(params["mask_prob"]), int(params["max_predictions_per_seq"])
+        self.vocab_size = int(params["vocab_size"])
+
+    def __call__(self, samples: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        ids, attention = (torch.stack(x) for x in zip(*samples))
+        return mask_tokens(ids, attention, self.mask_prob, self.max_predictions, self.vocab_size)
+
+
+def fixed_eval_set(dataset: Dataset, params: dict) -> TensorDataset:
+    """The first eval_samples held-out sequences, masked once with a fixed seed (comparable evals)."""
+    n = min(len(dataset), int(params["eval_samples"]))
+    ids, attention = (torch.stack(x) for x in zip(*(dataset[i] for i in range(n))))
+    batch = mask_tokens(ids, attention, float(params["mask_prob"]), int(params["max_predictions_per_seq"]),
+                        int(params["vocab_size"]), torch.Generator().manual_seed(int(params["seed"])))
+    return TensorDataset(batch["input_ids"], batch["attention_mask"], batch["positions"], batch["labels"])
+
+
+def build_datasets(data_dir: str | None, params: dict) -> tuple[Dataset, TensorDataset]:
+    seq_len, vocab, seed = int(params["seq_len"]), int(params["vocab_size"]), int(params["seed"])
+    if params["synthetic"]:
+        n = int(params["synthetic_samples"])
+        held_out = SyntheticTokens(min(n, int(params["eval_samples"])), seq_len, vocab, seed + 1)
+        return SyntheticTokens(n, seq_len, vocab, seed), fixed_eval_set(held_out, params)
+    problems = check_data_dir(data_dir, params)
+    if problems:
+        raise ValueError("; ".join(problems))
+    train, held_out = shard_files(data_dir)
+    return TokenShards(train), fixed_eval_set(TokenShards(held_out), params)

@@ -1,0 +1,99 @@
+"""resnet50: ResNet-50 v1.5 from transformers' ResNetConfig; SGD, label smoothing, warmup + cosine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from case_runners.cases.resnet50.dataset import MEAN, STD, build_datasets
+from case_runners.training import dist
+from case_runners.training.case_api import RunContext, TrainingCase, warmup_schedule
+
+
+class ResNetClassifier(nn.Module):
+    """transformers' ResNetForImageClassification returning plain logits."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        super().__init__()
+        from transformers import ResNetConfig, ResNetForImageClassification
+
+        config = ResNetConfig(num_channels=3, embedding_size=int(params["embedding_size"]),
+                              hidden_sizes=[int(h) for h in params["hidden_sizes"]],
+                              depths=[int(d) for d in params["depths"]], layer_type="bottleneck",
+                              hidden_act="relu", num_labels=int(params["num_classes"]))
+        self.net = ResNetForImageClassification(config)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.net(pixel_values=images).logits
+
+
+class ResNet50Case(TrainingCase):
+    target_metric = "acc1"
+
+    def __init__(self, params: dict[str, Any], ctx: RunContext) -> None:
+        self.p, self.ctx = params, ctx
+        self.memory_format = torch.channels_last if params["channels_last"] else torch.contiguous_format
+        self.mean = torch.tensor(MEAN, device=ctx.device).view(1, 3, 1, 1) * 255
+        self.std = torch.tensor(STD, device=ctx.device).view(1, 3, 1, 1) * 255
+
+    def build_model(self) -> nn.Module:
+        return ResNetClassifier(self.p).to(memory_format=self.memory_format)
+
+    def build_data(self):
+        p, ctx = self.p, self.ctx
+        train, val = build_datasets(ctx.data_dir, p)
+        workers, pin = int(p["num_workers"]), ctx.device.type == "cuda"
+        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
+                                              seed=int(p["seed"]), num_workers=workers, drop_last=True,
+                                              pin_memory=pin)
+        if len(self.train_loader) == 0:
+            raise ValueError(f"{len(train)} training images per epoch are fewer than one global batch "
+                             f"({p['batch_size']} x {ctx.world_size} ranks)")
+        val_loader = dist.eval_loader(val, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
+                                      num_workers=workers, pin_memory=pin)
+        return self.train_loader, val_loader
+
+    def build_optimizer(self, model: nn.Module):
+        p = self.p
+        lr = float(p["lr"])
+        if int(p["lr_scaling_batch"]) > 0:
+            lr *= int(p["batch_size"]) * self.ctx.world_size / int(p["lr_scaling_batch"])
+        decay = [w for w in model.parameters() if w.ndim > 1]     # conv and linear weights
+        no_decay = [w for w in model.parameters() if w.ndim <= 1]  # biases, batch-norm
+        opt = torch.optim.SGD([{"params": decay, "weight_decay": float(p["weight_decay"])},
+                               {"params": no_decay, "weight_decay": 0.0}], lr=lr, momentum=float(p["momentum"]))
+        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="cosine")
+
+    def set_epoch(self, epoch: int) -> None:
+        dist.set_sampler_epoch(self.train_loader, epoch)
+
+    def to_device(self, batch, device: torch.device):
+        """uint8 images to the device, then normalised there (cheaper than on the host)."""
+        images, labels = batch
+        images = images.to(device, non_blocking=True).float().sub_(self.mean).div_(self.std)
+        return images.contiguous(memory_format=self.memory_format), labels.to(device, non_blocking=True)
+
+    def train_step(self, model: nn.Module, batch) -> tuple[torch.Tensor, int]:
+        images, labels = batch
+        loss = F.cross_entropy(model(images), labels, label_smoothing=float(self.p["label_smoothing"]))
+        return loss, labels.shape[0]
+
+    def evaluate(self, model: nn.Module, eval_loader) -> dict[str, float]:
+        device = self.ctx.device
+        hits = torch.zeros(3, dtype=torch.float64, device=device)  # top-1, top-5, samples
+        for batch in eval_loader:
+            images, labels = self.to_device(batch, device)
+            logits = model(images).float()
+            top = logits.topk(min(5, logits.shape[1]), dim=1).indices == labels[:, None]
+            hits[0] += top[:, 0].sum()
+            hits[1] += top.any(dim=1).sum()
+            hits[2] += labels.shape[0]
+        top1, top5, total = dist.all_reduce_sum(hits.tolist(), device)
+        return {"acc1": 100.0 * top1 / max(total, 1), "acc5": 100.0 * top5 / max(total, 1)}
+
+def build_case(params: dict[str, Any], ctx: RunContext) -> TrainingCase:
+    return ResNet50Case(params, ctx)

@@ -1,0 +1,66 @@
+"""Format check for resnet50 data (standard library only).
+
+data_dir is an ImageNet tree in ImageFolder layout:
+    <data_dir>/train/<class>/<image>.JPEG   one folder per class (e.g. the wnid n01440764)
+    <data_dir>/val/<class>/<image>.JPEG     the same class folders
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+SPLITS = ("train", "val")
+LAYOUT = "<data_dir>/{train,val}/<class>/<image>.JPEG (ImageFolder: one folder per class, e.g. n01440764)"
+
+
+def is_image(name: str) -> bool:
+    return name.lower().endswith(IMAGE_EXTENSIONS)
+
+
+def class_dirs(split_dir: Path) -> list[str]:
+    with os.scandir(split_dir) as it:
+        return sorted(e.name for e in it if e.is_dir() and not e.name.startswith("."))
+
+
+def first_image(directory: Path) -> str | None:
+    with os.scandir(directory) as it:
+        return next((e.name for e in it if e.is_file() and is_image(e.name)), None)
+
+
+def check_split(root: Path, split: str) -> tuple[list[str], list[str]]:
+    """(class names, problems) of one split directory."""
+    split_dir = root / split
+    if not split_dir.is_dir():
+        return [], [f"{split_dir}: missing; expected {LAYOUT}"]
+    classes = class_dirs(split_dir)
+    if not classes:
+        loose = first_image(split_dir)
+        hint = (f" (it holds images such as {loose} directly: sort them into one folder per class)"
+                if loose else "")
+        return [], [f"{split_dir}: no class folders{hint}; expected {LAYOUT}"]
+    if first_image(split_dir / classes[0]) is None:
+        return classes, [f"{split_dir / classes[0]}: no image files ({', '.join(IMAGE_EXTENSIONS)}); "
+                         f"expected {LAYOUT}"]
+    return classes, []
+
+
+def check_data_dir(data_dir: str | None, params: dict) -> list[str]:
+    if params.get("synthetic"):
+        return []
+    if not data_dir:
+        return [f"resnet50 needs data_dir laid out as {LAYOUT}, or synthetic: true"]
+    root = Path(data_dir)
+    if not root.is_dir():
+        return [f"{root}: not a directory; expected {LAYOUT}"]
+    (train, train_problems), (val, val_problems) = (check_split(root, s) for s in SPLITS)
+    problems = train_problems + val_problems
+    if train and val and train != val:
+        only = sorted(set(train) ^ set(val))[:5]
+        problems.append(f"{root}: train/ and val/ have different class folders (e.g. {', '.join(only)})")
+    expected = params.get("num_classes")
+    if train and expected is not None and len(train) != int(expected):
+        problems.append(f"{root / 'train'}: {len(train)} class folders but num_classes is {expected}; "
+                        f"set num_classes: {len(train)} or fix the folder")
+    return problems

@@ -1,0 +1,170 @@
+"""`python -m case_runners`: the commands the playbook runs on every host, and a single-host runner.
+
+Machine-facing commands print one JSON document on stdout. torch is imported only by `worker`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from case_runners import __version__
+from case_runners.errors import PerfplayError
+
+EXIT_BAD_INPUT = 2
+
+
+def _print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def _load_json(path: str) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from case_runners.config.plan import make_plan
+    plan = make_plan(_load_json(args.request), check=args.check)
+    _print_json(plan)
+    return 0 if plan["ok"] else EXIT_BAD_INPUT
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from case_runners.training.worker import main as worker_main
+    return worker_main(args.config, args.log_dir)
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
+    from case_runners.netutil import free_port
+    spec = spec_from_config(Path(args.config), Path(args.log_dir), node_rank=args.node_rank,
+                            master_addr=args.master_addr, master_port=args.master_port or free_port(),
+                            timeout_s=args.timeout, run_id=args.run_id)
+    result = launch(spec)
+    _print_json(result)
+    return EXIT_CODES[result["status"]]
+
+
+def cmd_monitor(args: argparse.Namespace, rest: list[str]) -> int:
+    from case_runners.monitors.cli import main as monitor_main
+    return monitor_main(rest)
+
+
+def cmd_check_data(args: argparse.Namespace) -> int:
+    from case_runners.data_check import check_data
+    errors = check_data(_load_json(args.config))
+    _print_json({"ok": not errors, "errors": errors})
+    return 0 if not errors else EXIT_BAD_INPUT
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from case_runners.devices import list_devices
+    _print_json(list_devices(args.vendor))
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from case_runners.results.record import write_round_record
+    record = write_round_record(Path(args.round_dir), _load_json(args.config), args.round, args.run_id)
+    _print_json(record)
+    return 0
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    from case_runners.results.summary import render_table, summarize_run, write_run_summary
+    run_dir = Path(args.run_dir)
+    summary = write_run_summary(run_dir) if args.write else summarize_run(run_dir)
+    if args.table:
+        print(render_table(summary))
+    else:
+        _print_json(summary)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from case_runners.local_run import run_local
+    return run_local(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"perfplay case_runners {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary")
+    p.add_argument("cases", nargs="+", help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat")
+    p.add_argument("--vendor", default="cpu")
+    p.add_argument("--hardware")
+    p.add_argument("--nproc", type=int)
+    p.add_argument("--repeat", type=int)
+    p.add_argument("--data-dir")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a mutable config key")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--timeout", type=int, help="case timeout in seconds")
+    p.add_argument("--monitor-interval", type=float, default=1.0)
+    p.add_argument("--no-monitors", action="store_true")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plan", help="resolve and check a run request (JSON) and create the run directory")
+    p.add_argument("--request", required=True)
+    p.add_argument("--check", action="store_true", help="validate only; write nothing")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("launch", help="start this node's ranks and wait for them")
+    p.add_argument("--config", required=True)
+    p.add_argument("--log-dir", required=True)
+    p.add_argument("--node-rank", type=int, default=0)
+    p.add_argument("--master-addr", default="127.0.0.1")
+    p.add_argument("--master-port", type=int, default=0, help="0: a free port (single node only)")
+    p.add_argument("--timeout", type=float, help="seconds; default: the case's timeout_s")
+    p.add_argument("--run-id", default="manual")
+    p.set_defaults(func=cmd_launch)
+
+    p = sub.add_parser("worker", help="one rank (started by launch)")
+    p.add_argument("--config", required=True)
+    p.add_argument("--log-dir", required=True)
+    p.add_argument("--run-id", default="manual", help="carried in argv so a run's processes can be found")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("monitor", help="host or vendor monitor daemon: -o start|stop|restart|status -l DIR",
+                       add_help=False)
+    p.set_defaults(func=cmd_monitor, passthrough=True)
+
+    p = sub.add_parser("check-data", help="check a case's data dir (JSON result)")
+    p.add_argument("--config", required=True)
+    p.set_defaults(func=cmd_check_data)
+
+    p = sub.add_parser("devices", help="count this host's devices for a vendor (JSON)")
+    p.add_argument("--vendor", required=True)
+    p.set_defaults(func=cmd_devices)
+
+    p = sub.add_parser("record", help="build a round's record from its node dirs (writes result.json)")
+    p.add_argument("--round-dir", required=True)
+    p.add_argument("--config", required=True)
+    p.add_argument("--round", type=int, required=True)
+    p.add_argument("--run-id")
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("summarize", help="summarise a run directory over rounds")
+    p.add_argument("run_dir")
+    p.add_argument("--write", action="store_true", help="write summary.json and summary.md")
+    p.add_argument("--table", action="store_true", help="print the table instead of JSON")
+    p.set_defaults(func=cmd_summarize)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv[:1] == ["monitor"]:
+        return cmd_monitor(argparse.Namespace(), argv[1:])
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except PerfplayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,124 @@
+"""Resolve one selection: case base config < vendor hardware config < run overrides.
+
+The case base declares its params (with defaults, whose types are enforced) and which of them are
+mutable; a vendor config or a run override may set only mutable params. Every violation names the key
+and the file it came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from case_runners.cases import case_dir, list_cases
+from case_runners.config.selection import Selection
+from case_runners.config.types import coerce, to_float, to_int
+from case_runners.config.yaml_io import load_mapping
+from case_runners.errors import ConfigError
+from case_runners.paths import display_path
+from case_runners.vendors import vendor_info
+
+RESOLVED_SCHEMA = "perfplay.resolved_config/1"
+DEFAULT_TIMEOUT_S = 3600
+
+
+def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
+    """The case's base config.yaml, checked for the keys every case must declare."""
+    path = case_dir(case) / "config.yaml"
+    shown = display_path(path, root)
+    base = load_mapping(path)
+    for key, kind in (("params", dict), ("mutable", list), ("target", dict)):
+        if not isinstance(base.get(key), kind):
+            raise ConfigError(f"must be a {kind.__name__}", key=key, file=shown)
+    unknown = sorted(set(base["mutable"]) - set(base["params"]))
+    if unknown:
+        raise ConfigError("is listed as mutable but is not a param", key=f"mutable.{unknown[0]}", file=shown)
+    return base, shown
+
+
+def apply_layer(params: dict[str, Any], provenance: dict[str, str], layer: dict[str, Any], *,
+                mutable: list[str], file: str, errors: list[ConfigError]) -> None:
+    """Apply one layer of overrides in place, recording every rejected key in `errors`."""
+    for key, value in layer.items():
+        if key not in params:
+            errors.append(ConfigError("unknown config key", key=key, file=file, allowed=params))
+        elif key not in mutable:
+            errors.append(ConfigError("is immutable: the case base does not allow overriding it",
+                                      key=key, file=file, allowed=mutable))
+        else:
+            try:
+                params[key] = coerce(value, params[key], key=key, file=file)
+                provenance[key] = file
+            except ConfigError as exc:
+                errors.append(exc)
+
+
+def vendor_config_path(root: Path, vendor: str, sel: Selection) -> Path:
+    return root / "vendor" / vendor / "cases" / sel.case / f"{sel.config_name}.yaml"
+
+
+def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
+            default_timeout_s: int | None = None) -> tuple[dict[str, Any] | None, list[ConfigError]]:
+    """Resolve a selection against a loaded vendor; return (config, errors)."""
+    cases = list_cases()
+    if sel.case not in cases:
+        return None, [ConfigError(f"unknown case '{sel.case}'", key=f"{sel.source}.case", allowed=cases)]
+    hardware = vendor["hardware"]
+    sel.hardware = sel.hardware or vendor["default_hardware"]
+    if sel.hardware not in hardware:
+        return None, [ConfigError(f"unknown hardware '{sel.hardware}' for vendor '{vendor['name']}'",
+                                  key=f"{sel.source}.hardware", file=display_path(Path(vendor["dir"]) / "vendor.yaml", root),
+                                  allowed=hardware)]
+    try:
+        base, base_file = load_case_base(sel.case, root)
+    except ConfigError as exc:
+        return None, [exc]
+    if sel.framework != base.get("framework", "pytorch"):
+        return None, [ConfigError(f"case '{sel.case}' is written for {base.get('framework')}",
+                                  key=f"{sel.source}.framework", allowed=[base.get("framework")])]
+    vendor_file = vendor_config_path(root, vendor["name"], sel)
+    if not vendor_file.is_file():
+        available = sorted(p.stem.removeprefix("config_") for p in vendor_file.parent.glob("config_*.yaml"))
+        return None, [ConfigError(
+            f"vendor '{vendor['name']}' has no config for {sel.hardware} at nnodes={sel.nnodes}, nproc={sel.nproc} "
+            f"(no file {display_path(vendor_file, root)})", key=sel.source, allowed=available)]
+
+    errors: list[ConfigError] = []
+    params = dict(base["params"])
+    provenance = {key: base_file for key in params}
+    vendor_shown = display_path(vendor_file, root)
+    try:
+        apply_layer(params, provenance, load_mapping(vendor_file), mutable=base["mutable"],
+                    file=vendor_shown, errors=errors)
+    except ConfigError as exc:
+        errors.append(exc)
+    overrides_file = f"run overrides ({sel.source}.overrides)"
+    apply_layer(params, provenance, sel.overrides, mutable=base["mutable"], file=overrides_file, errors=errors)
+    try:
+        flops = to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
+        timeout = sel.timeout_s or default_timeout_s or to_int(base.get("timeout_s", DEFAULT_TIMEOUT_S),
+                                                               key="timeout_s", file=base_file, minimum=1)
+    except ConfigError as exc:
+        errors.append(exc)
+    if errors:
+        return None, errors
+    config = {
+        "schema": RESOLVED_SCHEMA,
+        "case": sel.case,
+        "case_id": sel.case_id,
+        "framework": sel.framework,
+        "vendor": vendor["name"],
+        "hardware": sel.hardware,
+        "nnodes": sel.nnodes,
+        "nproc": sel.nproc,
+        "repeat": sel.repeat,
+        "data_dir": sel.data_dir,
+        "timeout_s": timeout,
+        "sources": [base_file, vendor_shown] + ([overrides_file] if sel.overrides else []),
+        "provenance": provenance,
+        "params": params,
+        "target": base["target"],
+        "flops_per_sample": flops,
+        "vendor_info": vendor_info(vendor, sel.hardware),
+    }
+    return config, []

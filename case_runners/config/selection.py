@@ -1,0 +1,119 @@
+"""Case selections: what a run asks for, in any of the forms users write.
+
+Accepted forms of the run's case list (`perfplay_cases`):
+- a list of mappings: {case, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
+- FlagPerf's mapping: {"resnet50:pytorch:A100:1:8:3": "/data/imagenet"}
+- a list of strings (a case name, or the FlagPerf key without a data dir), or one such string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from case_runners.config.types import to_int
+from case_runners.errors import ConfigError
+
+SELECTION_KEYS = ("case", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
+                  "timeout_s")
+
+
+@dataclass
+class Selection:
+    """One case to run, before its config is resolved."""
+
+    case: str
+    source: str                      # where it was given, for messages: "perfplay_cases[0]"
+    framework: str = "pytorch"
+    hardware: str | None = None      # None: the vendor's default hardware
+    nnodes: int = 1
+    nproc: int = 1
+    repeat: int = 1
+    data_dir: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    timeout_s: int | None = None
+
+    @property
+    def config_name(self) -> str:
+        return f"config_{self.hardware}x{self.nnodes}x{self.nproc}"
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.case}_{self.hardware}x{self.nnodes}x{self.nproc}"
+
+
+def parse_selections(raw: Any, source: str = "perfplay_cases") -> tuple[list[Selection], list[ConfigError]]:
+    """Normalise every accepted form into Selections; collect every error instead of stopping at the first."""
+    items: list[tuple[str, Any]]
+    if isinstance(raw, str):
+        items = [(source, raw)]
+    elif isinstance(raw, dict):
+        items = [(f"{source}['{key}']", _flagperf_key(key, value)) for key, value in raw.items()]
+    elif isinstance(raw, list):
+        items = [(f"{source}[{i}]", item) for i, item in enumerate(raw)]
+    else:
+        return [], [ConfigError("must be a list of cases, a case name, or FlagPerf's "
+                                "{'case:framework:hardware:nnodes:nproc:repeat': data_dir} mapping", key=source)]
+    if not items:
+        return [], [ConfigError("no case selected", key=source)]
+    selections, errors = [], []
+    for where, item in items:
+        try:
+            selections.append(_one(item, where))
+        except ConfigError as exc:
+            errors.append(exc)
+    return selections, errors
+
+
+def _flagperf_key(key: str, data_dir: Any) -> dict[str, Any]:
+    item = _split_key(key)
+    item["data_dir"] = data_dir
+    return item
+
+
+def _split_key(key: str) -> dict[str, Any]:
+    """'resnet50:pytorch:A100:1:8:3' (or a prefix of it) to a selection mapping."""
+    parts = key.split(":")
+    if len(parts) > 6 or not parts[0]:
+        raise ConfigError(f"'{key}' is not of the form case[:framework[:hardware[:nnodes[:nproc[:repeat]]]]]",
+                          key="case")
+    names = ("case", "framework", "hardware", "nnodes", "nproc", "repeat")
+    return {name: part for name, part in zip(names, parts) if part != ""}
+
+
+def _one(item: Any, where: str) -> Selection:
+    if isinstance(item, str):
+        try:
+            item = _split_key(item)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, key=f"{where}.case") from None
+    elif isinstance(item, dict) and isinstance(item.get("case"), str) and ":" in item["case"]:
+        item = {**item, **_split_key(item["case"])}
+    if not isinstance(item, dict):
+        raise ConfigError(f"must be a mapping or a string, not {type(item).__name__}", key=where)
+    unknown = sorted(set(item) - set(SELECTION_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown key '{unknown[0]}'", key=f"{where}.{unknown[0]}", allowed=SELECTION_KEYS)
+    case = item.get("case")
+    if not isinstance(case, str) or not case:
+        raise ConfigError("is required and must be a case name", key=f"{where}.case")
+    overrides = item.get("overrides") or {}
+    if not isinstance(overrides, dict):
+        raise ConfigError("must be a mapping of config keys to values", key=f"{where}.overrides")
+    data_dir = item.get("data_dir")
+    if data_dir is not None and not isinstance(data_dir, str):
+        raise ConfigError("must be a path", key=f"{where}.data_dir")
+    timeout = item.get("timeout_s")
+    return Selection(
+        case=case,
+        source=where,
+        framework=str(item.get("framework") or "pytorch"),
+        hardware=str(item["hardware"]) if item.get("hardware") else None,
+        nnodes=to_int(item.get("nnodes", 1), key=f"{where}.nnodes", file="run vars", minimum=1),
+        nproc=to_int(item.get("nproc", 1), key=f"{where}.nproc", file="run vars", minimum=1),
+        repeat=to_int(item.get("repeat", 1), key=f"{where}.repeat", file="run vars", minimum=1),
+        data_dir=data_dir or None,
+        overrides=dict(overrides),
+        timeout_s=None if timeout is None else to_int(timeout, key=f"{where}.timeout_s", file="run vars",
+                                                      minimum=1),
+    )

@@ -1,0 +1,1 @@
+"""Driver: FlagPerf lifecycle events written as structured JSONL and `[PerfLog]` lines."""

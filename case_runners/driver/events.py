@@ -1,0 +1,106 @@
+"""FlagPerf lifecycle events: one JSONL file per rank plus `[PerfLog] {json}` lines on a stream.
+
+A line looks like FlagPerf's perf_logger output:
+`{"event": "STEP_END", "value": {...}, "metadata": {"file", "lineno", "time_ms", "rank"}}`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+INIT_START = "INIT_START"
+INIT_END = "INIT_END"
+TRAIN_START = "TRAIN_START"
+TRAIN_END = "TRAIN_END"
+EPOCH_BEGIN = "EPOCH_BEGIN"
+EPOCH_END = "EPOCH_END"
+STEP_BEGIN = "STEP_BEGIN"
+STEP_END = "STEP_END"
+INIT_EVALUATION = "INIT_EVALUATION"
+EVALUATE = "EVALUATE"
+LAUNCH_TRAINING = "LAUNCH_TRAINING"
+CONVERT_MODEL = "CONVERT_MODEL"
+CREATE_OPTIMIZER = "CREATE_OPTIMIZER"
+MODEL_TO_FP16 = "MODEL_TO_FP16"
+MODEL_TO_DDP = "MODEL_TO_DDP"
+FINISHED = "FINISHED"
+SUBMIT_INFO = "SUBMIT_INFO"
+
+EVENTS = (
+    INIT_START, INIT_END, TRAIN_START, TRAIN_END, EPOCH_BEGIN, EPOCH_END, STEP_BEGIN, STEP_END,
+    INIT_EVALUATION, EVALUATE, LAUNCH_TRAINING, CONVERT_MODEL, CREATE_OPTIMIZER, MODEL_TO_FP16,
+    MODEL_TO_DDP, FINISHED, SUBMIT_INFO,
+)
+STEP_EVENTS = (STEP_BEGIN, STEP_END)
+PERFLOG_PREFIX = "[PerfLog] "
+STDOUT = object()  # default stream: sys.stdout as it is when an event is logged
+
+
+def events_path(log_dir: Path, rank: int) -> Path:
+    return Path(log_dir) / f"rank{rank}.events.jsonl"
+
+
+class EventLogger:
+    """Writes driver events of one rank to `rank<R>.events.jsonl` and as `[PerfLog]` lines."""
+
+    def __init__(self, log_dir: Path, rank: int, log_freq: int, stream: TextIO | None | object = STDOUT) -> None:
+        """`stream`: where `[PerfLog]` lines go; the current sys.stdout by default, None for nowhere."""
+        self.rank = rank
+        self.log_freq = max(1, int(log_freq))
+        self.path = events_path(log_dir, rank)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", encoding="utf-8")
+        self._stream = stream
+
+    def should_log_step(self, step: int) -> bool:
+        """FlagPerf's rule: step events only every log_freq steps, and at step 1."""
+        return step == 1 or step % self.log_freq == 0
+
+    def event(self, name: str, value: dict[str, Any] | None = None, step: int | None = None) -> bool:
+        """Record one event; returns False when a step event was filtered out by log_freq."""
+        if name not in EVENTS:
+            raise ValueError(f"unknown driver event '{name}' (allowed: {', '.join(EVENTS)})")
+        if name in STEP_EVENTS and step is not None and not self.should_log_step(step):
+            return False
+        value = dict(value or {})
+        if step is not None:
+            value.setdefault("step", step)
+        caller = sys._getframe(1)
+        record = {
+            "event": name,
+            "value": value,
+            "metadata": {"file": Path(caller.f_code.co_filename).name, "lineno": caller.f_lineno,
+                         "time_ms": int(time.time() * 1000), "rank": self.rank},
+        }
+        line = json.dumps(record, default=str)
+        self._file.write(line + "\n")
+        self._file.flush()
+        stream = sys.stdout if self._stream is STDOUT else self._stream
+        if stream is not None:
+            print(PERFLOG_PREFIX + line, file=stream, flush=True)
+        return True
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> EventLogger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The events of one JSONL file, in order."""
+    with Path(path).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def parse_perflog_lines(text: str) -> list[dict[str, Any]]:
+    """The events printed as `[PerfLog] {json}` lines in a rank's output log."""
+    return [json.loads(line[line.index(PERFLOG_PREFIX) + len(PERFLOG_PREFIX):])
+            for line in text.splitlines() if PERFLOG_PREFIX in line]

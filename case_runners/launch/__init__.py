@@ -1,0 +1,1 @@
+"""Per-node launcher: starts the node's ranks and watches them."""

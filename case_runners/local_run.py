@@ -1,0 +1,74 @@
+"""`python -m case_runners run`: one host, no Ansible — the same steps the playbook takes per round."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from case_runners.config.plan import make_plan
+from case_runners.launch.node import launch, spec_from_config
+from case_runners.netutil import free_port
+from case_runners.results.record import write_round_record
+from case_runners.results.summary import render_table, write_run_summary
+
+
+def _request(args: argparse.Namespace) -> dict[str, Any]:
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"error: --set wants KEY=VALUE, got {item!r}")
+        overrides[key] = value
+    cases = []
+    for case in args.cases:
+        selection: dict[str, Any] = {"case": case, "overrides": overrides}
+        for key in ("hardware", "nproc", "repeat", "data_dir"):
+            if getattr(args, key) is not None:
+                selection[key] = getattr(args, key)
+        cases.append(selection)
+    return {"vendor": args.vendor, "runtime": "host", "cases": cases,
+            "results_dir": str(Path(args.results_dir).resolve()), "timeout_s": args.timeout}
+
+
+def _monitor(operation: str, name: str, log_dir: Path, run_id: str, interval: float) -> None:
+    argv = [sys.executable, "-m", "case_runners", "monitor", "-o", operation, "-l", str(log_dir),
+            "--name", name, "--run-id", run_id, "--interval", str(interval)]
+    subprocess.run(argv, check=False, stdout=subprocess.DEVNULL)
+
+
+def run_local(args: argparse.Namespace) -> int:
+    plan = make_plan(_request(args))
+    if not plan["ok"]:
+        print("\n".join(f"error: {e}" for e in plan["errors"]), file=sys.stderr)
+        return 2
+    run_dir, run_id, host = Path(plan["run_dir"]), plan["run_id"], socket.gethostname()
+    for config in plan["cases"]:
+        if config["nnodes"] != 1:
+            print(f"error: {config['case_id']} needs {config['nnodes']} nodes; use the playbook", file=sys.stderr)
+            return 2
+        monitors = [] if args.no_monitors else ["host"] + ([config["vendor"]] if config["vendor_info"]["monitor"] else [])
+        for round_no in range(1, config["repeat"] + 1):
+            round_dir = run_dir / config["case_id"] / f"round{round_no}"
+            node_dir = round_dir / f"{host}_noderank0"
+            node_dir.mkdir(parents=True)
+            for name in monitors:
+                _monitor("start", name, node_dir, run_id, args.monitor_interval)
+            try:
+                spec = spec_from_config(Path(config["config_path"]), node_dir, node_rank=0,
+                                        master_addr="127.0.0.1", master_port=free_port(), timeout_s=None,
+                                        run_id=run_id)
+                launch(spec)
+            finally:
+                for name in monitors:
+                    _monitor("stop", name, node_dir, run_id, args.monitor_interval)
+            record = write_round_record(round_dir, config, round_no, run_id)
+            print(f"{config['case_id']} round {round_no}: {record['status']}"
+                  + (f" ({record['reason']})" if record["reason"] else ""), file=sys.stderr)
+    summary = write_run_summary(run_dir)
+    print(render_table(summary))
+    print(f"results: {run_dir}")
+    return 0 if summary["ok"] else 1

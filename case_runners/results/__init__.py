@@ -1,0 +1,1 @@
+"""Result records (versioned), summaries over rounds, and their rendering."""

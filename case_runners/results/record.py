@@ -1,0 +1,125 @@
+"""The round record: one per case and round, built from what every node of the round left behind.
+
+Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from case_runners.monitors.summary import summarize_monitor_log
+
+ROUND_SCHEMA = "perfplay.round_record/1"
+RECORD_NAME = "result.json"
+FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; training FLOPs per sample = 3 x forward (forward + backward)"
+METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_time", "train_no_eval_time",
+               "core_time", "converged", "final_metric", "target", "metric", "samples", "steps", "epochs",
+               "stop_reason", "precision", "amp", "device", "peak_memory_bytes")
+_NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
+_RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def node_dirs(round_dir: Path) -> list[tuple[str, int, Path]]:
+    found = []
+    for path in sorted(round_dir.iterdir()) if round_dir.is_dir() else []:
+        match = _NODE_DIR.match(path.name)
+        if path.is_dir() and match:
+            found.append((match["host"], int(match["node_rank"]), path))
+    return sorted(found, key=lambda item: item[1])
+
+
+def mfu(metrics: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Model FLOPs utilisation from p_core, with the convention and the peak it used."""
+    peaks = config["vendor_info"]["hardware"].get("peak_flops") or {}
+    precision = metrics.get("precision") or "fp32"
+    peak = peaks.get(precision)
+    devices = config["nnodes"] * config["nproc"]
+    flops = config.get("flops_per_sample") or 0.0
+    info = {"value": None, "basis": "p_core", "flops_per_sample": flops, "precision": precision,
+            "peak_flops_per_device": peak, "devices": devices, "convention": FLOPS_CONVENTION}
+    if peak and flops and metrics.get("p_core"):
+        info["value"] = metrics["p_core"] * flops / (peak * devices)
+    else:
+        info["reason"] = f"no peak FLOP/s for {precision} on {config['hardware']}" if not peak else \
+            "no throughput or FLOPs per sample"
+    return info
+
+
+def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
+                       run_id: str | None = None) -> dict[str, Any]:
+    nodes, ranks, monitors = [], [], {}
+    for host, node_rank, path in node_dirs(round_dir):
+        node = _read_json(path / "node_result.json") or {
+            "status": "failed", "reason": "the node's launcher wrote no node_result.json"}
+        nodes.append({"host": host, "node_rank": node_rank, "status": node.get("status"),
+                      "reason": node.get("reason"), "duration_s": node.get("duration_s"), "dir": path.name})
+        for file in sorted(path.glob("rank*.result.json")):
+            rank_result = _read_json(file)
+            if rank_result is not None and _RANK_RESULT.match(file.name):
+                ranks.append({"host": host, "node_rank": node_rank, **rank_result})
+        monitors[path.name] = {log.name.removesuffix("_monitor.jsonl"): summarize_monitor_log(log)
+                               for log in sorted(path.glob("*_monitor.jsonl"))}
+    ranks.sort(key=lambda r: r.get("rank", 0))
+    status, reason = _status(nodes, ranks, config)
+    rank0 = next((r for r in ranks if r.get("rank") == 0), {})
+    metrics = {key: rank0.get(key) for key in METRIC_KEYS}
+    record = {
+        "schema": ROUND_SCHEMA,
+        "run_id": run_id or round_dir.parent.parent.name,
+        "case_id": config["case_id"],
+        "case": config["case"],
+        "vendor": config["vendor"],
+        "hardware": config["hardware"],
+        "nnodes": config["nnodes"],
+        "nproc": config["nproc"],
+        "round": round_no,
+        "status": status,
+        "reason": reason,
+        "metrics": metrics,
+        "mfu": mfu(metrics, config),
+        "per_node": nodes,
+        "per_rank": ranks,
+        "monitors": monitors,
+        "params": config["params"],
+    }
+    return record
+
+
+def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, str | None]:
+    expected = config["nnodes"]
+    if not nodes:
+        return "failed", "no node of this round left any output"
+    for wanted in ("timeout", "interrupted", "failed"):
+        bad = [n for n in nodes if n["status"] == wanted]
+        if bad:
+            return ("failed" if wanted == "interrupted" else wanted), \
+                f"{bad[0]['host']} (node {bad[0]['node_rank']}): {bad[0]['reason']}"
+    if len(nodes) < expected:
+        return "failed", f"only {len(nodes)} of {expected} nodes left output"
+    rank0 = next((r for r in ranks if r.get("rank") == 0), None)
+    if rank0 is None:
+        return "failed", "rank 0 wrote no result"
+    if rank0.get("status") == "not_converged":
+        return "not_converged", (f"{rank0.get('metric')} {rank0.get('final_metric')} did not reach "
+                                 f"{rank0.get('target')} (stopped: {rank0.get('stop_reason')})")
+    if rank0.get("status") != "success":
+        return "failed", rank0.get("reason") or f"rank 0 status {rank0.get('status')}"
+    return "success", None
+
+
+def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
+                       run_id: str | None = None) -> dict[str, Any]:
+    record = build_round_record(round_dir, config, round_no, run_id)
+    round_dir.mkdir(parents=True, exist_ok=True)
+    (round_dir / RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return record

@@ -1,0 +1,133 @@
+"""torch.distributed from the launcher's environment, plus the few collectives the trainer needs."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+DEFAULT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    node_rank: int = 0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> DistEnv:
+        """Read RANK, LOCAL_RANK, WORLD_SIZE, ... as set by the launcher (single rank when unset)."""
+        def get(name: str, default: int) -> int:
+            raw = environ.get(name, "")
+            try:
+                return int(raw) if raw != "" else default
+            except ValueError:
+                raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+        world = get("WORLD_SIZE", 1)
+        rank = get("RANK", 0)
+        if not 0 <= rank < world:
+            raise ValueError(f"RANK={rank} is outside 0..WORLD_SIZE-1 (WORLD_SIZE={world})")
+        return cls(rank=rank, local_rank=get("LOCAL_RANK", 0), world_size=world,
+                   local_world_size=get("LOCAL_WORLD_SIZE", world), node_rank=get("NODE_RANK", 0))
+
+
+def dist_timeout_s(environ: Mapping[str, str] = os.environ) -> float:
+    return float(environ.get("PERFPLAY_DIST_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
+
+
+def init_distributed(env: DistEnv, backend: str, device: torch.device) -> bool:
+    """Join the process group (env:// rendezvous on MASTER_ADDR/MASTER_PORT); False for one rank."""
+    if env.world_size <= 1:
+        return False
+    for name in ("MASTER_ADDR", "MASTER_PORT"):
+        if not os.environ.get(name):
+            raise RuntimeError(f"{name} must be set for a run with WORLD_SIZE={env.world_size}")
+    dist.init_process_group(backend=backend, init_method="env://", rank=env.rank,
+                            world_size=env.world_size, timeout=timedelta(seconds=dist_timeout_s()),
+                            device_id=device if device.type != "cpu" else None)
+    return True
+
+
+def shutdown_distributed() -> None:
+    """Leave the process group. DDP holds the group through reference cycles, so collect them
+    first: a group destroyed at interpreter exit instead aborts the process."""
+    if dist.is_available() and dist.is_initialized():
+        gc.collect()
+        dist.destroy_process_group()
+
+
+def is_distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def collective_device(device: torch.device) -> torch.device:
+    """Where tensors for collectives live: the CPU for gloo, the accelerator otherwise."""
+    if is_distributed() and dist.get_backend() == "gloo":
+        return torch.device("cpu")
+    return device
+
+
+def all_reduce_sum(values: Sequence[float], device: torch.device) -> list[float]:
+    """Element-wise sum over all ranks (identity on one rank)."""
+    if not is_distributed():
+        return [float(v) for v in values]
+    t = torch.tensor(list(values), dtype=torch.float64, device=collective_device(device))
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t.tolist()
+
+
+def any_rank(flag: bool, device: torch.device) -> bool:
+    """True on every rank when `flag` is true on at least one rank."""
+    if not is_distributed():
+        return flag
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=collective_device(device))
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
+def shard_indices(n: int, rank: int, world_size: int) -> range:
+    """This rank's share of an eval set, without padding, so metrics count every sample once."""
+    return range(rank, n, world_size)
+
+
+def train_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, world_size: int,
+                 seed: int, num_workers: int = 0, drop_last: bool = False, pin_memory: bool = False,
+                 collate_fn=None) -> torch.utils.data.DataLoader:
+    """A shuffling loader; a DistributedSampler gives every rank the same number of batches."""
+    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+    if world_size > 1:
+        sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True,
+                                     seed=seed, drop_last=drop_last)
+    else:
+        sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(seed))
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
+                      drop_last=drop_last, pin_memory=pin_memory, collate_fn=collate_fn,
+                      persistent_workers=num_workers > 0)
+
+
+def eval_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, world_size: int,
+                num_workers: int = 0, pin_memory: bool = False,
+                collate_fn=None) -> torch.utils.data.DataLoader:
+    """An in-order loader over this rank's unpadded shard of the eval set."""
+    from torch.utils.data import DataLoader, Subset
+
+    shard = Subset(dataset, shard_indices(len(dataset), rank, world_size))
+    return DataLoader(shard, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                      pin_memory=pin_memory, collate_fn=collate_fn, persistent_workers=num_workers > 0)
+
+
+def set_sampler_epoch(loader: object, epoch: int) -> None:
+    """Reshuffle a DistributedSampler for this epoch (no-op for other samplers)."""
+    sampler = getattr(loader, "sampler", None)
+    if hasattr(sampler, "set_epoch"):
+        sampler.set_epoch(epoch)

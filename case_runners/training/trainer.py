@@ -1,0 +1,271 @@
+"""The training loop: precision, DDP, stop conditions and honest timing.
+
+Times (seconds) and throughputs (global samples/s), as in FlagPerf's FINISHED event:
+- train_time: TRAIN_START..TRAIN_END, evaluation included  -> p_whole
+- train_no_eval_time: train_time minus evaluation          -> p_train
+- core_time: sum over steps of (batch on device .. optimizer step done), synchronized on
+  accelerators; data loading and host-to-device copies excluded -> p_core
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import resource
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from case_runners.driver import events as ev
+from case_runners.training.case_api import RunContext, TrainingCase
+from case_runners.training.dist import all_reduce_sum, any_rank
+
+RESULT_SCHEMA = "perfplay.rank_result/1"
+
+
+@dataclass(frozen=True)
+class Target:
+    metric: str
+    value: float
+    higher_is_better: bool = True
+
+    @classmethod
+    def from_config(cls, target: dict[str, Any]) -> Target:
+        return cls(metric=str(target["metric"]), value=float(target["value"]),
+                   higher_is_better=bool(target.get("higher_is_better", True)))
+
+    def reached(self, value: float) -> bool:
+        return value >= self.value if self.higher_is_better else value <= self.value
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """fp32, or AMP: fp16 autocast + GradScaler on accelerators, bf16 autocast on the CPU."""
+    amp: bool
+    device_type: str
+
+    @property
+    def name(self) -> str:
+        if not self.amp:
+            return "fp32"
+        return "bf16" if self.device_type == "cpu" else "fp16"
+
+    @property
+    def dtype(self) -> torch.dtype | None:
+        return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.name)
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if not self.amp:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device_type, dtype=self.dtype)
+
+    def grad_scaler(self) -> torch.amp.GradScaler | None:
+        return torch.amp.GradScaler(self.device_type) if self.name == "fp16" else None
+
+
+def synchronizer(device: torch.device):
+    """A function that waits for the device's queued work (a no-op on the CPU)."""
+    if device.type == "cpu":
+        return lambda: None
+    module = getattr(torch, device.type)
+    return lambda: module.synchronize(device)
+
+
+def peak_memory_bytes(device: torch.device) -> int | None:
+    """Peak allocated device memory; on the CPU, the process's peak resident set size."""
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    if device.type == "cpu":
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
+    return None
+
+
+class Trainer:
+    def __init__(self, case: TrainingCase, params: dict[str, Any], ctx: RunContext, target: Target) -> None:
+        if case.target_metric != target.metric:
+            raise ValueError(f"config target metric '{target.metric}' is not the metric the case "
+                             f"reports ('{case.target_metric}')")
+        self.case, self.params, self.ctx, self.target = case, params, ctx, target
+        self.log = ctx.log
+        self.device = ctx.device
+        self.precision = Precision(bool(params.get("amp", False)), ctx.device.type)
+        self.sync = synchronizer(ctx.device)
+        self.max_epochs = int(params.get("max_epochs", 0))
+        self.max_steps = int(params.get("max_steps", 0))
+        self.time_budget_s = float(params.get("time_budget_s", 0))
+        self.log_freq = max(1, int(params.get("log_freq", 10)))
+        self.eval_every_epochs = int(params.get("eval_every_epochs", 1))
+        self.eval_every_steps = int(params.get("eval_every_steps", 0))
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        log, device = self.log, self.device
+        log.event(ev.INIT_START)
+        t0 = time.perf_counter()
+        model = self.case.build_model().to(device)
+        log.event(ev.CONVERT_MODEL, {"device": str(device),
+                                     "parameters": sum(p.numel() for p in model.parameters())})
+        self.train_loader, self.eval_loader = self.case.build_data()
+        self.optimizer, self.scheduler = self.case.build_optimizer(model)
+        log.event(ev.CREATE_OPTIMIZER, {"optimizer": type(self.optimizer).__name__,
+                                        "scheduler": type(self.scheduler).__name__ if self.scheduler else None})
+        self.scaler = self.precision.grad_scaler()
+        if self.precision.amp:
+            log.event(ev.MODEL_TO_FP16, {"autocast_dtype": self.precision.name, "grad_scaler": self.scaler is not None})
+        self.module = model
+        self.model = model
+        if self.ctx.world_size > 1:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            ids = [device.index] if device.type != "cpu" and device.index is not None else None
+            self.model = DDP(model, device_ids=ids)
+            log.event(ev.MODEL_TO_DDP, {"world_size": self.ctx.world_size})
+        self.sync()
+        self.init_time = time.perf_counter() - t0
+        log.event(ev.INIT_END, {"init_time": self.init_time})
+
+    # -- one step and one evaluation -----------------------------------------------------------
+
+    def _step(self, batch: Any) -> tuple[torch.Tensor, int, float]:
+        """One optimizer step on a batch already on the device: (loss, samples, seconds)."""
+        self.sync()
+        t0 = time.perf_counter()
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.precision.autocast():
+            loss, samples = self.case.train_step(self.model, batch)
+        clip = self.case.max_grad_norm
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            if clip > 0:
+                self.scaler.unscale_(self.optimizer)
+                torch.nn.utils.clip_grad_norm_(self.module.parameters(), clip)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            if clip > 0:
+                torch.nn.utils.clip_grad_norm_(self.module.parameters(), clip)
+            self.optimizer.step()
+        if self.scheduler is not None:
+            self.scheduler.step()
+        self.sync()
+        return loss, samples, time.perf_counter() - t0
+
+    def _evaluate(self, epoch: int, step: int) -> tuple[float, float]:
+        """Evaluate, log EVALUATE, record history: (target metric value, seconds)."""
+        t0 = time.perf_counter()
+        self.module.eval()
+        with torch.no_grad(), self.precision.autocast():
+            metrics = self.case.evaluate(self.module, self.eval_loader)
+        self.module.train()
+        self.sync()
+        seconds = time.perf_counter() - t0
+        if self.target.metric not in metrics:
+            raise KeyError(f"evaluate() returned {sorted(metrics)}, not the target metric '{self.target.metric}'")
+        entry = {"epoch": epoch, "step": step, **{k: float(v) for k, v in metrics.items()}}
+        self.history.append(entry)
+        self.log.event(ev.EVALUATE, {**entry, "eval_time": seconds})
+        return float(metrics[self.target.metric]), seconds
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        self._setup()
+        log = self.log
+        self.history: list[dict[str, float]] = []
+        step = epoch = samples = 0
+        core_time = eval_time = 0.0
+        metric: float | None = None
+        evaluated_at = -1
+        stop: str | None = None
+
+        def evaluate() -> bool:
+            nonlocal metric, eval_time, evaluated_at
+            metric, seconds = self._evaluate(epoch, step)
+            eval_time += seconds
+            evaluated_at = step
+            return self.target.reached(metric)
+
+        self.model.train()
+        log.event(ev.TRAIN_START, {"amp": self.precision.amp, "precision": self.precision.name})
+        train_start = time.perf_counter()
+        over_budget = (lambda: time.perf_counter() - train_start >= self.time_budget_s) \
+            if self.time_budget_s > 0 else (lambda: False)
+        while stop is None:
+            if self.max_epochs and epoch >= self.max_epochs:
+                stop = "max_epochs"
+                break
+            epoch += 1
+            self.case.set_epoch(epoch)
+            log.event(ev.EPOCH_BEGIN, {"epoch": epoch})
+            steps_before_epoch = step
+            for batch in self.train_loader:
+                step += 1
+                batch = self.case.to_device(batch, self.device)
+                log_this = log.should_log_step(step)
+                if log_this:
+                    lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
+                    log.event(ev.STEP_BEGIN, {"epoch": epoch}, step=step)
+                loss, n, seconds = self._step(batch)
+                samples += n
+                core_time += seconds
+                if log_this:
+                    log.event(ev.STEP_END, {"epoch": epoch, "loss": float(loss.item()),
+                                            "lr": lr,
+                                            "rank_samples": samples,
+                                            "rank_core_samples_per_s": samples / core_time if core_time else None},
+                              step=step)
+                if self.max_steps and step >= self.max_steps:
+                    stop = "max_steps"
+                # Ranks agree on the budget at log steps (one tiny collective), every step on one rank.
+                elif (self.ctx.world_size == 1 or step % self.log_freq == 0) and any_rank(over_budget(), self.device):
+                    stop = "time_budget"
+                if self.eval_every_steps and step % self.eval_every_steps == 0 and evaluate():
+                    stop = "target_reached"
+                if stop:
+                    break
+            if step == steps_before_epoch:
+                raise ValueError("the training data loader yielded no batch in an epoch")
+            log.event(ev.EPOCH_END, {"epoch": epoch, "step": step})
+            if stop is None and self.eval_every_epochs and epoch % self.eval_every_epochs == 0 \
+                    and evaluated_at != step and evaluate():
+                stop = "target_reached"
+            if stop is None and any_rank(over_budget(), self.device):
+                stop = "time_budget"
+        if evaluated_at != step:
+            evaluate()
+        self.sync()
+        train_time = time.perf_counter() - train_start
+        log.event(ev.TRAIN_END, {"train_time": train_time, "epoch": epoch, "step": step})
+
+        global_samples, global_core = all_reduce_sum([samples, core_time], self.device)
+        # p_core from the mean per-rank compute time: ranks step in lockstep under DDP.
+        core_time = global_core / self.ctx.world_size
+        train_no_eval = train_time - eval_time
+        converged = metric is not None and self.target.reached(metric)
+
+        def rate(seconds: float) -> float:
+            return global_samples / seconds if seconds > 0 else 0.0
+
+        return {
+            "schema": RESULT_SCHEMA, "rank": self.ctx.rank, "world_size": self.ctx.world_size,
+            "status": "success" if converged else "not_converged", "stop_reason": stop,
+            "converged": converged, "metric": self.target.metric, "final_metric": metric,
+            "target": self.target.value, "samples": int(global_samples), "steps": step, "epochs": epoch,
+            "init_time": self.init_time, "train_time": train_time, "train_no_eval_time": train_no_eval,
+            "core_time": core_time, "eval_time": eval_time,
+            "p_whole": rate(train_time), "p_train": rate(train_no_eval), "p_core": rate(core_time),
+            "device": self.device.type, "amp": self.precision.amp, "precision": self.precision.name,
+            "peak_memory_bytes": peak_memory_bytes(self.device), "metrics_history": self.history,
+        }

@@ -1,0 +1,118 @@
+"""One training rank: `python -m case_runners worker --config RESOLVED.json --log-dir DIR`.
+
+Reads the resolved config, joins the process group, builds the case, trains, and writes
+`rank<R>.events.jsonl` and `rank<R>.result.json` in DIR. Returns 0 for success and
+not_converged (both are results), 1 when the run crashed (the traceback is in the result).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from case_runners.driver import events as ev
+from case_runners.driver.events import EventLogger
+
+
+def result_path(log_dir: Path, rank: int) -> Path:
+    return Path(log_dir) / f"rank{rank}.result.json"
+
+
+def pick_device(vendor_info: dict[str, Any], local_rank: int):
+    """vendor_info.device "cpu" -> cpu; "cuda" (or another torch device type) -> <type>:<index>,
+    index from PERFPLAY_DEVICE_INDEX (the launcher's choice) or else LOCAL_RANK."""
+    import torch
+
+    kind = str(vendor_info.get("device", "cpu"))
+    if kind == "cpu":
+        return torch.device("cpu")
+    index = int(os.environ.get("PERFPLAY_DEVICE_INDEX") or local_rank)
+    module = getattr(torch, kind, None)
+    if module is None or not hasattr(module, "is_available") or not module.is_available():
+        raise RuntimeError(f"vendor_info.device is '{kind}' but torch has no usable '{kind}' device here")
+    if hasattr(module, "device_count") and index >= module.device_count():
+        raise RuntimeError(f"device index {index} requested but only {module.device_count()} '{kind}' devices are visible")
+    device = torch.device(kind, index)
+    if hasattr(module, "set_device"):
+        module.set_device(device)
+    return device
+
+
+def load_case_builder(case: str):
+    """`build_case` from `case_runners.cases.<case>.case`."""
+    module = importlib.import_module(f"case_runners.cases.{case}.case")
+    return module.build_case
+
+
+def limit_cpu_threads(local_world_size: int) -> None:
+    """Share the host's cores among the ranks on it, unless OMP_NUM_THREADS says otherwise."""
+    import torch
+
+    if not os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world_size)))
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict[str, Any]:
+    """Train one rank and return its result record (everything but e2e_time)."""
+    from case_runners.training.case_api import RunContext
+    from case_runners.training.dist import init_distributed
+    from case_runners.training.trainer import Target, Trainer, seed_everything
+
+    params = config["params"]
+    vendor_info = config.get("vendor_info", {})
+    device = pick_device(vendor_info, env.local_rank)
+    if device.type == "cpu":
+        limit_cpu_threads(env.local_world_size)
+    backend = vendor_info.get("dist_backend") or ("gloo" if device.type == "cpu" else "nccl")
+    log.event(ev.SUBMIT_INFO, {"vendor": config.get("vendor"), "case": config["case"],
+                               "case_id": config.get("case_id"), "config_path": config_path,
+                               "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
+                               "dist_backend": backend, "world_size": env.world_size, "params": params})
+    init_distributed(env, backend, device)
+    seed_everything(int(params.get("seed", 0)))
+    ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
+                     device=device, data_dir=config.get("data_dir"), log=log)
+    case = load_case_builder(config["case"])(params, ctx)
+    log.event(ev.LAUNCH_TRAINING, {"case": config["case"]})
+    return Trainer(case, params, ctx, Target.from_config(config["target"])).run()
+
+
+def main(config_path: str, log_dir: str) -> int:
+    started = time.perf_counter()
+    from case_runners.training.dist import DistEnv, shutdown_distributed
+
+    out = Path(log_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    env, log, code = DistEnv(), None, 0
+    try:
+        env = DistEnv.from_environ()
+        config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+        log = EventLogger(out, env.rank, int(config.get("params", {}).get("log_freq", 10)))
+        result = run(config, config_path, log, env)
+    except KeyboardInterrupt:
+        result, code = {"status": "failed", "reason": "interrupted"}, 130
+    except Exception:  # noqa: BLE001 - any crash becomes a "failed" result with its traceback
+        reason = traceback.format_exc()
+        print(reason, file=sys.stderr, flush=True)
+        result, code = {"status": "failed", "reason": reason}, 1
+    finally:
+        shutdown_distributed()
+    log = log or EventLogger(out, env.rank, 10)
+    result = {"schema": "perfplay.rank_result/1", "rank": env.rank, "world_size": env.world_size,
+              **result, "e2e_time": time.perf_counter() - started}
+    log.event(ev.FINISHED, {k: v for k, v in result.items() if k not in ("metrics_history", "reason")})
+    write_json(result_path(out, env.rank), result)
+    log.close()
+    return code

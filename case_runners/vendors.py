@@ -1,0 +1,83 @@
+"""Vendor descriptions: vendor/<vendor>/vendor.yaml, validated on load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from case_runners.config.yaml_io import load_mapping
+from case_runners.errors import ConfigError
+from case_runners.paths import display_path, project_root
+
+DEVICES = ("cpu", "cuda")
+BACKENDS = ("gloo", "nccl")
+SCOPES = ("node", "rank")
+PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+def vendor_names(root: Path | None = None) -> list[str]:
+    base = (root or project_root()) / "vendor"
+    return sorted(p.parent.name for p in base.glob("*/vendor.yaml"))
+
+
+def load_vendor(name: str, root: Path | None = None) -> dict[str, Any]:
+    """Load and check vendor/<name>/vendor.yaml; raise ConfigError naming the key and file."""
+    root = root or project_root()
+    known = vendor_names(root)
+    if name not in known:
+        raise ConfigError(f"unknown vendor '{name}'", key="vendor", allowed=known)
+    path = root / "vendor" / name / "vendor.yaml"
+    data = load_mapping(path)
+    shown = display_path(path, root)
+    _check_vendor(data, shown)
+    data["name"] = name
+    data["dir"] = str(path.parent)
+    return data
+
+
+def _require(data: dict, key: str, kind: type | tuple, file: str) -> Any:
+    if key not in data:
+        raise ConfigError("is required", key=key, file=file)
+    if not isinstance(data[key], kind):
+        raise ConfigError(f"has the wrong type ({type(data[key]).__name__})", key=key, file=file)
+    return data[key]
+
+
+def _check_vendor(data: dict, file: str) -> None:
+    if _require(data, "device", str, file) not in DEVICES:
+        raise ConfigError(f"unknown device '{data['device']}'", key="device", file=file, allowed=DEVICES)
+    if _require(data, "dist_backend", str, file) not in BACKENDS:
+        raise ConfigError(f"unknown backend '{data['dist_backend']}'", key="dist_backend", file=file,
+                          allowed=BACKENDS)
+    visible = _require(data, "visible_devices", dict, file)
+    if visible.get("scope", "node") not in SCOPES:
+        raise ConfigError("unknown scope", key="visible_devices.scope", file=file, allowed=SCOPES)
+    hardware = _require(data, "hardware", dict, file)
+    if not hardware:
+        raise ConfigError("must list at least one hardware model", key="hardware", file=file)
+    for model, spec in hardware.items():
+        if not isinstance(spec, dict):
+            raise ConfigError("must be a mapping", key=f"hardware.{model}", file=file)
+        for precision, flops in (spec.get("peak_flops") or {}).items():
+            if precision not in PRECISIONS:
+                raise ConfigError("unknown precision", key=f"hardware.{model}.peak_flops.{precision}",
+                                  file=file, allowed=PRECISIONS)
+            if flops is not None and not isinstance(flops, (int, float)):
+                raise ConfigError("must be a number of FLOP/s", key=f"hardware.{model}.peak_flops.{precision}",
+                                  file=file)
+    default = _require(data, "default_hardware", str, file)
+    if default not in hardware:
+        raise ConfigError(f"'{default}' is not in hardware", key="default_hardware", file=file, allowed=hardware)
+
+
+def vendor_info(vendor: dict[str, Any], hardware: str) -> dict[str, Any]:
+    """The part of a vendor description that a run needs, as saved in the resolved config."""
+    visible = vendor["visible_devices"]
+    return {
+        "device": vendor["device"],
+        "dist_backend": vendor["dist_backend"],
+        "visible_devices_env": visible.get("env") or "",
+        "visible_devices_scope": visible.get("scope", "node"),
+        "monitor": vendor.get("monitor"),
+        "hardware": vendor["hardware"][hardware],
+    }

@@ -1,0 +1,190 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# perfplay: start this node's ranks of one case round and wait for them.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: case_launch
+short_description: Run one node of a perfplay case round and return its node result
+description:
+  - Runs C(python -m case_runners launch) on the host, which starts the node's ranks, waits for them
+    (bounded by O(timeout)) and writes C(node_result.json) in O(log_dir).
+  - Fails when the node's status is not C(success) (C(failed), C(timeout) or C(interrupted)); the node
+    result is returned either way, so the round can still be recorded.
+  - Use it with C(async) (case timeout plus a margin) and C(poll), as a round outlives the SSH timeout.
+options:
+  project_dir:
+    description: perfplay checkout on the host.
+    type: path
+    required: true
+  python:
+    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
+    type: str
+  config:
+    description: Resolved config (JSON) of the case, on the host.
+    type: path
+    required: true
+  log_dir:
+    description: Node directory C(<run_dir>/<case_id>/round<N>/<host>_noderank<X>); created if missing.
+    type: path
+    required: true
+  node_rank:
+    description: Rank of this node, 0 on the node that hosts the rendezvous.
+    type: int
+    default: 0
+  master_addr:
+    description: Address of node 0 that every node can reach.
+    type: str
+    default: 127.0.0.1
+  master_port:
+    description: Rendezvous port on node 0; C(0) lets a single-node launcher pick a free port.
+    type: int
+    default: 0
+  timeout:
+    description: Seconds before the launcher stops the ranks; default the case's C(timeout_s).
+    type: float
+  run_id:
+    description: Run id, carried in every process's argv or environment so a cleanup can find them.
+    type: str
+    required: true
+  env:
+    description: Extra environment for the launcher and its ranks (for example C(NCCL_SOCKET_IFNAME)).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    details: Launches nothing and predicts C(changed=true).
+  diff_mode:
+    support: none
+  idempotent:
+    support: none
+    details: Every call runs the case again.
+author:
+  - perfplay contributors
+"""
+
+EXAMPLES = r"""
+- name: Run node 0 of round 1
+  case_launch:
+    project_dir: /opt/perfplay
+    python: /opt/perfplay/venv/bin/python
+    config: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/resolved_config.json
+    log_dir: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1/localhost_noderank0
+    run_id: run20250101120000
+    timeout: 1800
+  async: 1920
+  poll: 1
+"""
+
+RETURN = r"""
+status:
+  description: Node status.
+  returned: always
+  type: str
+  sample: success
+reason:
+  description: Why the node did not succeed (null on success).
+  returned: always
+  type: str
+  sample: "rank 1 exited 1"
+node_result:
+  description: Content of C(node_result.json) (schema C(perfplay.node_result/1)); empty in check mode.
+  returned: always
+  type: dict
+  sample:
+    schema: perfplay.node_result/1
+    node_rank: 0
+    status: success
+    reason: null
+    ranks: {"0": {exit_code: 0, log: rank0.out.log}}
+    duration_s: 42.1
+    host: node01
+cmd:
+  description: The argv that was run.
+  returned: always
+  type: list
+  elements: str
+rc:
+  description: Exit code of the launcher (0 success, 1 failed, 124 timeout, 130 interrupted).
+  returned: when launched
+  type: int
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+
+NODE_RESULT = "node_result.json"
+
+
+def launch_argv(params):
+    return cli_argv(
+        params["python"], "launch",
+        config=params["config"],
+        log_dir=params["log_dir"],
+        node_rank=params["node_rank"],
+        master_addr=params["master_addr"],
+        master_port=params["master_port"],
+        timeout=params["timeout"],
+        run_id=params["run_id"],
+    )
+
+
+def read_node_result(log_dir):
+    try:
+        with open(os.path.join(log_dir, NODE_RESULT)) as handle:
+            doc = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def main():
+    argument_spec = dict(
+        COMMON_ARGUMENT_SPEC,
+        config=dict(type="path", required=True),
+        log_dir=dict(type="path", required=True),
+        node_rank=dict(type="int", default=0),
+        master_addr=dict(type="str", default="127.0.0.1"),
+        master_port=dict(type="int", default=0),
+        timeout=dict(type="float"),
+        run_id=dict(type="str", required=True),
+        env=dict(type="dict", default={}),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    argv = launch_argv(params)
+    if module.check_mode:
+        module.exit_json(changed=True, status="skipped", reason="check mode", node_result={}, cmd=argv)
+
+    env = {str(key): str(value) for key, value in params["env"].items()}
+    result = run_cli(module, argv, params["project_dir"], environ_update=env)
+    node_result = result.doc or read_node_result(params["log_dir"])
+    if node_result is None:
+        module.fail_json(node_result={}, status="failed", reason="the launcher wrote no node result",
+                         **result.failure("case_runners launch"))
+
+    status = node_result.get("status")
+    reason = node_result.get("reason")
+    outcome = dict(changed=True, status=status, reason=reason, node_result=node_result, cmd=argv, rc=result.rc)
+    if status != "success":
+        module.fail_json(msg="node %s: %s: %s" % (params["node_rank"], status, reason),
+                         stderr=tail(result.stderr), **outcome)
+    module.exit_json(**outcome)
+
+
+if __name__ == "__main__":
+    main()

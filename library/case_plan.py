@@ -1,0 +1,359 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# perfplay: resolve a run's cases on the controller before any host is touched.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: case_plan
+short_description: Resolve and check every case of a perfplay run, and create its run directory
+description:
+  - Runs C(python -m case_runners plan --request REQUEST.json) in O(project_dir) on the controller
+    (with C(--check) in check mode) and returns the resolved configs of every selected case.
+  - Validates the run vars that do not reach the plan request (O(clear_caches), O(monitor_interval),
+    O(master_port), O(hosts)) and reports them together with every error of the plan, so a bad run is
+    rejected with all its problems at once, each naming the run var or file, the key and the allowed values.
+  - Options mirror the run vars C(perfplay_<option>) (O(case_timeout) is C(perfplay_case_timeout));
+    error messages name the run var.
+  - Expands the plan into O(rounds), one item per case and round, which the playbook loops over.
+options:
+  project_dir:
+    description: perfplay checkout (the directory holding C(case_runners/) and C(vendor/)).
+    type: path
+    required: true
+  python:
+    description: Python interpreter that can import C(case_runners). Defaults to the module's own interpreter.
+    type: str
+  vendor:
+    description: Vendor name, a directory C(vendor/<vendor>/) (run var C(perfplay_vendor)).
+    type: raw
+    default: cpu
+  runtime:
+    description: Where the cases run (run var C(perfplay_runtime)); only C(host) (a venv) for now.
+    type: raw
+    default: host
+  cases:
+    description:
+      - The selection (run var C(perfplay_cases)), checked by C(case_runners) (which also reports it missing).
+      - A list of mappings C({case, hardware, nnodes, nproc, repeat, data_dir, overrides}),
+        a FlagPerf mapping C({"case:framework:HW:nnodes:nproc:repeat": data_dir}), or case name strings.
+    type: raw
+  results_dir:
+    description: Results root on the controller (run var C(perfplay_results_dir)); default C(<project_dir>/results).
+    type: raw
+  run_id:
+    description: Name of the run directory (run var C(perfplay_run_id)); default C(run<YYYYmmddHHMMSS>).
+    type: raw
+  case_timeout:
+    description: Timeout in seconds for every case's round (run var C(perfplay_case_timeout)); default the case's own.
+    type: raw
+  hosts:
+    description: Inventory hosts of the run in node order; a case with C(nnodes=N) runs on the first N.
+    type: list
+    elements: str
+    required: true
+  clear_caches:
+    description: Drop the page cache before each round (run var C(perfplay_clear_caches)); a bool or C(true)/C(false).
+    type: raw
+    default: false
+  monitor_interval:
+    description: Seconds between monitor samples (run var C(perfplay_monitor_interval)); a number > 0.
+    type: raw
+    default: 1.0
+  master_port:
+    description:
+      - Rendezvous port on the first node of multi-node cases (run var C(perfplay_master_port)), 1-65535.
+      - Single-node cases use a free port chosen by the launcher, so concurrent runs do not collide.
+    type: raw
+    default: 29500
+attributes:
+  check_mode:
+    support: full
+    details: Runs the plan with C(--check), which validates everything and writes nothing.
+  diff_mode:
+    support: none
+  idempotent:
+    support: none
+    details: Every successful run creates a new run directory.
+notes:
+  - Runs on the controller (C(localhost)).
+author:
+  - perfplay contributors
+"""
+
+EXAMPLES = r"""
+- name: Resolve every case of the run
+  case_plan:
+    project_dir: "{{ playbook_dir | dirname }}"
+    python: "{{ ansible_playbook_python }}"
+    vendor: cpu
+    cases:
+      - case: digits_cnn
+        hardware: CPU
+        nproc: 2
+        repeat: 3
+    hosts: "{{ groups['perfplay_hosts'] }}"
+  register: plan
+
+- name: Select a case the FlagPerf way
+  case_plan:
+    project_dir: /opt/perfplay
+    vendor: nvidia
+    cases:
+      "resnet50:pytorch:A100:1:8:3": /data/imagenet
+    hosts: [gpu01]
+"""
+
+RETURN = r"""
+run_id:
+  description: Name of the run directory (null in check mode).
+  returned: success
+  type: str
+  sample: run20250101120000
+run_dir:
+  description: Absolute path of the run directory on the controller (null in check mode).
+  returned: success
+  type: str
+  sample: /opt/perfplay/results/run20250101120000
+cases:
+  description: Resolved config of every case (schema C(perfplay.resolved_config/1)).
+  returned: success
+  type: list
+  elements: dict
+rounds:
+  description: One item per case and round, in run order.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    case_id: {description: Case id, e.g. C(digits_cnn_CPUx1x1)., type: str}
+    case: {description: Case name., type: str}
+    round: {description: Round number, from 1., type: int}
+    nnodes: {description: Nodes of the case., type: int}
+    nproc: {description: Processes per node., type: int}
+    timeout_s: {description: Case timeout in seconds., type: int}
+    config: {description: Resolved config path on the controller (null in check mode)., type: str}
+    rel_dir: {description: Round directory relative to the run directory, C(<case_id>/round<N>)., type: str}
+    hosts: {description: The hosts of this round, node rank = index., type: list}
+    master_port: {description: Rendezvous port; 0 lets the launcher pick a free one (single node)., type: int}
+    monitors: {description: Monitor names to start, C(host) and the vendor's when it has one., type: list}
+  sample:
+    - case_id: digits_cnn_CPUx1x1
+      case: digits_cnn
+      round: 1
+      nnodes: 1
+      nproc: 1
+      timeout_s: 1800
+      config: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/resolved_config.json
+      rel_dir: digits_cnn_CPUx1x1/round1
+      hosts: [localhost]
+      master_port: 0
+      monitors: [host, cpu]
+host_needs:
+  description: Per host of the run, the most processes a round puts on it and the cases it takes part in.
+  returned: success
+  type: dict
+  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2]}}
+run_vars:
+  description: The run vars after validation, with their types fixed.
+  returned: success
+  type: dict
+  sample: {vendor: cpu, runtime: host, clear_caches: false, monitor_interval: 1.0, master_port: 29500,
+           hosts: [localhost]}
+errors:
+  description: Every problem found, each naming the run var or file, the key and the allowed values.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["key 'perfplay_vendor': unknown vendor 'acme' (allowed: cpu, nvidia)"]
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+
+RUN_VARS = "run vars"
+TRUE_WORDS = ("true",)
+FALSE_WORDS = ("false",)
+
+
+def _error(option, message, allowed=None):
+    """Same shape as case_runners' ConfigError: "<file>: key '<key>': <message> (allowed: ...)"."""
+    text = "%s: key 'perfplay_%s': %s" % (RUN_VARS, option, message)
+    return text + (" (allowed: %s)" % allowed if allowed else "")
+
+
+def as_bool(option, value, errors):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        return value.strip().lower() in TRUE_WORDS
+    errors.append(_error(option, "expected a boolean, got %r" % (value,), "true, false"))
+    return None
+
+
+def as_number(option, value, errors, kind, minimum, maximum=None):
+    """An int or float from a number or a numeric string (``-e key=value`` gives strings)."""
+    number = None
+    if not isinstance(value, bool):
+        try:
+            number = kind(value.strip() if isinstance(value, str) else value)
+        except (TypeError, ValueError):
+            number = None
+        if kind is int and isinstance(value, float) and value != int(value):
+            number = None
+    bounds = ">= %s" % minimum if maximum is None else "%s..%s" % (minimum, maximum)
+    if number is None:
+        errors.append(_error(option, "expected %s %s, got %r" % (
+            "an integer" if kind is int else "a number", bounds, value)))
+    elif number < minimum or (maximum is not None and number > maximum):
+        errors.append(_error(option, "%s is out of range (%s)" % (number, bounds)))
+        number = None
+    return number
+
+
+def check_run_vars(params):
+    """Validate the run vars this module owns; return (normalised values, errors)."""
+    errors = []
+    run_vars = dict(
+        vendor=params["vendor"],
+        runtime=params["runtime"],
+        clear_caches=as_bool("clear_caches", params["clear_caches"], errors),
+        monitor_interval=as_number("monitor_interval", params["monitor_interval"], errors, float, 0.01, 3600),
+        master_port=as_number("master_port", params["master_port"], errors, int, 1, 65535),
+        hosts=list(params["hosts"]),
+    )
+    if not run_vars["hosts"]:
+        errors.append("%s: key 'perfplay_host_pattern': matches no inventory host "
+                      "(add hosts to the inventory group perfplay_hosts)" % RUN_VARS)
+    return run_vars, errors
+
+
+def plan_request(params):
+    """The request document of ``case_runners plan`` (keys it does not know are errors there)."""
+    request = dict(vendor=params["vendor"], runtime=params["runtime"], cases=params["cases"])
+    for key, option in (("results_dir", "results_dir"), ("run_id", "run_id"), ("timeout_s", "case_timeout")):
+        if params[option] not in (None, ""):
+            request[key] = params[option]
+    return request
+
+
+def expand_rounds(cases, run_dir, hosts, master_port):
+    """One item per case and round; (rounds, errors) where errors name cases needing more hosts."""
+    rounds, errors = [], []
+    for case in cases:
+        nnodes = case["nnodes"]
+        if nnodes > len(hosts):
+            errors.append("case %s: key 'nnodes': needs %d hosts, the run has %d (%s)" % (
+                case["case_id"], nnodes, len(hosts), ", ".join(hosts) or "none"))
+            continue
+        config = case.get("config_path") or (
+            os.path.join(run_dir, case["case_id"], "resolved_config.json") if run_dir else None)
+        vendor_monitor = [case["vendor"]] if case.get("vendor_info", {}).get("monitor") else []
+        for number in range(1, case["repeat"] + 1):
+            rounds.append(dict(
+                case_id=case["case_id"],
+                case=case["case"],
+                round=number,
+                nnodes=nnodes,
+                nproc=case["nproc"],
+                timeout_s=case["timeout_s"],
+                config=config,
+                rel_dir="%s/round%d" % (case["case_id"], number),
+                hosts=hosts[:nnodes],
+                master_port=master_port if nnodes > 1 else 0,
+                monitors=["host"] + vendor_monitor,
+            ))
+    return rounds, errors
+
+
+def host_needs(rounds, hosts):
+    """Per host: the most processes a round puts on it, and the cases it takes part in."""
+    needs = dict((host, dict(nproc=0, case_ids=[])) for host in hosts)
+    for item in rounds:
+        for host in item["hosts"]:
+            need = needs[host]
+            need["nproc"] = max(need["nproc"], item["nproc"])
+            if item["case_id"] not in need["case_ids"]:
+                need["case_ids"].append(item["case_id"])
+    return needs
+
+
+def fail_with_errors(module, errors, **extra):
+    """Fail listing every problem, one per line."""
+    module.fail_json(
+        msg="perfplay: the run was rejected, %d problem(s):\n- %s" % (len(errors), "\n- ".join(errors)),
+        errors=errors, **extra)
+
+
+def run_plan(module, check):
+    """Run ``case_runners plan`` on this module's request; return (plan document, rc)."""
+    params = module.params
+    fd, request_path = tempfile.mkstemp(prefix="perfplay-plan-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(plan_request(params), handle)
+        argv = cli_argv(params["python"], "plan", request=request_path, check=check)
+        result = run_json(module, argv, params["project_dir"], "case_runners plan")
+    finally:
+        os.unlink(request_path)
+    return result.doc, result.rc
+
+
+def main():
+    argument_spec = dict(
+        COMMON_ARGUMENT_SPEC,
+        vendor=dict(type="raw", default="cpu"),
+        runtime=dict(type="raw", default="host"),
+        cases=dict(type="raw"),
+        results_dir=dict(type="raw"),
+        run_id=dict(type="raw"),
+        case_timeout=dict(type="raw"),
+        hosts=dict(type="list", elements="str", required=True),
+        clear_caches=dict(type="raw", default=False),
+        monitor_interval=dict(type="raw", default=1.0),
+        master_port=dict(type="raw", default=29500),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    run_vars, errors = check_run_vars(params)
+
+    # Validate first (``plan --check`` writes nothing), so a rejected run leaves no run directory
+    # behind, then create the run: 2 x ~0.1 s.
+    plan, rc = run_plan(module, check=True)
+    rounds, host_errors = expand_rounds(plan.get("cases") or [], None, run_vars["hosts"], run_vars["master_port"])
+    errors = list(plan.get("errors") or []) + errors + host_errors
+    if errors or not plan.get("ok"):
+        fail_with_errors(module, errors or ["case_runners plan failed without naming an error"], rc=rc)
+    if not module.check_mode:
+        plan, rc = run_plan(module, check=False)
+        if not plan.get("ok"):
+            fail_with_errors(module, plan.get("errors") or ["case_runners plan failed without naming an error"],
+                             rc=rc)
+        rounds, _ = expand_rounds(plan["cases"], plan["run_dir"], run_vars["hosts"], run_vars["master_port"])
+
+    module.exit_json(
+        changed=not module.check_mode,
+        run_id=plan.get("run_id"),
+        run_dir=plan.get("run_dir"),
+        cases=plan.get("cases") or [],
+        rounds=rounds,
+        host_needs=host_needs(rounds, run_vars["hosts"]),
+        run_vars=run_vars,
+    )
+
+
+if __name__ == "__main__":
+    main()

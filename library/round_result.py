@@ -1,0 +1,143 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# perfplay: build the record of one case round from what its nodes left behind.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: round_result
+short_description: Build and write the record of one perfplay case round
+description:
+  - Runs C(python -m case_runners record) on the controller, which reads every node directory of the
+    round and writes C(<round_dir>/result.json) (schema C(perfplay.round_record/1)).
+  - A failed round is a valid record (C(status) says why); the module fails only when no record could
+    be built.
+  - Also returns C(compact), a small digest of the record for C(ansible.builtin.set_stats) (AWX artifacts).
+options:
+  project_dir:
+    description: perfplay checkout on the controller.
+    type: path
+    required: true
+  python:
+    description: Python that can import C(case_runners). Defaults to the module's own interpreter.
+    type: str
+  round_dir:
+    description: Round directory, C(<run_dir>/<case_id>/round<N>), holding the node directories.
+    type: path
+    required: true
+  config:
+    description: Resolved config (JSON) of the case.
+    type: path
+    required: true
+  round:
+    description: Round number, from 1.
+    type: int
+    required: true
+  run_id:
+    description: Run id recorded in the record.
+    type: str
+  errors:
+    description: Problems Ansible met in this round (for example a host that failed a task); added to C(compact).
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+    details: Writes nothing and predicts C(changed=true).
+  diff_mode:
+    support: none
+  idempotent:
+    support: none
+    details: Rewrites C(result.json) from the node directories every time.
+author:
+  - perfplay contributors
+"""
+
+EXAMPLES = r"""
+- name: Record round 1
+  round_result:
+    project_dir: "{{ playbook_dir | dirname }}"
+    python: "{{ ansible_playbook_python }}"
+    round_dir: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1
+    config: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/resolved_config.json
+    round: 1
+    run_id: run20250101120000
+  register: round_record
+"""
+
+RETURN = r"""
+record:
+  description: The round record (schema C(perfplay.round_record/1)); empty in check mode.
+  returned: success
+  type: dict
+compact:
+  description: Digest of the record for C(set_stats).
+  returned: success
+  type: dict
+  sample:
+    case_id: digits_cnn_CPUx1x1
+    round: 1
+    status: success
+    reason: null
+    p_whole: 2310.5
+    p_train: 2542.0
+    p_core: 3120.7
+    e2e_time: 41.2
+    final_metric: 0.963
+    converged: true
+    mfu: null
+    errors: []
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+
+COMPACT_METRICS = ("p_whole", "p_train", "p_core", "e2e_time", "final_metric", "converged")
+
+
+def compact_record(record, case_id, round_no, errors):
+    """The few fields a dashboard or a downstream AWX node needs."""
+    metrics = record.get("metrics") or {}
+    compact = dict(case_id=record.get("case_id", case_id), round=record.get("round", round_no),
+                   status=record.get("status"), reason=record.get("reason"))
+    compact.update((key, metrics.get(key)) for key in COMPACT_METRICS)
+    compact["mfu"] = (record.get("mfu") or {}).get("value")
+    compact["errors"] = list(errors)
+    return compact
+
+
+def main():
+    argument_spec = dict(
+        COMMON_ARGUMENT_SPEC,
+        round_dir=dict(type="path", required=True),
+        config=dict(type="path", required=True),
+        round=dict(type="int", required=True),
+        run_id=dict(type="str"),
+        errors=dict(type="list", elements="str", default=[]),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    argv = cli_argv(params["python"], "record", round_dir=params["round_dir"], config=params["config"],
+                    round=params["round"], run_id=params["run_id"])
+    if module.check_mode:
+        module.exit_json(changed=True, record={}, cmd=argv,
+                         compact=compact_record({}, None, params["round"], params["errors"]))
+    result = run_json(module, argv, params["project_dir"], "case_runners record")
+    if result.rc != 0:
+        module.fail_json(**result.failure("case_runners record"))
+    module.exit_json(changed=True, record=result.doc,
+                     compact=compact_record(result.doc, None, params["round"], params["errors"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# PRIVATE: helpers shared by perfplay's modules in library/. Not a public API.
+#
+# Stdlib only and no ``ansible.*`` import, so it runs on any target python and
+# plain pytest can import it (library modules fall back to
+# ``module_utils._perfplay_cli`` when ``ansible.module_utils`` does not have it).
+#
+# Every module is a thin wrapper around ``python -m case_runners <subcommand>``:
+# it builds an argv list (never a shell string), runs it in the project dir and
+# reads the one JSON document the subcommand prints on stdout.
+
+from __future__ import annotations
+
+import json
+import sys
+
+TAIL_CHARS = 4000
+
+# Options every perfplay module has: which python runs case_runners, and where.
+COMMON_ARGUMENT_SPEC = dict(
+    python=dict(type="str"),
+    project_dir=dict(type="path", required=True),
+)
+
+
+def cli_argv(python, subcommand, *args, **flags):
+    """Return ``[python, -m, case_runners, subcommand, *args, --flag value ...]``.
+
+    Keyword flags map ``run_id`` to ``--run-id``; ``None`` values are left out,
+    ``True`` adds the bare flag, ``False`` leaves it out.
+    """
+    argv = [python or sys.executable, "-m", "case_runners", subcommand]
+    argv.extend(str(arg) for arg in args)
+    for name, value in flags.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        else:
+            argv.extend([flag, str(value)])
+    return argv
+
+
+def parse_json_document(text):
+    """Return the JSON object printed on stdout, or ``None``.
+
+    The whole text is tried first; failing that, the last line that parses as a
+    JSON object (a subcommand may log a line or two before its document).
+    """
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+        for line in reversed(text.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    doc = json.loads(line)
+                    break
+                except ValueError:
+                    continue
+    return doc if isinstance(doc, dict) else None
+
+
+def tail(text, chars=TAIL_CHARS):
+    """Last ``chars`` characters of ``text`` (for error reports)."""
+    text = text or ""
+    return text[-chars:]
+
+
+class CliResult:
+    """Outcome of one ``case_runners`` subcommand."""
+
+    def __init__(self, argv, rc, stdout, stderr):
+        self.argv = argv
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.doc = parse_json_document(stdout)
+
+    def failure(self, what):
+        """Fields for ``fail_json`` when the subcommand gave no usable answer."""
+        return dict(
+            msg="%s: `%s` exited %s%s" % (
+                what,
+                " ".join(self.argv[1:4]),
+                self.rc,
+                "" if self.doc is not None else " without a JSON document on stdout",
+            ),
+            cmd=self.argv,
+            rc=self.rc,
+            stdout=tail(self.stdout),
+            stderr=tail(self.stderr),
+        )
+
+
+def run_cli(module, argv, project_dir, environ_update=None):
+    """Run ``argv`` in ``project_dir`` through ``module.run_command``; never raises on rc."""
+    rc, stdout, stderr = module.run_command(
+        argv, cwd=project_dir, environ_update=environ_update or None, check_rc=False
+    )
+    return CliResult(argv, rc, stdout, stderr)
+
+
+def run_json(module, argv, project_dir, what, environ_update=None):
+    """Run ``argv`` and return its JSON document; ``fail_json`` when there is none.
+
+    A non-zero exit with a JSON document is returned to the caller: several
+    subcommands report errors in their document and exit 1.
+    """
+    result = run_cli(module, argv, project_dir, environ_update)
+    if result.doc is None:
+        module.fail_json(**result.failure(what))
+    return result

@@ -1,0 +1,97 @@
+"""Bad input is rejected before anything is launched, with a message naming the key and the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from playbook_run import REPO, launched_anything, run_playbook
+
+
+def cases(*items) -> str:
+    return json.dumps({"perfplay_cases": list(items)})
+
+
+def assert_rejected(run, results_dir: Path, *expected: str) -> None:
+    assert run.rc != 0, run.output[-3000:]
+    for text in expected:
+        assert text in run.output, f"{text!r} not in:\n{run.output[-3000:]}"
+    assert launched_anything(results_dir) == []
+
+
+@pytest.mark.parametrize("extra_vars, expected", [
+    pytest.param(cases("nosuchcase"),
+                 ["run vars", "key 'perfplay_cases[0].case'", "unknown case 'nosuchcase'", "digits_cnn"],
+                 id="unknown-case"),
+    pytest.param('{"perfplay_vendor": "acme"}',
+                 ["run vars", "key 'perfplay_vendor'", "unknown vendor 'acme'", "(allowed: cpu, nvidia)"],
+                 id="unknown-vendor"),
+    pytest.param(cases({"case": "digits_cnn", "hardware": "Z80"}),
+                 ["vendor/cpu/vendor.yaml", "key 'perfplay_cases[0].hardware'", "unknown hardware 'Z80'",
+                  "(allowed: CPU)"],
+                 id="unknown-hardware"),
+    pytest.param(cases({"case": "digits_cnn", "nnodes": 1, "nproc": 3}),
+                 ["key 'perfplay_cases[0]'", "vendor/cpu/cases/digits_cnn/config_CPUx1x3.yaml", "allowed: "],
+                 id="nproc-without-config"),
+    pytest.param(cases({"case": "digits_cnn", "nnodes": 2}),
+                 ["key 'perfplay_cases[0]'", "config_CPUx2x1.yaml"],
+                 id="nnodes-without-config"),
+    pytest.param(cases({"case": "digits_cnn", "overrides": {"no_such_param": 1}}),
+                 ["run overrides (perfplay_cases[0].overrides)", "key 'no_such_param'", "unknown config key",
+                  "batch_size"],
+                 id="unknown-override-key"),
+    pytest.param(cases({"case": "digits_cnn", "repeat": "abc"}),
+                 ["run vars", "key 'perfplay_cases[0].repeat'", "'abc'"],
+                 id="string-for-a-number"),
+    pytest.param('{"perfplay_clear_caches": "maybe", "perfplay_master_port": "x"}',
+                 ["2 problem(s)", "run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' "
+                  "(allowed: true, false)", "run vars: key 'perfplay_master_port'"],
+                 id="run-var-types"),
+])
+def test_rejected_by_the_plan(results_dir: Path, extra_vars: str, expected: list[str]):
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}", "-e", extra_vars)
+    assert_rejected(run, results_dir, "the run was rejected", *expected)
+    assert list(results_dir.iterdir()) == [], "a rejected plan creates no run directory"
+    assert "PERFPLAY SUMMARY" not in run.output
+
+
+def test_every_problem_at_once(results_dir: Path):
+    extra = {"perfplay_vendor": "cpu", "perfplay_clear_caches": "maybe",
+             "perfplay_cases": ["nosuchcase", {"case": "digits_cnn", "repeat": "abc"}]}
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}", "-e", json.dumps(extra))
+    assert_rejected(run, results_dir, "3 problem(s)", "nosuchcase", "perfplay_cases[1].repeat",
+                    "perfplay_clear_caches")
+
+
+@pytest.mark.parametrize("data_dir, expected", [
+    pytest.param("{missing}", ["not found"], id="missing-data-dir"),
+    pytest.param("{garbage}", ["not a readable .npz"], id="data-dir-wrong-format"),
+])
+def test_rejected_by_the_host_preflight(results_dir: Path, tmp_path: Path, data_dir: str, expected: list[str]):
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "digits.npz").write_text("not an npz archive\n")
+    path = data_dir.format(missing=tmp_path / "nowhere", garbage=garbage)
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
+                       "-e", cases({"case": "digits_cnn", "data_dir": path}))
+    assert_rejected(run, results_dir, "case digits_cnn_CPUx1x1: key 'data_dir' (run var perfplay_cases)", path,
+                    *expected)
+    assert "PERFPLAY SUMMARY" not in run.output
+
+
+def test_malformed_vendor_config(repo_copy: Path, results_dir: Path):
+    config = repo_copy / "vendor" / "cpu" / "cases" / "digits_cnn" / "config_CPUx1x1.yaml"
+    config.write_text("batch_size: [32,\nlr: 0.1\n")
+    run = run_playbook(repo_copy, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}")
+    assert_rejected(run, results_dir, "vendor/cpu/cases/digits_cnn/config_CPUx1x1.yaml", "malformed YAML", "line")
+
+
+def test_immutable_key(repo_copy: Path, results_dir: Path):
+    """bert's vocab_size is fixed by its base config; a vendor config may not change it."""
+    config = repo_copy / "vendor" / "cpu" / "cases" / "bert" / "config_CPUx1x1.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("vocab_size: 1000\n")
+    run = run_playbook(repo_copy, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}", "-e", cases("bert"))
+    assert_rejected(run, results_dir, "vendor/cpu/cases/bert/config_CPUx1x1.yaml", "key 'vocab_size'", "immutable")

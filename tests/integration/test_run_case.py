@@ -1,0 +1,72 @@
+"""ansible-playbook run_case.yml on localhost: the default case, idempotent setup, failures kept per round."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from playbook_run import REPO, launched_anything, run_playbook
+
+RECAP = re.compile(r"^localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
+                   r"skipped=(\d+)\s+rescued=(\d+)", re.M)
+
+
+def recap(output: str) -> dict[str, int]:
+    match = RECAP.search(output)
+    assert match, output[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed", "skipped", "rescued"), map(int, match.groups())))
+
+
+def only_run_dir(results_dir: Path) -> Path:
+    (run_dir,) = results_dir.glob("run*")
+    return run_dir
+
+
+def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
+    first = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}")
+    assert first.rc == 0, first.output[-5000:]
+    assert recap(first.output)["failed"] == 0
+
+    run_dir = only_run_dir(results_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (case,) = summary["cases"]
+    assert case["case_id"] == "digits_cnn_CPUx1x1"
+    assert [r["status"] for r in case["rounds"]] == ["success"]
+    assert "PERFPLAY SUMMARY" in first.output
+    assert f"perfplay summary: {run_dir.name}" in first.output
+    assert (run_dir / "summary.md").is_file()
+    node_dir = run_dir / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
+    assert json.loads((node_dir / "node_result.json").read_text())["status"] == "success"
+    assert (node_dir / "host_monitor.jsonl").stat().st_size > 0
+    assert (run_dir / "digits_cnn_CPUx1x1" / "round1" / "result.json").is_file()
+    assert list(results_dir.rglob("*.pid")) == [], "every monitor was stopped"
+
+    second = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}")
+    assert second.rc == 0, second.output[-5000:]
+    setup = {name: statuses for name, statuses in second.task_statuses().items() if name.startswith("runtime_host :")}
+    assert any("ok" in statuses for statuses in setup.values()), setup
+    assert all("changed" not in statuses for statuses in setup.values()), setup
+
+
+def test_check_mode_creates_nothing(results_dir: Path):
+    run = run_playbook(REPO, "run_case.yml", "--check", "-e", f"perfplay_results_dir={results_dir}")
+    assert run.rc == 0, run.output[-5000:]
+    assert list(results_dir.iterdir()) == []
+    assert "PERFPLAY SUMMARY" not in run.output
+
+
+def test_a_failed_round_does_not_stop_the_next(results_dir: Path):
+    cases = [{"case": "digits_cnn", "timeout_s": 1},
+             {"case": "digits_cnn", "nproc": 2, "overrides": {"max_steps": 5, "synthetic": True}}]
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
+                       "-e", json.dumps({"perfplay_cases": cases}))
+    assert run.rc != 0, "a round without a valid result fails the run at the end"
+    assert recap(run.output)["rescued"] == 1
+    summary = json.loads((only_run_dir(results_dir) / "summary.json").read_text())
+    statuses = {case["case_id"]: [r["status"] for r in case["rounds"]] for case in summary["cases"]}
+    assert statuses["digits_cnn_CPUx1x1"] == ["timeout"]
+    assert statuses["digits_cnn_CPUx1x2"][0] in ("success", "not_converged")
+    assert "digits_cnn_CPUx1x1 round 1: timeout" in run.output
+    assert list(results_dir.rglob("*.pid")) == []
+    assert launched_anything(results_dir)  # sanity: the helper sees launched rounds

@@ -1,0 +1,70 @@
+"""library/case_launch.py: argv per INTERFACES.md, node result returned, failed unless success."""
+
+from __future__ import annotations
+
+import json
+
+ARGS = {"project_dir": "/repo", "python": "/venv/bin/python", "config": "/run/c/resolved_config.json",
+        "log_dir": "/run/c/round1/localhost_noderank0", "run_id": "run1", "timeout": 60}
+SUCCESS = {"schema": "perfplay.node_result/1", "node_rank": 0, "status": "success", "reason": None,
+           "ranks": {"0": {"exit_code": 0, "log": "rank0.out.log"}}, "duration_s": 1.5, "host": "h"}
+
+
+def test_missing_args(run_module):
+    kind, result, cli = run_module("case_launch", {"project_dir": "/repo"})
+    assert kind == "fail"
+    assert "missing required arguments: config, log_dir, run_id" in result["msg"]
+    assert cli.calls == []
+
+
+def test_bad_type(run_module):
+    kind, result, _ = run_module("case_launch", dict(ARGS, node_rank="first"))
+    assert kind == "fail"
+    assert "node_rank" in result["msg"]
+
+
+def test_launches_with_the_documented_argv(run_module):
+    kind, result, cli = run_module("case_launch", dict(ARGS, env={"NCCL_SOCKET_IFNAME": "ib0"}),
+                                   {"launch": SUCCESS})
+    assert kind == "exit"
+    assert result["changed"] is True
+    assert result["status"] == "success"
+    assert result["node_result"] == SUCCESS
+    (call,) = cli.calls
+    assert call["argv"] == [
+        "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
+        "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "0", "--master-addr", "127.0.0.1",
+        "--master-port", "0", "--timeout", "60.0", "--run-id", "run1"]
+    assert call["cwd"] == "/repo"
+    assert call["environ_update"] == {"NCCL_SOCKET_IFNAME": "ib0"}
+
+
+def test_check_mode_launches_nothing(run_module):
+    kind, result, cli = run_module("case_launch", ARGS, check_mode=True)
+    assert kind == "exit"
+    assert result["changed"] is True
+    assert cli.calls == []
+
+
+def test_a_failed_node_fails_the_task_and_keeps_its_result(run_module):
+    timeout = dict(SUCCESS, status="timeout", reason="no exit within 60 s")
+    kind, result, _ = run_module("case_launch", ARGS, {"launch": (124, json.dumps(timeout), "")})
+    assert kind == "fail"
+    assert result["msg"] == "node 0: timeout: no exit within 60 s"
+    assert result["node_result"] == timeout
+    assert result["rc"] == 124
+
+
+def test_falls_back_on_node_result_json(run_module, tmp_path):
+    (tmp_path / "node_result.json").write_text(json.dumps(SUCCESS))
+    kind, result, _ = run_module("case_launch", dict(ARGS, log_dir=str(tmp_path)), {"launch": (0, "noise", "")})
+    assert kind == "exit"
+    assert result["status"] == "success"
+
+
+def test_no_result_at_all(run_module, tmp_path):
+    kind, result, _ = run_module("case_launch", dict(ARGS, log_dir=str(tmp_path)), {"launch": (1, "", "boom")})
+    assert kind == "fail"
+    assert result["status"] == "failed"
+    assert "without a JSON document" in result["msg"]
+    assert result["stderr"] == "boom"

@@ -1,0 +1,152 @@
+"""plugins/callback/perfplay_summary.py fed fake task results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class FakeDisplay:
+    verbosity = 0
+
+    def __init__(self):
+        self.lines = []
+        self.warnings = []
+
+    def display(self, msg, *args, **kwargs):
+        self.lines.append(msg)
+
+    def banner(self, msg, *args, **kwargs):
+        self.lines.append(f"== {msg}")
+
+    def warning(self, msg, *args, **kwargs):
+        self.warnings.append(msg)
+
+
+def result(action, data):
+    return SimpleNamespace(task=SimpleNamespace(action=action), result=data)
+
+
+@pytest.fixture
+def callback_module():
+    spec = importlib.util.spec_from_file_location("perfplay_summary_cb", REPO / "plugins/callback/perfplay_summary.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def make_callback(callback_module):
+    def make(**options):
+        callback = callback_module.CallbackModule(display=FakeDisplay())
+        values = {"show_table": True, "write_files": True, **options}
+        callback.get_option = values.__getitem__
+        return callback
+
+    return make
+
+
+@pytest.fixture
+def fake_api(callback_module, monkeypatch):
+    calls = []
+
+    def write_run_summary(run_dir):
+        calls.append(("write", run_dir))
+        return {"run_id": run_dir.name, "cases": []}
+
+    def summarize_run(run_dir):
+        calls.append(("summarize", run_dir))
+        return {"run_id": run_dir.name, "cases": []}
+
+    def render_table(summary):
+        return f"TABLE {summary['run_id']}"
+
+    monkeypatch.setattr(callback_module, "_summary_api", lambda: (write_run_summary, summarize_run, render_table))
+    return calls
+
+
+def test_prints_the_table_after_rounds(make_callback, fake_api, tmp_path):
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path / "run1"), "changed": True}))
+    callback.v2_runner_on_ok(result("ansible.builtin.debug", {"msg": "x"}))
+    callback.v2_runner_on_failed(result("round_result", {"failed": True}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert fake_api == [("write", tmp_path / "run1")]
+    assert callback._display.lines[:2] == ["== PERFPLAY SUMMARY", "TABLE run1"]
+
+
+def test_nothing_when_preflight_failed(make_callback, fake_api):
+    callback = make_callback()
+    callback.v2_runner_on_failed(result("case_plan", {"failed": True, "errors": ["bad"]}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert fake_api == []
+    assert callback._display.lines == []
+
+
+def test_nothing_when_no_round_was_reached(make_callback, fake_api, tmp_path):
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert fake_api == []
+
+
+def test_check_mode_plan_has_no_run_dir(make_callback, fake_api):
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": None}))
+    callback.v2_runner_on_ok(result("round_result", {"record": {}}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert fake_api == []
+
+
+def test_options_toggle_output(make_callback, fake_api, tmp_path):
+    callback = make_callback(show_table=False, write_files=False)
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
+    callback.v2_runner_on_ok(result("round_result", {}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert fake_api == [("summarize", tmp_path)]
+    assert callback._display.lines == []
+
+
+def test_a_broken_summary_is_a_warning(make_callback, callback_module, monkeypatch, tmp_path):
+    def broken():
+        raise ImportError("no case_runners")
+
+    monkeypatch.setattr(callback_module, "_summary_api", broken)
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
+    callback.v2_runner_on_ok(result("round_result", {}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert "no case_runners" in callback._display.warnings[0]
+
+
+def test_real_summary_api_writes_files(make_callback, tmp_path):
+    """Against the checkout's case_runners.results.summary: an empty run still summarises."""
+    callback = make_callback()
+    run_dir = tmp_path / "run20250101000000"
+    run_dir.mkdir()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(run_dir)}))
+    callback.v2_runner_on_ok(result("round_result", {}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.warnings == []
+    assert json.loads((run_dir / "summary.json").read_text())["run_id"] == run_dir.name
+    assert (run_dir / "summary.md").exists()
+    assert "perfplay summary: run20250101000000" in callback._display.lines[1]
+
+
+def test_options_come_from_documentation(monkeypatch):
+    """Loaded the way ansible-playbook loads it: defaults, and the env toggle, from DOCUMENTATION."""
+    from ansible.plugins.loader import callback_loader
+
+    callback_loader.add_directory(str(REPO / "plugins" / "callback"))
+    callback = callback_loader.get("perfplay_summary")
+    callback.set_options()
+    assert (callback.get_option("show_table"), callback.get_option("write_files")) == (True, True)
+    monkeypatch.setenv("PERFPLAY_SUMMARY_SHOW_TABLE", "false")
+    callback.set_options()
+    assert callback.get_option("show_table") is False

@@ -1,0 +1,129 @@
+"""Config layering: case base < vendor config < run overrides, with mutable keys enforced."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from case_runners.config.plan import make_plan
+from case_runners.paths import project_root
+
+
+def plan(cases, vendor="cpu", **kw):
+    return make_plan({"vendor": vendor, "cases": cases, **kw}, check=True)
+
+
+def only_error(result):
+    assert not result["ok"]
+    assert len(result["errors"]) == 1, result["errors"]
+    return result["errors"][0]
+
+
+def test_layers_apply_in_order_and_provenance_names_the_file():
+    result = plan([{"case": "digits_cnn", "nproc": 2, "overrides": {"lr": "0.1"}}])
+    assert result["ok"], result["errors"]
+    (config,) = result["cases"]
+    assert config["case_id"] == "digits_cnn_CPUx1x2"
+    assert config["params"]["lr"] == 0.1
+    assert config["provenance"]["lr"] == "run overrides (perfplay_cases[0].overrides)"
+    assert config["provenance"]["batch_size"] == "vendor/cpu/cases/digits_cnn/config_CPUx1x2.yaml"
+    assert config["provenance"]["seed"] == "case_runners/cases/digits_cnn/config.yaml"
+    assert config["vendor_info"]["dist_backend"] == "gloo"
+
+
+def test_unknown_case_lists_the_cases():
+    error = only_error(plan(["resnet5O"]))
+    assert "unknown case 'resnet5O'" in error and "digits_cnn" in error and "resnet50" in error
+
+
+def test_unknown_vendor_lists_the_vendors():
+    error = only_error(plan(["digits_cnn"], vendor="nvidai"))
+    assert "perfplay_vendor" in error and "allowed: cpu, nvidia" in error
+
+
+def test_unknown_hardware_lists_the_vendors_hardware():
+    error = only_error(plan([{"case": "resnet50", "hardware": "A10"}], vendor="nvidia"))
+    assert "unknown hardware 'A10'" in error and "vendor/nvidia/vendor.yaml" in error and "H100" in error
+
+
+def test_missing_scale_config_names_the_file_and_what_exists():
+    error = only_error(plan([{"case": "digits_cnn", "nproc": 4}]))
+    assert "config_CPUx1x4.yaml" in error and "allowed: CPUx1x1, CPUx1x2" in error
+
+
+def test_immutable_key_is_rejected_with_the_mutable_list():
+    error = only_error(plan([{"case": "bert", "overrides": {"vocab_size": 100}}]))
+    assert "key 'vocab_size'" in error and "immutable" in error and "run overrides" in error
+    assert "allowed:" in error and "batch_size" in error
+
+
+def test_unknown_override_key_is_rejected_with_the_known_keys():
+    error = only_error(plan([{"case": "digits_cnn", "overrides": {"learning_rate": 0.1}}]))
+    assert "key 'learning_rate'" in error and "unknown config key" in error and "lr" in error
+
+
+def test_wrong_type_in_override_names_key_and_source():
+    error = only_error(plan([{"case": "digits_cnn", "overrides": {"max_epochs": "lots"}}]))
+    assert "key 'max_epochs'" in error and "expected an integer, got 'lots'" in error
+
+
+def test_all_errors_of_all_cases_are_reported_together():
+    result = plan([{"case": "nope"}, {"case": "digits_cnn", "overrides": {"x": 1, "lr": "fast"}}])
+    assert len(result["errors"]) == 3
+
+
+@pytest.fixture
+def project_copy(tmp_path):
+    """A copy of vendor/ to break, with cases from the package."""
+    root = tmp_path / "project"
+    shutil.copytree(project_root() / "vendor", root / "vendor")
+    return root
+
+
+def test_malformed_vendor_yaml_names_file_and_line(project_copy):
+    bad = project_copy / "vendor/cpu/cases/digits_cnn/config_CPUx1x1.yaml"
+    bad.write_text("batch_size: 32\nlr: [0.05\n")
+    result = make_plan({"vendor": "cpu", "cases": ["digits_cnn"]}, check=True, root=project_copy)
+    error = only_error(result)
+    assert "vendor/cpu/cases/digits_cnn/config_CPUx1x1.yaml" in error and "malformed YAML at line" in error
+
+
+def test_immutable_key_in_vendor_file_names_that_file(project_copy):
+    path = project_copy / "vendor/cpu/cases/bert/config_CPUx1x1.yaml"
+    path.write_text(path.read_text() + "vocab_size: 1000\n")
+    error = only_error(make_plan({"vendor": "cpu", "cases": ["bert"]}, check=True, root=project_copy))
+    assert "vendor/cpu/cases/bert/config_CPUx1x1.yaml: key 'vocab_size'" in error
+
+
+def test_plan_writes_resolved_configs_into_a_new_run_dir(tmp_path):
+    result = make_plan({"vendor": "cpu", "cases": ["digits_cnn", "digits_cnn:pytorch:CPU:1:2:2"],
+                        "results_dir": str(tmp_path)})
+    assert result["ok"], result["errors"]
+    run_dir = Path(result["run_dir"])
+    assert run_dir.parent == tmp_path and run_dir.name.startswith("run")
+    saved = json.loads((run_dir / "digits_cnn_CPUx1x2" / "resolved_config.json").read_text())
+    assert saved["repeat"] == 2 and saved["nproc"] == 2
+    again = make_plan({"vendor": "cpu", "cases": ["digits_cnn"], "results_dir": str(tmp_path)})
+    assert again["run_dir"] != result["run_dir"], "two runs in the same second must not share a directory"
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    result = make_plan({"vendor": "cpu", "cases": ["digits_cnn"], "results_dir": str(tmp_path)}, check=True)
+    assert result["ok"] and result["run_dir"] is None and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("run_id", ["../escape", "a/b", "-x"])
+def test_run_id_must_be_a_plain_name(run_id, tmp_path):
+    result = make_plan({"vendor": "cpu", "cases": ["digits_cnn"], "results_dir": str(tmp_path), "run_id": run_id})
+    assert "perfplay_run_id" in only_error(result)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_shipped_vendor_config_resolves():
+    """Each config_<HW>x<nnodes>x<nproc>.yaml in vendor/ sets only mutable keys of the right type."""
+    for path in sorted(project_root().glob("vendor/*/cases/*/config_*.yaml")):
+        vendor, case = path.parts[-4], path.parts[-2]
+        hardware, nnodes, nproc = path.stem.removeprefix("config_").rsplit("x", 2)
+        result = plan([{"case": case, "hardware": hardware, "nnodes": nnodes, "nproc": nproc}], vendor=vendor)
+        assert result["ok"], (path, result["errors"])
