@@ -16,7 +16,7 @@ description:
     rejected with all its problems at once, each naming the run var or file, the key and the allowed values.
   - Options mirror the run vars C(perfplay_<option>) (O(case_timeout) is C(perfplay_case_timeout));
     error messages name the run var.
-  - Expands the plan into O(rounds), one item per case and round, which the playbook loops over.
+  - Expands the plan into RV(rounds), one item per case and round, which the playbook loops over.
 options:
   project_dir:
     description: perfplay checkout (the directory holding C(case_runners/) and C(vendor/)).
@@ -36,8 +36,8 @@ options:
   cases:
     description:
       - The selection (run var C(perfplay_cases)), checked by C(case_runners) (which also reports it missing).
-      - A list of mappings C({case, hardware, nnodes, nproc, repeat, data_dir, overrides}),
-        a FlagPerf mapping C({"case:framework:HW:nnodes:nproc:repeat": data_dir}), or case name strings.
+      - "A list of mappings C({case, hardware, nnodes, nproc, repeat, data_dir, overrides}),
+        a FlagPerf mapping C({'case:framework:HW:nnodes:nproc:repeat': data_dir}), or case name strings."
     type: raw
   results_dir:
     description: Results root on the controller (run var C(perfplay_results_dir)); default C(<project_dir>/results).

@@ -102,7 +102,8 @@ except ImportError:  # imported as a plain file (pytest, ansible-lint): use the 
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli
 
 # Exit codes of `case_runners monitor` (LSB init-script style).
-RC_OK, RC_NOT_RUNNING = 0, 3
+RC_OK = 0
+RC_NOT_RUNNING = 3
 
 
 def monitor_argv(params, operation):

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: run_cleanup
 short_description: Stop every process of a perfplay run on a host
 description:
-  - Finds the processes of run O(run_id) by reading C(/proc/*/cmdline) and C(/proc/*/environ): those with
+  - Finds the processes of run O(run_id) by reading C(/proc/*/cmdline) and C(/proc/*/environ), those with
     an argv element equal to O(run_id) (launchers, workers, monitor daemons get C(--run-id RUN_ID)) or
     with C(PERFPLAY_RUN_ID=RUN_ID) in their environment (ranks).
   - Sends SIGTERM, then SIGKILL to those still alive after O(grace_period) seconds.

@@ -10,7 +10,7 @@ module: run_summary_info
 short_description: Summarise a perfplay run directory
 description:
   - Runs C(python -m case_runners summarize RUN_DIR) on the controller and returns the summary
-    (schema C(perfplay.run_summary/1)): per case, mean and standard deviation over its rounds.
+    (schema C(perfplay.run_summary/1)), per case the mean and standard deviation over its rounds.
   - Read-only; the C(perfplay_summary) callback writes C(summary.json) and C(summary.md).
 options:
   project_dir:

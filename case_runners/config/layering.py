@@ -62,7 +62,8 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     """Resolve a selection against a loaded vendor; return (config, errors)."""
     cases = list_cases()
     if sel.case not in cases:
-        return None, [ConfigError(f"unknown case '{sel.case}'", key=f"{sel.source}.case", allowed=cases)]
+        return None, [ConfigError(f"unknown case '{sel.case}'", key=f"{sel.source}.case", file="run vars",
+                                  allowed=cases)]
     hardware = vendor["hardware"]
     sel.hardware = sel.hardware or vendor["default_hardware"]
     if sel.hardware not in hardware:

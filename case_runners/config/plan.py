@@ -46,7 +46,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     try:
         vendor = load_vendor(str(request.get("vendor", "cpu")), root)
     except ConfigError as exc:
-        errors.append(ConfigError(exc.message, key="perfplay_vendor", file=exc.file, allowed=exc.allowed)
+        errors.append(ConfigError(exc.message, key="perfplay_vendor", file="run vars", allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
     selections, selection_errors = parse_selections(request.get("cases"))
     errors += selection_errors

@@ -53,14 +53,16 @@ def parse_selections(raw: Any, source: str = "perfplay_cases") -> tuple[list[Sel
         items = [(f"{source}[{i}]", item) for i, item in enumerate(raw)]
     else:
         return [], [ConfigError("must be a list of cases, a case name, or FlagPerf's "
-                                "{'case:framework:hardware:nnodes:nproc:repeat': data_dir} mapping", key=source)]
+                                "{'case:framework:hardware:nnodes:nproc:repeat': data_dir} mapping", key=source,
+                                file="run vars")]
     if not items:
-        return [], [ConfigError("no case selected", key=source)]
+        return [], [ConfigError("no case selected", key=source, file="run vars")]
     selections, errors = [], []
     for where, item in items:
         try:
             selections.append(_one(item, where))
         except ConfigError as exc:
+            exc.file = exc.file or "run vars"
             errors.append(exc)
     return selections, errors
 

@@ -106,6 +106,7 @@ class Trainer:
         self.log_freq = max(1, int(params.get("log_freq", 10)))
         self.eval_every_epochs = int(params.get("eval_every_epochs", 1))
         self.eval_every_steps = int(params.get("eval_every_steps", 0))
+        self.history: list[dict[str, float]] = []
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -172,7 +173,7 @@ class Trainer:
         self.sync()
         seconds = time.perf_counter() - t0
         if self.target.metric not in metrics:
-            raise KeyError(f"evaluate() returned {sorted(metrics)}, not the target metric '{self.target.metric}'")
+            raise ValueError(f"evaluate() returned {sorted(metrics)}, not the target metric '{self.target.metric}'")
         entry = {"epoch": epoch, "step": step, **{k: float(v) for k, v in metrics.items()}}
         self.history.append(entry)
         self.log.event(ev.EVALUATE, {**entry, "eval_time": seconds})
@@ -183,7 +184,6 @@ class Trainer:
     def run(self) -> dict[str, Any]:
         self._setup()
         log = self.log
-        self.history: list[dict[str, float]] = []
         step = epoch = samples = 0
         core_time = eval_time = 0.0
         metric: float | None = None

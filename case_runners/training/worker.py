@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -18,6 +20,14 @@ from typing import Any
 
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
+
+
+class Terminated(Exception):
+    """SIGTERM (the launcher's timeout or an abort) turned into an exception, so a result is written."""
+
+
+def raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(f"terminated by signal {signal.Signals(signum).name}")
 
 
 def result_path(log_dir: Path, rank: int) -> Path:
@@ -37,7 +47,8 @@ def pick_device(vendor_info: dict[str, Any], local_rank: int):
     if module is None or not hasattr(module, "is_available") or not module.is_available():
         raise RuntimeError(f"vendor_info.device is '{kind}' but torch has no usable '{kind}' device here")
     if hasattr(module, "device_count") and index >= module.device_count():
-        raise RuntimeError(f"device index {index} requested but only {module.device_count()} '{kind}' devices are visible")
+        raise RuntimeError(f"device index {index} requested but only {module.device_count()} "
+                           f"'{kind}' devices are visible")
     device = torch.device(kind, index)
     if hasattr(module, "set_device"):
         module.set_device(device)
@@ -96,6 +107,8 @@ def main(config_path: str, log_dir: str) -> int:
     out = Path(log_dir)
     out.mkdir(parents=True, exist_ok=True)
     env, log, code = DistEnv(), None, 0
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, raise_terminated) if in_main_thread else None
     try:
         env = DistEnv.from_environ()
         config = json.loads(Path(config_path).read_text(encoding="utf-8"))
@@ -103,12 +116,16 @@ def main(config_path: str, log_dir: str) -> int:
         result = run(config, config_path, log, env)
     except KeyboardInterrupt:
         result, code = {"status": "failed", "reason": "interrupted"}, 130
+    except Terminated as e:
+        result, code = {"status": "failed", "reason": str(e)}, 128 + signal.SIGTERM
     except Exception:  # noqa: BLE001 - any crash becomes a "failed" result with its traceback
         reason = traceback.format_exc()
         print(reason, file=sys.stderr, flush=True)
         result, code = {"status": "failed", "reason": reason}, 1
     finally:
         shutdown_distributed()
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
     log = log or EventLogger(out, env.rank, 10)
     result = {"schema": "perfplay.rank_result/1", "rank": env.rank, "world_size": env.world_size,
               **result, "e2e_time": time.perf_counter() - started}

@@ -76,7 +76,7 @@ def test_rejected_by_the_host_preflight(results_dir: Path, tmp_path: Path, data_
     path = data_dir.format(missing=tmp_path / "nowhere", garbage=garbage)
     run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
                        "-e", cases({"case": "digits_cnn", "data_dir": path}))
-    assert_rejected(run, results_dir, "case digits_cnn_CPUx1x1: key 'data_dir' (run var perfplay_cases)", path,
+    assert_rejected(run, results_dir, "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1", path,
                     *expected)
     assert "PERFPLAY SUMMARY" not in run.output
 

@@ -1,13 +1,7 @@
-"""Harness for the modules in library/ (after ceph-ansible's tests/library/ca_test_common.py).
-
-Modules are loaded from their files, exit_json/fail_json raise instead of exiting, and
-AnsibleModule.run_command is replaced by a fake that answers per case_runners subcommand.
-"""
+"""Fixtures of the module tests: run a module in-process with a fake case_runners CLI."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -16,69 +10,9 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # the modules' fallback import: module_utils._perfplay_*
-    sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # module_harness, whatever pytest's import mode
 
-
-class AnsibleExitJson(Exception):
-    """exit_json was called; args[0] is the result."""
-
-
-class AnsibleFailJson(Exception):
-    """fail_json was called; args[0] is the result."""
-
-
-def _exit_json(self, **kwargs):
-    kwargs.setdefault("changed", False)
-    raise AnsibleExitJson(kwargs)
-
-
-def _fail_json(self, msg, **kwargs):
-    kwargs.update(msg=msg, failed=True)
-    raise AnsibleFailJson(kwargs)
-
-
-def load_module(name: str):
-    """Import library/<name>.py under a private name (``monitor`` is too generic for sys.modules)."""
-    spec = importlib.util.spec_from_file_location(f"perfplay_library_{name}", REPO / "library" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-Answer = tuple[int, str, str]
-
-
-class FakeCli:
-    """Stands in for run_command: answers by subcommand (argv[3]), or by monitor operation.
-
-    ``answers[key]`` is a tuple (rc, stdout, stderr), a dict (printed as JSON with rc 0), or a
-    callable(argv) returning one of those. Every call is recorded in ``calls``.
-    """
-
-    def __init__(self, answers: dict[str, Any] | None = None):
-        self.answers = answers or {}
-        self.calls: list[dict[str, Any]] = []
-
-    @staticmethod
-    def key(argv: list[str]) -> str:
-        if argv[3] == "monitor":
-            return "monitor " + argv[argv.index("--operation") + 1]
-        return argv[3]
-
-    def __call__(self, args, check_rc=False, cwd=None, environ_update=None, **kwargs) -> Answer:
-        assert isinstance(args, list), "argv must be a list, never a shell string"
-        self.calls.append({"argv": args, "cwd": cwd, "environ_update": environ_update})
-        answer = self.answers[self.key(args)]
-        if callable(answer):
-            answer = answer(args)
-        if isinstance(answer, dict):
-            return 0, json.dumps(answer), ""
-        return answer
-
-    def keys(self) -> list[str]:
-        return [self.key(call["argv"]) for call in self.calls]
+from module_harness import AnsibleExitJson, AnsibleFailJson, FakeCli, exit_json, fail_json, load_module  # noqa: E402
 
 
 @pytest.fixture
@@ -87,8 +21,8 @@ def run_module(monkeypatch) -> Callable[..., tuple[str, dict[str, Any], FakeCli]
 
     ``patch(module)`` may replace attributes of the freshly loaded module before it runs.
     """
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail_json)
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
     def run(name: str, args: dict[str, Any], answers: dict[str, Any] | None = None, check_mode: bool = False,
             patch: Callable[[Any], None] | None = None):

@@ -43,7 +43,8 @@ def check_shard(path: Path, seq_len: int) -> list[str]:
         problems.append(f"{path}: 'input_ids' has dtype {ids.dtype}; expected integers (int32)")
     mask = arrays.get("attention_mask")
     if mask is not None and mask.shape != ids.shape:
-        problems.append(f"{path}: 'attention_mask' has shape {mask.shape}; expected the shape of 'input_ids' {ids.shape}")
+        problems.append(f"{path}: 'attention_mask' has shape {mask.shape}; "
+                        f"expected the shape of 'input_ids' {ids.shape}")
     return problems
 
 

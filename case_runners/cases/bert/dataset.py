@@ -100,9 +100,10 @@ def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, mask_prob
     labels = torch.where(used, input_ids.gather(1, positions), IGNORE)
     action = torch.rand(positions.shape, generator=generator)
     random_words = torch.randint(FIRST_WORD_ID, vocab_size, positions.shape, generator=generator)
-    replaced = torch.where(action < 0.8, MASK_ID, torch.where(action < 0.9, random_words, input_ids.gather(1, positions)))
+    original = input_ids.gather(1, positions)
+    replaced = torch.where(action < 0.8, MASK_ID, torch.where(action < 0.9, random_words, original))
     masked = input_ids.clone()
-    masked.scatter_(1, positions, torch.where(used, replaced, input_ids.gather(1, positions)))
+    masked.scatter_(1, positions, torch.where(used, replaced, original))
     return {"input_ids": masked, "attention_mask": attention_mask, "positions": torch.where(used, positions, 0),
             "labels": labels}
 

@@ -1,0 +1,77 @@
+"""Harness for the modules in library/ (after ceph-ansible's tests/library/ca_test_common.py).
+
+Modules are loaded from their files, exit_json/fail_json raise instead of exiting, and
+AnsibleModule.run_command is replaced by a fake that answers per case_runners subcommand.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # the modules' fallback import: module_utils._perfplay_*
+    sys.path.insert(0, str(REPO))
+
+
+class AnsibleExitJson(Exception):
+    """exit_json was called; args[0] is the result."""
+
+
+class AnsibleFailJson(Exception):
+    """fail_json was called; args[0] is the result."""
+
+
+def exit_json(self, **kwargs):
+    kwargs.setdefault("changed", False)
+    raise AnsibleExitJson(kwargs)
+
+
+def fail_json(self, msg, **kwargs):
+    kwargs.update(msg=msg, failed=True)
+    raise AnsibleFailJson(kwargs)
+
+
+def load_module(name: str):
+    """Import library/<name>.py under a private name (``monitor`` is too generic for sys.modules)."""
+    spec = importlib.util.spec_from_file_location(f"perfplay_library_{name}", REPO / "library" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+Answer = tuple[int, str, str]
+
+
+class FakeCli:
+    """Stands in for run_command: answers by subcommand (argv[3]), or by monitor operation.
+
+    ``answers[key]`` is a tuple (rc, stdout, stderr), a dict (printed as JSON with rc 0), or a
+    callable(argv) returning one of those. Every call is recorded in ``calls``.
+    """
+
+    def __init__(self, answers: dict[str, Any] | None = None):
+        self.answers = answers or {}
+        self.calls: list[dict[str, Any]] = []
+
+    @staticmethod
+    def key(argv: list[str]) -> str:
+        if argv[3] == "monitor":
+            return "monitor " + argv[argv.index("--operation") + 1]
+        return argv[3]
+
+    def __call__(self, args, check_rc=False, cwd=None, environ_update=None, **kwargs) -> Answer:
+        assert isinstance(args, list), "argv must be a list, never a shell string"
+        self.calls.append({"argv": args, "cwd": cwd, "environ_update": environ_update})
+        answer = self.answers[self.key(args)]
+        if callable(answer):
+            answer = answer(args)
+        if isinstance(answer, dict):
+            return 0, json.dumps(answer), ""
+        return answer
+
+    def keys(self) -> list[str]:
+        return [self.key(call["argv"]) for call in self.calls]

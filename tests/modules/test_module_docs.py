@@ -1,0 +1,52 @@
+"""Every module documents itself: DOCUMENTATION, EXAMPLES and RETURN parse, options match argument_spec."""
+
+from __future__ import annotations
+
+
+import pytest
+import yaml
+from ansible.module_utils import basic
+
+from module_harness import REPO, load_module
+
+MODULES = sorted(path.stem for path in (REPO / "library").glob("*.py"))
+
+
+class _Captured(Exception):
+    pass
+
+
+def argument_spec(module, monkeypatch) -> dict:
+    def capture(self, argument_spec, **kwargs):
+        raise _Captured(argument_spec)
+
+    monkeypatch.setattr(basic.AnsibleModule, "__init__", capture)
+    with pytest.raises(_Captured) as captured:
+        module.main()
+    return captured.value.args[0]
+
+
+def test_every_module_is_covered():
+    assert MODULES == ["accel_info", "case_data_info", "case_launch", "case_plan", "monitor", "round_result",
+                       "run_cleanup", "run_summary_info"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_documentation(name, monkeypatch):
+    module = load_module(name)
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    assert doc["module"] == name
+    assert set(doc["attributes"]) >= {"check_mode", "diff_mode", "idempotent"}
+    spec = argument_spec(module, monkeypatch)
+    assert set(doc["options"]) == set(spec)
+    for option, settings in spec.items():
+        documented = doc["options"][option]
+        assert documented["type"] == settings.get("type", "str"), option
+        assert documented.get("required", False) == settings.get("required", False), option
+        assert documented.get("default") == settings.get("default"), option
+        assert documented.get("choices") == settings.get("choices"), option
+    examples = yaml.safe_load(module.EXAMPLES)
+    assert examples and all(name in task for task in examples if "ansible.builtin.assert" not in task
+                            and "ansible.builtin.set_stats" not in task)
+    returned = yaml.safe_load(module.RETURN)
+    assert returned and all("description" in value for value in returned.values())
