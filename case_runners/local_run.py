@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from case_runners.config.plan import make_plan
 from case_runners.launch.node import launch, spec_from_config
 from case_runners.netutil import free_port
@@ -22,7 +24,10 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"error: --set wants KEY=VALUE, got {item!r}")
-        overrides[key] = value
+        try:
+            overrides[key] = yaml.safe_load(value)  # a YAML scalar or flow list: 0.1, true, [1, 1, 1, 1]
+        except yaml.YAMLError:
+            raise SystemExit(f"error: --set {key}: {value!r} is not a YAML value") from None
     cases = []
     for case in args.cases:
         selection: dict[str, Any] = {"case": case, "overrides": overrides}
@@ -71,4 +76,4 @@ def run_local(args: argparse.Namespace) -> int:
     summary = write_run_summary(run_dir)
     print(render_table(summary))
     print(f"results: {run_dir}")
-    return 0 if summary["ok"] else 1
+    return 1 if summary["failed_rounds"] else 0

@@ -82,17 +82,6 @@ except ImportError:  # imported as a plain file (pytest, ansible-lint): use the 
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 
-VALID_STATUSES = ("success", "not_converged")
-
-
-def failed_rounds(summary):
-    """One line per round without a valid result."""
-    return ["%s round %s: %s: %s" % (case.get("case_id"), item.get("round"), item.get("status"), item.get("reason"))
-            for case in summary.get("cases") or []
-            for item in case.get("rounds") or []
-            if item.get("status") not in VALID_STATUSES]
-
-
 def main():
     argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
@@ -100,7 +89,7 @@ def main():
     result = run_json(module, argv, module.params["project_dir"], "case_runners summarize")
     if result.rc != 0:
         module.fail_json(**result.failure("case_runners summarize"))
-    module.exit_json(changed=False, summary=result.doc, failed_rounds=failed_rounds(result.doc))
+    module.exit_json(changed=False, summary=result.doc, failed_rounds=result.doc.get("failed_rounds", []))
 
 
 if __name__ == "__main__":

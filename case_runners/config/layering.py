@@ -27,7 +27,7 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
     path = case_dir(case) / "config.yaml"
     shown = display_path(path, root)
     base = load_mapping(path)
-    for key, kind in (("params", dict), ("mutable", list), ("target", dict)):
+    for key, kind in (("params", dict), ("mutable", list), ("target", dict), ("flops_depend_on", list)):
         if not isinstance(base.get(key), kind):
             raise ConfigError(f"must be a {kind.__name__}", key=key, file=shown)
     unknown = sorted(set(base["mutable"]) - set(base["params"]))
@@ -103,6 +103,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         errors.append(exc)
     if errors:
         return None, errors
+    changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
     config = {
         "schema": RESOLVED_SCHEMA,
         "case": sel.case,
@@ -119,7 +120,8 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         "provenance": provenance,
         "params": params,
         "target": base["target"],
-        "flops_per_sample": flops,
+        "flops_per_sample": None if changed else flops,
+        "flops_note": f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
         "vendor_info": vendor_info(vendor, sel.hardware),
     }
     return config, []

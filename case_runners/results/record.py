@@ -50,8 +50,8 @@ def mfu(metrics: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     if peak and flops and metrics.get("p_core"):
         info["value"] = metrics["p_core"] * flops / (peak * devices)
     else:
-        info["reason"] = f"no peak FLOP/s for {precision} on {config['hardware']}" if not peak else \
-            "no throughput or FLOPs per sample"
+        info["reason"] = (f"no peak FLOP/s for {precision} on {config['hardware']}" if not peak
+                          else config.get("flops_note") or "no throughput or FLOPs per sample")
     return info
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from case_runners.results.record import RECORD_NAME
 
 SUMMARY_SCHEMA = "perfplay.run_summary/1"
+VALID_STATUSES = ("success", "not_converged")  # a missed target is a valid result, not a failure
 STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_metric")
 COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"),
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
@@ -61,8 +62,11 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
         entry["status"] = "success" if set(statuses) == {"success"} else \
             ",".join(sorted(set(statuses)))
         summary_cases.append(entry)
+    failed = [f"{c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
+              for c in summary_cases for r in c["rounds"] if r["status"] not in VALID_STATUSES]
     return {"schema": SUMMARY_SCHEMA, "run_id": run_id, "cases": summary_cases,
-            "ok": all(c["status"] == "success" for c in summary_cases) and bool(summary_cases)}
+            "ok": all(c["status"] == "success" for c in summary_cases) and bool(summary_cases),
+            "failed_rounds": failed}
 
 
 def summarize_run(run_dir: Path) -> dict[str, Any]:

@@ -127,3 +127,11 @@ def test_every_shipped_vendor_config_resolves():
         hardware, nnodes, nproc = path.stem.removeprefix("config_").rsplit("x", 2)
         result = plan([{"case": case, "hardware": hardware, "nnodes": nnodes, "nproc": nproc}], vendor=vendor)
         assert result["ok"], (path, result["errors"])
+
+
+def test_resizing_the_model_voids_its_flops_figure_and_says_why():
+    result = plan([{"case": "resnet50", "overrides": {"image_size": 64}}])
+    (config,) = result["cases"]
+    assert config["flops_per_sample"] is None and "image_size" in config["flops_note"]
+    (same,) = plan([{"case": "resnet50", "overrides": {"batch_size": 8}}])["cases"]
+    assert same["flops_per_sample"] == 2.46e10 and same["flops_note"] is None

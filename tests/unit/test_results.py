@@ -1,0 +1,119 @@
+"""Round records and run summaries: status rules, MFU convention, statistics, rendering."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from case_runners.config.plan import make_plan
+from case_runners.results.record import write_round_record
+from case_runners.results.summary import render_markdown, render_table, summarize_records, write_run_summary
+
+
+def config(nnodes=1, **overrides):
+    plan = make_plan({"vendor": "nvidia", "cases": [{"case": "resnet50", "hardware": "A100", "nproc": 8,
+                                                      "nnodes": nnodes, "overrides": overrides}]}, check=True)
+    return plan["cases"][0]
+
+
+def rank_result(rank, status="success", p_core=1000.0, **kw):
+    return {"schema": "perfplay.rank_result/1", "rank": rank, "world_size": 8, "status": status,
+            "converged": status == "success", "metric": "acc1", "final_metric": 76.0, "target": 75.5,
+            "p_whole": 900.0, "p_train": 950.0, "p_core": p_core, "e2e_time": 100.0, "init_time": 5.0,
+            "precision": "fp16", "stop_reason": "target_reached", **kw}
+
+
+def node(round_dir: Path, host="gpu1", node_rank=0, status="success", reason=None, ranks=(0,), **rank_kw):
+    path = round_dir / f"{host}_noderank{node_rank}"
+    path.mkdir(parents=True)
+    (path / "node_result.json").write_text(json.dumps({"status": status, "reason": reason, "duration_s": 1.0}))
+    for r in ranks:
+        (path / f"rank{r}.result.json").write_text(json.dumps(rank_result(r, **rank_kw)))
+    return path
+
+
+def test_success_record_takes_rank0_metrics_and_mfu_with_its_convention(tmp_path):
+    round_dir = tmp_path / "run1" / "case" / "round1"
+    node(round_dir, ranks=range(8))
+    record = write_round_record(round_dir, config(), 1)
+    assert record["status"] == "success" and record["reason"] is None
+    assert record["metrics"]["p_core"] == 1000.0 and len(record["per_rank"]) == 8
+    mfu = record["mfu"]
+    assert mfu["value"] == pytest.approx(1000.0 * 2.46e10 / (312e12 * 8))
+    assert mfu["peak_flops_per_device"] == 312e12 and mfu["precision"] == "fp16"
+    assert "1 multiply-add = 2 FLOPs" in mfu["convention"]
+    assert json.loads((round_dir / "result.json").read_text()) == record
+
+
+def test_a_failed_node_fails_the_round_with_its_reason(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round1"
+    node(round_dir)
+    node(round_dir, host="gpu2", node_rank=1, status="failed", reason="rank 9 on gpu2 was killed by SIGKILL",
+         ranks=())
+    record = write_round_record(round_dir, config(nnodes=2), 1)
+    assert record["status"] == "failed" and "gpu2" in record["reason"] and "rank 9" in record["reason"]
+
+
+def test_timeout_and_missing_output_are_reported(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round1"
+    node(round_dir, status="timeout", reason="case timeout of 60 s reached; ranks stopped")
+    assert write_round_record(round_dir, config(), 1)["status"] == "timeout"
+    empty = tmp_path / "r" / "c" / "round2"
+    empty.mkdir()
+    assert write_round_record(empty, config(), 2)["reason"] == "no node of this round left any output"
+
+
+def test_not_converged_is_a_valid_result_with_a_reason(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round1"
+    path = round_dir / "gpu1_noderank0"
+    path.mkdir(parents=True)
+    (path / "node_result.json").write_text(json.dumps({"status": "success"}))
+    (path / "rank0.result.json").write_text(json.dumps(rank_result(0, status="not_converged",
+                                                                   stop_reason="max_epochs")))
+    record = write_round_record(round_dir, config(), 1)
+    assert record["status"] == "not_converged" and "max_epochs" in record["reason"]
+
+
+def test_mfu_is_withheld_with_a_reason_when_the_model_was_resized(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round1"
+    node(round_dir)
+    record = write_round_record(round_dir, config(image_size=64), 1)
+    assert record["mfu"]["value"] is None and "image_size" in record["mfu"]["reason"]
+
+
+def records(values, statuses=None):
+    statuses = statuses or ["success"] * len(values)
+    return [{"case_id": "resnet50_A100x1x8", "case": "resnet50", "vendor": "nvidia", "hardware": "A100",
+             "nnodes": 1, "nproc": 8, "round": i + 1, "status": st, "reason": None if st == "success" else "boom",
+             "metrics": {"p_core": v, "p_whole": v / 2, "metric": "acc1", "target": 75.5, "converged": True},
+             "mfu": {"value": 0.25}} for i, (v, st) in enumerate(zip(values, statuses))]
+
+
+def test_summary_mean_and_sample_std_over_valid_rounds_only():
+    summary = summarize_records(records([100.0, 110.0, 120.0, 5.0], ["success"] * 3 + ["failed"]), "run1")
+    (case,) = summary["cases"]
+    assert case["stats"]["p_core"] == {"mean": 110.0, "std": 10.0, "n": 3}
+    assert case["succeeded"] == 3 and case["status"] == "failed,success"
+    assert summary["failed_rounds"] == ["resnet50_A100x1x8 round 4: failed: boom"] and not summary["ok"]
+
+
+def test_table_and_markdown_show_mean_std_and_failures():
+    summary = summarize_records(records([100.0, 120.0], ["success", "timeout"]), "run7")
+    table = render_table(summary)
+    assert "run7" in table and "resnet50_A100x1x8" in table and "100.0" in table
+    assert "round 2: timeout: boom" in table
+    both = summarize_records(records([100.0, 120.0]), "run8")
+    assert "110.0 ±14.1" in render_table(both) and "25.00 ±0.00%" in render_table(both)
+    assert "| resnet50_A100x1x8 |" in render_markdown(both)
+
+
+def test_write_run_summary_rebuilds_from_files(tmp_path):
+    run_dir = tmp_path / "run9"
+    for i, rec in enumerate(records([100.0, 120.0])):
+        path = run_dir / rec["case_id"] / f"round{i + 1}"
+        path.mkdir(parents=True)
+        (path / "result.json").write_text(json.dumps(rec))
+    summary = write_run_summary(run_dir)
+    assert summary["run_id"] == "run9" and summary["cases"][0]["stats"]["p_core"]["mean"] == 110.0
+    assert json.loads((run_dir / "summary.json").read_text())["cases"][0]["rounds"][1]["round"] == 2
+    assert "# perfplay run run9" in (run_dir / "summary.md").read_text()
