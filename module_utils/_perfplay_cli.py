@@ -27,7 +27,7 @@ def cli_argv(python, subcommand, *args, **flags):
     """Return ``[python, -m, case_runners, subcommand, *args, --flag value ...]``.
 
     Keyword flags map ``run_id`` to ``--run-id``; ``None`` values are left out,
-    ``True`` adds the bare flag, ``False`` leaves it out.
+    ``True`` adds the bare flag, ``False`` leaves it out, a list repeats the flag.
     """
     argv = [python or sys.executable, "-m", "case_runners", subcommand]
     argv.extend(str(arg) for arg in args)
@@ -37,6 +37,9 @@ def cli_argv(python, subcommand, *args, **flags):
         flag = "--" + name.replace("_", "-")
         if value is True:
             argv.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                argv.extend([flag, str(item)])
         else:
             argv.extend([flag, str(value)])
     return argv

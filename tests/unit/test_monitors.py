@@ -214,3 +214,26 @@ def test_standalone_vendor_script(new_spec) -> None:
     stopped = run("stop")
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert run("status").returncode == 3
+
+
+def test_ensure_started_and_stopped_act_only_where_the_state_differs(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    def ensure(op, *extra):
+        out = subprocess.run([sys.executable, "-m", "case_runners", "monitor", "-o", op, "-l", str(tmp_path),
+                              "--name", "host", "--name", "cpu", "--run-id", "ens1", "--interval", "0.2", *extra],
+                             capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)["changed"]
+
+    try:
+        assert ensure("ensure-started", "--check") == ["host", "cpu"]
+        assert not list(tmp_path.glob("*.pid"))
+        assert ensure("ensure-started") == ["host", "cpu"]
+        assert ensure("ensure-started") == []
+        assert len(list(tmp_path.glob("*_monitor.ens1.pid"))) == 2
+    finally:
+        stopped = ensure("ensure-stopped")
+    assert stopped == ["cpu", "host"]
+    assert ensure("ensure-stopped") == [] and not list(tmp_path.glob("*.pid"))
