@@ -1,8 +1,8 @@
 """Fidelity: p_core reported by the harness against a bare timing loop over the same model, batch and steps.
 
 Alternates a harness run (`python -m case_runners run`, no monitors) and a bare loop — the case's model,
-optimizer and loss, random batches of the same shape, N optimizer steps timed as a whole — in fresh
-processes, and compares the medians. Target: within 2 %.
+optimizer, loss and train loader, N optimizer steps, each step's compute timed with perf_counter — in
+fresh processes, and compares the medians. Target: within 2 %.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.02
 # resnet50 at 64 px: a step of a few hundred ms on a CPU, long enough to time, short enough to repeat.
 OVERRIDES = {"synthetic": True, "image_size": 64, "batch_size": 16, "num_workers": 0, "log_freq": 1000,
-             "eval_every_epochs": 0, "synthetic_samples": 100000, "warmup_steps": 0}
+             "eval_every_epochs": 0, "synthetic_samples": 512, "warmup_steps": 0}
 
 
 def harness(steps: int, results: Path) -> float:
@@ -52,20 +52,21 @@ torch.manual_seed(params["seed"])
 log = EventLogger(pathlib.Path(tempfile.mkdtemp()), 0, 10**9)
 case = build_case(params, RunContext(0, 0, 1, torch.device("cpu"), None, log))
 model = case.build_model()
-case.build_data()
+train_loader, _ = case.build_data()
 opt, sched = case.build_optimizer(model)
 model.train()
-bs, size = params["batch_size"], params["image_size"]
-batches = [(torch.randn(bs, 3, size, size), torch.randint(0, params["num_classes"], (bs,))) for _ in range(4)]
-start = time.perf_counter()
+bs, compute, batches = params["batch_size"], 0.0, iter(train_loader)
 for step in range({steps}):
+    batch = case.to_device(next(batches), torch.device("cpu"))  # the same data path, untimed
+    t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
-    loss, n = case.train_step(model, batches[step % 4])
+    loss, n = case.train_step(model, batch)
     loss.backward()
     opt.step()
     if sched is not None:
         sched.step()
-print(json.dumps({{"p": {steps} * bs / (time.perf_counter() - start)}}))
+    compute += time.perf_counter() - t0
+print(json.dumps({{"p": {steps} * bs / compute}}))
 """
     proc = subprocess.run([sys.executable, "-c", "import os\n" + code], cwd=ROOT, capture_output=True, text=True,
                           check=True)
