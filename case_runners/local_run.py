@@ -39,9 +39,12 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
             "results_dir": str(Path(args.results_dir).resolve()), "timeout_s": args.timeout}
 
 
-def _monitor(operation: str, name: str, log_dir: Path, run_id: str, interval: float) -> None:
+def _monitors(operation: str, names: list[str], log_dir: Path, run_id: str, interval: float) -> None:
+    """All of a round's monitors in one process, as the playbook's monitor module does."""
+    if not names:
+        return
     argv = [sys.executable, "-m", "case_runners", "monitor", "-o", operation, "-l", str(log_dir),
-            "--name", name, "--run-id", run_id, "--interval", str(interval)]
+            *[arg for name in names for arg in ("--name", name)], "--run-id", run_id, "--interval", str(interval)]
     subprocess.run(argv, check=False, stdout=subprocess.DEVNULL)
 
 
@@ -60,16 +63,14 @@ def run_local(args: argparse.Namespace) -> int:
             round_dir = run_dir / config["case_id"] / f"round{round_no}"
             node_dir = round_dir / f"{host}_noderank0"
             node_dir.mkdir(parents=True)
-            for name in monitors:
-                _monitor("start", name, node_dir, run_id, args.monitor_interval)
+            _monitors("ensure-started", monitors, node_dir, run_id, args.monitor_interval)
             try:
                 spec = spec_from_config(Path(config["config_path"]), node_dir, node_rank=0,
                                         master_addr="127.0.0.1", master_port=free_port(), timeout_s=None,
                                         run_id=run_id)
                 launch(spec)
             finally:
-                for name in monitors:
-                    _monitor("stop", name, node_dir, run_id, args.monitor_interval)
+                _monitors("ensure-stopped", monitors, node_dir, run_id, args.monitor_interval)
             record = write_round_record(round_dir, config, round_no, run_id)
             print(f"{config['case_id']} round {round_no}: {record['status']}"
                   + (f" ({record['reason']})" if record["reason"] else ""), file=sys.stderr)

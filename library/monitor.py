@@ -9,9 +9,9 @@ DOCUMENTATION = r"""
 module: monitor
 short_description: Start or stop perfplay monitor daemons (host and vendor accelerator monitors)
 description:
-  - Drives C(python -m case_runners monitor -o status|start|stop) for each monitor in O(names) of run O(run_id),
-    in one task so that a round pays for one module run, not one per monitor.
-  - Asks for each monitor's status first and acts only when the state differs, so C(changed) means a
+  - Runs C(python -m case_runners monitor -o ensure-started|ensure-stopped) once for all monitors in O(names)
+    of run O(run_id), so that a round pays for one module run and one process, not one per monitor.
+  - That command checks each monitor's status and acts only where the state differs, so C(changed) means a
     daemon was really started or stopped.
   - Monitors start in the order given and stop in the reverse order.
   - The daemon samples every O(interval) seconds into C(<log_dir>/<name>_monitor.jsonl); its pid file is
