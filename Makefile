@@ -20,21 +20,24 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 run: $(VENV)/.installed
 	$(VENV)/bin/ansible-playbook run_case.yml $(PLAYBOOK_ARGS)
 
-## test: lint, unit, module and integration tests
-# Two pytest processes: importing Ansible patches sys.intern, which torch._dynamo then refuses.
+## test: lint, unit, module, integration and cluster tests
+# Separate pytest processes: importing Ansible patches sys.intern, which torch._dynamo then refuses.
+# The cluster tests need root (namespaces, sshd): skipped without it, except in CI where that fails.
 test: $(VENV)/.installed-dev lint
 	$(PY) -m pytest tests/unit
 	$(PY) -m pytest tests/modules tests/integration
+	$(PY) -m pytest tests/cluster
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ansible-lint
 
-## bench: harness overhead, monitor cost and p_core fidelity
+## bench: harness overhead, monitor cost, p_core fidelity, control plane on 2-16 hosts (needs root)
 bench: $(VENV)/.installed
 	$(PY) bench/monitor_cost.py
 	$(PY) bench/fidelity.py
 	$(PY) bench/harness_overhead.py
+	$(PY) bench/control_plane.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ansible

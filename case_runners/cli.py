@@ -42,8 +42,11 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.netutil import free_port
     spec = spec_from_config(Path(args.config), Path(args.log_dir), node_rank=args.node_rank,
-                            master_addr=args.master_addr, master_port=args.master_port or free_port(),
-                            timeout_s=args.timeout, run_id=args.run_id)
+                            master_addr=args.master_addr, master_port=args.master_port,
+                            timeout_s=args.timeout, run_id=args.run_id, node_name=args.node_name, nic=args.nic,
+                            rdzv_timeout_s=args.rdzv_timeout, heartbeat_timeout_s=args.heartbeat_timeout)
+    if spec.nnodes == 1 and not spec.master_port:
+        spec.master_port = free_port()
     result = launch(spec)
     _print_json(result)
     return EXIT_CODES[result["status"]]
@@ -59,6 +62,19 @@ def cmd_check_data(args: argparse.Namespace) -> int:
     errors = check_data(_load_json(args.config))
     _print_json({"ok": not errors, "errors": errors})
     return 0 if not errors else EXIT_BAD_INPUT
+
+
+def cmd_host_check(args: argparse.Namespace) -> int:
+    from case_runners.host_check import host_check
+    result = host_check(_load_json(args.request))
+    _print_json(result)
+    return 0
+
+
+def cmd_requirements(args: argparse.Namespace) -> int:
+    from case_runners.requirements_check import check_requirements
+    _print_json(check_requirements(Path(args.requirements)))
+    return 0
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -119,9 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-dir", required=True)
     p.add_argument("--node-rank", type=int, default=0)
     p.add_argument("--master-addr", default="127.0.0.1")
-    p.add_argument("--master-port", type=int, default=0, help="0: a free port (single node only)")
+    p.add_argument("--master-port", type=int, default=0,
+                   help="node 0's rendezvous port (nnodes > 1); 0: a free port (single node only)")
     p.add_argument("--timeout", type=float, help="seconds; default: the case's timeout_s")
     p.add_argument("--run-id", default="manual")
+    p.add_argument("--node-name", help="this node's name in reasons and node_result.json; default: the hostname")
+    p.add_argument("--nic", help="network interface of the collectives (GLOO_/NCCL_SOCKET_IFNAME unless set); "
+                                 "default on nnodes > 1: the one that routes to master_addr")
+    p.add_argument("--rdzv-timeout", type=float, metavar="SECONDS",
+                   help="seconds the nodes have to meet at node 0 (default: $PERFPLAY_RDZV_TIMEOUT_S, else 30)")
+    p.add_argument("--heartbeat-timeout", type=float, metavar="SECONDS",
+                   help="seconds of silence after which a node counts as lost (default 10)")
     p.set_defaults(func=cmd_launch)
 
     p = sub.add_parser("worker", help="one rank (started by launch)")
@@ -137,6 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-data", help="check a case's data dir (JSON result)")
     p.add_argument("--config", required=True)
     p.set_defaults(func=cmd_check_data)
+
+    p = sub.add_parser("host-check", help="the host preflight: python, devices, data dirs, master port (JSON)")
+    p.add_argument("--request", required=True, help="JSON file: vendor, nproc, cases, device_count, master_port")
+    p.set_defaults(func=cmd_host_check)
+
+    p = sub.add_parser("requirements", help="whether this Python has every pinned requirement (JSON)")
+    p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")
+    p.set_defaults(func=cmd_requirements)
 
     p = sub.add_parser("devices", help="count this host's devices for a vendor (JSON)")
     p.add_argument("--vendor", required=True)

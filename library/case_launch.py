@@ -13,7 +13,16 @@ description:
     (bounded by O(timeout)) and writes C(node_result.json) in O(log_dir).
   - Fails when the node's status is not C(success) (C(failed), C(timeout) or C(interrupted)); the node
     result is returned either way, so the round can still be recorded.
-  - Use it with C(async) (case timeout plus a margin) and C(poll), as a round outlives the SSH timeout.
+  - Use it with C(async) (case timeout plus a margin) and C(poll), as a round outlives the SSH timeout. On a
+    multi-node round the margin must also cover O(rdzv_timeout), as the case timeout starts with the ranks.
+  - On a multi-node round (the config's C(nnodes) > 1) run it on every host at once, one node each. The
+    launchers first meet at node 0, which listens on O(master_addr):O(master_port) (the one port to open
+    between the hosts) and then picks a free port for torch's TCPStore. A node that does not join within
+    O(rdzv_timeout) fails the round on every node, naming the missing node or the unreachable address.
+  - Once started, the launchers exchange heartbeats. A rank that fails on any node, a node that times out or
+    is interrupted, or a node silent for O(heartbeat_timeout) stops the ranks of every node, within seconds;
+    the reason of every other node starts with C(stopped) and names the node, host and rank that failed
+    first (see RV(reason)). A node that loses node 0 stops its own ranks.
 options:
   project_dir:
     description: perfplay checkout on the host.
@@ -35,20 +44,46 @@ options:
     type: int
     default: 0
   master_addr:
-    description: Address of node 0 that every node can reach.
+    description: Address of node 0 that every node can reach; node 0 binds the rendezvous port on it.
     type: str
     default: 127.0.0.1
   master_port:
-    description: Rendezvous port on node 0; C(0) lets a single-node launcher pick a free port.
+    description:
+      - Rendezvous port on node 0 (run var C(perfplay_master_port)); required on a multi-node round.
+      - C(0) lets a single-node launcher pick a free port.
     type: int
     default: 0
   timeout:
     description: Seconds before the launcher stops the ranks; default the case's C(timeout_s).
     type: float
   run_id:
-    description: Run id, carried in every process's argv or environment so a cleanup can find them.
+    description:
+      - Run id, carried in every process's argv or environment so a cleanup can find them.
+      - Node 0 rejects a node that joins with another run id.
     type: str
     required: true
+  node_name:
+    description:
+      - This node's name in failure reasons and in C(node_result.json) (C(host), C(node_name)), for example
+        the inventory hostname.
+      - Defaults to the host's hostname.
+    type: str
+  nic:
+    description:
+      - Network interface of the collectives, set as C(GLOO_SOCKET_IFNAME) and C(NCCL_SOCKET_IFNAME) of the
+        ranks unless the environment already sets them.
+      - Default on a multi-node round, the interface that routes to O(master_addr); on a single node, none.
+      - An empty string is the same as leaving it out.
+    type: str
+  rdzv_timeout:
+    description:
+      - Seconds the nodes of a multi-node round have to meet at node 0 (a wrong port or address fails after
+        this long).
+      - Default C(PERFPLAY_RDZV_TIMEOUT_S) from O(env) or the host's environment, else 30.
+    type: float
+  heartbeat_timeout:
+    description: Seconds of silence after which a node of a multi-node round counts as lost; default 10.
+    type: float
   env:
     description: Extra environment for the launcher and its ranks (for example C(NCCL_SOCKET_IFNAME)).
     type: dict
@@ -77,6 +112,24 @@ EXAMPLES = r"""
     timeout: 1800
   async: 1920
   poll: 1
+
+- name: Run this host's node of a two-node round (on both hosts at once)
+  case_launch:
+    project_dir: /opt/perfplay
+    python: /opt/perfplay/venv/bin/python
+    config: /opt/perfplay/results/run20250101120000/resnet50_A100x2x8/resolved_config.json
+    log_dir: "/opt/perfplay/results/run20250101120000/resnet50_A100x2x8/round1/{{ inventory_hostname }}_noderank{{ perfplay_node_rank }}"
+    run_id: run20250101120000
+    node_rank: "{{ perfplay_node_rank }}"
+    node_name: "{{ inventory_hostname }}"
+    master_addr: 10.231.77.11
+    master_port: 29500
+    nic: ib0
+    rdzv_timeout: 60
+    heartbeat_timeout: 10
+    timeout: 3600
+  async: 3780
+  poll: 1
 """
 
 RETURN = r"""
@@ -89,9 +142,13 @@ reason:
   description: Why the node did not succeed (null on success).
   returned: always
   type: str
-  sample: "rank 1 exited 1"
+  sample: "stopped: node 1 (node2) failed: rank 3 on node2 was killed by SIGKILL"
 node_result:
-  description: Content of C(node_result.json) (schema C(perfplay.node_result/1)); empty in check mode.
+  description:
+    - Content of C(node_result.json) (schema C(perfplay.node_result/1)); empty in check mode.
+    - C(host) and C(node_name) are O(node_name), C(hostname) the host's own name, C(master) node 0's
+      rendezvous address and port, C(torch_port) the C(MASTER_PORT) the ranks used (node 0's pick on a
+      multi-node round), C(nic) the interface of the collectives (null where none was chosen).
   returned: always
   type: dict
   sample:
@@ -102,6 +159,11 @@ node_result:
     ranks: {"0": {exit_code: 0, log: rank0.out.log}}
     duration_s: 42.1
     host: node01
+    node_name: node01
+    hostname: node01.example.com
+    master: "10.231.77.11:29500"
+    torch_port: 41873
+    nic: ib0
 cmd:
   description: The argv that was run.
   returned: always
@@ -140,6 +202,10 @@ def launch_argv(params):
         master_port=params["master_port"],
         timeout=params["timeout"],
         run_id=params["run_id"],
+        node_name=params["node_name"] or None,
+        nic=params["nic"] or None,
+        rdzv_timeout=params["rdzv_timeout"],
+        heartbeat_timeout=params["heartbeat_timeout"],
     )
 
 
@@ -162,6 +228,10 @@ def main():
         master_port=dict(type="int", default=0),
         timeout=dict(type="float"),
         run_id=dict(type="str", required=True),
+        node_name=dict(type="str"),
+        nic=dict(type="str"),
+        rdzv_timeout=dict(type="float"),
+        heartbeat_timeout=dict(type="float"),
         env=dict(type="dict", default={}),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

@@ -63,10 +63,18 @@ options:
     default: 1.0
   master_port:
     description:
-      - Rendezvous port on the first node of multi-node cases (run var C(perfplay_master_port)), 1-65535.
-      - Single-node cases use a free port chosen by the launcher, so concurrent runs do not collide.
+      - Rendezvous port on the first node of multi-node cases (run var C(perfplay_master_port)), 0-65535.
+      - 0 (the default) lets that node pick a free port at preflight, so concurrent runs do not collide; a
+        fixed port (for a firewall) is checked free at preflight.
+      - Single-node cases use a free port chosen by the launcher.
     type: raw
-    default: 29500
+    default: 0
+  bundle:
+    description:
+      - Write C(perfplay-src.tar) into the run directory, the checkout (C(case_runners/), C(vendor/),
+        C(requirements.txt)) that remote hosts unpack and run; it stays with the results as a record of what ran.
+    type: bool
+    default: true
 attributes:
   check_mode:
     support: full
@@ -136,7 +144,7 @@ rounds:
     config: {description: Resolved config path on the controller (null in check mode)., type: str}
     rel_dir: {description: Round directory relative to the run directory, C(<case_id>/round<N>)., type: str}
     hosts: {description: The hosts of this round, node rank = index., type: list}
-    master_port: {description: Rendezvous port; 0 lets the launcher pick a free one (single node)., type: int}
+    master_port: {description: "Rendezvous port; 0: picked by node 0 at preflight (multi-node) or by the launcher.", type: int}
     monitors: {description: Monitor names to start, C(host) and the vendor's when it has one., type: list}
   sample:
     - case_id: digits_cnn_CPUx1x1
@@ -150,16 +158,23 @@ rounds:
       hosts: [localhost]
       master_port: 0
       monitors: [host, cpu]
-host_needs:
-  description: Per host of the run, the most processes a round puts on it and the cases it takes part in.
+bundle:
+  description: The checkout bundle (path on the controller, sha256); null in check mode or without O(bundle).
   returned: success
   type: dict
-  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2]}}
+  sample: {path: /opt/perfplay/results/run20250101120000/perfplay-src.tar, sha256: 9f2c...}
+host_needs:
+  description:
+    - Per host of the run, the most processes a round puts on it, the cases it takes part in, and whether it
+      is node 0 of a multi-node round (it then hosts the rendezvous on the master port).
+  returned: success
+  type: dict
+  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2], master: false}}
 run_vars:
   description: The run vars after validation, with their types fixed.
   returned: success
   type: dict
-  sample: {vendor: cpu, runtime: host, clear_caches: false, monitor_interval: 1.0, master_port: 29500,
+  sample: {vendor: cpu, runtime: host, clear_caches: false, monitor_interval: 1.0, master_port: 0,
            hosts: [localhost]}
 errors:
   description: Every problem found, each naming the run var or file, the key and the allowed values.
@@ -232,7 +247,7 @@ def check_run_vars(params):
         runtime=params["runtime"],
         clear_caches=as_bool("clear_caches", params["clear_caches"], errors),
         monitor_interval=as_number("monitor_interval", params["monitor_interval"], errors, float, 0.01, 3600),
-        master_port=as_number("master_port", params["master_port"], errors, int, 1, 65535),
+        master_port=as_number("master_port", params["master_port"], errors, int, 0, 65535),
         hosts=list(params["hosts"]),
     )
     if not run_vars["hosts"]:
@@ -243,7 +258,7 @@ def check_run_vars(params):
 
 def plan_request(params):
     """The request document of ``case_runners plan`` (keys it does not know are errors there)."""
-    request = dict(vendor=params["vendor"], runtime=params["runtime"], cases=params["cases"])
+    request = dict(vendor=params["vendor"], runtime=params["runtime"], cases=params["cases"], bundle=params["bundle"])
     for key, option in (("results_dir", "results_dir"), ("run_id", "run_id"), ("timeout_s", "case_timeout")):
         if params[option] not in (None, ""):
             request[key] = params[option]
@@ -281,8 +296,10 @@ def expand_rounds(cases, run_dir, hosts, master_port):
 
 def host_needs(rounds, hosts):
     """Per host: the most processes a round puts on it, and the cases it takes part in."""
-    needs = dict((host, dict(nproc=0, case_ids=[])) for host in hosts)
+    needs = dict((host, dict(nproc=0, case_ids=[], master=False)) for host in hosts)
     for item in rounds:
+        if item["nnodes"] > 1:
+            needs[item["hosts"][0]]["master"] = True
         for host in item["hosts"]:
             need = needs[host]
             need["nproc"] = max(need["nproc"], item["nproc"])
@@ -324,7 +341,8 @@ def main():
         hosts=dict(type="list", elements="str", required=True),
         clear_caches=dict(type="raw", default=False),
         monitor_interval=dict(type="raw", default=1.0),
-        master_port=dict(type="raw", default=29500),
+        master_port=dict(type="raw", default=0),
+        bundle=dict(type="bool", default=True),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
@@ -348,6 +366,7 @@ def main():
         changed=not module.check_mode,
         run_id=plan.get("run_id"),
         run_dir=plan.get("run_dir"),
+        bundle=plan.get("bundle"),
         cases=plan.get("cases") or [],
         rounds=rounds,
         host_needs=host_needs(rounds, run_vars["hosts"]),

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.layering import resolve
 from case_runners.config.selection import parse_selections
 from case_runners.config.types import to_int
@@ -16,14 +17,15 @@ from case_runners.paths import project_root
 from case_runners.vendors import load_vendor
 
 RUNTIMES = ("host",)
-REQUEST_KEYS = ("vendor", "runtime", "cases", "results_dir", "run_id", "timeout_s")
+REQUEST_KEYS = ("vendor", "runtime", "cases", "results_dir", "run_id", "timeout_s", "bundle")
 RESOLVED_NAME = "resolved_config.json"
 
 
 def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None = None) -> dict[str, Any]:
-    """Resolve a run request. Returns {"ok", "errors", "run_id", "run_dir", "cases"}.
+    """Resolve a run request. Returns {"ok", "errors", "run_id", "run_dir", "cases", "bundle"}.
 
-    With check=False and no errors, creates results/<run_id>/ and writes each case's resolved config there.
+    With check=False and no errors, creates results/<run_id>/ and writes each case's resolved config there,
+    and with request["bundle"] the checkout remote hosts run (perfplay-src.tar: what ran, kept with the results).
     """
     root = root or project_root()
     errors: list[ConfigError] = []
@@ -61,7 +63,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     errors += [ConfigError("is selected twice; give each selection a different hardware, nnodes or nproc",
                            key=f"case {cid}") for cid in sorted({i for i in ids if ids.count(i) > 1})]
     result: dict[str, Any] = {"ok": not errors, "errors": [str(e) for e in errors], "run_id": None,
-                              "run_dir": None, "cases": cases}
+                              "run_dir": None, "cases": cases, "bundle": None}
     if errors or check:
         return result
     run_dir = _new_run_dir(Path(request.get("results_dir") or root / "results"), request.get("run_id"))
@@ -71,6 +73,9 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         config["config_path"] = str(case_dir / RESOLVED_NAME)
         (case_dir / RESOLVED_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     result.update(run_id=run_dir.name, run_dir=str(run_dir))
+    if request.get("bundle"):
+        bundle = run_dir / BUNDLE_NAME
+        result["bundle"] = {"path": str(bundle), "sha256": write_bundle(root, bundle)}
     return result
 
 

@@ -2,6 +2,10 @@
 
 Each rank is `python -m case_runners worker`, its stdout and stderr merged into rank<R>.out.log (FlagPerf's
 layout). The launcher forwards SIGINT/SIGTERM/SIGHUP to its ranks and writes node_result.json.
+
+With nnodes > 1 (one launcher per host) the launchers first meet at node 0 (rendezvous.py), which picks
+torch's port, and then watch each other (watchdog.py): a failure, timeout or lost host anywhere stops the
+ranks of every node, each node's reason naming the root cause. Stdlib only: no torch here.
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from case_runners.errors import PerfplayError
+from case_runners.launch import rendezvous
+from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
+from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import project_root
 
 NODE_RESULT = "node_result.json"
@@ -24,6 +32,9 @@ NODE_SCHEMA = "perfplay.node_result/1"
 POLL_S = 0.05
 GRACE_S = 5.0
 EXIT_CODES = {"success": 0, "failed": 1, "timeout": 124, "interrupted": 130}
+NIC_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+RDZV_TIMEOUT_S = 30.0
+HEARTBEAT_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -47,6 +58,15 @@ class NodeSpec:
     nnodes: int
     nproc: int
     vendor_info: dict[str, Any] = field(default_factory=dict)
+    node_name: str = field(default_factory=socket.gethostname)
+    nic: str | None = None  # network interface of the collectives (None: the host's default)
+    rdzv_timeout_s: float = RDZV_TIMEOUT_S
+    heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
+    torch_port: int | None = None  # MASTER_PORT of the ranks; master_port itself on a single node
+
+    @property
+    def master(self) -> str:
+        return f"{self.master_addr}:{self.master_port}"
 
 
 def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str, str]:
@@ -56,7 +76,8 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
     env.update(
         RANK=str(rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(spec.nnodes * spec.nproc),
         LOCAL_WORLD_SIZE=str(spec.nproc), NODE_RANK=str(spec.node_rank), GROUP_RANK=str(spec.node_rank),
-        MASTER_ADDR=spec.master_addr, MASTER_PORT=str(spec.master_port), PERFPLAY_RUN_ID=spec.run_id,
+        MASTER_ADDR=spec.master_addr, MASTER_PORT=str(spec.torch_port or spec.master_port),
+        PERFPLAY_RUN_ID=spec.run_id,
         PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(filter(None, [str(project_root()),
                                                                         base.get("PYTHONPATH")])),
     )
@@ -74,6 +95,9 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
             env["PERFPLAY_DEVICE_INDEX"] = str(local_rank)
     else:
         env["PERFPLAY_DEVICE_INDEX"] = str(local_rank)
+    for name in NIC_ENV:
+        if spec.nic and not base.get(name):  # a value the host sets wins
+            env[name] = spec.nic
     if spec.vendor_info.get("device") == "cpu" and "OMP_NUM_THREADS" not in base:
         # Share the cores between the node's ranks instead of oversubscribing them.
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // spec.nproc))
@@ -85,9 +109,16 @@ class NodeLauncher:
         self.spec = spec
         self.ranks: list[Rank] = []
         self.signal_received: int | None = None
+        self.link: Link | None = None  # to the other nodes' launchers (nnodes > 1)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.signal_received = signum
+
+    def interrupted(self) -> str | None:
+        """Why the launcher must stop now (a signal it received), or None."""
+        if self.signal_received is None:
+            return None
+        return f"launcher received {signal.Signals(self.signal_received).name}"
 
     def start(self) -> None:
         spec = self.spec
@@ -101,31 +132,56 @@ class NodeLauncher:
                                        env=rank_env(spec, local_rank, dict(os.environ)), cwd=project_root())
             self.ranks.append(Rank(rank, local_rank, process, log))
 
+    def failure(self, status: str, reason: str, urgent: bool = True) -> Failure:
+        return own_failure(self.spec.node_rank, self.spec.node_name, status, reason, urgent)
+
     def wait(self) -> tuple[str, str | None]:
-        """Watch the ranks; return (status, reason)."""
+        """Watch the ranks (and, on a multi-node round, the other nodes); return (status, reason)."""
+        link = self.link
         deadline = time.monotonic() + self.spec.timeout_s
+        own: list[Failure] = []
         while True:
-            if self.signal_received is not None:
-                return "interrupted", f"launcher received {signal.Signals(self.signal_received).name}"
+            interrupted = self.interrupted()
+            if interrupted:
+                return self.conclude(self.failure("interrupted", interrupted))
             running = False
             for r in self.ranks:
                 if r.exit_code is None:
                     r.exit_code = r.process.poll()
-                if r.exit_code is None:
-                    running = True
-                elif r.exit_code != 0:
-                    return "failed", f"rank {r.rank} on {socket.gethostname()} {describe_exit(r.exit_code)}"
-            if not running:
+                    if r.exit_code not in (None, 0):
+                        own.append(self.failure("failed", f"rank {r.rank} on {self.spec.node_name} "
+                                                          f"{describe_exit(r.exit_code)}", urgent=r.exit_code < 0))
+                running = running or r.exit_code is None
+            if link is None:
+                if own:  # single node: the first failure, at once
+                    return own[0].status, own[0].reason
+            else:
+                link.poll(POLL_S)
+                if link.outcome:  # node 0 stopped the round, or was lost
+                    return link.outcome
+                failures = own + link.failures
+                if failures and settled(failures):
+                    return self.conclude(root_cause(failures))
+            if not running and not own and (link is None or link.peers_done()):
+                if link:
+                    link.finish()
                 return "success", None
             if time.monotonic() > deadline:
-                return "timeout", f"case timeout of {self.spec.timeout_s:g} s reached; ranks stopped"
-            time.sleep(POLL_S)
+                return self.conclude(self.failure(
+                    "timeout", f"case timeout of {self.spec.timeout_s:g} s reached; ranks stopped"))
+            if link is None:
+                time.sleep(POLL_S)
+
+    def conclude(self, root: Failure) -> tuple[str, str]:
+        """This node's (status, reason) for root; the other nodes are told."""
+        return self.link.conclude(root) if self.link else (root.status, root.reason)
 
     def stop(self, first_signal: int = signal.SIGTERM) -> None:
         """Stop every rank still running: a signal, a grace period, then SIGKILL."""
         alive = [r for r in self.ranks if r.process.poll() is None]
         for r in alive:
             r.process.send_signal(first_signal)
+            r.process.send_signal(signal.SIGCONT)  # a stopped rank must run to handle it
         deadline = time.monotonic() + GRACE_S
         for r in alive:
             try:
@@ -145,36 +201,103 @@ def describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
+def meet(spec: NodeSpec, launcher: NodeLauncher) -> Link:
+    """The rendezvous of a multi-node round: this node's link to the others, torch's port set in spec."""
+    common = dict(master_addr=spec.master_addr, master_port=spec.master_port, node_name=spec.node_name,
+                  run_id=spec.run_id, nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout=spec.rdzv_timeout_s,
+                  heartbeat_timeout=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
+    if not 0 <= spec.node_rank < spec.nnodes:
+        raise rendezvous.RendezvousError("failed", f"node rank {spec.node_rank} of {spec.node_name} is outside "
+                                                   f"0..{spec.nnodes - 1} (nnodes={spec.nnodes})")
+    if not spec.master_port:
+        raise rendezvous.RendezvousError("failed", f"a round of {spec.nnodes} nodes needs a fixed master port "
+                                                   "(run var perfplay_master_port), not 0")
+    link = rendezvous.host(**common) if spec.node_rank == 0 else rendezvous.join(node_rank=spec.node_rank, **common)
+    spec.torch_port = link.torch_port
+    return link
+
+
+def choose_nic(spec: NodeSpec, environ: dict[str, str]) -> str | None:
+    """--nic; else, on a multi-node round, the interface that routes to node 0 (unless the host's
+    environment already names one for both gloo and NCCL)."""
+    if spec.nic or spec.nnodes == 1:
+        return spec.nic
+    if all(environ.get(name) for name in NIC_ENV):
+        return environ[NIC_ENV[0]]
+    try:
+        return interface_for(spec.master_addr)
+    except NoInterfaceError as exc:
+        raise NoInterfaceError(f"cannot find the network interface of the collectives on {spec.node_name}: "
+                               f"{exc}; name it with --nic (host var perfplay_nic)") from None
+
+
+def run(launcher: NodeLauncher) -> tuple[str, str | None]:
+    """Meet the other nodes (nnodes > 1), start this node's ranks and watch them; (status, reason)."""
+    spec = launcher.spec
+    spec.log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if spec.nnodes > 1:
+            launcher.link = meet(spec, launcher)
+        spec.nic = choose_nic(spec, dict(os.environ))
+    except rendezvous.RendezvousError as exc:
+        return exc.status, exc.reason
+    except NoInterfaceError as exc:
+        return launcher.conclude(launcher.failure("failed", str(exc)))
+    launcher.start()
+    return launcher.wait()
+
+
 def launch(spec: NodeSpec) -> dict[str, Any]:
     """Run the node's ranks to completion; write and return node_result.json."""
     launcher = NodeLauncher(spec)
     previous = {s: signal.signal(s, launcher._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     started = time.time()
     try:
-        launcher.start()
-        status, reason = launcher.wait()
+        status, reason = run(launcher)
+        if reason and spec.nnodes > 1:  # the task's stderr shows why this host stopped
+            print(f"perfplay launch: {node_label(spec.node_rank, spec.node_name)}: {status}: {reason}",
+                  file=sys.stderr, flush=True)
     finally:
         launcher.stop(signal.SIGINT if launcher.signal_received == signal.SIGINT else signal.SIGTERM)
+        if launcher.link:
+            launcher.link.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
     result = {
         "schema": NODE_SCHEMA,
-        "host": socket.gethostname(),
+        "host": spec.node_name,
+        "node_name": spec.node_name,
+        "hostname": socket.gethostname(),
         "node_rank": spec.node_rank,
         "run_id": spec.run_id,
         "status": status,
         "reason": reason,
         "duration_s": round(time.time() - started, 3),
+        "master": spec.master,
+        "torch_port": spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
+        "nic": spec.nic,
         "ranks": {str(r.rank): {"exit_code": r.exit_code, "log": f"rank{r.rank}.out.log"} for r in launcher.ranks},
     }
     (spec.log_dir / NODE_RESULT).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
 
 
+def env_seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        return float(raw) if raw.strip() else default
+    except ValueError:
+        raise PerfplayError(f"environment variable {name}={raw!r} is not a number of seconds") from None
+
+
 def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master_addr: str, master_port: int,
-                     timeout_s: float | None, run_id: str) -> NodeSpec:
+                     timeout_s: float | None, run_id: str, node_name: str | None = None, nic: str | None = None,
+                     rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None) -> NodeSpec:
     config = json.loads(config_path.read_text(encoding="utf-8"))
     return NodeSpec(config_path=config_path.resolve(), log_dir=log_dir.resolve(), node_rank=node_rank,
                     master_addr=master_addr, master_port=master_port,
                     timeout_s=float(timeout_s or config["timeout_s"]), run_id=run_id,
-                    nnodes=int(config["nnodes"]), nproc=int(config["nproc"]), vendor_info=config["vendor_info"])
+                    nnodes=int(config["nnodes"]), nproc=int(config["nproc"]), vendor_info=config["vendor_info"],
+                    node_name=node_name or socket.gethostname(), nic=nic or None,
+                    rdzv_timeout_s=rdzv_timeout_s or env_seconds("PERFPLAY_RDZV_TIMEOUT_S", RDZV_TIMEOUT_S),
+                    heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S))

@@ -1,6 +1,8 @@
 """The round record: one per case and round, built from what every node of the round left behind.
 
 Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.
+Each node's throughput is the sum of its ranks' own throughputs (rank_p_train, ... in the rank
+results); the record's "throughput" block puts the global figure beside the per-node ones.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; training FLOPs per sample = 3 x fo
 METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_time", "train_no_eval_time",
                "core_time", "converged", "final_metric", "target", "metric", "samples", "steps", "epochs",
                "stop_reason", "precision", "amp", "device", "peak_memory_bytes")
+THROUGHPUT_BASIS = "p_train"
+NODE_RATE_KEYS = ("p_whole", "p_train", "p_core")  # per node: sum over its ranks of rank_<key>
 _NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
 _RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
 
@@ -55,18 +59,52 @@ def mfu(metrics: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
+def node_throughput(node_ranks: list[dict[str, Any]], nproc: int) -> dict[str, Any]:
+    """A node's samples and throughputs: sums over its ranks of rank_samples and rank_p_*.
+
+    A figure is null (with "throughput_reason") unless all nproc ranks of the node reported it.
+    """
+    out: dict[str, Any] = {"ranks": len(node_ranks)}
+    for key, source in (("samples", "rank_samples"), *((k, f"rank_{k}") for k in NODE_RATE_KEYS)):
+        values = [r.get(source) for r in node_ranks]
+        complete = len(values) == nproc and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                for v in values)
+        out[key] = sum(values) if complete else None
+    if out[THROUGHPUT_BASIS] is None:
+        missing = [r.get("rank") for r in node_ranks
+                   if not isinstance(r.get(f"rank_{THROUGHPUT_BASIS}"), (int, float))]
+        out["throughput_reason"] = (f"{len(node_ranks)} of {nproc} ranks left a result" if len(node_ranks) != nproc
+                                    else f"rank(s) {', '.join(map(str, missing))} reported no rank_{THROUGHPUT_BASIS}")
+    return out
+
+
+def throughput_block(nodes: list[dict[str, Any]], metrics: dict[str, Any]) -> dict[str, Any]:
+    """Global throughput (rank 0's, authoritative) beside each node's, keyed by host
+    (by node directory where two nodes share a host name)."""
+    hosts = [n["host"] for n in nodes]
+    names = [n["host"] if hosts.count(n["host"]) == 1 else n["dir"] for n in nodes]
+    return {"basis": THROUGHPUT_BASIS, "unit": "samples/s",
+            "total": metrics.get(THROUGHPUT_BASIS),
+            "per_node": {name: n.get(THROUGHPUT_BASIS) for name, n in zip(names, nodes)},
+            "total_p_core": metrics.get("p_core"),
+            "per_node_p_core": {name: n.get("p_core") for name, n in zip(names, nodes)}}
+
+
 def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
                        run_id: str | None = None) -> dict[str, Any]:
     nodes, ranks, monitors = [], [], {}
     for host, node_rank, path in node_dirs(round_dir):
         node = _read_json(path / "node_result.json") or {
             "status": "failed", "reason": "the node's launcher wrote no node_result.json"}
-        nodes.append({"host": host, "node_rank": node_rank, "status": node.get("status"),
-                      "reason": node.get("reason"), "duration_s": node.get("duration_s"), "dir": path.name})
+        node_ranks = []
         for file in sorted(path.glob("rank*.result.json")):
             rank_result = _read_json(file)
             if rank_result is not None and _RANK_RESULT.match(file.name):
-                ranks.append({"host": host, "node_rank": node_rank, **rank_result})
+                node_ranks.append({"host": host, "node_rank": node_rank, **rank_result})
+        ranks += node_ranks
+        nodes.append({"host": host, "node_rank": node_rank, "status": node.get("status"),
+                      "reason": node.get("reason"), "duration_s": node.get("duration_s"), "dir": path.name,
+                      **node_throughput(node_ranks, config["nproc"])})
         monitors[path.name] = {log.name.removesuffix("_monitor.jsonl"): summarize_monitor_log(log)
                                for log in sorted(path.glob("*_monitor.jsonl"))}
     ranks.sort(key=lambda r: r.get("rank", 0))
@@ -80,6 +118,7 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         "case": config["case"],
         "vendor": config["vendor"],
         "hardware": config["hardware"],
+        "framework": config.get("framework"),
         "nnodes": config["nnodes"],
         "nproc": config["nproc"],
         "round": round_no,
@@ -87,6 +126,7 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         "reason": reason,
         "metrics": metrics,
         "mfu": mfu(metrics, config),
+        "throughput": throughput_block(nodes, metrics),
         "per_node": nodes,
         "per_rank": ranks,
         "monitors": monitors,

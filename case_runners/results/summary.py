@@ -1,4 +1,9 @@
-"""The run summary: per case, mean and standard deviation over its rounds; JSON, Markdown and a text table."""
+"""The run summary: per case, mean and standard deviation over its rounds; JSON, Markdown and a text table.
+
+Beside the global figures: each node's throughput (the sum of its ranks' own throughputs, from the round
+records' per_node) and, for a case run at several scales, a scaling table (speed-up and efficiency
+against the smallest scale, on p_train).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from case_runners.results.record import RECORD_NAME
+from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS
 
 SUMMARY_SCHEMA = "perfplay.run_summary/1"
 VALID_STATUSES = ("success", "not_converged")  # a missed target is a valid result, not a failure
@@ -15,6 +20,8 @@ STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_met
 COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"),
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
+NODE_STAT_KEYS = ("p_train", "p_core")
+SCALING_BASIS = THROUGHPUT_BASIS
 
 
 def mean_std(values: list[float]) -> dict[str, float | int | None]:
@@ -40,8 +47,9 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
         entry = cases.setdefault(record["case_id"], {
             "case_id": record["case_id"], "case": record["case"], "vendor": record["vendor"],
             "hardware": record["hardware"], "nnodes": record["nnodes"], "nproc": record["nproc"],
+            "framework": record.get("framework"),
             "metric": record["metrics"].get("metric"), "target": record["metrics"].get("target"),
-            "rounds": [], "_values": {k: [] for k in STAT_KEYS}, "_mfu": []})
+            "rounds": [], "_values": {k: [] for k in STAT_KEYS}, "_mfu": [], "_nodes": {}})
         metrics = record["metrics"]
         entry["rounds"].append({"round": record["round"], "status": record["status"], "reason": record["reason"],
                                 **{k: metrics.get(k) for k in STAT_KEYS + ("converged",)}})
@@ -51,12 +59,16 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
                     entry["_values"][key].append(float(metrics[key]))
             if record.get("mfu", {}).get("value") is not None:
                 entry["_mfu"].append(record["mfu"]["value"])
+            _collect_nodes(entry["_nodes"], record)
     summary_cases = []
     for entry in cases.values():
-        values, mfu_values = entry.pop("_values"), entry.pop("_mfu")
+        values, mfu_values, nodes = entry.pop("_values"), entry.pop("_mfu"), entry.pop("_nodes")
         statuses = [r["status"] for r in entry["rounds"]]
         entry["stats"] = {key: mean_std(values[key]) for key in STAT_KEYS}
         entry["stats"]["mfu"] = mean_std(mfu_values)
+        entry["per_node"] = [{"node_rank": rank, "host": "/".join(node["hosts"]), "ranks": max(node["ranks"]),
+                              "stats": {key: mean_std(node["values"][key]) for key in NODE_STAT_KEYS}}
+                             for rank, node in sorted(nodes.items())]
         entry["succeeded"] = statuses.count("success")
         entry["converged"] = sum(1 for r in entry["rounds"] if r.get("converged"))
         entry["status"] = "success" if set(statuses) == {"success"} else \
@@ -66,7 +78,66 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
               for c in summary_cases for r in c["rounds"] if r["status"] not in VALID_STATUSES]
     return {"schema": SUMMARY_SCHEMA, "run_id": run_id, "cases": summary_cases,
             "ok": all(c["status"] == "success" for c in summary_cases) and bool(summary_cases),
-            "failed_rounds": failed}
+            "failed_rounds": failed, "scaling": scaling(summary_cases)}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _collect_nodes(nodes: dict[int, dict[str, Any]], record: dict[str, Any]) -> None:
+    """Add a valid round's per-node throughputs (records from before per-node figures add nothing)."""
+    for node in record.get("per_node") or []:
+        if THROUGHPUT_BASIS not in node:
+            continue
+        entry = nodes.setdefault(node["node_rank"], {"hosts": [], "ranks": [],
+                                                     "values": {k: [] for k in NODE_STAT_KEYS}})
+        if node["host"] not in entry["hosts"]:
+            entry["hosts"].append(node["host"])
+        entry["ranks"].append(node.get("ranks") or 0)
+        for key in NODE_STAT_KEYS:
+            if _number(node.get(key)):
+                entry["values"][key].append(float(node[key]))
+
+
+def scaling(cases: list[dict[str, Any]], basis: str = SCALING_BASIS) -> list[dict[str, Any]]:
+    """Speed-up and efficiency of each case over the smallest scale it was run at in this run.
+
+    Cases are grouped by (case, vendor, hardware, framework); a group with at least two scales gives
+    rows sorted by devices = nnodes * nproc. speed-up = throughput / base throughput, efficiency =
+    speed-up / (devices / base devices), throughput = the mean of `basis` over valid rounds.
+    """
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for case in cases:
+        key = (case["case"], case["vendor"], case["hardware"], case.get("framework"))
+        groups.setdefault(key, []).append(case)
+    result = []
+    for key in sorted(groups, key=lambda k: tuple("" if part is None else str(part) for part in k)):
+        members = sorted(groups[key], key=lambda c: (c["nnodes"] * c["nproc"], c["nnodes"], c["case_id"]))
+        if len({(c["nnodes"], c["nproc"]) for c in members}) < 2:
+            continue
+        base = members[0]
+        base_devices = base["nnodes"] * base["nproc"]
+        base_value = base["stats"][basis]["mean"]
+        reason = None if base_value else \
+            f"the base {base['case_id']} has no valid {basis} (no round with status success or not_converged)"
+        rows = []
+        for case in members:
+            devices = case["nnodes"] * case["nproc"]
+            value = case["stats"][basis]["mean"]
+            row = {"case_id": case["case_id"], "nnodes": case["nnodes"], "nproc": case["nproc"],
+                   "devices": devices, "throughput": case["stats"][basis], "speedup": None, "efficiency": None,
+                   "reason": reason}
+            if reason is None and value is None:
+                row["reason"] = f"no valid {basis} (no round with status success or not_converged)"
+            elif reason is None:
+                row["speedup"] = value / base_value
+                row["efficiency"] = row["speedup"] / (devices / base_devices)
+            rows.append(row)
+        result.append({"case": key[0], "vendor": key[1], "hardware": key[2], "framework": key[3],
+                       "basis": basis, "unit": "samples/s", "base": base["case_id"], "base_devices": base_devices,
+                       "reason": reason, "rows": rows})
+    return result
 
 
 def summarize_run(run_dir: Path) -> dict[str, Any]:
@@ -96,17 +167,64 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def render_table(summary: dict[str, Any]) -> str:
-    """A plain-text table for the end of the play (throughputs in samples/s, mean ± std over rounds)."""
-    header = [name for name, _ in COLUMNS]
-    rows = table_rows(summary)
+def _columns(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
-    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()
+    return [line, *("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)]
+
+
+def _speedup(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _efficiency(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def scaling_rows(group: dict[str, Any]) -> list[list[str]]:
+    return [[row["case_id"], str(row["nnodes"]), str(row["nproc"]), str(row["devices"]), _fmt(row["throughput"]),
+             _speedup(row["speedup"]), _efficiency(row["efficiency"])] for row in group["rows"]]
+
+
+def _scaling_notes(group: dict[str, Any]) -> list[str]:
+    if group["reason"]:
+        return [f"speed-up and efficiency withheld: {group['reason']}"]
+    return [f"{row['case_id']}: {row['reason']}" for row in group["rows"] if row["reason"]]
+
+
+def render_per_node_text(summary: dict[str, Any]) -> list[str]:
+    """One line per multi-node case: each node's p_train (mean ± std over valid rounds)."""
+    lines = []
+    for case in summary["cases"]:
+        if case["nnodes"] > 1 and case.get("per_node"):
+            nodes = "  ".join(f"node{n['node_rank']} {n['host']}: {_fmt(n['stats']['p_train'])}"
+                              for n in case["per_node"])
+            lines.append(f"  {case['case_id']}  {nodes}")
+    return ["", "per node (p_train, samples/s; sum of the node's ranks):", *lines] if lines else []
+
+
+def render_scaling_text(summary: dict[str, Any]) -> list[str]:
+    lines = []
+    for group in summary.get("scaling") or []:
+        header = ["case", "devices", group["basis"], "speed-up", "efficiency"]
+        rows = [[r[0], r[3], r[4], r[5], r[6]] for r in scaling_rows(group)]
+        lines += ["", f"scaling ({group['basis']}, {group['unit']}; base: {group['base']})", *_columns(header, rows),
+                  *(f"  {note}" for note in _scaling_notes(group))]
+    return lines
+
+
+def render_table(summary: dict[str, Any]) -> str:
+    """A plain-text table for the end of the play (throughputs in samples/s, mean ± std over rounds),
+    then a line per multi-node case with each node's throughput, then the scaling tables."""
+    header = [name for name, _ in COLUMNS]
+    line, *body = _columns(header, table_rows(summary))
     title = f"perfplay summary: {summary.get('run_id')} (throughput in samples/s, mean ± std over rounds)"
     failures = [f"  {c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
                 for c in summary["cases"] for r in c["rounds"] if r["status"] != "success"]
-    return "\n".join([title, line, "-" * len(line), *body] + (["failures:", *failures] if failures else []))
+    extra = [*render_per_node_text(summary), *render_scaling_text(summary)]
+    if failures:
+        extra += ([""] if extra else []) + ["failures:", *failures]
+    return "\n".join([title, line, "-" * len(line), *body, *extra])
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
@@ -116,6 +234,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
              "1 multiply-add = 2 FLOPs.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summary)]
+    lines += _scaling_markdown(summary)
     for case in summary["cases"]:
         lines += ["", f"## {case['case_id']}", "", "| round | status | p_whole | p_train | p_core | e2e s | "
                   f"{case['metric']} | reason |", "|---|---|---|---|---|---|---|---|"]
@@ -123,7 +242,40 @@ def render_markdown(summary: dict[str, Any]) -> str:
             cells = [_num(r.get(k)) for k in ("p_whole", "p_train", "p_core", "e2e_time")]
             lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) +
                          f" | {_num(r.get('final_metric'), 4)} | {r['reason'] or ''} |")
+        lines += _per_node_markdown(case)
     return "\n".join(lines) + "\n"
+
+
+def _per_node_markdown(case: dict[str, Any]) -> list[str]:
+    if case["nnodes"] <= 1 or not case.get("per_node"):
+        return []
+    lines = ["", "Per node (samples/s, mean ± std over valid rounds; a node's figure is the sum of its ranks' "
+             "own throughputs; the total is rank 0's global figure):", "",
+             "| node | host | ranks | p_train | p_core |", "|---|---|---|---|---|"]
+    lines += [f"| {n['node_rank']} | {n['host']} | {n['ranks']} | {_fmt(n['stats']['p_train'])} | "
+              f"{_fmt(n['stats']['p_core'])} |" for n in case["per_node"]]
+    lines.append(f"| total | | {case['nnodes'] * case['nproc']} | {_fmt(case['stats']['p_train'])} | "
+                 f"{_fmt(case['stats']['p_core'])} |")
+    return lines
+
+
+def _scaling_markdown(summary: dict[str, Any]) -> list[str]:
+    groups = summary.get("scaling") or []
+    if not groups:
+        return []
+    lines = ["", "## Scaling", "", f"Throughput: {SCALING_BASIS} in samples/s, mean ± std over valid rounds "
+             "(success or not_converged). Speed-up against the smallest scale; efficiency = speed-up / "
+             "(devices / base devices)."]
+    for group in groups:
+        what = ", ".join(str(x) for x in (group["vendor"], group["framework"]) if x)
+        lines += ["", f"### {group['case']} on {group['hardware']} ({what}); base {group['base']}", "",
+                  f"| case | nnodes | nproc | devices | {group['basis']} | speed-up | efficiency |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(row) + " |" for row in scaling_rows(group)]
+        notes = _scaling_notes(group)
+        if notes:
+            lines += [""] + [f"- {note}" for note in notes]
+    return lines
 
 
 def _num(value: Any, digits: int = 1) -> str:

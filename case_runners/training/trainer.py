@@ -5,6 +5,10 @@ Times (seconds) and throughputs (global samples/s), as in FlagPerf's FINISHED ev
 - train_no_eval_time: train_time minus evaluation          -> p_train
 - core_time: sum over steps of (batch on device .. optimizer step done), synchronized on
   accelerators; data loading and host-to-device copies excluded -> p_core
+
+Each rank also reports its own share: rank_samples (the samples this rank trained on) and
+rank_p_whole / rank_p_train / rank_p_core = rank_samples over this rank's own train_time /
+train_no_eval_time / rank_core_time. Summed over a node's ranks they give the node's throughput.
 """
 
 from __future__ import annotations
@@ -250,13 +254,14 @@ class Trainer:
         log.event(ev.TRAIN_END, {"train_time": train_time, "epoch": epoch, "step": step})
 
         global_samples, global_core = all_reduce_sum([samples, core_time], self.device)
+        rank_core_time = core_time
         # p_core from the mean per-rank compute time: ranks step in lockstep under DDP.
         core_time = global_core / self.ctx.world_size
         train_no_eval = train_time - eval_time
         converged = metric is not None and self.target.reached(metric)
 
-        def rate(seconds: float) -> float:
-            return global_samples / seconds if seconds > 0 else 0.0
+        def rate(seconds: float, count: float = global_samples) -> float:
+            return count / seconds if seconds > 0 else 0.0
 
         return {
             "schema": RESULT_SCHEMA, "rank": self.ctx.rank, "world_size": self.ctx.world_size,
@@ -266,6 +271,9 @@ class Trainer:
             "init_time": self.init_time, "train_time": train_time, "train_no_eval_time": train_no_eval,
             "core_time": core_time, "eval_time": eval_time,
             "p_whole": rate(train_time), "p_train": rate(train_no_eval), "p_core": rate(core_time),
+            "rank_samples": samples, "rank_core_time": rank_core_time,
+            "rank_p_whole": rate(train_time, samples), "rank_p_train": rate(train_no_eval, samples),
+            "rank_p_core": rate(rank_core_time, samples),
             "device": self.device.type, "amp": self.precision.amp, "precision": self.precision.name,
             "peak_memory_bytes": peak_memory_bytes(self.device), "metrics_history": self.history,
         }

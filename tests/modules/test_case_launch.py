@@ -68,3 +68,31 @@ def test_no_result_at_all(run_module, tmp_path):
     assert result["status"] == "failed"
     assert "without a JSON document" in result["msg"]
     assert result["stderr"] == "boom"
+
+
+def test_multi_node_options_reach_the_launcher(run_module):
+    args = dict(ARGS, node_rank=1, master_addr="10.231.77.11", master_port=29500, node_name="node2", nic="ib0",
+                rdzv_timeout=60, heartbeat_timeout=5)
+    kind, _, cli = run_module("case_launch", args, {"launch": dict(SUCCESS, node_rank=1)})
+    assert kind == "exit"
+    (call,) = cli.calls
+    assert call["argv"] == [
+        "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
+        "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "1", "--master-addr", "10.231.77.11",
+        "--master-port", "29500", "--timeout", "60.0", "--run-id", "run1", "--node-name", "node2", "--nic", "ib0",
+        "--rdzv-timeout", "60.0", "--heartbeat-timeout", "5.0"]
+
+
+def test_an_empty_nic_or_node_name_is_left_to_the_launcher(run_module):
+    kind, _, cli = run_module("case_launch", dict(ARGS, nic="", node_name=""), {"launch": SUCCESS})
+    assert kind == "exit"
+    (call,) = cli.calls
+    assert not {"--nic", "--node-name", "--rdzv-timeout", "--heartbeat-timeout"} & set(call["argv"])
+
+
+def test_a_stopped_node_fails_with_the_root_cause(run_module):
+    stopped = dict(SUCCESS, status="failed", node_rank=0,
+                   reason="stopped: node 1 (node2) failed: rank 1 on node2 was killed by SIGKILL")
+    kind, result, _ = run_module("case_launch", ARGS, {"launch": (1, json.dumps(stopped), "")})
+    assert kind == "fail"
+    assert result["msg"] == "node 0: failed: stopped: node 1 (node2) failed: rank 1 on node2 was killed by SIGKILL"

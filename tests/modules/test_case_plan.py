@@ -47,7 +47,7 @@ def test_plans_and_creates_the_run(run_module):
     assert kind == "exit"
     assert result["changed"] is True
     assert [check for _, check in requests] == [True, False], "validate first, then create"
-    assert requests[0][0] == {"vendor": "cpu", "runtime": "host", "cases": ["digits_cnn"]}
+    assert requests[0][0] == {"vendor": "cpu", "runtime": "host", "cases": ["digits_cnn"], "bundle": True}
     assert cli.calls[0]["cwd"] == "/repo"
     assert cli.calls[0]["argv"][:4] == ["/venv/bin/python", "-m", "case_runners", "plan"]
     assert result["run_dir"] == "/repo/results/run1"
@@ -67,7 +67,8 @@ def test_request_carries_optional_run_vars(run_module):
     args = dict(ARGS, results_dir="/tmp/res", run_id="nightly", case_timeout="900", vendor="nvidia")
     run_module("case_plan", args, {"plan": plan_answer(requests)})
     assert requests[0][0] == {"vendor": "nvidia", "runtime": "host", "cases": ["digits_cnn"],
-                              "results_dir": "/tmp/res", "run_id": "nightly", "timeout_s": "900"}
+                              "results_dir": "/tmp/res", "run_id": "nightly", "timeout_s": "900",
+                                  "bundle": True}
 
 
 def test_check_mode_validates_only(run_module):
@@ -90,7 +91,7 @@ def test_every_error_is_listed_and_nothing_is_created(run_module):
     assert len(result["errors"]) == 4
     assert plan_errors[0] in result["msg"]
     assert "run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' (allowed: true, false)" in result["msg"]
-    assert "key 'perfplay_master_port': expected an integer 1..65535, got 'abc'" in result["msg"]
+    assert "key 'perfplay_master_port': expected an integer 0..65535, got 'abc'" in result["msg"]
     assert "key 'perfplay_monitor_interval': 0.0 is out of range" in result["msg"]
 
 
@@ -124,17 +125,19 @@ def test_host_errors(run_module, hosts, message):
     assert message in result["msg"]
 
 
-def test_multi_node_rounds_use_the_master_port(run_module):
+@pytest.mark.parametrize("port", [29500, 0])
+def test_multi_node_rounds_use_the_master_port(run_module, port):
     multi = dict(RESOLVED, case_id="multi_x2", nnodes=2, repeat=1, vendor_info={"monitor": None})
-    kind, result, _ = run_module("case_plan", dict(ARGS, hosts=["a", "b", "c"]),
+    kind, result, _ = run_module("case_plan", dict(ARGS, hosts=["a", "b", "c"], master_port=port),
                                  {"plan": plan_answer([], cases=[multi])})
     assert kind == "exit"
     (only,) = result["rounds"]
     assert only["hosts"] == ["a", "b"]
-    assert only["master_port"] == 29500
+    assert only["master_port"] == port
     assert only["monitors"] == ["host"]
-    assert result["host_needs"] == {"a": {"nproc": 1, "case_ids": ["multi_x2"]},
-                                    "b": {"nproc": 1, "case_ids": ["multi_x2"]}, "c": {"nproc": 0, "case_ids": []}}
+    assert result["host_needs"] == {"a": {"nproc": 1, "case_ids": ["multi_x2"], "master": True},
+                                    "b": {"nproc": 1, "case_ids": ["multi_x2"], "master": False},
+                                    "c": {"nproc": 0, "case_ids": [], "master": False}}
 
 
 def test_cli_crash_without_json_fails_with_its_stderr(run_module):

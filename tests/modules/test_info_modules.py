@@ -1,8 +1,9 @@
-"""The read-only modules: accel_info, case_data_info, run_summary_info never report a change."""
+"""The read-only modules: host_check_info, python_requirements_info, run_summary_info never report a change."""
 
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -10,65 +11,64 @@ COMMON = {"project_dir": "/repo", "python": "/venv/bin/python"}
 CONFIG = {"case": "digits_cnn", "case_id": "digits_cnn_CPUx1x1", "data_dir": "/data/digits", "params": {}}
 
 
+HOST_CHECK = {"ok": True, "problems": [], "python": "3.11.2", "hostname": "node1", "data": [],
+              "devices": {"count": 2, "source": "discovered"}, "master_port": 41234}
+
+
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_accel_info(run_module, check_mode):
-    devices = {"vendor": "cpu", "kind": "cpu", "count": 2, "devices": [{"index": 0}, {"index": 1}]}
-    kind, result, cli = run_module("accel_info", dict(COMMON, vendor="cpu"), {"devices": devices},
-                                   check_mode=check_mode)
+def test_host_check_info_passes_its_request_through_a_file(run_module, check_mode):
+    seen = []
+
+    def answer(argv):
+        with open(argv[argv.index("--request") + 1]) as handle:
+            seen.append(json.load(handle))
+        return 0, json.dumps(HOST_CHECK), ""
+
+    args = dict(COMMON, vendor="cpu", nproc=2, cases=[CONFIG], master_port=0, master_addr="10.0.0.1")
+    kind, result, cli = run_module("host_check_info", args, {"host-check": answer}, check_mode=check_mode)
     assert kind == "exit"
     assert result["changed"] is False
-    assert result["count"] == 2
-    assert cli.calls[0]["argv"] == ["/venv/bin/python", "-m", "case_runners", "devices", "--vendor", "cpu"]
+    assert result["ok"] is True
+    assert result["master_port"] == 41234
+    assert seen == [{"vendor": "cpu", "nproc": 2, "device_count": None, "cases": [CONFIG], "master_port": 0,
+                     "master_addr": "10.0.0.1"}]
+    assert cli.calls[0]["argv"][:4] == ["/venv/bin/python", "-m", "case_runners", "host-check"]
 
 
-def test_accel_info_missing_vendor(run_module):
-    kind, result, _ = run_module("accel_info", COMMON)
-    assert kind == "fail"
-    assert "missing required arguments: vendor" in result["msg"]
+def test_host_check_info_reports_problems_without_failing(run_module):
+    doc = dict(HOST_CHECK, ok=False, problems=["a round needs nproc=8 cpu devices, the host has 2 (discovered)"])
+    kind, result, _ = run_module("host_check_info", dict(COMMON, vendor="cpu", nproc=8),
+                                 {"host-check": (0, json.dumps(doc), "")})
+    assert kind == "exit"
+    assert result["ok"] is False
+    assert result["problems"] == doc["problems"]
 
 
-def test_accel_info_unknown_vendor(run_module):
+def test_host_check_info_unknown_vendor_fails_with_the_cli_message(run_module):
     answer = (2, "", "error: key 'vendor': unknown vendor 'acme' (allowed: cpu, nvidia)\n")
-    kind, result, _ = run_module("accel_info", dict(COMMON, vendor="acme"), {"devices": answer})
+    kind, result, _ = run_module("host_check_info", dict(COMMON, vendor="acme"), {"host-check": answer})
     assert kind == "fail"
     assert "unknown vendor 'acme'" in result["stderr"]
 
 
-def test_case_data_info_passes_the_config_through_a_file(run_module):
-    seen = []
-
-    def answer(argv):
-        with open(argv[argv.index("--config") + 1]) as handle:
-            seen.append(json.load(handle))
-        return 0, json.dumps({"ok": True, "errors": []}), ""
-
-    kind, result, _ = run_module("case_data_info", dict(COMMON, config=CONFIG), {"check-data": answer})
+def test_python_requirements_info_without_a_venv(run_module, tmp_path):
+    args = dict(COMMON, python=str(tmp_path / "venv/bin/python"))
+    kind, result, cli = run_module("python_requirements_info", args)
     assert kind == "exit"
-    assert result == dict(result, changed=False, ok=True, errors=[], case_id="digits_cnn_CPUx1x1")
-    assert seen == [CONFIG]
+    assert result["satisfied"] is False
+    assert "does not exist" in result["missing"][0]
+    assert cli.calls == []
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_case_data_info_reports_problems_without_failing(run_module, check_mode):
-    problems = {"ok": False, "errors": ["data_dir /data/digits: missing train.npz"]}
-    kind, result, _ = run_module("case_data_info", dict(COMMON, config=CONFIG),
-                                 {"check-data": (2, json.dumps(problems), "")}, check_mode=check_mode)
+def test_python_requirements_info_reports_what_is_missing(run_module, check_mode):
+    doc = {"satisfied": False, "missing": ["torch==2.13.0"], "mismatched": [], "unpinned": []}
+    args = dict(COMMON, python=sys.executable)
+    kind, result, cli = run_module("python_requirements_info", args, {"requirements": doc}, check_mode=check_mode)
     assert kind == "exit"
-    assert result["changed"] is False
-    assert result["ok"] is False
-    assert result["errors"] == problems["errors"]
-
-
-def test_case_data_info_cli_crash(run_module):
-    kind, result, _ = run_module("case_data_info", dict(COMMON, config=CONFIG), {"check-data": (1, "", "KeyError")})
-    assert kind == "fail"
-    assert result["stderr"] == "KeyError"
-
-
-def test_case_data_info_config_must_be_a_mapping(run_module):
-    kind, result, _ = run_module("case_data_info", dict(COMMON, config="not a dict"))
-    assert kind == "fail"
-    assert "config" in result["msg"]
+    assert result == dict(result, changed=False, satisfied=False, missing=["torch==2.13.0"])
+    assert cli.calls[0]["argv"] == [sys.executable, "-m", "case_runners", "requirements", "--requirements",
+                                    "/repo/requirements.txt"]
 
 
 @pytest.mark.parametrize("check_mode", [False, True])

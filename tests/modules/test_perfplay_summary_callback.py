@@ -150,3 +150,46 @@ def test_options_come_from_documentation(monkeypatch):
     monkeypatch.setenv("PERFPLAY_SUMMARY_SHOW_TABLE", "false")
     callback.set_options()
     assert callback.get_option("show_table") is False
+
+
+def _record(nnodes, nproc, round_no, p_train, node_p_train, status="success"):
+    """A round record as record.build_round_record writes it (the keys the summary reads)."""
+    nodes = [{"host": f"host{i + 1}", "node_rank": i, "status": "success", "reason": None, "duration_s": 1.0,
+              "dir": f"host{i + 1}_noderank{i}", "ranks": nproc, "samples": 1000 * nproc, "p_whole": value / 2,
+              "p_train": value, "p_core": value * 1.25} for i, value in enumerate(node_p_train)]
+    return {"schema": "perfplay.round_record/1", "case_id": f"digits_cnn_CPUx{nnodes}x{nproc}",
+            "case": "digits_cnn", "vendor": "cpu", "hardware": "CPU", "framework": "pytorch", "nnodes": nnodes,
+            "nproc": nproc, "round": round_no, "status": status, "reason": None if status == "success" else "boom",
+            "metrics": {"p_train": p_train, "p_core": p_train * 1.25, "p_whole": p_train / 2,
+                        "metric": "accuracy", "target": 0.95, "converged": True},
+            "mfu": {"value": None}, "per_node": nodes,
+            "throughput": {"basis": "p_train", "total": p_train,
+                           "per_node": {n["host"]: n["p_train"] for n in nodes}}}
+
+
+def test_real_summary_prints_per_node_and_scaling(make_callback, tmp_path):
+    """A run at 1x1, 1x2 and 2x2: the printed table has the per-node line and the scaling table."""
+    run_dir = tmp_path / "run20250101000000"
+    records = [_record(1, 1, 1, 14000.0, [14000.0]), _record(1, 2, 1, 20000.0, [20000.0]),
+               _record(2, 2, 1, 33000.0, [16600.0, 16400.0]),
+               _record(2, 2, 2, 99000.0, [50000.0, 49000.0], status="failed")]
+    for record in records:
+        path = run_dir / record["case_id"] / f"round{record['round']}"
+        path.mkdir(parents=True)
+        (path / "result.json").write_text(json.dumps(record))
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(run_dir)}))
+    callback.v2_runner_on_ok(result("round_result", {}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.warnings == []
+    lines = callback._display.lines[1].splitlines()
+    assert "  digits_cnn_CPUx2x2  node0 host1: 16600.0  node1 host2: 16400.0" in lines
+    start = lines.index("scaling (p_train, samples/s; base: digits_cnn_CPUx1x1)")
+    assert lines[start + 1:start + 5] == ["case                devices  p_train  speed-up  efficiency",
+                                          "digits_cnn_CPUx1x1  1        14000.0  1.00      100%",
+                                          "digits_cnn_CPUx1x2  2        20000.0  1.43      71%",
+                                          "digits_cnn_CPUx2x2  4        33000.0  2.36      59%"]
+    saved = json.loads((run_dir / "summary.json").read_text())
+    assert [r["efficiency"] for r in saved["scaling"][0]["rows"]] == pytest.approx([1.0, 20 / 14 / 2, 33 / 14 / 4])
+    markdown = (run_dir / "summary.md").read_text()
+    assert "## Scaling" in markdown and "| 1 | host2 | 2 | 16400.0 | 20500.0 |" in markdown

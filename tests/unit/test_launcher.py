@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from case_runners.config.plan import make_plan
-from case_runners.launch.node import NodeSpec, rank_env
+from case_runners.launch.node import GRACE_S, NodeSpec, rank_env
 from case_runners.paths import project_root
 
 
@@ -60,6 +60,9 @@ def test_two_ranks_succeed_and_leave_the_flagperf_layout(tmp_path):
     assert proc.returncode == 0, out
     result = json.loads((log_dir / "node_result.json").read_text())
     assert result["status"] == "success" and set(result["ranks"]) == {"0", "1"}
+    # A single node: no rendezvous, torch's port is the free master port, no NIC chosen.
+    assert result["host"] == result["node_name"] == result["hostname"]
+    assert result["master"] == f"127.0.0.1:{result['torch_port']}" and result["nic"] is None
     for rank in (0, 1):
         assert "[PerfLog]" in (log_dir / f"rank{rank}.out.log").read_text()
         assert (log_dir / f"rank{rank}.events.jsonl").exists()
@@ -104,6 +107,25 @@ def test_sigterm_to_the_launcher_stops_its_ranks(tmp_path):
     proc.wait(timeout=30)
     result = json.loads((log_dir / "node_result.json").read_text())
     assert proc.returncode == 130 and result["status"] == "interrupted" and "SIGTERM" in result["reason"]
+    assert rank_pids(log_dir) == []
+
+
+def test_a_stopped_rank_is_continued_so_that_it_handles_the_stop_signal(tmp_path):
+    config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
+    log_dir = tmp_path / "node"
+    proc = start_launcher(config, log_dir)
+    try:
+        wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
+        for pid in rank_pids(log_dir):
+            os.kill(pid, signal.SIGSTOP)
+        proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        proc.wait(timeout=30)
+        # Without SIGCONT the stopped ranks would only die by SIGKILL, after the grace period.
+        assert time.monotonic() - signalled < GRACE_S - 0.5
+    finally:
+        proc.kill()
+    assert json.loads((log_dir / "node_result.json").read_text())["status"] == "interrupted"
     assert rank_pids(log_dir) == []
 
 

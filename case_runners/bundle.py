@@ -1,0 +1,38 @@
+"""The checkout a remote host runs: case_runners/, vendor/ and requirements.txt in one tar.
+
+The same files give the same bytes (sorted names, no owner names, no compression timestamp), so Ansible's
+copy sees no change on a second run. Modification times are kept: Python's bytecode cache relies on them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tarfile
+from pathlib import Path
+
+BUNDLE_NAME = "perfplay-src.tar"
+CONTENTS = ("case_runners", "vendor", "requirements.txt")
+SKIPPED = ("__pycache__", ".pytest_cache")
+
+
+def _members(root: Path) -> list[Path]:
+    found = []
+    for name in CONTENTS:
+        top = root / name
+        found += [top] if top.is_file() else sorted(
+            p for p in top.rglob("*") if p.is_file() and not set(p.parts) & set(SKIPPED) and p.suffix != ".pyc")
+    return found
+
+
+def _normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def write_bundle(root: Path, out: Path) -> str:
+    """Write the bundle of the checkout at root to out; return its sha256."""
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
+        for path in _members(root):
+            tar.add(path, arcname=str(path.relative_to(root)), recursive=False, filter=_normalised)
+    return hashlib.sha256(out.read_bytes()).hexdigest()

@@ -1,0 +1,84 @@
+"""The host preflight in one process: Python, devices, data dirs and the master port of one host.
+
+Each problem is a sentence naming the key and the value at fault; the caller prefixes the host.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import socket
+import sys
+from typing import Any
+
+from case_runners.data_check import check_data
+from case_runners.devices import list_devices
+
+MIN_PYTHON = (3, 10)
+REQUEST_KEYS = ("vendor", "nproc", "cases", "device_count", "master_port", "master_addr")
+
+
+def check_python() -> list[str]:
+    if sys.version_info[:2] < MIN_PYTHON:
+        return [f"Python {platform.python_version()} ({sys.executable}) is older than "
+                f"{'.'.join(map(str, MIN_PYTHON))} (host var perfplay_venv)"]
+    return []
+
+
+def check_devices(vendor: str, nproc: int, device_count: int | None) -> tuple[dict[str, Any], list[str]]:
+    if nproc <= 0:
+        return {}, []
+    if device_count is not None:
+        found: dict[str, Any] = {"count": int(device_count), "source": "host var perfplay_device_count"}
+    else:
+        found = {**list_devices(vendor), "source": "discovered"}
+    if found["count"] >= nproc:
+        return found, []
+    why = f" ({found['error']})" if found.get("error") else ""
+    return found, [f"a round needs nproc={nproc} {vendor} devices, the host has {found['count']}{why} "
+                   f"({found['source']})"]
+
+
+def check_master_port(addr: str, port: int) -> tuple[int | None, list[str]]:
+    """Port 0: pick a free one. Another: check it is free. Binds on addr, or on all addresses when addr
+    is not one of this host's (a NAT or DNS name)."""
+    for bind_addr in (addr, ""):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            # As the launcher binds it: a previous round's connections in TIME_WAIT do not hold the port.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((bind_addr, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRNOTAVAIL and bind_addr:
+                    continue
+                return None, [f"key 'perfplay_master_port': port {port} on {addr} is not free "
+                              f"({exc.strerror}); another run may hold it: set another port or 0 (auto)"]
+            except socket.gaierror as exc:
+                if bind_addr:
+                    continue
+                return None, [f"master address {addr}: {exc}"]
+            return sock.getsockname()[1], []
+    return None, [f"cannot bind a port on {addr}"]
+
+
+def host_check(request: dict[str, Any]) -> dict[str, Any]:
+    """Everything the host preflight asserts, as data."""
+    unknown = sorted(set(request) - set(REQUEST_KEYS))
+    if unknown:
+        raise ValueError(f"unknown host-check keys {unknown} (allowed: {', '.join(REQUEST_KEYS)})")
+    problems = check_python()
+    devices, device_problems = check_devices(request["vendor"], int(request.get("nproc") or 0),
+                                             request.get("device_count"))
+    problems += device_problems
+    data = []
+    for config in request.get("cases") or []:
+        errors = check_data(config)
+        data.append({"case_id": config["case_id"], "errors": errors})
+        problems += [f"key 'data_dir' of case {config['case_id']} (run var perfplay_cases): {e}" for e in errors]
+    port = None
+    if request.get("master_port") is not None:
+        port, port_problems = check_master_port(request.get("master_addr") or "", int(request["master_port"]))
+        problems += port_problems
+    return {"ok": not problems, "problems": problems, "python": platform.python_version(),
+            "executable": sys.executable, "hostname": socket.gethostname(), "devices": devices, "data": data,
+            "master_port": port}

@@ -1,0 +1,165 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# perfplay: the host preflight in one call (python, devices, data dirs, master port).
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: host_check_info
+short_description: Check a host can run its perfplay rounds
+description:
+  - Runs C(python -m case_runners host-check) on the host, one process for every check, and returns what
+    it found and every problem as a sentence that names the key at fault.
+  - Checks the Python of the perfplay venv, that the host has at least O(nproc) devices of the vendor,
+    every case's data dir (format included) and, on a node 0 of multi-node rounds, the master port.
+  - Reports problems without failing, so the play can name every host's problems at once.
+  - Read-only; never changes anything.
+options:
+  project_dir:
+    description: perfplay checkout on the host.
+    type: path
+    required: true
+  python:
+    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
+    type: str
+  vendor:
+    description: Vendor name, a directory C(vendor/<vendor>/).
+    type: str
+    required: true
+  nproc:
+    description: Most ranks a round of the run starts on this host; 0 skips the device check.
+    type: int
+    default: 0
+  device_count:
+    description: Device count to trust instead of discovery (host var C(perfplay_device_count)).
+    type: int
+  cases:
+    description: Resolved configs (from C(case_plan)) of the cases this host takes part in.
+    type: list
+    elements: dict
+    default: []
+  master_port:
+    description:
+      - Rendezvous port this host listens on as node 0 of multi-node rounds; 0 picks a free one.
+      - Left out when the host is node 0 of no multi-node round.
+    type: int
+  master_addr:
+    description: Address the other nodes reach this host at; the port is checked there.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+    details: Read-only, runs in check mode too.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+author:
+  - perfplay contributors
+"""
+
+EXAMPLES = r"""
+- name: Check the host
+  host_check_info:
+    project_dir: /opt/perfplay/src
+    python: /opt/perfplay/venv/bin/python
+    vendor: nvidia
+    nproc: 8
+    cases: "{{ perfplay_run.cases }}"
+    master_port: 29500
+    master_addr: 10.0.0.11
+  register: host_check
+
+- name: Fail on its problems
+  ansible.builtin.assert:
+    that: host_check.ok
+    fail_msg: "{{ host_check.problems | join('; ') }}"
+"""
+
+RETURN = r"""
+ok:
+  description: True when there is no problem.
+  returned: success
+  type: bool
+problems:
+  description: Every problem found, each naming the key and value at fault.
+  returned: success
+  type: list
+  elements: str
+  sample: ["a round needs nproc=8 nvidia devices, the host has 4 (discovered)"]
+python:
+  description: Version of the venv's Python.
+  returned: success
+  type: str
+  sample: 3.11.2
+hostname:
+  description: The host's own name.
+  returned: success
+  type: str
+devices:
+  description: Devices counted (count, devices, source), empty when nproc is 0.
+  returned: success
+  type: dict
+  sample: {count: 8, source: discovered}
+data:
+  description: Per case, the problems with its data dir.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{case_id: digits_cnn_CPUx2x2, errors: []}]
+master_port:
+  description: The master port checked or picked (null when not asked, or not free).
+  returned: success
+  type: int
+  sample: 29500
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+
+
+def main():
+    argument_spec = dict(
+        COMMON_ARGUMENT_SPEC,
+        vendor=dict(type="str", required=True),
+        nproc=dict(type="int", default=0),
+        device_count=dict(type="int"),
+        cases=dict(type="list", elements="dict", default=[]),
+        master_port=dict(type="int"),
+        master_addr=dict(type="str", default=""),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    request = {key: params[key] for key in ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr")}
+    fd, request_path = tempfile.mkstemp(prefix="perfplay-host-check-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(request, handle)
+        argv = cli_argv(params["python"], "host-check", request=request_path)
+        result = run_json(module, argv, params["project_dir"], "case_runners host-check")
+    finally:
+        os.unlink(request_path)
+    if result.rc != 0:
+        module.fail_json(**result.failure("case_runners host-check"))
+    doc = result.doc
+    module.exit_json(changed=False, ok=bool(doc.get("ok")), problems=list(doc.get("problems") or []),
+                     python=doc.get("python"), hostname=doc.get("hostname"), devices=doc.get("devices") or {},
+                     data=doc.get("data") or [], master_port=doc.get("master_port"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Helpers of the cluster tests: the namespace cluster of hosts.sh, playbook runs on it, and a run's processes.
+
+Every host is a network, PID, mount and UTS namespace of this machine, so the root namespace sees every
+host's processes (to find a rank to kill, or debris) and every host's /opt/perfplay under the state dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from module_utils._perfplay_procs import find_run_processes, read_argv  # noqa: E402
+from playbook_run import BIN, REPO, PlaybookRun, playbook_env, run_playbook  # noqa: E402
+
+HOSTS_SH = REPO / "tests" / "cluster" / "hosts.sh"
+STATE = Path(os.environ.get("PERFPLAY_CLUSTER_DIR", "/tmp/perfplay-cluster"))
+
+
+@dataclass
+class Cluster:
+    size: int
+    user: str
+
+    @property
+    def inventory(self) -> Path:
+        return STATE / "inventory.yml"
+
+    @property
+    def hosts(self) -> list[str]:
+        return [f"node{i}" for i in range(1, self.size + 1)]
+
+    def ip(self, host: str) -> str:
+        return f"10.231.77.{10 + int(host.removeprefix('node'))}"
+
+    def host_results(self, host: str) -> Path:
+        """The host's perfplay_host_results_dir (/opt/perfplay/results there), seen from here."""
+        return STATE / "hosts" / host / "opt" / "results"
+
+    def netns(self, host: str, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", "netns", "exec", f"pp-{host}", *argv], capture_output=True, text=True,
+                              check=True)
+
+
+def hosts_sh(*args: str, timeout: float = 900) -> None:
+    proc = subprocess.run(["bash", str(HOSTS_SH), *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"hosts.sh {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+
+
+def cases_arg(*cases: dict) -> str:
+    return json.dumps({"perfplay_cases": list(cases)})
+
+
+def run_on(cluster: Cluster, results: Path, run_id: str, *extra: str, timeout: float = 900) -> PlaybookRun:
+    """ansible-playbook run_case.yml on the cluster, as a user runs it."""
+    return run_playbook(REPO, "run_case.yml", "-i", str(cluster.inventory), "-e", f"perfplay_results_dir={results}",
+                        "-e", f"perfplay_run_id={run_id}", *extra, timeout=timeout)
+
+
+def start_on(cluster: Cluster, results: Path, run_id: str, *extra: str, log: Path) -> subprocess.Popen:
+    """The same, in the background (output to log), for faults injected while it runs."""
+    handle = open(log, "w")  # noqa: SIM115 - owned by the process
+    return subprocess.Popen([str(BIN / "ansible-playbook"), "run_case.yml", "-i", str(cluster.inventory),
+                             "-e", f"perfplay_results_dir={results}", "-e", f"perfplay_run_id={run_id}", *extra],
+                            cwd=REPO, env=playbook_env(REPO), stdout=handle, stderr=subprocess.STDOUT, text=True)
+
+
+def read_env(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (entry.split(b"=", 1) for entry in raw.split(b"\0") if b"=" in entry)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+def rank_pid(run_id: str, rank: int) -> int | None:
+    """The pid of a rank (a `case_runners worker`) of the run, on whichever host it runs."""
+    for proc in find_run_processes(run_id):
+        if "worker" in proc["argv"] and read_env(proc["pid"]).get("RANK") == str(rank):
+            return proc["pid"]
+    return None
+
+
+def leftovers(run_id: str) -> list[str]:
+    """Processes of the run still alive anywhere on this machine (every host included)."""
+    found = []
+    for proc in find_run_processes(run_id):
+        stat = Path(f"/proc/{proc['pid']}/stat")
+        try:
+            state = stat.read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            found.append(f"{proc['pid']}: {' '.join(read_argv(proc['pid']) or proc['argv'])}")
+    return found
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def training_started(cluster: Cluster, host: str, run_id: str, rank: int) -> bool:
+    logs = list(cluster.host_results(host).glob(f"{run_id}/*/round*/{host}_noderank*/rank{rank}.out.log"))
+    return any("TRAIN_START" in log.read_text(errors="replace") for log in logs)
+
+
+def interrupt(proc: subprocess.Popen, timeout: float = 60) -> int:
+    proc.send_signal(signal.SIGINT)
+    return proc.wait(timeout=timeout)
+
+
+def round_record(results: Path, run_id: str, case_id: str, number: int) -> dict:
+    return json.loads((results / run_id / case_id / f"round{number}" / "result.json").read_text())

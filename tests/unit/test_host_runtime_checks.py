@@ -1,0 +1,93 @@
+"""What the host preflight and runtime_host run on a host: host-check, requirements, the checkout bundle."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+from case_runners.bundle import write_bundle
+from case_runners.host_check import check_master_port, host_check
+from case_runners.paths import project_root
+from case_runners.requirements_check import check_requirements, pins
+
+REPO = project_root()
+DIGITS = {"case": "digits_cnn", "case_id": "digits_cnn_CPUx1x1", "data_dir": None, "params": {"synthetic": False}}
+
+
+def test_host_check_passes_on_this_host():
+    result = host_check({"vendor": "cpu", "nproc": 1, "cases": [DIGITS], "master_port": 0,
+                         "master_addr": "127.0.0.1"})
+    assert result["ok"], result["problems"]
+    assert result["devices"]["count"] >= 1
+    assert 0 < result["master_port"] < 65536
+
+
+def test_host_check_names_every_problem_at_once(tmp_path):
+    bad_data = dict(DIGITS, data_dir=str(tmp_path / "nowhere"))
+    result = host_check({"vendor": "cpu", "nproc": 4096, "cases": [bad_data], "device_count": 2})
+    assert not result["ok"]
+    assert len(result["problems"]) == 2
+    assert "a round needs nproc=4096 cpu devices, the host has 2 (host var perfplay_device_count)" \
+        in result["problems"][0]
+    assert "key 'data_dir' of case digits_cnn_CPUx1x1" in result["problems"][1]
+
+
+def test_a_master_port_in_use_is_a_problem():
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        picked, problems = check_master_port("127.0.0.1", port)
+    assert picked is None
+    assert f"key 'perfplay_master_port': port {port} on 127.0.0.1 is not free" in problems[0]
+
+
+def test_an_address_not_on_this_host_binds_all_addresses():
+    port, problems = check_master_port("192.0.2.1", 0)  # TEST-NET-1: never local
+    assert not problems and port > 0
+
+
+def test_requirements_are_checked_against_the_installed_versions(tmp_path):
+    req = tmp_path / "requirements.txt"
+    req.write_text("# pins\nPyYAML==6.0.3  # ok\ntorch==2.13.0\nnumpy==0.0.1\nno-such-dist==1.0\nloose>=1\n")
+    result = check_requirements(req)
+    assert not result["satisfied"]
+    assert result["missing"] == ["no-such-dist==1.0"]
+    assert result["mismatched"][0].startswith("numpy==0.0.1 (installed ")
+    assert result["unpinned"] == ["loose>=1"]
+
+
+def test_this_checkout_s_requirements_are_satisfied_in_its_venv():
+    out = subprocess.run([sys.executable, "-m", "case_runners", "requirements", "--requirements",
+                          str(REPO / "requirements.txt")], capture_output=True, text=True, check=True, cwd=REPO)
+    assert json.loads(out.stdout)["satisfied"] is True
+
+
+def test_pins_read_extras_and_markers():
+    assert pins("a[x]==1.0 ; python_version>'3'\n\n#c\n") == [("a", "1.0")]
+
+
+def test_the_bundle_is_byte_identical_for_the_same_files(tmp_path):
+    first = write_bundle(REPO, tmp_path / "a.tar")
+    second = write_bundle(REPO, tmp_path / "b.tar")
+    assert first == second
+    with tarfile.open(tmp_path / "a.tar") as tar:
+        names = tar.getnames()
+    assert "requirements.txt" in names and "case_runners/cli.py" in names
+    assert "vendor/cpu/vendor.yaml" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_the_bundle_changes_when_a_file_changes(tmp_path):
+    root = tmp_path / "checkout"
+    for name in ("case_runners", "vendor"):
+        (root / name).mkdir(parents=True)
+        (root / name / "x.py").write_text("x = 1\n")
+    (root / "requirements.txt").write_text("a==1\n")
+    before = write_bundle(root, tmp_path / "a.tar")
+    (root / "vendor" / "x.py").write_text("x = 2\n")
+    assert write_bundle(root, tmp_path / "b.tar") != before

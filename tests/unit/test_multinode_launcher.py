@@ -1,0 +1,271 @@
+"""Two launchers on 127.0.0.1 as node 0 and node 1 of a real digits_cnn round (nnodes=2, nproc=1):
+rendezvous, torch's port, the NIC, failure propagation, lost hosts, and rendezvous errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from case_runners.launch.node import NodeSpec, choose_nic, rank_env
+from case_runners.netutil import NoInterfaceError, free_port, interface_for
+from case_runners.paths import project_root
+from test_launcher import rank_pids, resolved, wait_for_event
+
+NAMES = {0: "node1", 1: "node2"}
+
+
+def two_node_config(tmp_path: Path, nnodes: int = 2, **overrides) -> Path:
+    """digits_cnn resolved for 1 rank, then declared a round of nnodes nodes (the cpu vendor has no such
+    scale: the launcher only reads nnodes and nproc)."""
+    config = json.loads(resolved(tmp_path, 1, synthetic=True, **overrides).read_text())
+    config.update(nnodes=nnodes, case_id=f"digits_cnn_CPUx{nnodes}x1")
+    path = tmp_path / f"resolved_{nnodes}x1.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+class Node:
+    """One launcher process playing node `rank` of the round."""
+
+    def __init__(self, config: Path, tmp_path: Path, rank: int, port: int, *args: str, run_id: str = "mn-test",
+                 name: str | None = None, dir_name: str | None = None) -> None:
+        self.rank, self.name = rank, name or NAMES[rank]
+        self.log_dir = tmp_path / (dir_name or f"{self.name}_noderank{rank}")
+        argv = [sys.executable, "-m", "case_runners", "launch", "--config", str(config),
+                "--log-dir", str(self.log_dir), "--node-rank", str(rank), "--master-addr", "127.0.0.1",
+                "--master-port", str(port), "--node-name", self.name, "--run-id", run_id, *args]
+        env = {k: v for k, v in os.environ.items() if k not in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")}
+        self.proc = subprocess.Popen(argv, cwd=project_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        self.started = time.monotonic()
+        self.ended: float | None = None
+
+    def wait(self, timeout: float = 60) -> dict:
+        """Wait for the launcher; its node_result.json (also checked against what it printed)."""
+        out, err = self.proc.communicate(timeout=timeout)
+        self.ended = self.ended or time.monotonic()
+        result = json.loads((self.log_dir / "node_result.json").read_text())
+        assert json.loads(out) == result, err
+        return result
+
+    def ended_within(self, since: float, timeout: float = 60) -> float:
+        """Seconds from `since` until the launcher exited."""
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.ended = time.monotonic()
+        return self.ended - since
+
+    def rank_pid(self) -> int:
+        (pid,) = rank_pids(self.log_dir)
+        return pid
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+        for pid in rank_pids(self.log_dir):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def nodes():
+    started: list[Node] = []
+    yield started
+    for node in started:
+        node.kill()
+
+
+def start(nodes: list[Node], *args, **kwargs) -> Node:
+    node = Node(*args, **kwargs)
+    nodes.append(node)
+    return node
+
+
+def test_two_nodes_meet_at_node_0_and_succeed_on_the_port_it_picked(tmp_path, nodes):
+    config, port = two_node_config(tmp_path, max_steps=5), free_port()
+    node1 = start(nodes, config, tmp_path, 1, port)  # before node 0: it retries until node 0 listens
+    time.sleep(0.5)
+    node0 = start(nodes, config, tmp_path, 0, port)
+    results = [node0.wait(), node1.wait()]
+    for rank, result in enumerate(results):
+        assert result["status"] == "success", result
+        assert (result["node_rank"], result["host"], result["node_name"]) == (rank, NAMES[rank], NAMES[rank])
+        assert result["hostname"] and result["master"] == f"127.0.0.1:{port}" and result["nic"] == "lo"
+        assert list(result["ranks"]) == [str(rank)] and result["ranks"][str(rank)]["exit_code"] == 0
+    torch_port = results[0]["torch_port"]
+    assert isinstance(torch_port, int) and torch_port != port and results[1]["torch_port"] == torch_port
+    rank1 = json.loads((node1.log_dir / "rank1.result.json").read_text())
+    assert rank1["world_size"] == 2
+
+
+@pytest.mark.parametrize("victim", [1, 0])
+def test_a_killed_rank_stops_every_node_naming_the_rank_and_its_node(tmp_path, nodes, victim):
+    config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
+    both = [start(nodes, config, tmp_path, 0, port), start(nodes, config, tmp_path, 1, port)]
+    for node in both:
+        wait_for_event(node.log_dir / f"rank{node.rank}.events.jsonl", "TRAIN_START")
+    os.kill(both[victim].rank_pid(), signal.SIGKILL)
+    killed_at = time.monotonic()
+    took = [node.ended_within(killed_at) for node in both]
+    results = [node.wait() for node in both]
+    print(f"victim node {victim}: launchers ended {took[0]:.2f} s / {took[1]:.2f} s after the kill")
+    assert max(took) < 5, took
+    cause = f"rank {victim} on {NAMES[victim]} was killed by SIGKILL"
+    for rank, result in enumerate(results):
+        assert both[rank].proc.returncode == 1 and result["status"] == "failed", result
+        expected = cause if rank == victim else f"stopped: node {victim} ({NAMES[victim]}) failed: {cause}"
+        assert result["reason"] == expected
+        assert rank_pids(both[rank].log_dir) == []
+
+
+def test_a_host_that_drops_off_is_lost_by_node_0_and_fences_itself(tmp_path, nodes):
+    config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
+    both = [start(nodes, config, tmp_path, rank, port, "--heartbeat-timeout", "3") for rank in (0, 1)]
+    for node in both:
+        wait_for_event(node.log_dir / f"rank{node.rank}.events.jsonl", "TRAIN_START")
+    # The whole of node 1 freezes, as a host that falls off the network looks from node 0.
+    frozen_rank = both[1].rank_pid()
+    os.kill(both[1].proc.pid, signal.SIGSTOP)
+    os.kill(frozen_rank, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    took = both[0].ended_within(frozen_at)
+    result0 = both[0].wait()
+    print(f"node 0 ended {took:.2f} s after node 1 froze (heartbeat timeout 3 s)")
+    assert result0["status"] == "failed"
+    assert result0["reason"] == "stopped: node 1 (node2) lost contact (no heartbeat for 3 s)"
+    assert took < 3 + 5 + 3  # heartbeat timeout + the ranks' grace period + slack
+    assert rank_pids(both[0].log_dir) == []
+    # Node 1 comes back: it finds node 0 gone and stops its own (still frozen) rank.
+    assert rank_pids(both[1].log_dir) == [frozen_rank]
+    os.kill(both[1].proc.pid, signal.SIGCONT)
+    resumed_at = time.monotonic()
+    took = both[1].ended_within(resumed_at)
+    result1 = both[1].wait()
+    print(f"node 1 ended {took:.2f} s after it resumed")
+    assert result1["status"] == "failed"
+    assert result1["reason"].startswith(f"lost contact with node 0 (node1) at 127.0.0.1:{port} (")
+    assert rank_pids(both[1].log_dir) == []
+
+
+def test_an_interrupted_node_stops_the_others(tmp_path, nodes):
+    config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
+    both = [start(nodes, config, tmp_path, rank, port) for rank in (0, 1)]
+    for node in both:
+        wait_for_event(node.log_dir / f"rank{node.rank}.events.jsonl", "TRAIN_START")
+    both[1].proc.send_signal(signal.SIGTERM)
+    results = [node.wait() for node in both]
+    assert (results[1]["status"], results[1]["reason"]) == ("interrupted", "launcher received SIGTERM")
+    assert both[1].proc.returncode == 130
+    assert results[0]["status"] == "failed"
+    assert results[0]["reason"] == "stopped: node 1 (node2) was interrupted: launcher received SIGTERM"
+    assert all(rank_pids(node.log_dir) == [] for node in both)
+
+
+def test_the_case_timeout_stops_both_nodes_as_a_timeout(tmp_path, nodes):
+    config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
+    both = [start(nodes, config, tmp_path, rank, port, "--timeout", "8") for rank in (0, 1)]
+    results = [node.wait() for node in both]
+    for node, result in zip(both, results):
+        assert node.proc.returncode == 124 and result["status"] == "timeout", result
+        assert "case timeout of 8 s reached" in result["reason"]
+        assert rank_pids(node.log_dir) == []
+
+
+def test_a_wrong_port_fails_both_nodes_after_the_rendezvous_timeout(tmp_path, nodes):
+    config, port, wrong = two_node_config(tmp_path), free_port(), free_port()
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout", "3")
+    node1 = start(nodes, config, tmp_path, 1, wrong, "--rdzv-timeout", "3")
+    results = [node0.wait(), node1.wait()]
+    took = [node.ended - node.started for node in (node0, node1)]
+    print(f"rendezvous failures after {took[0]:.2f} s (node 0) and {took[1]:.2f} s (node 1)")
+    assert all(2.5 < t < 8 for t in took), took
+    assert results[1]["reason"] == (f"rendezvous: cannot reach node 0 at 127.0.0.1:{wrong} within 3 s "
+                                    "(Connection refused) — check perfplay_master_port and the firewall")
+    assert results[0]["reason"] == f"rendezvous: node(s) 1 did not join node 0 (node1) at 127.0.0.1:{port} within 3 s"
+    for node, result in zip((node0, node1), results):
+        assert node.proc.returncode == 1 and result["status"] == "failed" and result["ranks"] == {}
+
+
+def test_a_node_of_another_run_is_rejected(tmp_path, nodes):
+    config, port = two_node_config(tmp_path), free_port()
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout", "3", run_id="run-a")
+    time.sleep(0.5)
+    node1 = start(nodes, config, tmp_path, 1, port, "--rdzv-timeout", "3", run_id="run-b")
+    result1 = node1.wait()
+    assert node1.ended - node1.started < 2.5  # rejected at once, not after the timeout
+    assert result1["status"] == "failed"
+    assert result1["reason"] == (f"rendezvous: node 0 (node1) at 127.0.0.1:{port} rejected node 1 (node2): "
+                                 "its run id 'run-b' is not node 0's 'run-a'")
+    result0 = node0.wait()
+    assert result0["reason"].startswith(f"rendezvous: node(s) 1 did not join node 0 (node1) at 127.0.0.1:{port} "
+                                        "within 3 s; rejected: node 1 (node2) from 127.0.0.1:")
+    assert result0["reason"].endswith("its run id 'run-b' is not node 0's 'run-a'")
+
+
+def test_a_node_rank_taken_twice_is_rejected_and_a_missing_node_aborts_the_joined_ones(tmp_path, nodes):
+    config, port = two_node_config(tmp_path, nnodes=3), free_port()
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout", "3")
+    first = start(nodes, config, tmp_path, 1, port, "--rdzv-timeout", "3", name="node2")
+    time.sleep(1.0)
+    second = start(nodes, config, tmp_path, 1, port, "--rdzv-timeout", "3", name="node3", dir_name="dup")
+    duplicate = second.wait()
+    assert duplicate["reason"].startswith(f"rendezvous: node 0 (node1) at 127.0.0.1:{port} rejected node 1 (node3): "
+                                          "node rank 1 has already joined from node2 (127.0.0.1:")
+    missing = f"rendezvous: node(s) 2 did not join node 0 (node1) at 127.0.0.1:{port} within 3 s"
+    assert node0.wait()["reason"].startswith(missing)
+    assert first.wait()["reason"].startswith(missing)  # the joined node fails with node 0's reason
+    assert first.ended - node0.ended < 1
+
+
+def test_a_master_port_in_use_fails_node_0_at_once(tmp_path, nodes):
+    import socket
+
+    config = two_node_config(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = start(nodes, config, tmp_path, 0, port).wait(timeout=20)
+    assert result["status"] == "failed"
+    assert result["reason"] == (f"master port {port} on 127.0.0.1 is in use or not bindable: Address already in use "
+                                "(run var perfplay_master_port)")
+
+
+def test_interface_for_loopback_and_unknown_hosts():
+    assert interface_for("127.0.0.1") == "lo"
+    with pytest.raises(NoInterfaceError, match="no route from this host to no-such-host.invalid"):
+        interface_for("no-such-host.invalid")
+
+
+def nic_spec(nic: str | None) -> NodeSpec:
+    return NodeSpec(config_path=Path("c.json"), log_dir=Path("."), node_rank=1, master_addr="10.0.0.1",
+                    master_port=29500, timeout_s=10, run_id="r", nnodes=2, nproc=1, vendor_info={"device": "cpu"},
+                    nic=nic, torch_port=41000)
+
+
+def test_the_nic_goes_to_gloo_and_nccl_unless_the_host_names_one():
+    env = rank_env(nic_spec("eth1"), 0, base={})
+    assert (env["GLOO_SOCKET_IFNAME"], env["NCCL_SOCKET_IFNAME"]) == ("eth1", "eth1")
+    assert env["MASTER_PORT"] == "41000" and env["MASTER_ADDR"] == "10.0.0.1"
+    env = rank_env(nic_spec("eth1"), 0, base={"NCCL_SOCKET_IFNAME": "ib0"})
+    assert (env["GLOO_SOCKET_IFNAME"], env["NCCL_SOCKET_IFNAME"]) == ("eth1", "ib0")
+    assert "GLOO_SOCKET_IFNAME" not in rank_env(nic_spec(None), 0, base={})
+
+
+def test_the_nic_is_detected_only_on_a_multi_node_round_the_host_did_not_configure():
+    spec = nic_spec(None)
+    spec.master_addr = "127.0.0.1"
+    assert choose_nic(spec, {}) == "lo"
+    assert choose_nic(spec, {"GLOO_SOCKET_IFNAME": "eth2", "NCCL_SOCKET_IFNAME": "eth2"}) == "eth2"
+    spec.nnodes = 1
+    assert choose_nic(spec, {}) is None
+    spec.nnodes, spec.master_addr = 2, "no-such-host.invalid"
+    with pytest.raises(NoInterfaceError, match=r"on .*: no route from this host to no-such-host.invalid.*--nic"):
+        choose_nic(spec, {})
