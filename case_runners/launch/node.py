@@ -263,6 +263,12 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
             launcher.link.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if reason and "lost contact" in reason:
+        # This node may be the one cut off: stop its monitors too, as nobody may reach it to do so.
+        from case_runners.monitors.daemon import stop_all
+        stopped = stop_all(spec.log_dir, spec.run_id)
+        if stopped:
+            reason += f"; stopped this node's monitors ({', '.join(stopped)})"
     result = {
         "schema": NODE_SCHEMA,
         "host": spec.node_name,

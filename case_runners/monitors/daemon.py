@@ -8,6 +8,8 @@ find it with `pgrep -f -- "--run-id <ID>"`.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import select
 import signal
@@ -175,3 +177,18 @@ def _remove_if_empty(path: Path) -> None:
             path.unlink()
     except FileNotFoundError:
         pass
+
+
+def stop_all(log_dir: Path, run_id: str) -> list[str]:
+    """Stop every monitor of run_id whose pid file is in log_dir; the names stopped.
+
+    For a node that lost the others: nobody may be able to reach it to stop its monitors.
+    """
+    stopped = []
+    for path in sorted(Path(log_dir).glob(f"*_monitor.{run_id}.pid")):
+        spec = MonitorSpec(Path(log_dir), path.name.split("_monitor.", 1)[0], run_id)
+        if running_pid(spec) is not None:
+            with contextlib.redirect_stdout(io.StringIO()):  # stdout is the caller's JSON document
+                stop(spec)
+            stopped.append(spec.name)
+    return stopped

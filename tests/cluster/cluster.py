@@ -70,9 +70,26 @@ def run_on(cluster: Cluster, results: Path, run_id: str, *extra: str, timeout: f
 def start_on(cluster: Cluster, results: Path, run_id: str, *extra: str, log: Path) -> subprocess.Popen:
     """The same, in the background (output to log), for faults injected while it runs."""
     handle = open(log, "w")  # noqa: SIM115 - owned by the process
-    return subprocess.Popen([str(BIN / "ansible-playbook"), "run_case.yml", "-i", str(cluster.inventory),
+    return _remember(subprocess.Popen([str(BIN / "ansible-playbook"), "run_case.yml", "-i", str(cluster.inventory),
                              "-e", f"perfplay_results_dir={results}", "-e", f"perfplay_run_id={run_id}", *extra],
-                            cwd=REPO, env=playbook_env(REPO), stdout=handle, stderr=subprocess.STDOUT, text=True)
+                            cwd=REPO, env=playbook_env(REPO), stdout=handle, stderr=subprocess.STDOUT, text=True))
+
+
+_started: list[subprocess.Popen] = []
+
+
+def _remember(proc: subprocess.Popen) -> subprocess.Popen:
+    _started.append(proc)
+    return proc
+
+
+def stop_started() -> None:
+    """Kill the background playbooks a failed test left running."""
+    while _started:
+        proc = _started.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def read_env(pid: int) -> dict[str, str]:

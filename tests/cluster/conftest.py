@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # cluster, whatever pytest's import mode
 
-from cluster import Cluster, hosts_sh  # noqa: E402
+from cluster import Cluster, hosts_sh, stop_started  # noqa: E402
 
 _current: list[Cluster] = []
 
@@ -36,6 +36,12 @@ def _cluster_down_at_the_end():
     yield
     if _current:
         hosts_sh("down")
+
+
+@pytest.fixture(autouse=True)
+def _no_playbook_left_running():
+    yield
+    stop_started()
 
 
 @pytest.fixture

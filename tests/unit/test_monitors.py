@@ -237,3 +237,17 @@ def test_ensure_started_and_stopped_act_only_where_the_state_differs(tmp_path):
         stopped = ensure("ensure-stopped")
     assert stopped == ["cpu", "host"]
     assert ensure("ensure-stopped") == [] and not list(tmp_path.glob("*.pid"))
+
+
+def test_stop_all_stops_only_the_run_s_monitors_in_the_dir(new_spec, capsys) -> None:
+    host = new_spec("host")
+    other_run = new_spec("host")
+    assert daemon.start(host) == 0 and daemon.start(other_run) == 0
+    pids = pidfile.read_pid(host.pid_path), pidfile.read_pid(other_run.pid_path)
+    capsys.readouterr()
+    assert daemon.stop_all(host.log_dir, host.run_id) == ["host"]
+    assert capsys.readouterr().out == "", "stdout belongs to the launcher's JSON document"
+    assert not pidfile.is_alive(pids[0])
+    assert pidfile.is_alive(pids[1])
+    assert daemon.stop_all(host.log_dir, host.run_id) == []
+    assert daemon.stop(other_run) == 0
