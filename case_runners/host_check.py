@@ -74,7 +74,7 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
     for config in request.get("cases") or []:
         errors = check_data(config)
         data.append({"case_id": config["case_id"], "errors": errors})
-        problems += [f"key 'data_dir' of case {config['case_id']} (run var perfplay_cases): {e}" for e in errors]
+        problems += [f"key 'data_dir' (run var perfplay_cases) of {config['case_id']}: {e}" for e in errors]
     port = None
     if request.get("master_port") is not None:
         port, port_problems = check_master_port(request.get("master_addr") or "", int(request["master_port"]))

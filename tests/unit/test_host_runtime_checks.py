@@ -33,7 +33,7 @@ def test_host_check_names_every_problem_at_once(tmp_path):
     assert len(result["problems"]) == 2
     assert "a round needs nproc=4096 cpu devices, the host has 2 (host var perfplay_device_count)" \
         in result["problems"][0]
-    assert "key 'data_dir' of case digits_cnn_CPUx1x1" in result["problems"][1]
+    assert "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1" in result["problems"][1]
 
 
 def test_a_master_port_in_use_is_a_problem():
