@@ -35,7 +35,11 @@ SCALE_CONFIG = "---\n# bench/control_plane.py: one CPU process on each of {n} ho
 def checkout_with_scales(sizes: list[int], tmp: Path) -> Path:
     """A copy of the checkout with digits_cnn configs for Nx1 (the shipped vendor has 1x1, 1x2, 2x1, 2x2)."""
     copy = tmp / "checkout"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "results", ".ansible", "__pycache__"))
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        top = {".venv", ".git", "results", ".ansible"} if Path(directory) == ROOT else set()
+        return {name for name in names if name in top or name == "__pycache__"}
+
+    shutil.copytree(ROOT, copy, ignore=ignore)
     for n in sizes:
         path = copy / "vendor" / "cpu" / "cases" / "digits_cnn" / f"config_CPUx{n}x1.yaml"
         if not path.exists():

@@ -12,7 +12,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # playbook_run, whatev
 
 from playbook_run import REPO  # noqa: E402
 
-COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", "results", ".ansible", ".pytest_cache", "__pycache__")
+
+def copy_ignore(directory: str, names: list[str]) -> set[str]:
+    """The checkout's own venv, git, results and caches (results/ at the top only: not case_runners/results)."""
+    top = {".venv", ".git", "results", ".ansible", ".pytest_cache"} if Path(directory) == REPO else set()
+    return {name for name in names if name in top or name == "__pycache__"}
 
 
 @pytest.fixture
@@ -26,5 +30,5 @@ def results_dir(tmp_path: Path) -> Path:
 def repo_copy(tmp_path: Path) -> Path:
     """A private copy of the checkout (no venv, results or git) to break on purpose."""
     copy = tmp_path / "checkout"
-    shutil.copytree(REPO, copy, ignore=COPY_IGNORE, symlinks=True)
+    shutil.copytree(REPO, copy, ignore=copy_ignore, symlinks=True)
     return copy
