@@ -88,8 +88,9 @@ def test_a_host_dropping_off_the_network_fails_the_round(cluster: Cluster, resul
     cluster.netns("node2", "ip", "link", "set", "eth0", "down")
     dropped = time.monotonic()
     try:
-        wait_for(_record_written(results, "run_drop", "digits_cnn_CPUx2x2").exists, 45, "the round record")
+        wait_for(_record_written(results, "run_drop", "digits_cnn_CPUx2x2").exists, 30, "the round record")
         took = time.monotonic() - dropped
+        print(f"host drop: round recorded {took:.1f} s after the link went down")
         assert run.wait(timeout=300) != 0
     finally:
         cluster.netns("node2", "ip", "link", "set", "eth0", "up")
@@ -97,7 +98,7 @@ def test_a_host_dropping_off_the_network_fails_the_round(cluster: Cluster, resul
     record = round_record(results, "run_drop", "digits_cnn_CPUx2x2", 1)
     assert record["status"] == "failed"
     assert "node2" in record["reason"], record["reason"]
-    assert took < 45
+    assert took < 30
     assert "node2" in output and "UNREACHABLE" in output
     # node1 was stopped by its launcher; node2 stopped its own ranks when it lost node 0 (nobody could reach it).
     assert round_record(results, "run_drop", "digits_cnn_CPUx1x1", 1)["status"] == "success"
