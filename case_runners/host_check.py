@@ -5,7 +5,6 @@ Each problem is a sentence naming the key and the value at fault; the caller pre
 
 from __future__ import annotations
 
-import errno
 import platform
 import socket
 import sys
@@ -13,6 +12,7 @@ from typing import Any
 
 from case_runners.data_check import check_data
 from case_runners.devices import list_devices
+from case_runners.netutil import bind_tcp
 
 MIN_PYTHON = (3, 10)
 REQUEST_KEYS = ("vendor", "nproc", "cases", "device_count", "master_port", "master_addr")
@@ -40,25 +40,13 @@ def check_devices(vendor: str, nproc: int, device_count: int | None) -> tuple[di
 
 
 def check_master_port(addr: str, port: int) -> tuple[int | None, list[str]]:
-    """Port 0: pick a free one. Another: check it is free. Binds on addr, or on all addresses when addr
-    is not one of this host's (a NAT or DNS name)."""
-    for bind_addr in (addr, ""):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            # As the launcher binds it: a previous round's connections in TIME_WAIT do not hold the port.
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((bind_addr, port))
-            except OSError as exc:
-                if exc.errno == errno.EADDRNOTAVAIL and bind_addr:
-                    continue
-                return None, [f"key 'perfplay_master_port': port {port} on {addr} is not free "
-                              f"({exc.strerror}); another run may hold it: set another port or 0 (auto)"]
-            except socket.gaierror as exc:
-                if bind_addr:
-                    continue
-                return None, [f"master address {addr}: {exc}"]
+    """Port 0: pick a free one. Another: check it is free, bound as the launcher binds it (netutil.bind_tcp)."""
+    try:
+        with bind_tcp(addr, port) as sock:
             return sock.getsockname()[1], []
-    return None, [f"cannot bind a port on {addr}"]
+    except OSError as exc:
+        return None, [f"key 'perfplay_master_port': port {port} on {addr} is not free "
+                      f"({exc.strerror or exc}); another run may hold it: set another port or 0 (auto)"]
 
 
 def host_check(request: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import socket
 import struct
@@ -14,6 +15,31 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _bound(addr: str, port: int, backlog: int | None) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A previous round's connections in TIME_WAIT do not hold the port; a live listener still does.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((addr, port))
+        if backlog is not None:
+            sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def bind_tcp(addr: str, port: int, backlog: int | None = None) -> socket.socket:
+    """A TCP socket bound to addr:port (listening when backlog is given), or to every address when addr is
+    not one of this host's (a NAT or DNS name). Raises OSError when the port is taken."""
+    try:
+        return _bound(addr, port, backlog)
+    except OSError as exc:
+        if not (isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL):
+            raise
+    return _bound("", port, backlog)
 
 
 class NoInterfaceError(OSError):

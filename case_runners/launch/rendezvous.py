@@ -14,7 +14,6 @@ connections carry heartbeats and failures (watchdog.py).
 
 from __future__ import annotations
 
-import errno
 import socket
 import sys
 import time
@@ -22,7 +21,7 @@ from collections.abc import Callable
 
 from case_runners.launch.watchdog import VERBS, CoordinatorLink, MemberLink, Peer, node_label
 from case_runners.launch.wire import Channel, ChannelClosed, readable
-from case_runners.netutil import free_port
+from case_runners.netutil import bind_tcp, free_port
 
 TICK_S = 0.1
 RETRY_S = 0.5
@@ -40,29 +39,11 @@ class RendezvousError(Exception):
         self.reason = reason
 
 
-def bound(addr: str, port: int, backlog: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    # A previous round's connections in TIME_WAIT do not hold the port; a live listener still does.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((addr, port))
-        sock.listen(backlog)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 def listen(addr: str, port: int, backlog: int) -> socket.socket:
     """Node 0's rendezvous socket on addr:port, or on every address when addr is not one of this host's
     (a NAT or DNS name, as the host preflight allows)."""
     try:
-        try:
-            return bound(addr, port, backlog)
-        except OSError as exc:
-            if not (isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL):
-                raise
-            return bound("", port, backlog)
+        return bind_tcp(addr, port, backlog)
     except OSError as exc:
         raise RendezvousError("failed", f"master port {port} on {addr} is in use or not bindable: "
                                         f"{exc.strerror or exc} (run var perfplay_master_port)") from None
