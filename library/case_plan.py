@@ -184,20 +184,18 @@ errors:
   sample: ["key 'perfplay_vendor': unknown vendor 'acme' (allowed: cpu, nvidia)"]
 """
 
-import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
 except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
     import os
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
 
 RUN_VARS = "run vars"
 TRUE_WORDS = ("true",)
@@ -318,14 +316,9 @@ def fail_with_errors(module, errors, **extra):
 def run_plan(module, check):
     """Run ``case_runners plan`` on this module's request; return (plan document, rc)."""
     params = module.params
-    fd, request_path = tempfile.mkstemp(prefix="perfplay-plan-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(plan_request(params), handle)
+    with request_file(plan_request(params), "perfplay-plan-") as request_path:
         argv = cli_argv(params["python"], "plan", request=request_path, check=check)
         result = run_json(module, argv, params["project_dir"], "case_runners plan")
-    finally:
-        os.unlink(request_path)
     return result.doc, result.rc
 
 

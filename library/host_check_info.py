@@ -116,20 +116,16 @@ master_port:
   sample: 29500
 """
 
-import json
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
 except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
     import os
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
 
 
 def main():
@@ -145,16 +141,9 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
     request = {key: params[key] for key in ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr")}
-    fd, request_path = tempfile.mkstemp(prefix="perfplay-host-check-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(request, handle)
+    with request_file(request, "perfplay-host-check-") as request_path:
         argv = cli_argv(params["python"], "host-check", request=request_path)
-        result = run_json(module, argv, params["project_dir"], "case_runners host-check")
-    finally:
-        os.unlink(request_path)
-    if result.rc != 0:
-        module.fail_json(**result.failure("case_runners host-check"))
+        result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)
     doc = result.doc
     module.exit_json(changed=False, ok=bool(doc.get("ok")), problems=list(doc.get("problems") or []),
                      python=doc.get("python"), hostname=doc.get("hostname"), devices=doc.get("devices") or {},

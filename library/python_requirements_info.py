@@ -103,9 +103,7 @@ def main():
         module.exit_json(changed=False, satisfied=False, missing=["the venv (%s does not exist)" % params["python"]],
                          mismatched=[], unpinned=[])
     argv = cli_argv(params["python"], "requirements", requirements=requirements)
-    result = run_json(module, argv, params["project_dir"], "case_runners requirements")
-    if result.rc != 0:
-        module.fail_json(**result.failure("case_runners requirements"))
+    result = run_json(module, argv, params["project_dir"], "case_runners requirements", check_rc=True)
     doc = result.doc
     module.exit_json(changed=False, satisfied=bool(doc.get("satisfied")), missing=doc.get("missing") or [],
                      mismatched=doc.get("mismatched") or [], unpinned=doc.get("unpinned") or [])

@@ -132,9 +132,7 @@ def main():
     if module.check_mode:
         module.exit_json(changed=True, record={}, cmd=argv,
                          compact=compact_record({}, None, params["round"], params["errors"]))
-    result = run_json(module, argv, params["project_dir"], "case_runners record")
-    if result.rc != 0:
-        module.fail_json(**result.failure("case_runners record"))
+    result = run_json(module, argv, params["project_dir"], "case_runners record", check_rc=True)
     module.exit_json(changed=True, record=result.doc,
                      compact=compact_record(result.doc, None, params["round"], params["errors"]))
 

@@ -86,9 +86,7 @@ def main():
     argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     argv = cli_argv(module.params["python"], "summarize", module.params["run_dir"])
-    result = run_json(module, argv, module.params["project_dir"], "case_runners summarize")
-    if result.rc != 0:
-        module.fail_json(**result.failure("case_runners summarize"))
+    result = run_json(module, argv, module.params["project_dir"], "case_runners summarize", check_rc=True)
     module.exit_json(changed=False, summary=result.doc, failed_rounds=result.doc.get("failed_rounds", []))
 
 

@@ -11,8 +11,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import tempfile
 
 TAIL_CHARS = 4000
 
@@ -109,13 +112,26 @@ def run_cli(module, argv, project_dir, environ_update=None):
     return CliResult(argv, rc, stdout, stderr)
 
 
-def run_json(module, argv, project_dir, what, environ_update=None):
+def run_json(module, argv, project_dir, what, environ_update=None, check_rc=False):
     """Run ``argv`` and return its JSON document; ``fail_json`` when there is none.
 
-    A non-zero exit with a JSON document is returned to the caller: several
-    subcommands report errors in their document and exit 1.
+    A non-zero exit with a JSON document is returned to the caller (several
+    subcommands report errors in their document and exit 1), unless
+    ``check_rc``: then any non-zero exit fails the module.
     """
     result = run_cli(module, argv, project_dir, environ_update)
-    if result.doc is None:
+    if result.doc is None or (check_rc and result.rc != 0):
         module.fail_json(**result.failure(what))
     return result
+
+
+@contextlib.contextmanager
+def request_file(doc, prefix):
+    """A temporary JSON file holding ``doc`` (a subcommand's ``--request``), removed afterwards."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(doc, handle)
+        yield path
+    finally:
+        os.unlink(path)

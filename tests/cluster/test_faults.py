@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import yaml
-from cluster import (REPO, Cluster, cases_arg, interrupt, leftovers, rank_pid, round_record, run_on, start_on,
+from cluster import (REPO, Cluster, cases_arg, interrupt, leftovers, rank_pid, round_record, start_on,
                      training_started, wait_for)
 from playbook_run import run_playbook
 
