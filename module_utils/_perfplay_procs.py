@@ -15,7 +15,7 @@ import os
 import signal
 import time
 
-RUN_ID_ENV = b"PERFPLAY_RUN_ID="
+RUN_ID_ENV = "PERFPLAY_RUN_ID"
 
 
 def _read(path):
@@ -34,13 +34,16 @@ def read_argv(pid, proc_root="/proc"):
     return [part.decode("utf-8", "replace") for part in raw.rstrip(b"\0").split(b"\0")]
 
 
+def read_environ(pid, proc_root="/proc"):
+    """Environment of ``pid`` as a dict of str (empty when unreadable)."""
+    raw = _read(os.path.join(proc_root, str(pid), "environ")) or b""
+    pairs = (entry.split(b"=", 1) for entry in raw.split(b"\0") if b"=" in entry)
+    return dict((key.decode("utf-8", "replace"), value.decode("utf-8", "replace")) for key, value in pairs)
+
+
 def read_run_env(pid, proc_root="/proc"):
     """Value of PERFPLAY_RUN_ID in the environment of ``pid``, or ``None``."""
-    raw = _read(os.path.join(proc_root, str(pid), "environ"))
-    for entry in (raw or b"").split(b"\0"):
-        if entry.startswith(RUN_ID_ENV):
-            return entry[len(RUN_ID_ENV):].decode("utf-8", "replace")
-    return None
+    return read_environ(pid, proc_root).get(RUN_ID_ENV)
 
 
 def parent_pid(pid, proc_root="/proc"):

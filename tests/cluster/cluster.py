@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from module_utils._perfplay_procs import find_run_processes, read_argv  # noqa: E402
+from module_utils._perfplay_procs import find_run_processes, read_argv, read_environ  # noqa: E402
 from playbook_run import BIN, REPO, PlaybookRun, playbook_env, run_playbook  # noqa: E402
 
 HOSTS_SH = REPO / "tests" / "cluster" / "hosts.sh"
@@ -92,19 +92,10 @@ def stop_started() -> None:
             proc.wait()
 
 
-def read_env(pid: int) -> dict[str, str]:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    pairs = (entry.split(b"=", 1) for entry in raw.split(b"\0") if b"=" in entry)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
-
-
 def rank_pid(run_id: str, rank: int) -> int | None:
     """The pid of a rank (a `case_runners worker`) of the run, on whichever host it runs."""
     for proc in find_run_processes(run_id):
-        if "worker" in proc["argv"] and read_env(proc["pid"]).get("RANK") == str(rank):
+        if "worker" in proc["argv"] and read_environ(proc["pid"]).get("RANK") == str(rank):
             return proc["pid"]
     return None
 
