@@ -6,7 +6,7 @@ PLAYBOOK_ARGS ?=
 
 .PHONY: run test lint bench clean
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-case.txt requirements-agent.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt

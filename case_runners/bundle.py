@@ -11,7 +11,7 @@ import tarfile
 from pathlib import Path
 
 BUNDLE_NAME = "perfplay-src.tar"
-CONTENTS = ("case_runners", "vendor", "requirements.txt")
+CONTENTS = ("case_runners", "vendor", "requirements.txt", "requirements-case.txt", "requirements-agent.txt")
 SKIPPED = ("__pycache__", ".pytest_cache")
 
 

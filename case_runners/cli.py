@@ -41,15 +41,48 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.netutil import free_port
+    from case_runners.paths import project_root
     spec = spec_from_config(Path(args.config), Path(args.log_dir), node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port,
                             timeout_s=args.timeout, run_id=args.run_id, node_name=args.node_name, nic=args.nic,
                             rdzv_timeout_s=args.rdzv_timeout, heartbeat_timeout_s=args.heartbeat_timeout)
     if spec.nnodes == 1 and not spec.master_port:
         spec.master_port = free_port()
-    result = launch(spec)
+    config = _load_json(args.config)
+    if args.inside_container:
+        from case_runners.container.prepare import prepare
+        spec.timeout_s -= prepare(config, spec.config_path, project_root(), spec.log_dir)
+        result = launch(spec)
+    elif (config.get("runtime") or {}).get("kind") == "docker":
+        from case_runners.container.supervise import supervise
+        result = supervise(spec, config, project_root())
+    else:
+        result = launch(spec)
     _print_json(result)
     return EXIT_CODES[result["status"]]
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    from case_runners.container.image import ensure_image, image_spec
+    from case_runners.paths import project_root
+    from case_runners.vendors import load_vendor
+    request = _load_json(args.request)
+    unknown = sorted(set(request) - {"vendor", "framework", "settings", "log"})
+    if unknown:
+        raise PerfplayError(f"unknown image request keys {unknown} (allowed: framework, log, settings, vendor)")
+    root = project_root()
+    spec = image_spec(root, load_vendor(request["vendor"], root), request["framework"], request.get("settings"))
+    _print_json(ensure_image(root, spec, check=args.check, log_path=Path(request["log"]) if request.get("log") else None))
+    return 0
+
+
+def cmd_containers(args: argparse.Namespace) -> int:
+    try:
+        from case_runners.container.supervise import remove_run_containers
+        _print_json({"containers": remove_run_containers(args.run_id, check=args.check), "engine": "ok"})
+    except (ImportError, PerfplayError) as exc:  # no Docker here: no container of the run either
+        _print_json({"containers": [], "engine": str(exc)})
+    return 0
 
 
 def cmd_monitor(args: argparse.Namespace, rest: list[str]) -> int:
@@ -146,7 +179,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds the nodes have to meet at node 0 (default: $PERFPLAY_RDZV_TIMEOUT_S, else 30)")
     p.add_argument("--heartbeat-timeout", type=float, metavar="SECONDS",
                    help="seconds of silence after which a node counts as lost (default 10)")
+    p.add_argument("--inside-container", action="store_true",
+                   help="(docker runtime) this is the launcher in the node's container: prepare the case first")
     p.set_defaults(func=cmd_launch)
+
+    p = sub.add_parser("image", help="(docker runtime) build a vendor's image unless its tag exists (JSON)")
+    p.add_argument("--request", required=True, help="JSON file: vendor, framework, settings (run var perfplay_image)")
+    p.add_argument("--check", action="store_true", help="report whether it would build; build nothing")
+    p.set_defaults(func=cmd_image)
+
+    p = sub.add_parser("containers", help="(docker runtime) remove every container of a run on this host (JSON)")
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--check", action="store_true", help="list them; remove nothing")
+    p.set_defaults(func=cmd_containers)
 
     p = sub.add_parser("worker", help="one rank (started by launch)")
     p.add_argument("--config", required=True)

@@ -1,7 +1,8 @@
 """Whether this Python already has every pinned requirement, so a host's venv is left alone when it does.
 
-Reads `name==version` lines (comments and blank lines ignored) and compares with installed distributions.
-A local version label (torch 2.13.0+cpu) satisfies its public version.
+Reads `name==version` lines (comments and blank lines ignored; `-r FILE` includes another file, relative to
+the including one) and compares with installed distributions. A local version label (torch 2.13.0+cpu)
+satisfies its public version.
 """
 
 from __future__ import annotations
@@ -25,9 +26,26 @@ def pins(text: str) -> list[tuple[str, str]]:
     return found
 
 
+_INCLUDE = re.compile(r"^\s*(?:-r|--requirement)[\s=]+(\S+)")
+
+
+def read_pins(path: Path, seen: frozenset[Path] = frozenset()) -> list[tuple[str, str]]:
+    """The pins of a requirements file and of the files it includes, each pin once."""
+    found: list[tuple[str, str]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        include = _INCLUDE.match(line)
+        if include:
+            target = (path.parent / include[1]).resolve()
+            if target not in seen:
+                found += read_pins(target, seen | {path.resolve()})
+        else:
+            found += pins(line)
+    return list(dict.fromkeys(found))
+
+
 def check_requirements(path: Path) -> dict[str, Any]:
     missing, mismatched, unpinned = [], [], []
-    for name, version in pins(path.read_text(encoding="utf-8")):
+    for name, version in read_pins(path):
         if not version:
             unpinned.append(name)
             continue

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.config.yaml_io import load_mapping
+from case_runners.container.options import check_container
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path, project_root
 
@@ -68,6 +69,7 @@ def _check_vendor(data: dict, file: str) -> None:
     default = _require(data, "default_hardware", str, file)
     if default not in hardware:
         raise ConfigError(f"'{default}' is not in hardware", key="default_hardware", file=file, allowed=hardware)
+    check_container(data.get("container"), file)
 
 
 def vendor_info(vendor: dict[str, Any], hardware: str) -> dict[str, Any]:

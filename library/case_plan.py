@@ -30,9 +30,19 @@ options:
     type: raw
     default: cpu
   runtime:
-    description: Where the cases run (run var C(perfplay_runtime)); only C(host) (a venv) for now.
+    description:
+      - Where the cases run (run var C(perfplay_runtime)).
+      - C(host), the host's perfplay venv; C(docker), one container per node per round from the image of
+        C(vendor/<vendor>/docker_image/<framework>/).
     type: raw
     default: host
+  image:
+    description:
+      - With O(runtime=docker), how the images are built (run var C(perfplay_image)), over the vendor's
+        C(container.build) defaults; an empty value drops a default.
+      - "Keys: C(base_image), C(pip_index_url), C(pip_extra_index_url), C(pip_find_links) (a URL or a folder
+        on the host, copied into the build), C(pip_trusted_host), C(ca_bundle) (a file on the host)."
+    type: raw
   cases:
     description:
       - The selection (run var C(perfplay_cases)), checked by C(case_runners) (which also reports it missing).
@@ -163,13 +173,29 @@ bundle:
   returned: success
   type: dict
   sample: {path: /opt/perfplay/results/run20250101120000/perfplay-src.tar, sha256: 9f2c...}
+images:
+  description:
+    - With O(runtime=docker), the image of each framework of the run, C(ref) being C(<name>:<tag>), the tag a
+      hash of its inputs; empty with O(runtime=host).
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - ref: perfplay-cpu-pytorch:21354e1214a921b4
+      name: perfplay-cpu-pytorch
+      tag: 21354e1214a921b4
+      vendor: cpu
+      framework: pytorch
+      context: vendor/cpu/docker_image/pytorch
+      settings: {base_image: "python:3.11-slim-bookworm"}
 host_needs:
   description:
-    - Per host of the run, the most processes a round puts on it, the cases it takes part in, and whether it
-      is node 0 of a multi-node round (it then hosts the rendezvous on the master port).
+    - Per host of the run, the most processes a round puts on it, the cases it takes part in, whether it
+      is node 0 of a multi-node round (it then hosts the rendezvous on the master port), and the images
+      (refs) its rounds run in.
   returned: success
   type: dict
-  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2], master: false}}
+  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2], master: false, images: []}}
 run_vars:
   description: The run vars after validation, with their types fixed.
   returned: success
@@ -257,6 +283,8 @@ def check_run_vars(params):
 def plan_request(params):
     """The request document of ``case_runners plan`` (keys it does not know are errors there)."""
     request = dict(vendor=params["vendor"], runtime=params["runtime"], cases=params["cases"], bundle=params["bundle"])
+    if params["image"] not in (None, ""):
+        request["image"] = params["image"]
     for key, option in (("results_dir", "results_dir"), ("run_id", "run_id"), ("timeout_s", "case_timeout")):
         if params[option] not in (None, ""):
             request[key] = params[option]
@@ -292,9 +320,10 @@ def expand_rounds(cases, run_dir, hosts, master_port):
     return rounds, errors
 
 
-def host_needs(rounds, hosts):
-    """Per host: the most processes a round puts on it, and the cases it takes part in."""
-    needs = dict((host, dict(nproc=0, case_ids=[], master=False)) for host in hosts)
+def host_needs(rounds, hosts, cases):
+    """Per host: the most processes a round puts on it, the cases it takes part in, their images."""
+    needs = dict((host, dict(nproc=0, case_ids=[], master=False, images=[])) for host in hosts)
+    images = dict((case["case_id"], (case.get("runtime") or {}).get("image")) for case in cases)
     for item in rounds:
         if item["nnodes"] > 1:
             needs[item["hosts"][0]]["master"] = True
@@ -303,6 +332,9 @@ def host_needs(rounds, hosts):
             need["nproc"] = max(need["nproc"], item["nproc"])
             if item["case_id"] not in need["case_ids"]:
                 need["case_ids"].append(item["case_id"])
+            image = images.get(item["case_id"])
+            if image and image not in need["images"]:
+                need["images"].append(image)
     return needs
 
 
@@ -327,6 +359,7 @@ def main():
         COMMON_ARGUMENT_SPEC,
         vendor=dict(type="raw", default="cpu"),
         runtime=dict(type="raw", default="host"),
+        image=dict(type="raw"),
         cases=dict(type="raw"),
         results_dir=dict(type="raw"),
         run_id=dict(type="raw"),
@@ -362,7 +395,8 @@ def main():
         bundle=plan.get("bundle"),
         cases=plan.get("cases") or [],
         rounds=rounds,
-        host_needs=host_needs(rounds, run_vars["hosts"]),
+        images=plan.get("images") or [],
+        host_needs=host_needs(rounds, run_vars["hosts"], plan.get("cases") or []),
         run_vars=run_vars,
     )
 

@@ -12,17 +12,21 @@ from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.layering import resolve
 from case_runners.config.selection import parse_selections
 from case_runners.config.types import to_int
+from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
 from case_runners.vendors import load_vendor
 
-RUNTIMES = ("host",)
-REQUEST_KEYS = ("vendor", "runtime", "cases", "results_dir", "run_id", "timeout_s", "bundle")
+RUNTIMES = ("host", "docker")
+REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "results_dir", "run_id", "timeout_s", "bundle")
 RESOLVED_NAME = "resolved_config.json"
 
 
 def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None = None) -> dict[str, Any]:
-    """Resolve a run request. Returns {"ok", "errors", "run_id", "run_dir", "cases", "bundle"}.
+    """Resolve a run request. Returns {"ok", "errors", "run_id", "run_dir", "cases", "bundle", "images"}.
+
+    With runtime "docker", each case's config names the image of its (vendor, framework) in "runtime", and
+    "images" lists them with how to build them (request["image"]: the run var perfplay_image).
 
     With check=False and no errors, creates results/<run_id>/ and writes each case's resolved config there,
     and with request["bundle"] the checkout remote hosts run (perfplay-src.tar: what ran, kept with the results).
@@ -59,11 +63,13 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             errors += case_errors
             if config is not None:
                 cases.append(config)
+    images, image_errors = _runtimes(cases, runtime, vendor, request.get("image"), root)
+    errors += image_errors
     ids = [c["case_id"] for c in cases]
     errors += [ConfigError("is selected twice; give each selection a different hardware, nnodes or nproc",
                            key=f"case {cid}") for cid in sorted({i for i in ids if ids.count(i) > 1})]
     result: dict[str, Any] = {"ok": not errors, "errors": [str(e) for e in errors], "run_id": None,
-                              "run_dir": None, "cases": cases, "bundle": None}
+                              "run_dir": None, "cases": cases, "bundle": None, "images": images}
     if errors or check:
         return result
     run_dir = _new_run_dir(Path(request.get("results_dir") or root / "results"), request.get("run_id"))
@@ -77,6 +83,29 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         bundle = run_dir / BUNDLE_NAME
         result["bundle"] = {"path": str(bundle), "sha256": write_bundle(root, bundle)}
     return result
+
+
+def _runtimes(cases: list[dict[str, Any]], runtime: str, vendor: dict[str, Any] | None, image: Any,
+              root: Path) -> tuple[list[dict[str, Any]], list[ConfigError]]:
+    """Set each case's "runtime"; with docker, the image spec of each framework. (images, errors)"""
+    if image not in (None, "", {}) and not isinstance(image, dict):
+        return [], [ConfigError("must be a mapping of image settings", key="perfplay_image", file="run vars",
+                                allowed=BUILD_KEYS)]
+    if runtime != "docker" or vendor is None:
+        for config in cases:
+            config["runtime"] = {"kind": "host"}
+        return [], []
+    specs: dict[str, dict[str, Any]] = {}
+    for config in cases:
+        framework = config["framework"]
+        if framework not in specs:
+            try:
+                specs[framework] = image_spec(root, vendor, framework, image or {})
+            except ConfigError as exc:
+                return [], [exc]
+        config["runtime"] = {"kind": "docker", "image": specs[framework]["ref"],
+                             "run": (vendor.get("container") or {}).get("run") or {}}
+    return list(specs.values()), []
 
 
 def _new_run_dir(results_dir: Path, run_id: str | None) -> Path:

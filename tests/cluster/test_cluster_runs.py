@@ -53,7 +53,7 @@ def test_a_second_run_changes_nothing_on_the_hosts(cluster: Cluster, results: Pa
     statuses = second.task_statuses()
     for task in ("runtime_host : Copy the checkout bundle", "runtime_host : Create the project directory"):
         assert statuses[task] == ["ok", "ok"], (task, statuses[task])
-    assert set(statuses["runtime_host : Install requirements.txt into the venv"]) == {"skipping"}
+    assert set(statuses["runtime_host : Install the requirements into the venv"]) == {"skipping"}
     assert "RUNNING HANDLER [runtime_host : Unpack the checkout]" not in second.output
 
 

@@ -1,0 +1,86 @@
+"""Inside the container, before the node's ranks start (FlagPerf's seed 000 §4): the vendor case's
+environment_variables.sh is sourced (by the container's entry shell), its requirements.txt installed when
+not already satisfied, and its csrc/setup.py built. What was done goes to container_prepare.log.
+
+Packages go to <run_dir>/<case_id>/.container-site (on the results mount, put on PYTHONPATH), so the later
+rounds of the run find them installed; the image itself is never changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from case_runners.errors import PerfplayError
+from case_runners.requirements_check import check_requirements
+
+PREPARE_LOG = "container_prepare.log"
+SITE = ".container-site"
+ENV_FILE = "environment_variables.sh"
+
+
+def vendor_case_dir(project_dir: Path, config: dict[str, Any]) -> Path:
+    return project_dir / "vendor" / config["vendor"] / "cases" / config["case"]
+
+
+def _tree_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(folder)}\0".encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _run(argv: list[str], log: Any, what: str) -> None:
+    log.write(f"$ {' '.join(argv)}\n")
+    log.flush()
+    done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False)
+    if done.returncode:
+        raise PerfplayError(f"{what} failed (exit code {done.returncode}); see {PREPARE_LOG}")
+
+
+def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_dir: Path) -> float:
+    """Install the case's requirements and build its csrc; return the seconds spent. PerfplayError on failure."""
+    started = time.monotonic()
+    case_dir = vendor_case_dir(project_dir, config)
+    site = config_path.parent / SITE
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / PREPARE_LOG, "w", encoding="utf-8") as log:
+        sourced = os.environ.get("PERFPLAY_ENV_FILE")
+        log.write(f"environment: {'sourced ' + sourced if sourced else f'no {ENV_FILE}'}\n")
+        if site.is_dir():
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+            sys.path.insert(0, str(site))
+        requirements = case_dir / "requirements.txt"
+        if requirements.is_file():
+            check = check_requirements(requirements)
+            if check["satisfied"]:
+                log.write(f"requirements: {requirements.name} already satisfied\n")
+            else:
+                log.write(f"requirements: installing {', '.join(check['missing'] + check['mismatched'])}\n")
+                _run([sys.executable, "-m", "pip", "install", "--no-input", "--progress-bar", "off",
+                      "--target", str(site), "-r", str(requirements)], log, f"pip install -r {requirements}")
+        setup = case_dir / "csrc" / "setup.py"
+        if setup.is_file():
+            stamp = site / f".csrc-{_tree_digest(setup.parent)}"
+            if stamp.exists():
+                log.write("csrc: already built\n")
+            else:
+                log.write("csrc: building setup.py\n")
+                with tempfile.TemporaryDirectory() as tmp:  # the project is mounted read-only: build a copy
+                    source = Path(tmp) / "csrc"
+                    shutil.copytree(setup.parent, source)
+                    _run([sys.executable, "-m", "pip", "install", "--no-input", "--no-deps", "--no-build-isolation",
+                          "--target", str(site), str(source)], log, f"building {setup}")
+                stamp.touch()
+        if site.is_dir() and str(site) not in os.environ.get("PYTHONPATH", ""):
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+        spent = time.monotonic() - started
+        log.write(f"prepared in {spent:.2f} s\n")
+    return spent

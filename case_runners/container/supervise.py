@@ -1,0 +1,171 @@
+"""One container per node per round (docker runtime): the node launcher runs inside it, this process watches
+it from the host and removes it on every outcome (success, failure, timeout, a signal).
+
+The container shares the host's network (the rendezvous and the collectives see the host's interfaces and
+ports) and runs as the login user. The project is mounted read-only, the data read-only and the run
+directory read-write, each at its host path, so every path in the config means the same inside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from case_runners.container.image import docker_client
+from case_runners.container.options import sdk_options
+from case_runners.container.prepare import ENV_FILE, vendor_case_dir
+from case_runners.launch.node import NODE_RESULT, NODE_SCHEMA, NodeSpec
+
+POLL_S = 0.1
+STOP_GRACE_S = 15  # the launcher inside stops its ranks within 5 s of SIGTERM
+BACKSTOP_S = 30  # beyond the case timeout, which the launcher inside enforces itself
+CONTAINER_LOG = "container.log"
+LABEL = "perfplay.run_id"
+# The entry shell: source the vendor case's environment_variables.sh (if any), then exec the launcher.
+ENTRY = 'if [ -n "$PERFPLAY_ENV_FILE" ]; then . "$PERFPLAY_ENV_FILE" || exit 3; fi; exec "$@"'
+FORWARDED = re.compile(r"^(PERFPLAY_|NCCL_|GLOO_|OMP_|TORCH_|CUDA_VISIBLE_DEVICES$)")
+
+
+def container_name(spec: NodeSpec, case_id: str) -> str:
+    round_name = spec.log_dir.parent.name
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"perfplay-{spec.run_id}-{case_id}-{round_name}-n{spec.node_rank}")
+
+
+def _mounts(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> list[Any]:
+    from docker.types import Mount
+    run_dir = spec.config_path.parent.parent
+    targets = [(project_dir, True), (run_dir, False)]
+    if not spec.log_dir.is_relative_to(run_dir):
+        targets.append((spec.log_dir, False))
+    if config.get("data_dir"):
+        targets.append((Path(config["data_dir"]).resolve(), True))
+    return [Mount(target=str(path), source=str(path), type="bind", read_only=read_only)
+            for path, read_only in targets]
+
+
+def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run: dict[str, Any]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if FORWARDED.match(k)}
+    visible = config["vendor_info"].get("visible_devices_env")
+    if visible and visible in os.environ:
+        env[visible] = os.environ[visible]
+    env.update({str(k): str(v) for k, v in (run.get("environment") or {}).items()})
+    env.update(PERFPLAY_RUN_ID=spec.run_id, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONUNBUFFERED="1", HOME="/tmp")
+    env_file = vendor_case_dir(project_dir, config) / ENV_FILE
+    if env_file.is_file():
+        env["PERFPLAY_ENV_FILE"] = str(env_file)
+    return env
+
+
+def inner_argv(spec: NodeSpec) -> list[str]:
+    """The launcher inside the container: the same node, with --inside-container."""
+    argv = ["python3", "-m", "case_runners", "launch", "--inside-container",
+            "--config", str(spec.config_path), "--log-dir", str(spec.log_dir), "--node-rank", str(spec.node_rank),
+            "--master-addr", spec.master_addr, "--master-port", str(spec.master_port),
+            "--timeout", str(spec.timeout_s), "--run-id", spec.run_id, "--node-name", spec.node_name,
+            "--rdzv-timeout", str(spec.rdzv_timeout_s), "--heartbeat-timeout", str(spec.heartbeat_timeout_s)]
+    return argv + (["--nic", spec.nic] if spec.nic else [])
+
+
+class _Signals:
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        self.received = signum
+
+
+def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict[str, Any]:
+    """Run spec's node in a container of config's image; write and return node_result.json."""
+    runtime = config["runtime"]
+    spec.log_dir.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    signals = _Signals()
+    previous = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    name = container_name(spec, config["case_id"])
+    status, reason, exit_code = "failed", None, None
+    try:
+        client = docker_client()
+        _remove(client, name)  # a leftover of this very round (its supervisor was killed)
+        container = client.containers.create(
+            runtime["image"], ["bash", "-c", ENTRY, "perfplay-entry", *inner_argv(spec)], name=name,
+            labels={LABEL: spec.run_id, "perfplay.case_id": config["case_id"], "perfplay.node_rank": str(spec.node_rank)},
+            user=f"{os.getuid()}:{os.getgid()}", working_dir=str(project_dir), network_mode="host", init=True,
+            environment=_environment(spec, config, project_dir, runtime.get("run") or {}),
+            mounts=_mounts(spec, config, project_dir), detach=True, **sdk_options(runtime.get("run") or {}))
+        try:
+            container.start()
+            exit_code, stopped_why = _wait(client, container.id, spec.timeout_s + BACKSTOP_S, signals)
+            (spec.log_dir / CONTAINER_LOG).write_bytes(container.logs(stdout=True, stderr=True))
+            state = client.api.inspect_container(container.id)["State"]
+        finally:
+            container.remove(force=True)
+        inside = _read_node_result(spec.log_dir)
+        if inside:
+            inside.update(container=name, image=runtime["image"], container_duration_s=round(time.time() - started, 3))
+            (spec.log_dir / NODE_RESULT).write_text(json.dumps(inside, indent=2) + "\n", encoding="utf-8")
+            return inside
+        if stopped_why:
+            status, reason = stopped_why
+        elif state.get("OOMKilled"):
+            reason = f"container {name} was killed for lack of memory"
+        else:
+            reason = f"container {name} exited with code {exit_code} before its launcher wrote a result " \
+                     f"(see {CONTAINER_LOG})"
+    except Exception as exc:  # the engine refused (image missing, bad option, engine down)
+        reason = f"container {name}: {exc}"
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    result = {"schema": NODE_SCHEMA, "host": spec.node_name, "node_name": spec.node_name, "hostname": os.uname()[1],
+              "node_rank": spec.node_rank, "run_id": spec.run_id, "status": status, "reason": reason,
+              "duration_s": round(time.time() - started, 3), "master": spec.master, "torch_port": None,
+              "nic": spec.nic, "ranks": {}, "container": name, "image": runtime["image"], "exit_code": exit_code}
+    (spec.log_dir / NODE_RESULT).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def _wait(client: Any, cid: str, limit_s: float, signals: _Signals) -> tuple[int, tuple[str, str] | None]:
+    """Wait for the container to exit; stop it on a signal or past limit_s. (exit code, (status, reason) if stopped)."""
+    deadline = time.monotonic() + limit_s
+    stopped: tuple[str, str] | None = None
+    while True:
+        state = client.api.inspect_container(cid)["State"]
+        if not state["Running"] and state["Status"] != "created":
+            return state["ExitCode"], stopped
+        if stopped is None and (signals.received or time.monotonic() > deadline):
+            stopped = ("interrupted", f"launcher received {signal.Signals(signals.received).name}") \
+                if signals.received else ("timeout", f"container still running {limit_s:g} s after its start")
+            client.api.stop(cid, timeout=STOP_GRACE_S)
+        time.sleep(POLL_S)
+
+
+def _read_node_result(log_dir: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads((log_dir / NODE_RESULT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _remove(client: Any, name: str) -> None:
+    import docker
+    try:
+        client.containers.get(name).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+
+
+def remove_run_containers(run_id: str, check: bool = False) -> list[str]:
+    """Remove every container of a run on this host (labelled perfplay.run_id); return their names."""
+    client = docker_client()
+    found = client.containers.list(all=True, filters={"label": f"{LABEL}={run_id}"})
+    if not check:
+        for container in found:
+            container.remove(force=True)
+    return sorted(c.name for c in found)
