@@ -27,17 +27,19 @@ test: $(VENV)/.installed-dev lint
 	$(PY) -m pytest tests/unit
 	$(PY) -m pytest tests/modules tests/integration
 	$(PY) -m pytest tests/cluster
+	$(PY) -m pytest tests/docker
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ansible-lint
 
-## bench: harness overhead, monitor cost, p_core fidelity, control plane on 2-16 hosts (needs root)
+## bench: harness overhead, monitor cost, p_core fidelity, control plane on 2-16 hosts, container overhead (root)
 bench: $(VENV)/.installed
 	$(PY) bench/monitor_cost.py
 	$(PY) bench/fidelity.py
 	$(PY) bench/harness_overhead.py
 	$(PY) bench/control_plane.py
+	$(PY) bench/container_overhead.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ansible

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
 import tempfile
 import time
@@ -62,7 +63,7 @@ def image_spec(root: Path, vendor: dict[str, Any], framework: str,
     for key, value in settings.items():
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"must be a string, not {type(value).__name__}", key=f"perfplay_image.{key}")
-    settings = {k: v for k, v in settings.items() if v}  # empty: not passed (pip's or the Dockerfile's default)
+    # An empty value stays (the same settings merge to the same result on the building host) and is not passed.
     digest = hashlib.sha256()
     for path in _input_files(folder):
         digest.update(f"{path.relative_to(folder)}\0".encode() + path.read_bytes() + b"\0")
@@ -83,7 +84,7 @@ def _local_find_links(value: str | None) -> Path | None:
 
 def build_args(spec: dict[str, Any]) -> dict[str, str]:
     settings = spec["settings"]
-    args = {BUILD_KEYS[k]: v for k, v in settings.items() if BUILD_KEYS.get(k)}
+    args = {BUILD_KEYS[k]: v for k, v in settings.items() if BUILD_KEYS.get(k) and v}
     if _local_find_links(settings.get("pip_find_links")):
         args["PIP_FIND_LINKS"] = f"{BUILD_DIR}/{STAGED}/wheels"
     return args
@@ -145,21 +146,23 @@ def ensure_image(root: Path, spec: dict[str, Any], *, check: bool = False, clien
         return result
     started = time.monotonic()
     lines: list[str] = []
-    with tempfile.TemporaryFile() as context:
+    if log_path:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile() as context, open(log_path or os.devnull, "w", encoding="utf-8") as log:
         write_context(root, spec, context)
         stream = client.api.build(fileobj=context, custom_context=True, tag=spec["ref"], buildargs=build_args(spec),
                                   rm=True, forcerm=True, pull=False, decode=True,
                                   labels={"perfplay.inputs": spec["tag"], "perfplay.vendor": spec["vendor"],
                                           "perfplay.framework": spec["framework"]})
         error = None
-        for chunk in stream:
+        for chunk in stream:  # the log follows the build, so a slow one can be watched
             if "stream" in chunk:
                 lines += chunk["stream"].splitlines()
+                log.write(chunk["stream"])
+                log.flush()
             if "error" in chunk:
                 error = chunk["error"].strip()
-    if log_path:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                log.write(f"error: {error}\n")
     if error:
         tail = "\n".join(lines[-LOG_TAIL:])
         raise PerfplayError(f"building {spec['ref']} from {spec['context']} failed: {error}\n{tail}")

@@ -77,6 +77,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict[str, Any]:
     """Train one rank and return its result record (everything but e2e_time)."""
+    import torch
+
     from case_runners.training.case_api import RunContext
     from case_runners.training.dist import init_distributed
     from case_runners.training.trainer import Target, Trainer, seed_everything
@@ -90,7 +92,8 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     log.event(ev.SUBMIT_INFO, {"vendor": config.get("vendor"), "case": config["case"],
                                "case_id": config.get("case_id"), "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
-                               "dist_backend": backend, "world_size": env.world_size, "params": params})
+                               "dist_backend": backend, "world_size": env.world_size, "params": params,
+                               "python": sys.executable, "torch": torch.__version__})
     init_distributed(env, backend, device)
     seed_everything(int(params.get("seed", 0)))
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,

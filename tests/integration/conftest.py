@@ -15,7 +15,7 @@ from playbook_run import REPO  # noqa: E402
 
 def copy_ignore(directory: str, names: list[str]) -> set[str]:
     """The checkout's own venv, git, results and caches (results/ at the top only: not case_runners/results)."""
-    top = {".venv", ".git", "results", ".ansible", ".pytest_cache"} if Path(directory) == REPO else set()
+    top = {".venv", ".git", "results", ".ansible", ".pytest_cache", ".perfplay-images"} if Path(directory) == REPO else set()
     return {name for name in names if name in top or name == "__pycache__"}
 
 

@@ -135,9 +135,9 @@ def test_multi_node_rounds_use_the_master_port(run_module, port):
     assert only["hosts"] == ["a", "b"]
     assert only["master_port"] == port
     assert only["monitors"] == ["host"]
-    assert result["host_needs"] == {"a": {"nproc": 1, "case_ids": ["multi_x2"], "master": True},
-                                    "b": {"nproc": 1, "case_ids": ["multi_x2"], "master": False},
-                                    "c": {"nproc": 0, "case_ids": [], "master": False}}
+    assert result["host_needs"] == {"a": {"nproc": 1, "case_ids": ["multi_x2"], "master": True, "images": []},
+                                    "b": {"nproc": 1, "case_ids": ["multi_x2"], "master": False, "images": []},
+                                    "c": {"nproc": 0, "case_ids": [], "master": False, "images": []}}
 
 
 def test_cli_crash_without_json_fails_with_its_stderr(run_module):

@@ -1,0 +1,96 @@
+"""Container overhead: the same case through the playbook with the docker runtime and with the host runtime.
+
+Alternates `ansible-playbook run_case.yml -e perfplay_runtime=docker` and `... =host` on the same case (fixed
+training steps), at 1 and at 3 rounds, the image already built, and reports the seconds the docker runtime
+adds per round: ((docker, 3) - (docker, 1)) - ((host, 3) - (host, 1)), over 2 rounds. Target: at most 3 s.
+Also reports what each container costs as the supervisor sees it (its wall time minus the launcher's inside).
+
+Needs root and a Docker engine: tests/docker/engine.sh starts dockerd and imports the base image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "docker"))
+VENV_BIN = Path(sys.executable).parent
+TARGET_PER_ROUND_S = 3.0
+
+
+def playbook(runtime: str, case: str, nproc: int, steps: int, rounds: int, results: Path, settings: dict) -> list[str]:
+    selection = {"case": case, "nproc": nproc, "repeat": rounds, "overrides": {"max_steps": steps}}
+    extra = {"perfplay_runtime": runtime, "perfplay_cases": [selection], "perfplay_results_dir": str(results),
+             "perfplay_image": settings}
+    return [str(VENV_BIN / "ansible-playbook"), "run_case.yml", "-e", json.dumps(extra)]
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return elapsed
+
+
+def supervisor_costs(results: Path) -> list[float]:
+    """Per docker round: the container's wall time minus the launcher's inside it."""
+    costs = []
+    for path in results.glob("run*/*/round*/*/node_result.json"):
+        doc = json.loads(path.read_text())
+        if "container_duration_s" in doc:
+            costs.append(doc["container_duration_s"] - doc["duration_s"])
+    return costs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", default="digits_cnn")
+    parser.add_argument("--nproc", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=60, help="training steps per round (fixed work)")
+    parser.add_argument("--pairs", type=int, default=2, help="alternated docker/host pairs per round count")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("container_overhead: needs root (dockerd); run it as root")
+    from docker_env import engine, image_settings
+    engine("up")
+    settings = image_settings()
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    times: dict[tuple[str, int], list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="perfplay-bench-") as tmp:
+        warm = Path(tmp) / "warm"
+        print("building the image if absent (not timed) ...", flush=True)
+        timed(playbook("docker", args.case, args.nproc, 5, 1, warm, settings), env)
+        for pair in range(args.pairs):
+            for rounds in (1, 3):
+                order = ("docker", "host") if pair % 2 == 0 else ("host", "docker")
+                for runtime in order:
+                    results = Path(tmp) / runtime
+                    elapsed = timed(playbook(runtime, args.case, args.nproc, args.steps, rounds, results, settings), env)
+                    times.setdefault((runtime, rounds), []).append(elapsed)
+                    print(f"pair {pair + 1} {runtime:6s} rounds={rounds}: {elapsed:6.2f} s", flush=True)
+        costs = supervisor_costs(Path(tmp) / "docker")
+    med = {key: statistics.median(values) for key, values in times.items()}
+    per_round = ((med["docker", 3] - med["docker", 1]) - (med["host", 3] - med["host", 1])) / 2
+    fixed = (med["docker", 1] - med["host", 1]) - per_round
+    print(f"\nmedian wall time, 1 round:  docker {med['docker', 1]:.2f} s, host {med['host', 1]:.2f} s")
+    print(f"median wall time, 3 rounds: docker {med['docker', 3]:.2f} s, host {med['host', 3]:.2f} s")
+    print(f"docker fixed cost per run:    {fixed:.2f} s (image check, agent venv check)")
+    print(f"container cost seen by the supervisor: median {statistics.median(costs):.2f} s over {len(costs)} rounds "
+          f"(create, start, prepare, stop, remove)")
+    verdict = "PASS" if per_round <= TARGET_PER_ROUND_S else "FAIL"
+    print(f"docker runtime added per round: {per_round:.2f} s (target <= {TARGET_PER_ROUND_S:.0f} s) {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

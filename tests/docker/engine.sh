@@ -1,0 +1,77 @@
+#!/bin/bash
+# The Docker engine of the docker tests and of the container bench, and a base image made without a registry.
+#
+#   engine.sh up     start dockerd unless one answers; import the base image unless present
+#   engine.sh down   stop the dockerd this script started (nothing else)
+#   engine.sh deps   install Debian's docker.io and debootstrap (CI=true does this in `up` too)
+#
+# The base image (PERFPLAY_BASE_IMAGE, default perfplay-base:bookworm) is a minimal Debian bookworm with
+# python3 and python3-venv: debootstrap, then `docker import` (about a minute). Needs root.
+set -euo pipefail
+
+BASE_IMAGE=${PERFPLAY_BASE_IMAGE:-perfplay-base:bookworm}
+STATE=${PERFPLAY_DOCKER_DIR:-/tmp/perfplay-docker}
+MIRROR=${PERFPLAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PACKAGES=(docker.io debootstrap)
+
+die() { echo "engine.sh: $*" >&2; exit 1; }
+
+have_deps() { command -v dockerd >/dev/null && command -v debootstrap >/dev/null && [[ -x /usr/bin/docker ]]; }
+
+deps() {
+  have_deps && return 0
+  [[ ${CI:-} == true || ${1:-} == --install ]] ||
+    die "missing ${PACKAGES[*]}: run 'tests/docker/engine.sh deps' (apt-get, as root)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}" >/dev/null ||
+    { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        "${PACKAGES[@]}" >/dev/null; } || die "cannot install ${PACKAGES[*]}"
+}
+
+# Debian's client; another docker on PATH may be older or newer than Debian's engine.
+docker() { /usr/bin/docker "$@"; }
+
+answers() { docker info >/dev/null 2>&1; }
+
+start_engine() {
+  answers && return 0
+  mkdir -p "$STATE"
+  dockerd --pidfile "$STATE/dockerd.pid" >"$STATE/dockerd.log" 2>&1 &
+  echo $! >"$STATE/started.pid"
+  for _ in $(seq 60); do
+    answers && return 0
+    kill -0 "$(cat "$STATE/started.pid")" 2>/dev/null || break
+    sleep 0.5
+  done
+  tail -20 "$STATE/dockerd.log" >&2
+  die "dockerd did not start (log: $STATE/dockerd.log)"
+}
+
+base_image() {
+  docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 && return 0
+  local root=$STATE/rootfs
+  rm -rf "$root"
+  echo "engine.sh: debootstrap bookworm into $root, then docker import as $BASE_IMAGE" >&2
+  debootstrap --variant=minbase --include=python3,python3-venv bookworm "$root" "$MIRROR" >"$STATE/debootstrap.log" 2>&1 ||
+    { tail -20 "$STATE/debootstrap.log" >&2; die "debootstrap failed (log: $STATE/debootstrap.log)"; }
+  tar -C "$root" -c . | docker import - "$BASE_IMAGE" >/dev/null
+  rm -rf "$root"
+}
+
+stop_engine() {
+  [[ -f $STATE/started.pid ]] || return 0
+  local pid
+  pid=$(cat "$STATE/started.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  fi
+  rm -f "$STATE/started.pid"
+}
+
+[[ $(id -u) == 0 ]] || die "needs root (dockerd, debootstrap)"
+case ${1:-} in
+  up) deps; mkdir -p "$STATE"; start_engine; base_image ;;
+  down) stop_engine ;;
+  deps) deps --install ;;
+  *) die "usage: engine.sh up | down | deps" ;;
+esac

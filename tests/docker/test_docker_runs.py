@@ -1,0 +1,147 @@
+"""The docker runtime against a real engine: the cpu vendor's image built from a debootstrapped base, digits
+at 1x2 in a container to convergence, image idempotence, and no container left after success, a killed rank,
+a timeout or an interrupted controller."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import docker
+from cluster import leftovers, rank_pid, wait_for
+from conftest import DIGITS_1X2
+from docker_env import REPO, docker_vars, image_tags, run_containers, run_docker
+from playbook_run import BIN, playbook_env, run_playbook
+
+BUILD_TASK = "runtime_docker : Build the images this host's rounds run in"
+# Runs until its time budget unless a fault stops it first (synthetic data never reaches the target).
+LONG = dict(DIGITS_1X2, overrides={"synthetic": True, "time_budget_s": 120, "max_epochs": 100000})
+
+
+def _node_dir(results: Path, run_id: str, case_id: str, number: int = 1) -> Path:
+    return results / run_id / case_id / f"round{number}" / "localhost_noderank0"
+
+
+def _record(results: Path, run_id: str, case_id: str, number: int = 1) -> dict:
+    return json.loads((results / run_id / case_id / f"round{number}" / "result.json").read_text())
+
+
+def _start(results: Path, run_id: str, log: Path, *cases: dict, **extra: object) -> subprocess.Popen:
+    handle = open(log, "w")  # noqa: SIM115 - owned by the process
+    return subprocess.Popen([str(BIN / "ansible-playbook"), "run_case.yml", "-e", f"perfplay_results_dir={results}",
+                             "-e", f"perfplay_run_id={run_id}", "-e", docker_vars(*cases, **extra)],
+                            cwd=REPO, env=playbook_env(REPO), stdout=handle, stderr=subprocess.STDOUT, text=True)
+
+
+def _training(results: Path, run_id: str, case_id: str, rank: int) -> int | None:
+    log = _node_dir(results, run_id, case_id) / f"rank{rank}.out.log"
+    if log.exists() and "TRAIN_START" in log.read_text(errors="replace"):
+        return rank_pid(run_id, rank)
+    return None
+
+
+def test_digits_converges_in_a_container_that_is_removed_afterwards(cpu_image, results: Path):
+    run = run_docker(REPO, "run_case.yml", results, "run_dock", DIGITS_1X2)
+    assert run.rc == 0, run.output[-3000:]
+    record = _record(results, "run_dock", "digits_cnn_CPUx1x2")
+    assert record["status"] == "success"
+    assert record["metrics"]["converged"] is True and record["metrics"]["final_metric"] >= 0.95
+
+    node = _node_dir(results, "run_dock", "digits_cnn_CPUx1x2")
+    result = json.loads((node / "node_result.json").read_text())
+    assert result["container"] == "perfplay-run_dock-digits_cnn_CPUx1x2-round1-n0"
+    assert result["image"].startswith("perfplay-cpu-pytorch:")
+    # The ranks ran the image's Python and torch, not the host's.
+    submit = json.loads((node / "rank1.out.log").read_text().splitlines()[0].removeprefix("[PerfLog] "))
+    assert submit["value"]["python"].startswith("/opt/perfplay-venv/bin/python")
+    assert submit["value"]["torch"].endswith("+cpu")
+    assert (node / "container_prepare.log").read_text().startswith("environment: no environment_variables.sh")
+    # Files in the results belong to the login user, and nothing of the run is left.
+    assert (node / "rank0.out.log").stat().st_uid == os.getuid()
+    assert run_containers("run_dock") == []
+    assert leftovers("run_dock") == []
+
+
+def test_the_image_is_built_once_and_again_after_its_dockerfile_changes(cpu_image, results: Path, tmp_path: Path):
+    again = run_docker(REPO, "playbooks/preflight.yml", results, "run_again", DIGITS_1X2)
+    assert again.rc == 0, again.output[-3000:]
+    assert again.task_statuses()[BUILD_TASK] == ["ok"], "an unchanged image was rebuilt"
+
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO, checkout, ignore=shutil.ignore_patterns(".venv", ".git", "results", ".ansible",
+                                                                  "__pycache__", ".perfplay-images"))
+    dockerfile = checkout / "vendor" / "cpu" / "docker_image" / "pytorch" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "LABEL perfplay.test=edited\n")
+    before = image_tags("perfplay-cpu-pytorch")
+    try:
+        edited = run_docker(checkout, "playbooks/preflight.yml", results, "run_edit", DIGITS_1X2)
+        assert edited.rc == 0, edited.output[-3000:]
+        assert edited.task_statuses()[BUILD_TASK] == ["changed"]
+        new = image_tags("perfplay-cpu-pytorch") - before
+        assert len(new) == 1, "the edited Dockerfile gets its own tag"
+        labels = docker.from_env().images.get(new.pop()).labels
+        assert labels["perfplay.test"] == "edited"
+        same = run_docker(checkout, "playbooks/preflight.yml", results, "run_edit2", DIGITS_1X2)
+        assert same.task_statuses()[BUILD_TASK] == ["ok"]
+    finally:
+        for tag in image_tags("perfplay-cpu-pytorch") - before:
+            docker.from_env().images.remove(tag)
+
+
+def test_a_killed_rank_fails_the_round_and_its_container_is_removed(cpu_image, results: Path, tmp_path: Path):
+    run = _start(results, "run_dkill", tmp_path / "run.log", LONG)
+    try:
+        pid = wait_for(lambda: _training(results, "run_dkill", "digits_cnn_CPUx1x2", 1), 180, "rank 1 training")
+        assert run_containers("run_dkill") == ["perfplay-run_dkill-digits_cnn_CPUx1x2-round1-n0"]
+        os.kill(pid, signal.SIGKILL)
+        assert run.wait(timeout=120) != 0, "the play fails at the end: a round failed"
+    finally:
+        if run.poll() is None:
+            run.kill()
+    record = _record(results, "run_dkill", "digits_cnn_CPUx1x2")
+    assert record["status"] == "failed"
+    assert "rank 1 on localhost was killed by SIGKILL" in json.dumps(record)
+    assert run_containers("run_dkill") == []
+    assert leftovers("run_dkill") == []
+
+
+def test_a_timeout_stops_the_round_and_its_container_is_removed(cpu_image, results: Path):
+    started = time.monotonic()
+    run = run_docker(REPO, "run_case.yml", results, "run_dtime", LONG, perfplay_case_timeout=20)
+    assert run.rc != 0
+    assert time.monotonic() - started < 100, "the case timeout did not stop the round"
+    record = _record(results, "run_dtime", "digits_cnn_CPUx1x2")
+    assert record["status"] == "timeout"
+    assert "case timeout of" in json.dumps(record)
+    assert run_containers("run_dtime") == []
+    assert leftovers("run_dtime") == []
+
+
+def test_an_interrupted_controller_leaves_nothing_after_cleanup(cpu_image, results: Path, tmp_path: Path):
+    run = _start(results, "run_dint", tmp_path / "run.log", LONG)
+    try:
+        wait_for(lambda: _training(results, "run_dint", "digits_cnn_CPUx1x2", 0), 180, "rank 0 training")
+        run.send_signal(signal.SIGINT)
+        run.wait(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    cleanup = run_playbook(REPO, "playbooks/cleanup.yml", "-e", "perfplay_run_id=run_dint",
+                           "-e", f"perfplay_results_dir={results}")
+    assert cleanup.rc == 0, cleanup.output[-3000:]
+    assert "perfplay-run_dint-digits_cnn_CPUx1x2-round1-n0" in cleanup.output
+    wait_for(lambda: not run_containers("run_dint") and not leftovers("run_dint"), 30, "nothing of the run left")
+
+
+def test_bad_image_settings_are_rejected_before_any_host_is_touched(docker_engine, results: Path):
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results}", "-e", json.dumps(
+        {"perfplay_runtime": "docker", "perfplay_image": {"base": "x"}, "perfplay_cases": [DIGITS_1X2]}))
+    assert run.rc != 0
+    assert "key 'perfplay_image.base': unknown image setting" in run.output
+    assert "allowed: base_image, ca_bundle, pip_extra_index_url" in run.output
+    assert not list(results.iterdir()), "a run directory was created"
