@@ -19,6 +19,11 @@ description:
     launchers first meet at node 0, which listens on O(master_addr):O(master_port) (the one port to open
     between the hosts) and then picks a free port for torch's TCPStore. A node that does not join within
     O(rdzv_timeout) fails the round on every node, naming the missing node or the unreachable address.
+  - With the docker runtime (the config's C(runtime.kind) is C(docker)), the launcher runs in a container of
+    the config's image, one per node per round, with the host's network; the process on the host creates
+    it through the Docker SDK, waits for it, keeps its output in C(container.log) and removes it on every
+    outcome (success, failure, timeout, a signal). C(node_result.json) then also names the C(container), the
+    C(image) and the C(container_duration_s).
   - Once started, the launchers exchange heartbeats. A rank that fails on any node, a node that times out or
     is interrupted, or a node silent for O(heartbeat_timeout) stops the ranks of every node, within seconds;
     the reason of every other node starts with C(stopped) and names the node, host and rank that failed

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 import docker
 from cluster import leftovers, rank_pid, wait_for
 from conftest import DIGITS_1X2
-from docker_env import REPO, docker_vars, image_tags, run_containers, run_docker
+from docker_env import REPO, checkout_copy, docker_vars, image_tags, run_containers, run_docker
 from playbook_run import BIN, playbook_env, run_playbook
 
 BUILD_TASK = "runtime_docker : Build the images this host's rounds run in"
@@ -72,9 +71,7 @@ def test_the_image_is_built_once_and_again_after_its_dockerfile_changes(cpu_imag
     assert again.rc == 0, again.output[-3000:]
     assert again.task_statuses()[BUILD_TASK] == ["ok"], "an unchanged image was rebuilt"
 
-    checkout = tmp_path / "checkout"
-    shutil.copytree(REPO, checkout, ignore=shutil.ignore_patterns(".venv", ".git", "results", ".ansible",
-                                                                  "__pycache__", ".perfplay-images"))
+    checkout = checkout_copy(tmp_path / "checkout")
     dockerfile = checkout / "vendor" / "cpu" / "docker_image" / "pytorch" / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "LABEL perfplay.test=edited\n")
     before = image_tags("perfplay-cpu-pytorch")
@@ -145,3 +142,29 @@ def test_bad_image_settings_are_rejected_before_any_host_is_touched(docker_engin
     assert "key 'perfplay_image.base': unknown image setting" in run.output
     assert "allowed: base_image, ca_bundle, pip_extra_index_url" in run.output
     assert not list(results.iterdir()), "a run directory was created"
+
+
+def test_the_vendor_case_environment_requirements_and_csrc_are_set_up_in_the_container(cpu_image, results: Path,
+                                                                                        tmp_path: Path):
+    checkout = checkout_copy(tmp_path / "checkout")
+    case_dir = checkout / "vendor" / "cpu" / "cases" / "digits_cnn"
+    (case_dir / "environment_variables.sh").write_text("export PERFPLAY_PROBE=from-environment-file\n")
+    (case_dir / "requirements.txt").write_text("PyYAML==6.0.3\n")  # in the image already: no pip
+    (case_dir / "csrc" / "probe_ops").mkdir(parents=True)
+    (case_dir / "csrc" / "probe_ops" / "__init__.py").write_text("VALUE = 42\n")
+    # setup.py fails unless the environment file was sourced first, in the same container.
+    (case_dir / "csrc" / "setup.py").write_text(
+        "import os\nfrom setuptools import setup\n"
+        "assert os.environ['PERFPLAY_PROBE'] == 'from-environment-file'\n"
+        "setup(name='probe-ops', version='1.0', packages=['probe_ops'])\n")
+    one = dict(DIGITS_1X2, nproc=1, repeat=2)
+    run = run_docker(checkout, "run_case.yml", results, "run_dprep", one)
+    assert run.rc == 0, run.output[-3000:]
+    first = (_node_dir(results, "run_dprep", "digits_cnn_CPUx1x1", 1) / "container_prepare.log").read_text()
+    assert f"environment: sourced {case_dir / 'environment_variables.sh'}" in first
+    assert "requirements: requirements.txt already satisfied" in first
+    assert "csrc: building setup.py" in first
+    assert (results / "run_dprep" / "digits_cnn_CPUx1x1" / ".container-site" / "probe_ops" / "__init__.py").is_file()
+    second = (_node_dir(results, "run_dprep", "digits_cnn_CPUx1x1", 2) / "container_prepare.log").read_text()
+    assert "csrc: already built" in second, "the second round reuses the first round's build"
+    assert run_containers("run_dprep") == []
