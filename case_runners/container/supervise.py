@@ -54,8 +54,10 @@ def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run:
     if visible and visible in os.environ:
         env[visible] = os.environ[visible]
     env.update({str(k): str(v) for k, v in (run.get("environment") or {}).items()})
+    # The login user may have no passwd entry in the image: name it for getpass (torch's caches use it).
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or f"uid{os.getuid()}"
     env.update(PERFPLAY_RUN_ID=spec.run_id, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
-               PYTHONUNBUFFERED="1", HOME="/tmp")
+               PYTHONUNBUFFERED="1", HOME="/tmp", USER=user, LOGNAME=user)
     env_file = vendor_case_dir(project_dir, config) / ENV_FILE
     if env_file.is_file():
         env["PERFPLAY_ENV_FILE"] = str(env_file)

@@ -168,3 +168,27 @@ def test_the_vendor_case_environment_requirements_and_csrc_are_set_up_in_the_con
     second = (_node_dir(results, "run_dprep", "digits_cnn_CPUx1x1", 2) / "container_prepare.log").read_text()
     assert "csrc: already built" in second, "the second round reuses the first round's build"
     assert run_containers("run_dprep") == []
+
+
+def test_two_nodes_meet_across_two_containers(cpu_image, results: Path, tmp_path: Path):
+    """Two inventory hosts on this machine, one container each: the rendezvous and gloo cross containers."""
+    inventory = tmp_path / "two_nodes.yml"
+    local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+             "perfplay_node_addr": "127.0.0.1", "perfplay_project_dir": "{{ playbook_dir | dirname }}",
+             "perfplay_venv": "{{ ansible_playbook_python | dirname | dirname }}"}
+    inventory.write_text(json.dumps({"all": {"children": {"perfplay_hosts": {
+        "hosts": {"nodeA": {}, "nodeB": {}}, "vars": local}}}}))
+    two = dict(DIGITS_1X2, nnodes=2, nproc=1)
+    run = run_playbook(REPO, "run_case.yml", "-i", str(inventory), "-e", f"perfplay_results_dir={results}",
+                       "-e", "perfplay_run_id=run_d2n", "-e", docker_vars(two))
+    assert run.rc == 0, run.output[-3000:]
+    record = _record(results, "run_d2n", "digits_cnn_CPUx2x1")
+    assert record["status"] == "success" and record["metrics"]["converged"] is True
+    names = set()
+    for node, host in ((0, "nodeA"), (1, "nodeB")):
+        doc = json.loads((results / "run_d2n" / "digits_cnn_CPUx2x1" / "round1" / f"{host}_noderank{node}" /
+                          "node_result.json").read_text())
+        assert doc["status"] == "success"
+        names.add(doc["container"])
+    assert names == {"perfplay-run_d2n-digits_cnn_CPUx2x1-round1-n0", "perfplay-run_d2n-digits_cnn_CPUx2x1-round1-n1"}
+    assert run_containers("run_d2n") == []
