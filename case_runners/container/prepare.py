@@ -45,6 +45,14 @@ def _run(argv: list[str], log: Any, what: str) -> None:
         raise PerfplayError(f"{what} failed (exit code {done.returncode}); see {PREPARE_LOG}")
 
 
+def _use_site(site: Path) -> None:
+    """Put site first on this process's path and on the ranks' PYTHONPATH, once it exists."""
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if site.is_dir() and str(site) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), *paths]))
+        sys.path.insert(0, str(site))
+
+
 def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_dir: Path) -> float:
     """Install the case's requirements and build its csrc; return the seconds spent. PerfplayError on failure."""
     started = time.monotonic()
@@ -54,9 +62,7 @@ def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_di
     with open(log_dir / PREPARE_LOG, "w", encoding="utf-8") as log:
         sourced = os.environ.get("PERFPLAY_ENV_FILE")
         log.write(f"environment: {'sourced ' + sourced if sourced else f'no {ENV_FILE}'}\n")
-        if site.is_dir():
-            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-            sys.path.insert(0, str(site))
+        _use_site(site)  # what an earlier round installed counts as installed
         requirements = case_dir / "requirements.txt"
         if requirements.is_file():
             check = check_requirements(requirements)
@@ -79,8 +85,7 @@ def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_di
                     _run([sys.executable, "-m", "pip", "install", "--no-input", "--no-deps", "--no-build-isolation",
                           "--target", str(site), str(source)], log, f"building {setup}")
                 stamp.touch()
-        if site.is_dir() and str(site) not in os.environ.get("PYTHONPATH", ""):
-            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+        _use_site(site)
         spent = time.monotonic() - started
         log.write(f"prepared in {spent:.2f} s\n")
     return spent
