@@ -85,6 +85,20 @@ def cmd_containers(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_infer(args: argparse.Namespace) -> int:
+    from case_runners.inference.config import resolve_inference
+    from case_runners.inference.pipeline import run_pipeline
+    from case_runners.paths import project_root
+    root = project_root()
+    resolved, notes = resolve_inference(args.case, args.vendor, root)
+    for note in notes:
+        print(note, file=sys.stderr)
+    result = run_pipeline(resolved, root, Path(args.work_dir), args.data_dir,
+                          log=lambda line: print(line, file=sys.stderr, flush=True))
+    _print_json({"config": resolved, "notes": notes, "result": result})
+    return 0
+
+
 def cmd_monitor(args: argparse.Namespace, rest: list[str]) -> int:
     from case_runners.monitors.cli import main as monitor_main
     return monitor_main(rest)
@@ -192,6 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", required=True)
     p.add_argument("--check", action="store_true", help="list them; remove nothing")
     p.set_defaults(func=cmd_containers)
+
+    p = sub.add_parser("infer", help="an inference case on this host, steps a-g of seed 002 (JSON)")
+    p.add_argument("case")
+    p.add_argument("--vendor", default="cpu")
+    p.add_argument("--work-dir", required=True, help="where the ONNX file and the compiled engine go")
+    p.add_argument("--data-dir")
+    p.set_defaults(func=cmd_infer)
 
     p = sub.add_parser("worker", help="one rank (started by launch)")
     p.add_argument("--config", required=True)

@@ -91,11 +91,12 @@ cmd_deps() {
 
 # --- venv ---------------------------------------------------------------------------------------------
 
-# The hosts' perfplay venv, shared by all hosts (they have no network): rebuilt when requirements.txt changes.
+# The hosts' perfplay venv, shared by all hosts (they have no network): rebuilt when requirements.txt or a file
+# it includes (requirements-*.txt) changes.
 ensure_venv() {
   local req=$REPO/requirements.txt want have=""
   [[ -f $req ]] || die "no $req"
-  want=$(sha256sum "$req" | cut -d' ' -f1)
+  want=$(cat "$req" "$REPO"/requirements-*.txt | sha256sum | cut -d' ' -f1)
   [[ -f $STATE/venv/.requirements.sha256 ]] && have=$(<"$STATE/venv/.requirements.sha256")
   if [[ $want == "$have" && -x $STATE/venv/bin/python ]]; then
     log "venv: $STATE/venv is current"

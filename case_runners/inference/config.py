@@ -1,0 +1,121 @@
+"""An inference case's config, FlagPerf's way (seed 002): three files, strict override rules.
+
+- `case_runners/cases/<case>/inference/configurations.yaml`: the same keys in every case (CONFIG_KEYS);
+- `case_runners/cases/<case>/inference/parameters.yaml`: the case's own, hardware-independent params,
+  never overridden;
+- `vendor/<vendor>/cases/<case>/<vendor>_configurations.yaml`: the vendor's overrides. A key not in
+  configurations.yaml is added with a warning; a changed key is logged; a key set to the value it already
+  has is an error (an override must change something); a key of parameters.yaml is an error.
+
+`flops` (per item; 1 multiply-add = 2 FLOPs unless the case says otherwise) is a number or a product such as
+`2*512*0.33e9`, parsed as numbers joined by `*`, never evaluated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from case_runners.config.yaml_io import load_mapping
+from case_runners.errors import ConfigError
+from case_runners.paths import display_path
+
+CONFIG_KEYS = ("batch_size", "flops", "fp16", "compiler", "num_workers", "log_freq", "repeat", "no_validation",
+               "exist_onnx_path", "exist_compiler_path")
+_NUMBER = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$|^\.[0-9]+([eE][+-]?[0-9]+)?$")
+
+
+def inference_dir(root: Path, case: str) -> Path:
+    return root / "case_runners" / "cases" / case / "inference"
+
+
+def vendor_overrides_path(root: Path, vendor: str, case: str) -> Path:
+    return root / "vendor" / vendor / "cases" / case / f"{vendor}_configurations.yaml"
+
+
+def parse_flops(value: Any, *, file: str) -> float:
+    """FLOPs per item from a number or a product of numbers ("2*512*0.33e9"); ConfigError otherwise."""
+    if isinstance(value, bool) or value is None:
+        raise ConfigError(f"expected a number or a product like 2*512*0.33e9, got {value!r}", key="flops", file=file)
+    if isinstance(value, (int, float)):
+        factors = [float(value)]
+    else:
+        parts = [p.strip() for p in str(value).split("*")]
+        if not all(_NUMBER.match(p) for p in parts):
+            raise ConfigError(f"'{value}' is not a number or a product of numbers like 2*512*0.33e9",
+                              key="flops", file=file)
+        factors = [float(p) for p in parts]
+    flops = math.prod(factors)
+    if not math.isfinite(flops) or flops <= 0:
+        raise ConfigError(f"'{value}' must be a positive, finite number of FLOPs", key="flops", file=file)
+    return flops
+
+
+def resolve_inference(case: str, vendor: str, root: Path) -> tuple[dict[str, Any], list[str]]:
+    """The case's resolved inference config and the notes (warnings, changes) its override produced.
+
+    Raises ConfigError for a broken file, ConfigErrors-style problems are collected and raised together.
+    """
+    folder = inference_dir(root, case)
+    if not (folder / "configurations.yaml").is_file():
+        known = sorted(p.parent.parent.name for p in (root / "case_runners" / "cases").glob("*/inference/configurations.yaml"))
+        raise ConfigError(f"unknown inference case '{case}'", key="case", allowed=known)
+    base_path, params_path = folder / "configurations.yaml", folder / "parameters.yaml"
+    base_file, params_file = display_path(base_path, root), display_path(params_path, root)
+    base = load_mapping(base_path)
+    params = load_mapping(params_path) if params_path.is_file() else {}
+    missing = [k for k in CONFIG_KEYS if k not in base]
+    extra = sorted(set(base) - set(CONFIG_KEYS))
+    if missing or extra:
+        raise ConfigError(f"must have exactly the keys every inference case has; missing {missing}, "
+                          f"unknown {extra}", key="configurations", file=base_file, allowed=CONFIG_KEYS)
+    shared = sorted(set(params) & set(base))
+    if shared:
+        raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
+                          file=params_file)
+    config = dict(base)
+    notes: list[str] = []
+    over_path = vendor_overrides_path(root, vendor, case)
+    if over_path.is_file():
+        over_file = display_path(over_path, root)
+        errors = []
+        for key, value in load_mapping(over_path).items():
+            if key in params:
+                errors.append(ConfigError(f"is a parameter of the case ({params_file}): hardware-independent, "
+                                          "never overridden", key=key, file=over_file))
+            elif key not in base:
+                notes.append(f"warning: {over_file}: key '{key}' is not in {base_file}; added as {value!r}")
+                config[key] = value
+            elif value == base[key]:
+                errors.append(ConfigError(f"sets the value {value!r} it already has in {base_file}; remove it "
+                                          "(an override must change something)", key=key, file=over_file))
+            else:
+                notes.append(f"info: {over_file}: key '{key}' changed from {base[key]!r} to {value!r}")
+                config[key] = value
+        if errors:
+            if len(errors) == 1:
+                raise errors[0]
+            raise ConfigError("; ".join(str(e) for e in errors))
+    config["flops"] = parse_flops(config["flops"], file=base_file)
+    _check_switches(config, base_file)
+    engines = sorted(p.stem for p in (root / "vendor" / vendor / "engines").glob("*.py") if p.stem != "__init__")
+    if config["compiler"] is not None and config["compiler"] not in engines:
+        raise ConfigError(f"vendor '{vendor}' has no engine '{config['compiler']}' (vendor/{vendor}/engines/)",
+                          key="compiler", file=base_file, allowed=engines + ["null"])
+    return {"case": case, "vendor": vendor, "configurations": config, "parameters": params}, notes
+
+
+def _check_switches(config: dict[str, Any], file: str) -> None:
+    for key in ("fp16", "no_validation"):
+        if not isinstance(config[key], bool):
+            raise ConfigError(f"must be true or false, not {config[key]!r}", key=key, file=file)
+    for key in ("batch_size", "repeat", "log_freq"):
+        if isinstance(config[key], bool) or not isinstance(config[key], int) or config[key] < 1:
+            raise ConfigError(f"must be an integer >= 1, not {config[key]!r}", key=key, file=file)
+    if config["no_validation"] and config["exist_onnx_path"] is None:
+        raise ConfigError("no_validation: true needs exist_onnx_path (without the model there is nothing to "
+                          "export)", key="exist_onnx_path", file=file)
+    if config["exist_compiler_path"] is not None and config["compiler"] is None:
+        raise ConfigError("exist_compiler_path needs a compiler to load it", key="compiler", file=file)

@@ -1,0 +1,164 @@
+"""The inference pipeline of seed 002, steps a-g, and the switches that skip them.
+
+    a. init              the resolved config (configurations + parameters), the work dir
+    b. data and model    case.build_dataloader; case.create_model (None with no_validation)
+    c. validation        case.model_forward on the framework model (skipped with no_validation)
+    d. ONNX export       case.export_model (skipped with exist_onnx_path)
+    e. compile           vendor/<vendor>/engines/<compiler>.py InferModel(config, onnx_path, model); with
+                         exist_compiler_path the engine loads that file instead of compiling
+    f. engine inference  case.engine_forward through InferModel.__call__
+    g. summary           throughputs, accuracies, agreement of the two paths, FLOPs
+
+compiler: null goes from c straight to g. A case is a package case_runners.cases.<case>.inference with the
+six functions build_dataloader, create_model, evaluator, model_forward, export_model, engine_forward.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from case_runners.errors import ConfigError, PerfplayError
+
+CASE_FUNCTIONS = ("build_dataloader", "create_model", "evaluator", "model_forward", "export_model", "engine_forward")
+
+
+def vendor_engines(root: Path, vendor: str) -> list[str]:
+    return sorted(p.stem for p in (root / "vendor" / vendor / "engines").glob("*.py") if p.stem != "__init__")
+
+
+def load_engine(root: Path, vendor: str, compiler: str) -> type:
+    """The InferModel class of vendor/<vendor>/engines/<compiler>.py."""
+    path = root / "vendor" / vendor / "engines" / f"{compiler}.py"
+    if not path.is_file():
+        raise ConfigError(f"vendor '{vendor}' has no engine '{compiler}'", key="compiler",
+                          allowed=vendor_engines(root, vendor))
+    spec = importlib.util.spec_from_file_location(f"perfplay_engine_{vendor}_{compiler}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.InferModel
+
+
+def load_case(case: str) -> Any:
+    module = importlib.import_module(f"case_runners.cases.{case}.inference")
+    missing = [name for name in CASE_FUNCTIONS if not callable(getattr(module, name, None))]
+    if missing:
+        raise PerfplayError(f"inference case {case} lacks {', '.join(missing)}")
+    return module
+
+
+def forward_loop(run_batch: Callable, dataloader: Any, evaluator: Callable, config: dict[str, Any],
+                 log: Callable[[str], None], what: str) -> dict[str, Any]:
+    """Run every batch `repeat` times: whole time (data, compute, evaluation) and core time (compute only,
+    less the engine's foo_time). Batches are (input, ..., labels)."""
+    core = foo_total = 0.0
+    items = correct = 0
+    predictions: list[int] = []
+    started = time.perf_counter()
+    for epoch in range(int(config["repeat"])):
+        for step, batch in enumerate(dataloader, 1):
+            *inputs, labels = batch
+            tick = time.perf_counter()
+            outputs, foo = run_batch(inputs)
+            core += time.perf_counter() - tick - foo
+            foo_total += foo
+            right, predicted = evaluator(outputs, labels)
+            correct += right
+            items += len(labels)
+            if epoch == 0:
+                predictions += predicted
+            if step % int(config["log_freq"]) == 0:
+                log(f"{what}: repeat {epoch + 1} step {step}: {items / (time.perf_counter() - started):.1f} items/s")
+    whole = time.perf_counter() - started
+    return {"items": items, "whole_s": whole, "core_s": core, "foo_s": foo_total, "accuracy": correct / items,
+            "predictions": predictions}
+
+
+def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir: str | None = None,
+                 log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Steps a-g for one resolved inference config; the summary record."""
+    started = time.perf_counter()
+    conf = {**resolved["configurations"], **resolved["parameters"], "work_dir": str(work_dir), "data_dir": data_dir}
+    work_dir.mkdir(parents=True, exist_ok=True)
+    compiler = conf["compiler"]
+    engine_class = load_engine(root, resolved["vendor"], compiler) if compiler else None  # a: fail early
+    if compiler and conf["exist_compiler_path"] and not Path(conf["exist_compiler_path"]).is_file():
+        raise ConfigError(f"{conf['exist_compiler_path']} does not exist", key="exist_compiler_path")
+    case = load_case(resolved["case"])
+    steps: list[str] = ["a"]
+
+    dataloader = case.build_dataloader(conf)  # b
+    model = None if conf["no_validation"] else case.create_model(conf)
+    steps.append("b")
+    validation = None
+    if model is not None:  # c
+        validation = case.model_forward(model, dataloader, case.evaluator, conf)
+        steps.append("c")
+        log(f"validation: accuracy {validation['accuracy']:.4f}, {validation['items'] / validation['core_s']:.1f} items/s core")
+    inference = None
+    onnx_path = compile_s = None
+    if compiler:
+        onnx_path = conf["exist_onnx_path"]
+        if onnx_path is None:  # d
+            onnx_path = str(case.export_model(model, conf))
+            steps.append("d")
+        _check_onnx(onnx_path, bool(conf["exist_compiler_path"]))
+        tick = time.perf_counter()  # e (or loading the compiled file)
+        engine = engine_class(conf, onnx_path, model)
+        compile_s = time.perf_counter() - tick
+        if not conf["exist_compiler_path"]:
+            steps.append("e")
+        inference = case.engine_forward(engine, dataloader, case.evaluator, conf)  # f
+        steps.append("f")
+        log(f"inference: accuracy {inference['accuracy']:.4f}, {inference['items'] / inference['core_s']:.1f} items/s core")
+    steps.append("g")
+    return summarize(conf, validation, inference, steps, onnx_path, compile_s, time.perf_counter() - started)
+
+
+def _check_onnx(path: str, compiled_given: bool) -> None:
+    """A named ONNX file must exist and parse (unless the engine loads a compiled file instead)."""
+    if compiled_given and not Path(path).is_file():
+        return  # seed 002: exist_onnx_path may be any placeholder when the compiled engine is given
+    if not Path(path).is_file():
+        raise ConfigError(f"ONNX file {path} does not exist", key="exist_onnx_path")
+    import onnx
+    try:
+        onnx.checker.check_model(onnx.load(path))
+    except Exception as exc:  # onnx raises DecodeError, ValidationError, ... for a broken file
+        raise ConfigError(f"{path} is not a valid ONNX model ({type(exc).__name__}: {str(exc)[:200]})",
+                          key="exist_onnx_path") from None
+
+
+def summarize(conf: dict[str, Any], validation: dict | None, inference: dict | None, steps: list[str],
+              onnx_path: str | None, compile_s: float | None, e2e_s: float) -> dict[str, Any]:
+    def rate(part: dict | None, key: str) -> float | None:
+        return part["items"] / part[key] if part and part[key] > 0 else None
+
+    agreement = None
+    if validation and inference:
+        pairs = list(zip(validation["predictions"], inference["predictions"]))
+        agreement = sum(a == b for a, b in pairs) / len(pairs)
+    p_core = rate(inference, "core_s")
+    return {
+        "steps": steps,
+        "compiler": conf["compiler"],
+        "precision": "fp16" if conf["fp16"] else "fp32",
+        "batch_size": conf["batch_size"],
+        "p_validation_whole": rate(validation, "whole_s"),
+        "p_validation_core": rate(validation, "core_s"),
+        "p_inference_whole": rate(inference, "whole_s"),
+        "p_inference_core": p_core,
+        "validation_accuracy": validation["accuracy"] if validation else None,
+        "inference_accuracy": inference["accuracy"] if inference else None,
+        "agreement": agreement,
+        "foo_time_s": inference["foo_s"] if inference else None,
+        "compile_s": compile_s,
+        "onnx_path": onnx_path,
+        "e2e_time_s": e2e_s,
+        "flops_per_item": conf["flops"],
+        "flops_per_s": conf["flops"] * p_core if p_core else None,
+    }

@@ -1,0 +1,154 @@
+"""Inference cases (seed 002): the config files and their override rules, safe FLOPs expressions, and the
+pipeline's steps a-g under each switch, on the digits case with ONNX Runtime."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pytest
+
+from case_runners.errors import ConfigError
+from case_runners.inference.config import parse_flops, resolve_inference
+from case_runners.inference.pipeline import run_pipeline
+from case_runners.paths import project_root
+
+REPO = project_root()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The digits inference case and the vendors, to edit."""
+    root = tmp_path / "checkout"
+    shutil.copytree(REPO / "case_runners" / "cases" / "digits_cnn" / "inference",
+                    root / "case_runners" / "cases" / "digits_cnn" / "inference")
+    shutil.copytree(REPO / "vendor", root / "vendor", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def _vendor_file(root: Path, text: str) -> Path:
+    path = root / "vendor" / "cpu" / "cases" / "digits_cnn" / "cpu_configurations.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, value", [(4.12e9, 4.12e9), ("2*512*0.33e9", 2 * 512 * 0.33e9),
+                                         ("2 * 337536", 675072.0), (".5e3", 500.0)])
+def test_flops_are_a_number_or_a_product_of_numbers(text, value):
+    assert parse_flops(text, file="f.yaml") == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["2**64", "__import__('os').system('true')", "1e9+1", "-5", "2*", "0", True, None])
+def test_anything_else_in_flops_is_rejected_without_being_evaluated(text):
+    with pytest.raises(ConfigError, match="key 'flops'"):
+        parse_flops(text, file="f.yaml")
+
+
+def test_the_case_resolves_with_its_defaults():
+    resolved, notes = resolve_inference("digits_cnn", "cpu", REPO)
+    assert notes == []
+    assert resolved["configurations"]["flops"] == 675072.0
+    assert resolved["configurations"]["compiler"] == "onnxruntime"
+    assert resolved["parameters"]["train_epochs"] == 15
+
+
+def test_a_vendor_override_warns_on_a_new_key_and_logs_a_change(root: Path):
+    _vendor_file(root, "batch_size: 128\nort_threads: 2\n")
+    resolved, notes = resolve_inference("digits_cnn", "cpu", root)
+    assert resolved["configurations"]["batch_size"] == 128 and resolved["configurations"]["ort_threads"] == 2
+    assert any(n.startswith("info:") and "'batch_size' changed from 64 to 128" in n for n in notes)
+    assert any(n.startswith("warning:") and "'ort_threads' is not in" in n for n in notes)
+
+
+def test_an_override_that_changes_nothing_stops_the_run(root: Path):
+    _vendor_file(root, "batch_size: 64\n")
+    with pytest.raises(ConfigError) as error:
+        resolve_inference("digits_cnn", "cpu", root)
+    assert str(error.value).startswith("vendor/cpu/cases/digits_cnn/cpu_configurations.yaml: key 'batch_size': "
+                                       "sets the value 64 it already has")
+
+
+def test_a_parameter_cannot_be_overridden_nor_be_in_two_files(root: Path):
+    _vendor_file(root, "train_epochs: 3\n")
+    with pytest.raises(ConfigError, match="key 'train_epochs': is a parameter of the case"):
+        resolve_inference("digits_cnn", "cpu", root)
+    _vendor_file(root, "batch_size: 32\n")
+    params = root / "case_runners" / "cases" / "digits_cnn" / "inference" / "parameters.yaml"
+    params.write_text(params.read_text() + "batch_size: 16\n")
+    with pytest.raises(ConfigError, match=r"keys \['batch_size'\] are in both"):
+        resolve_inference("digits_cnn", "cpu", root)
+
+
+def test_configurations_keep_the_common_keys_and_the_switches_are_checked(root: Path):
+    base = root / "case_runners" / "cases" / "digits_cnn" / "inference" / "configurations.yaml"
+    text = base.read_text()
+    base.write_text(text.replace("log_freq: 10\n", ""))
+    with pytest.raises(ConfigError, match=r"missing \['log_freq'\]"):
+        resolve_inference("digits_cnn", "cpu", root)
+    base.write_text(text)
+    _vendor_file(root, "no_validation: true\n")
+    with pytest.raises(ConfigError, match="key 'exist_onnx_path': no_validation: true needs exist_onnx_path"):
+        resolve_inference("digits_cnn", "cpu", root)
+    _vendor_file(root, "compiler: tensorrt\n")
+    with pytest.raises(ConfigError, match=r"vendor 'cpu' has no engine 'tensorrt'.*\(allowed: null, onnxruntime\)"):
+        resolve_inference("digits_cnn", "cpu", root)
+
+
+@pytest.fixture(scope="module")
+def standard(tmp_path_factory) -> dict:
+    """The standard flow, a to g: validation in torch, export, ONNX Runtime."""
+    resolved, _ = resolve_inference("digits_cnn", "cpu", REPO)
+    work = tmp_path_factory.mktemp("standard")
+    return {"resolved": resolved, "work": work, "result": run_pipeline(resolved, REPO, work, log=lambda _: None)}
+
+
+def _with(standard: dict, **changes) -> dict:
+    resolved = copy.deepcopy(standard["resolved"])
+    resolved["configurations"].update(changes)
+    return resolved
+
+
+def test_both_paths_reach_the_target_and_agree(standard):
+    result = standard["result"]
+    assert result["steps"] == ["a", "b", "c", "d", "e", "f", "g"]
+    assert result["validation_accuracy"] >= 0.95 and result["inference_accuracy"] >= 0.95
+    assert result["agreement"] >= 0.99
+    for key in ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core"):
+        assert result[key] > 0
+    assert result["p_inference_core"] >= result["p_inference_whole"], "core excludes data and evaluation"
+    assert result["flops_per_s"] == pytest.approx(675072 * result["p_inference_core"])
+
+
+def test_compiler_null_goes_from_validation_to_the_summary(standard, tmp_path: Path):
+    result = run_pipeline(_with(standard, compiler=None), REPO, tmp_path, log=lambda _: None)
+    assert result["steps"] == ["a", "b", "c", "g"]
+    assert result["p_inference_core"] is None and result["validation_accuracy"] >= 0.95
+    assert not list(tmp_path.glob("*.onnx")), "nothing exported"
+
+
+def test_no_validation_runs_the_given_onnx_without_a_model(standard, tmp_path: Path):
+    onnx_path = str(standard["work"] / "digits_cnn.onnx")
+    result = run_pipeline(_with(standard, no_validation=True, exist_onnx_path=onnx_path), REPO, tmp_path,
+                          log=lambda _: None)
+    assert result["steps"] == ["a", "b", "e", "f", "g"]
+    assert result["p_validation_core"] is None and result["inference_accuracy"] == standard["result"]["inference_accuracy"]
+
+
+def test_exist_compiler_path_skips_the_compile(standard, tmp_path: Path):
+    compiled = str(standard["work"] / "digits_cnn.ort.onnx")
+    result = run_pipeline(_with(standard, no_validation=True, exist_onnx_path="foo", exist_compiler_path=compiled),
+                          REPO, tmp_path, log=lambda _: None)
+    assert result["steps"] == ["a", "b", "f", "g"]
+    assert result["inference_accuracy"] == standard["result"]["inference_accuracy"]
+
+
+def test_a_corrupt_onnx_or_a_missing_compiled_file_is_a_clear_error(standard, tmp_path: Path):
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a protobuf at all")
+    with pytest.raises(ConfigError, match="key 'exist_onnx_path': .*broken.onnx is not a valid ONNX model"):
+        run_pipeline(_with(standard, no_validation=True, exist_onnx_path=str(broken)), REPO, tmp_path,
+                     log=lambda _: None)
+    with pytest.raises(ConfigError, match="key 'exist_compiler_path': .*nowhere.ort.onnx does not exist"):
+        run_pipeline(_with(standard, no_validation=True, exist_onnx_path="foo",
+                           exist_compiler_path=str(tmp_path / "nowhere.ort.onnx")), REPO, tmp_path, log=lambda _: None)
