@@ -33,13 +33,15 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ansible-lint
 
-## bench: harness overhead, monitor cost, p_core fidelity, control plane on 2-16 hosts, container overhead (root)
+## bench: harness overhead, monitor cost, p_core fidelity, control plane on 2-16 hosts, container overhead (root),
+## inference whole/core and onnxruntime vs torch eager
 bench: $(VENV)/.installed
 	$(PY) bench/monitor_cost.py
 	$(PY) bench/fidelity.py
 	$(PY) bench/harness_overhead.py
 	$(PY) bench/control_plane.py
 	$(PY) bench/container_overhead.py
+	$(PY) bench/inference.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ansible

@@ -6,6 +6,7 @@ Machine-facing commands print one JSON document on stdout. torch is imported onl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -93,8 +94,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
     resolved, notes = resolve_inference(args.case, args.vendor, root)
     for note in notes:
         print(note, file=sys.stderr)
-    result = run_pipeline(resolved, root, Path(args.work_dir), args.data_dir,
-                          log=lambda line: print(line, file=sys.stderr, flush=True))
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the JSON document; progress and exporters' chatter go to stderr
+        result = run_pipeline(resolved, root, Path(args.work_dir), args.data_dir,
+                              log=lambda line: print(line, file=sys.stderr, flush=True))
     _print_json({"config": resolved, "notes": notes, "result": result})
     return 0
 

@@ -54,9 +54,10 @@ def load_case(case: str) -> Any:
 def forward_loop(run_batch: Callable, dataloader: Any, evaluator: Callable, config: dict[str, Any],
                  log: Callable[[str], None], what: str) -> dict[str, Any]:
     """Run every batch `repeat` times: whole time (data, compute, evaluation) and core time (compute only,
-    less the engine's foo_time). Batches are (input, ..., labels)."""
+    less the engine's foo_time). Batches are (input, ..., labels); the evaluator returns (correct, predictions)
+    or (correct, predictions, evaluated) when the accuracy is not per item (masked tokens)."""
     core = foo_total = 0.0
-    items = correct = 0
+    items = correct = evaluated = 0
     predictions: list[int] = []
     started = time.perf_counter()
     for epoch in range(int(config["repeat"])):
@@ -66,15 +67,16 @@ def forward_loop(run_batch: Callable, dataloader: Any, evaluator: Callable, conf
             outputs, foo = run_batch(inputs)
             core += time.perf_counter() - tick - foo
             foo_total += foo
-            right, predicted = evaluator(outputs, labels)
+            right, predicted, *counted = evaluator(outputs, labels)  # (correct, predictions[, evaluated])
             correct += right
+            evaluated += counted[0] if counted else len(labels)
             items += len(labels)
             if epoch == 0:
                 predictions += predicted
             if step % int(config["log_freq"]) == 0:
                 log(f"{what}: repeat {epoch + 1} step {step}: {items / (time.perf_counter() - started):.1f} items/s")
     whole = time.perf_counter() - started
-    return {"items": items, "whole_s": whole, "core_s": core, "foo_s": foo_total, "accuracy": correct / items,
+    return {"items": items, "whole_s": whole, "core_s": core, "foo_s": foo_total, "accuracy": correct / max(evaluated, 1),
             "predictions": predictions}
 
 
@@ -106,7 +108,8 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
         if onnx_path is None:  # d
             onnx_path = str(case.export_model(model, conf))
             steps.append("d")
-        _check_onnx(onnx_path, bool(conf["exist_compiler_path"]))
+        if getattr(engine_class, "needs_onnx", True):  # engines that compile the torch model do not
+            _check_onnx(onnx_path, bool(conf["exist_compiler_path"]))
         tick = time.perf_counter()  # e (or loading the compiled file)
         engine = engine_class(conf, onnx_path, model)
         compile_s = time.perf_counter() - tick
@@ -152,6 +155,8 @@ def summarize(conf: dict[str, Any], validation: dict | None, inference: dict | N
         "p_validation_core": rate(validation, "core_s"),
         "p_inference_whole": rate(inference, "whole_s"),
         "p_inference_core": p_core,
+        "validation_items": validation["items"] if validation else None,
+        "inference_items": inference["items"] if inference else None,
         "validation_accuracy": validation["accuracy"] if validation else None,
         "inference_accuracy": inference["accuracy"] if inference else None,
         "agreement": agreement,

@@ -152,3 +152,75 @@ def test_a_corrupt_onnx_or_a_missing_compiled_file_is_a_clear_error(standard, tm
     with pytest.raises(ConfigError, match="key 'exist_compiler_path': .*nowhere.ort.onnx does not exist"):
         run_pipeline(_with(standard, no_validation=True, exist_onnx_path="foo",
                            exist_compiler_path=str(tmp_path / "nowhere.ort.onnx")), REPO, tmp_path, log=lambda _: None)
+
+
+def _tiny_resnet(tmp_path: Path, data_dir: str | None = None) -> tuple[dict, dict]:
+    """resnet50's inference case on a tiny network and 32x32 images (its parameters, shrunk for a test)."""
+    resolved, notes = resolve_inference("resnet50", "cpu", REPO)
+    assert any("'compiler' changed from 'tensorrt' to 'onnxruntime'" in n for n in notes)
+    resolved["parameters"].update(image_size=32, embedding_size=8, hidden_sizes=[8, 8, 8, 8], depths=[1, 1, 1, 1],
+                                  num_classes=3, synthetic_samples=12)
+    resolved["configurations"].update(batch_size=4, num_workers=0)
+    return resolved, run_pipeline(resolved, REPO, tmp_path / "work", data_dir, log=lambda _: None)
+
+
+def test_resnet50_runs_every_step_on_synthetic_images(tmp_path: Path):
+    resolved, result = _tiny_resnet(tmp_path)
+    assert result["steps"] == ["a", "b", "c", "d", "e", "f", "g"]
+    assert result["precision"] == "fp32" and result["flops_per_item"] == pytest.approx(8.2e9)
+    assert result["agreement"] >= 0.99, "ONNX Runtime and torch agree on the same weights"
+
+
+def test_resnet50_reads_imagenet_val_in_imagefolder_layout(tmp_path: Path):
+    from PIL import Image
+
+    for index, name in enumerate(["n01440764", "n01443537", "n01484850"]):
+        folder = tmp_path / "imagenet" / "val" / name
+        folder.mkdir(parents=True)
+        for k in range(2):
+            Image.new("RGB", (48 + k * 8, 40), (80 * index, 40 * k, 200)).save(folder / f"ILSVRC2012_val_{index}{k}.JPEG")
+    _, result = _tiny_resnet(tmp_path, str(tmp_path / "imagenet"))
+    assert result["steps"] == ["a", "b", "c", "d", "e", "f", "g"]
+    assert result["inference_items"] == 6, "every image of val/ was read (repeat 1)"
+    assert 0.0 <= result["inference_accuracy"] <= 1.0 and result["agreement"] >= 0.99
+
+
+def test_the_nvidia_inductor_engine_compiles_the_torch_model_outside_the_core_time(standard, tmp_path: Path):
+    """vendor/nvidia/engines/inductor.py on this CPU (inductor's C++ backend): no ONNX needed, compilation
+    reported as foo_time."""
+    resolved = _with(standard, compiler="inductor", exist_onnx_path="unused", batch_size=60)  # one shape: 360 = 6 x 60
+    resolved["vendor"] = "nvidia"
+    result = run_pipeline(resolved, REPO, tmp_path, log=lambda _: None)
+    assert result["steps"] == ["a", "b", "c", "e", "f", "g"]
+    assert result["foo_time_s"] > 0, "the first call of each shape compiles, outside the core time"
+    assert result["inference_accuracy"] >= 0.95 and result["agreement"] >= 0.99
+
+
+def _tiny_bert(tmp_path: Path, data_dir: str | None = None) -> dict:
+    """bert's inference case on a 2-layer, 32-wide BERT and 16-token sequences (shrunk for a test)."""
+    resolved, notes = resolve_inference("bert", "cpu", REPO)
+    assert any("'compiler' changed from 'tensorrt' to 'onnxruntime'" in n for n in notes)
+    resolved["parameters"].update(seq_len=16, max_predictions_per_seq=3, hidden_size=32, num_layers=2, num_heads=2,
+                                  intermediate_size=64, synthetic_samples=10)
+    return run_pipeline(resolved, REPO, tmp_path / "work", data_dir, log=lambda _: None)
+
+
+def test_bert_masks_the_same_tokens_on_both_paths_and_they_agree(tmp_path: Path):
+    result = _tiny_bert(tmp_path)
+    assert result["steps"] == ["a", "b", "c", "d", "e", "f", "g"]
+    assert result["inference_items"] == 10, "throughput counts sequences"
+    assert result["agreement"] >= 0.99
+    assert result["validation_accuracy"] == pytest.approx(result["inference_accuracy"], abs=0.02)
+
+
+def test_bert_reads_token_shards(tmp_path: Path):
+    import numpy as np
+
+    shards = tmp_path / "tokens"
+    (shards / "eval").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, 30522, size=(6, 16), dtype=np.int32)
+    ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
+    np.savez(shards / "eval" / "part-00000.npz", input_ids=ids, attention_mask=np.ones_like(ids))
+    result = _tiny_bert(tmp_path, str(shards))
+    assert result["inference_items"] == 6 and result["agreement"] >= 0.99

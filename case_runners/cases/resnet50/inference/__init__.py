@@ -1,0 +1,86 @@
+"""resnet50 inference: ResNet-50 v1.5 (the training case's model) on ImageNet val in ImageFolder layout
+(data_dir/val/<class>/*.JPEG, resized to 256 and centre-cropped to 224), or on synthetic images without a
+data dir. Inputs are normalised float32 NCHW tensors (fp16 when the config says so)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from case_runners.cases.resnet50.case import ResNetClassifier
+from case_runners.cases.resnet50.dataset import MEAN, STD, ImageFolder, SyntheticImages, eval_transform
+from case_runners.inference.pipeline import forward_loop
+
+
+class Normalised(Dataset):
+    """uint8 CHW images to normalised float tensors, in the data pipeline (timed as whole, not core)."""
+
+    def __init__(self, images: Dataset, fp16: bool) -> None:
+        self.images, self.dtype = images, torch.float16 if fp16 else torch.float32
+        self.mean = torch.tensor(MEAN).view(3, 1, 1) * 255
+        self.std = torch.tensor(STD).view(3, 1, 1) * 255
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        image, label = self.images[index]
+        return ((image.float() - self.mean) / self.std).to(self.dtype), label
+
+
+def build_dataloader(config: dict[str, Any]) -> DataLoader:
+    size = int(config["image_size"])
+    if config.get("data_dir"):
+        images: Dataset = ImageFolder(Path(config["data_dir"]) / "val", eval_transform(size))
+    else:
+        images = SyntheticImages(int(config["synthetic_samples"]), size, int(config["num_classes"]),
+                                 int(config["seed"]))
+    return DataLoader(Normalised(images, bool(config["fp16"])), batch_size=int(config["batch_size"]),
+                      shuffle=False, num_workers=int(config["num_workers"]))
+
+
+def create_model(config: dict[str, Any]) -> torch.nn.Module:
+    torch.manual_seed(int(config["seed"]))
+    model = ResNetClassifier(config)
+    if config.get("checkpoint"):
+        model.load_state_dict(torch.load(config["checkpoint"], map_location="cpu", weights_only=True))
+    model = model.eval()
+    return model.half() if config["fp16"] else model
+
+
+def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, list[int]]:
+    predicted = outputs[0].float().argmax(dim=1)
+    return int((predicted == labels).sum()), predicted.tolist()
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+    device = _device(model)
+
+    def run(inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
+        with torch.inference_mode():
+            logits = model(inputs[0].to(device, non_blocking=True))
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            return [logits.cpu()], 0.0
+    return forward_loop(run, dataloader, evaluate, config, print, "validation")
+
+
+def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
+    path = Path(config["work_dir"]) / "resnet50.onnx"
+    size = int(config["image_size"])
+    example = torch.zeros(2, 3, size, size, dtype=torch.float16 if config["fp16"] else torch.float32,
+                          device=_device(model))
+    torch.onnx.export(model, (example,), str(path), input_names=["images"], output_names=["logits"],
+                      dynamic_shapes={"images": {0: torch.export.Dim("batch")}}, verbose=False)
+    return path
+
+
+def engine_forward(engine, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+    return forward_loop(engine, dataloader, evaluate, config, print, "inference")
