@@ -14,11 +14,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from alternation import added_costs, alternate, timed
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "docker"))
@@ -31,15 +31,6 @@ def playbook(runtime: str, case: str, nproc: int, steps: int, rounds: int, resul
     extra = {"perfplay_runtime": runtime, "perfplay_cases": [selection], "perfplay_results_dir": str(results),
              "perfplay_image": settings}
     return [str(VENV_BIN / "ansible-playbook"), "run_case.yml", "-e", json.dumps(extra)]
-
-
-def timed(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return elapsed
 
 
 def supervisor_costs(results: Path) -> list[float]:
@@ -65,23 +56,14 @@ def main() -> int:
     engine("up")
     settings = image_settings()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    times: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="perfplay-bench-") as tmp:
         warm = Path(tmp) / "warm"
         print("building the image if absent (not timed) ...", flush=True)
         timed(playbook("docker", args.case, args.nproc, 5, 1, warm, settings), env)
-        for pair in range(args.pairs):
-            for rounds in (1, 3):
-                order = ("docker", "host") if pair % 2 == 0 else ("host", "docker")
-                for runtime in order:
-                    results = Path(tmp) / runtime
-                    elapsed = timed(playbook(runtime, args.case, args.nproc, args.steps, rounds, results, settings), env)
-                    times.setdefault((runtime, rounds), []).append(elapsed)
-                    print(f"pair {pair + 1} {runtime:6s} rounds={rounds}: {elapsed:6.2f} s", flush=True)
+        med = alternate(("docker", "host"), lambda runtime, rounds: playbook(
+            runtime, args.case, args.nproc, args.steps, rounds, Path(tmp) / runtime, settings), args.pairs, env)
         costs = supervisor_costs(Path(tmp) / "docker")
-    med = {key: statistics.median(values) for key, values in times.items()}
-    per_round = ((med["docker", 3] - med["docker", 1]) - (med["host", 3] - med["host", 1])) / 2
-    fixed = (med["docker", 1] - med["host", 1]) - per_round
+    fixed, per_round = added_costs(med, "docker", "host")
     print(f"\nmedian wall time, 1 round:  docker {med['docker', 1]:.2f} s, host {med['host', 1]:.2f} s")
     print(f"median wall time, 3 rounds: docker {med['docker', 3]:.2f} s, host {med['host', 3]:.2f} s")
     print(f"docker fixed cost per run:    {fixed:.2f} s (image check, agent venv check)")

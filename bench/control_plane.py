@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 HOSTS_SH = ROOT / "tests" / "cluster" / "hosts.sh"
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from playbook_run import checkout_copy  # noqa: E402
 STATE = Path(os.environ.get("PERFPLAY_CLUSTER_DIR", "/tmp/perfplay-cluster"))
 TARGET_RATIO = 1.5
 SCALE_CONFIG = "---\n# bench/control_plane.py: one CPU process on each of {n} hosts.\nbatch_size: 32\nnum_workers: 0\n"
@@ -34,12 +35,7 @@ SCALE_CONFIG = "---\n# bench/control_plane.py: one CPU process on each of {n} ho
 
 def checkout_with_scales(sizes: list[int], tmp: Path) -> Path:
     """A copy of the checkout with digits_cnn configs for Nx1 (the shipped vendor has 1x1, 1x2, 2x1, 2x2)."""
-    copy = tmp / "checkout"
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        top = {".venv", ".git", "results", ".ansible"} if Path(directory) == ROOT else set()
-        return {name for name in names if name in top or name == "__pycache__"}
-
-    shutil.copytree(ROOT, copy, ignore=ignore)
+    copy = checkout_copy(tmp / "checkout")
     for n in sizes:
         path = copy / "vendor" / "cpu" / "cases" / "digits_cnn" / f"config_CPUx{n}x1.yaml"
         if not path.exists():

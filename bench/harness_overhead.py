@@ -13,25 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from alternation import added_costs, alternate
+
 VENV_BIN = Path(sys.executable).parent
 TARGET_PER_ROUND_S = 3.0
-
-
-def timed(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return elapsed
 
 
 def commands(case: str, steps: int, rounds: int, results: Path) -> dict[str, list[str]]:
@@ -52,19 +41,10 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=2, help="alternated playbook/direct pairs per round count")
     args = parser.parse_args()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    times: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="perfplay-bench-") as tmp:
-        for pair in range(args.pairs):
-            for rounds in (1, 3):
-                cmds = commands(args.case, args.steps, rounds, Path(tmp))
-                order = ("playbook", "direct") if pair % 2 == 0 else ("direct", "playbook")
-                for path in order:
-                    elapsed = timed(cmds[path], env)
-                    times.setdefault((path, rounds), []).append(elapsed)
-                    print(f"pair {pair + 1} {path:8s} rounds={rounds}: {elapsed:6.2f} s", flush=True)
-    med = {key: statistics.median(values) for key, values in times.items()}
-    per_round = ((med["playbook", 3] - med["playbook", 1]) - (med["direct", 3] - med["direct", 1])) / 2
-    fixed = (med["playbook", 1] - med["direct", 1]) - per_round
+        med = alternate(("playbook", "direct"),
+                        lambda way, rounds: commands(args.case, args.steps, rounds, Path(tmp))[way], args.pairs, env)
+    fixed, per_round = added_costs(med, "playbook", "direct")
     print(f"\nmedian wall time, 1 round:  playbook {med['playbook', 1]:.2f} s, direct {med['direct', 1]:.2f} s")
     print(f"median wall time, 3 rounds: playbook {med['playbook', 3]:.2f} s, direct {med['direct', 3]:.2f} s")
     print(f"playbook fixed cost per run:   {fixed:.2f} s (preflight, runtime check, summary)")

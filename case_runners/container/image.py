@@ -45,6 +45,12 @@ def _input_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
+def hash_tree(digest: Any, folder: Path) -> None:
+    """Feed every file of folder (relative path and content) to a hashlib digest, in a fixed order."""
+    for path in _input_files(folder):
+        digest.update(f"{path.relative_to(folder)}\0".encode() + path.read_bytes() + b"\0")
+
+
 def image_spec(root: Path, vendor: dict[str, Any], framework: str,
                overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Name, tag and build settings of a vendor's image for a framework; ConfigError on bad input."""
@@ -65,8 +71,7 @@ def image_spec(root: Path, vendor: dict[str, Any], framework: str,
             raise ConfigError(f"must be a string, not {type(value).__name__}", key=f"perfplay_image.{key}")
     # An empty value stays (the same settings merge to the same result on the building host) and is not passed.
     digest = hashlib.sha256()
-    for path in _input_files(folder):
-        digest.update(f"{path.relative_to(folder)}\0".encode() + path.read_bytes() + b"\0")
+    hash_tree(digest, folder)
     digest.update(b"requirements\0" + (root / CASE_REQUIREMENTS).read_bytes() + b"\0")
     digest.update(f"base_image\0{settings.get('base_image', '')}".encode())
     name = f"perfplay-{vendor['name']}-{framework}".lower()

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from case_runners.container.image import hash_tree
 from case_runners.errors import PerfplayError
 from case_runners.requirements_check import check_requirements
 
@@ -32,8 +33,7 @@ def vendor_case_dir(project_dir: Path, config: dict[str, Any]) -> Path:
 
 def _tree_digest(folder: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(f"{path.relative_to(folder)}\0".encode() + path.read_bytes())
+    hash_tree(digest, folder)
     return digest.hexdigest()[:16]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
 from case_runners.container.prepare import ENV_FILE, vendor_case_dir
-from case_runners.launch.node import NODE_RESULT, NODE_SCHEMA, NodeSpec
+from case_runners.launch.node import NODE_RESULT, NodeSpec, write_node_result
 
 POLL_S = 0.1
 STOP_GRACE_S = 15  # the launcher inside stops its ranks within 5 s of SIGTERM
@@ -124,12 +124,8 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    result = {"schema": NODE_SCHEMA, "host": spec.node_name, "node_name": spec.node_name, "hostname": os.uname()[1],
-              "node_rank": spec.node_rank, "run_id": spec.run_id, "status": status, "reason": reason,
-              "duration_s": round(time.time() - started, 3), "master": spec.master, "torch_port": None,
-              "nic": spec.nic, "ranks": {}, "container": name, "image": runtime["image"], "exit_code": exit_code}
-    (spec.log_dir / NODE_RESULT).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return result
+    return write_node_result(spec, status, reason, started, container=name, image=runtime["image"],
+                             exit_code=exit_code)
 
 
 def _wait(client: Any, cid: str, limit_s: float, signals: _Signals) -> tuple[int, tuple[str, str] | None]:

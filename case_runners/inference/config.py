@@ -31,6 +31,11 @@ def inference_dir(root: Path, case: str) -> Path:
     return root / "case_runners" / "cases" / case / "inference"
 
 
+def vendor_engines(root: Path, vendor: str) -> list[str]:
+    """The compilers of a vendor: vendor/<vendor>/engines/<compiler>.py."""
+    return sorted(p.stem for p in (root / "vendor" / vendor / "engines").glob("*.py") if p.stem != "__init__")
+
+
 def vendor_overrides_path(root: Path, vendor: str, case: str) -> Path:
     return root / "vendor" / vendor / "cases" / case / f"{vendor}_configurations.yaml"
 
@@ -100,7 +105,7 @@ def resolve_inference(case: str, vendor: str, root: Path) -> tuple[dict[str, Any
             raise ConfigError("; ".join(str(e) for e in errors))
     config["flops"] = parse_flops(config["flops"], file=base_file)
     _check_switches(config, base_file)
-    engines = sorted(p.stem for p in (root / "vendor" / vendor / "engines").glob("*.py") if p.stem != "__init__")
+    engines = vendor_engines(root, vendor)
     if config["compiler"] is not None and config["compiler"] not in engines:
         raise ConfigError(f"vendor '{vendor}' has no engine '{config['compiler']}' (vendor/{vendor}/engines/)",
                           key="compiler", file=base_file, allowed=engines + ["null"])

@@ -23,12 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.errors import ConfigError, PerfplayError
+from case_runners.inference.config import vendor_engines
 
 CASE_FUNCTIONS = ("build_dataloader", "create_model", "evaluator", "model_forward", "export_model", "engine_forward")
-
-
-def vendor_engines(root: Path, vendor: str) -> list[str]:
-    return sorted(p.stem for p in (root / "vendor" / vendor / "engines").glob("*.py") if p.stem != "__init__")
 
 
 def load_engine(root: Path, vendor: str, compiler: str) -> type:

@@ -269,6 +269,15 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
         stopped = stop_all(spec.log_dir, spec.run_id)
         if stopped:
             reason += f"; stopped this node's monitors ({', '.join(stopped)})"
+    return write_node_result(spec, status, reason, started,
+                             torch_port=spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
+                             ranks={str(r.rank): {"exit_code": r.exit_code, "log": f"rank{r.rank}.out.log"}
+                                    for r in launcher.ranks})
+
+
+def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *,
+                      torch_port: int | None = None, ranks: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """Write and return the node's node_result.json (started: time.time() at the node's start)."""
     result = {
         "schema": NODE_SCHEMA,
         "host": spec.node_name,
@@ -280,9 +289,10 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
         "reason": reason,
         "duration_s": round(time.time() - started, 3),
         "master": spec.master,
-        "torch_port": spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
+        "torch_port": torch_port,
         "nic": spec.nic,
-        "ranks": {str(r.rank): {"exit_code": r.exit_code, "log": f"rank{r.rank}.out.log"} for r in launcher.ranks},
+        "ranks": ranks or {},
+        **extra,
     }
     (spec.log_dir / NODE_RESULT).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result

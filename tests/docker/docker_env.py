@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,11 +76,3 @@ def image_tags(name: str) -> set[str]:
     client = docker.from_env()
     return {tag for image in client.images.list(name=name) for tag in image.tags}
 
-
-def checkout_copy(dest: Path) -> Path:
-    """A private copy of the checkout to edit (no venv, git, caches, or top-level results)."""
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        top = {".venv", ".git", "results", ".ansible", ".pytest_cache", ".perfplay-images"}
-        return {n for n in names if (Path(directory) == REPO and n in top) or n == "__pycache__"}
-    shutil.copytree(REPO, dest, ignore=ignore, symlinks=True)
-    return dest

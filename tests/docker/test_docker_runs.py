@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import docker
-from cluster import leftovers, rank_pid, wait_for
+from cluster import leftovers, rank_pid, round_record, wait_for
 from conftest import DIGITS_1X2
-from docker_env import REPO, checkout_copy, docker_vars, image_tags, run_containers, run_docker
-from playbook_run import BIN, playbook_env, run_playbook
+from docker_env import REPO, docker_vars, image_tags, run_containers, run_docker
+from playbook_run import BIN, checkout_copy, playbook_env, run_playbook
 
 BUILD_TASK = "runtime_docker : Build the images this host's rounds run in"
 # Runs until its time budget unless a fault stops it first (synthetic data never reaches the target).
@@ -24,10 +24,6 @@ LONG = dict(DIGITS_1X2, overrides={"synthetic": True, "time_budget_s": 120, "max
 
 def _node_dir(results: Path, run_id: str, case_id: str, number: int = 1) -> Path:
     return results / run_id / case_id / f"round{number}" / "localhost_noderank0"
-
-
-def _record(results: Path, run_id: str, case_id: str, number: int = 1) -> dict:
-    return json.loads((results / run_id / case_id / f"round{number}" / "result.json").read_text())
 
 
 def _start(results: Path, run_id: str, log: Path, *cases: dict, **extra: object) -> subprocess.Popen:
@@ -47,7 +43,7 @@ def _training(results: Path, run_id: str, case_id: str, rank: int) -> int | None
 def test_digits_converges_in_a_container_that_is_removed_afterwards(cpu_image, results: Path):
     run = run_docker(REPO, "run_case.yml", results, "run_dock", DIGITS_1X2)
     assert run.rc == 0, run.output[-3000:]
-    record = _record(results, "run_dock", "digits_cnn_CPUx1x2")
+    record = round_record(results, "run_dock", "digits_cnn_CPUx1x2", 1)
     assert record["status"] == "success"
     assert record["metrics"]["converged"] is True and record["metrics"]["final_metric"] >= 0.95
 
@@ -100,7 +96,7 @@ def test_a_killed_rank_fails_the_round_and_its_container_is_removed(cpu_image, r
     finally:
         if run.poll() is None:
             run.kill()
-    record = _record(results, "run_dkill", "digits_cnn_CPUx1x2")
+    record = round_record(results, "run_dkill", "digits_cnn_CPUx1x2", 1)
     assert record["status"] == "failed"
     assert "rank 1 on localhost was killed by SIGKILL" in json.dumps(record)
     assert run_containers("run_dkill") == []
@@ -112,7 +108,7 @@ def test_a_timeout_stops_the_round_and_its_container_is_removed(cpu_image, resul
     run = run_docker(REPO, "run_case.yml", results, "run_dtime", LONG, perfplay_case_timeout=20)
     assert run.rc != 0
     assert time.monotonic() - started < 100, "the case timeout did not stop the round"
-    record = _record(results, "run_dtime", "digits_cnn_CPUx1x2")
+    record = round_record(results, "run_dtime", "digits_cnn_CPUx1x2", 1)
     assert record["status"] == "timeout"
     assert "case timeout of" in json.dumps(record)
     assert run_containers("run_dtime") == []
@@ -182,7 +178,7 @@ def test_two_nodes_meet_across_two_containers(cpu_image, results: Path, tmp_path
     run = run_playbook(REPO, "run_case.yml", "-i", str(inventory), "-e", f"perfplay_results_dir={results}",
                        "-e", "perfplay_run_id=run_d2n", "-e", docker_vars(two))
     assert run.rc == 0, run.output[-3000:]
-    record = _record(results, "run_d2n", "digits_cnn_CPUx2x1")
+    record = round_record(results, "run_d2n", "digits_cnn_CPUx2x1", 1)
     assert record["status"] == "success" and record["metrics"]["converged"] is True
     names = set()
     for node, host in ((0, "nodeA"), (1, "nodeB")):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -31,6 +32,18 @@ class PlaybookRun:
             elif current and (match := _STATUS.match(line)):
                 statuses[current].append(match["status"])
         return statuses
+
+
+def checkout_copy(dest: Path) -> Path:
+    """A private copy of the checkout to edit: without its venv, git, results and caches (results/ at the top
+    only, not case_runners/results)."""
+    top = {".venv", ".git", "results", ".ansible", ".pytest_cache", ".perfplay-images"}
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {n for n in names if (Path(directory) == REPO and n in top) or n == "__pycache__"}
+
+    shutil.copytree(REPO, dest, ignore=ignore, symlinks=True)
+    return dest
 
 
 def playbook_env(checkout: Path) -> dict[str, str]:
