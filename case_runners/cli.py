@@ -163,11 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary")
     p.add_argument("cases", nargs="+", help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat")
     p.add_argument("--vendor", default="cpu")
+    p.add_argument("--task", choices=("training", "inference"), default="training",
+                   help="inference: the cases' inference pipeline (seed 002, steps a-g)")
     p.add_argument("--hardware")
     p.add_argument("--nproc", type=int)
     p.add_argument("--repeat", type=int)
     p.add_argument("--data-dir")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a mutable config key")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a mutable config key (inference: a key of configurations.yaml)")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--timeout", type=int, help="case timeout in seconds")
     p.add_argument("--monitor-interval", type=float, default=1.0)

@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 
 def check_data(config: dict[str, Any]) -> list[str]:
-    """Problems with the case's data dir, each naming the path and the expected format; [] when fine."""
+    """Problems with the case's data dir, each naming the path and the expected format; [] when fine.
+    An inference case without a data dir runs on synthetic data (digits_cnn: scikit-learn's digits)."""
     params = config["params"]
     if params.get("synthetic"):
         return []
     module = importlib.import_module(f"case_runners.cases.{config['case']}.data")
+    if config.get("task") == "inference":
+        check = getattr(module, "check_inference_data_dir", module.check_data_dir)
+        return list(check(config["data_dir"], params)) if config.get("data_dir") else []
     return list(module.check_data_dir(config.get("data_dir"), params))
+
+
+def check_inference_files(config: dict[str, Any]) -> list[str]:
+    """An inference case's exist_compiler_path must be a file on this host (exist_onnx_path may be a placeholder,
+    seed 002; the engine checks it at step e)."""
+    if config.get("task") != "inference":
+        return []
+    path = config["params"].get("exist_compiler_path")
+    if path is None or Path(path).is_file():
+        return []
+    origin = config.get("provenance", {}).get("exist_compiler_path", "the case's configurations")
+    return [f"key 'exist_compiler_path' ({origin}) of {config['case_id']}: {path} does not exist on this host "
+            f"(a compiled engine file, or null to compile)"]

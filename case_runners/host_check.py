@@ -10,7 +10,7 @@ import socket
 import sys
 from typing import Any
 
-from case_runners.data_check import check_data
+from case_runners.data_check import check_data, check_inference_files
 from case_runners.devices import list_devices
 from case_runners.netutil import bind_tcp
 
@@ -63,6 +63,7 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
         errors = check_data(config)
         data.append({"case_id": config["case_id"], "errors": errors})
         problems += [f"key 'data_dir' (run var perfplay_cases) of {config['case_id']}: {e}" for e in errors]
+        problems += check_inference_files(config)
     port = None
     if request.get("master_port") is not None:
         port, port_problems = check_master_port(request.get("master_addr") or "", int(request["master_port"]))

@@ -35,7 +35,7 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
             if getattr(args, key) is not None:
                 selection[key] = getattr(args, key)
         cases.append(selection)
-    return {"vendor": args.vendor, "runtime": "host", "cases": cases,
+    return {"vendor": args.vendor, "runtime": "host", "cases": cases, "task": args.task,
             "results_dir": str(Path(args.results_dir).resolve()), "timeout_s": args.timeout}
 
 

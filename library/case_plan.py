@@ -46,9 +46,17 @@ options:
   cases:
     description:
       - The selection (run var C(perfplay_cases)), checked by C(case_runners) (which also reports it missing).
-      - "A list of mappings C({case, hardware, nnodes, nproc, repeat, data_dir, overrides}),
+      - "A list of mappings C({case, task, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}),
         a FlagPerf mapping C({'case:framework:HW:nnodes:nproc:repeat': data_dir}), or case name strings."
     type: raw
+  task:
+    description:
+      - The task of selections that do not name theirs (run var C(perfplay_task)).
+      - C(training) runs the training case; C(inference) the case's inference pipeline (seed 002, steps a-g,
+        framework validation, ONNX export and the vendor's engine C(vendor/<vendor>/engines/<compiler>.py)),
+        one process on one device.
+    type: raw
+    default: training
   results_dir:
     description: Results root on the controller (run var C(perfplay_results_dir)); default C(<project_dir>/results).
     type: raw
@@ -113,6 +121,14 @@ EXAMPLES = r"""
         repeat: 3
     hosts: "{{ groups['perfplay_hosts'] }}"
   register: plan
+
+- name: Run the resnet50 inference case (ONNX export, the cpu vendor's ONNX Runtime engine)
+  case_plan:
+    project_dir: /opt/perfplay
+    vendor: cpu
+    task: inference
+    cases: [resnet50]
+    hosts: [localhost]
 
 - name: Select a case the FlagPerf way
   case_plan:
@@ -282,7 +298,8 @@ def check_run_vars(params):
 
 def plan_request(params):
     """The request document of ``case_runners plan`` (keys it does not know are errors there)."""
-    request = dict(vendor=params["vendor"], runtime=params["runtime"], cases=params["cases"], bundle=params["bundle"])
+    request = dict(vendor=params["vendor"], runtime=params["runtime"], cases=params["cases"], task=params["task"],
+                   bundle=params["bundle"])
     if params["image"] not in (None, ""):
         request["image"] = params["image"]
     for key, option in (("results_dir", "results_dir"), ("run_id", "run_id"), ("timeout_s", "case_timeout")):
@@ -361,6 +378,7 @@ def main():
         runtime=dict(type="raw", default="host"),
         image=dict(type="raw"),
         cases=dict(type="raw"),
+        task=dict(type="raw", default="training"),
         results_dir=dict(type="raw"),
         run_id=dict(type="raw"),
         case_timeout=dict(type="raw"),
@@ -388,6 +406,10 @@ def main():
                              rc=rc)
         rounds, _ = expand_rounds(plan["cases"], plan["run_dir"], run_vars["hosts"], run_vars["master_port"])
 
+    for case in plan.get("cases") or []:  # seed 002: a key a vendor adds to an inference case is a warning
+        for note in case.get("notes") or []:
+            if note.startswith("warning: "):
+                module.warn("%s: %s" % (case["case_id"], note[len("warning: "):]))
     module.exit_json(
         changed=not module.check_mode,
         run_id=plan.get("run_id"),

@@ -13,7 +13,8 @@ description:
     round and writes C(<round_dir>/result.json) (schema C(perfplay.round_record/1)).
   - A failed round is a valid record (C(status) says why); the module fails only when no record could
     be built.
-  - Also returns C(compact), a small digest of the record for C(ansible.builtin.set_stats) (AWX artifacts).
+  - Also returns C(compact), a small digest of the record for C(ansible.builtin.set_stats) (AWX artifacts); for
+    an inference round (C(task=inference)) its four throughputs and two accuracies instead of the training figures.
 options:
   project_dir:
     description: perfplay checkout on the controller.
@@ -103,6 +104,8 @@ except ImportError:  # imported as a plain file (pytest, ansible-lint): use the 
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 COMPACT_METRICS = ("p_whole", "p_train", "p_core", "e2e_time", "final_metric", "converged")
+COMPACT_INFERENCE_METRICS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
+                             "validation_accuracy", "inference_accuracy", "e2e_time")
 
 
 def compact_record(record, case_id, round_no, errors):
@@ -110,7 +113,10 @@ def compact_record(record, case_id, round_no, errors):
     metrics = record.get("metrics") or {}
     compact = dict(case_id=record.get("case_id", case_id), round=record.get("round", round_no),
                    status=record.get("status"), reason=record.get("reason"))
-    compact.update((key, metrics.get(key)) for key in COMPACT_METRICS)
+    inference = record.get("task") == "inference"
+    if inference:
+        compact["task"] = "inference"
+    compact.update((key, metrics.get(key)) for key in (COMPACT_INFERENCE_METRICS if inference else COMPACT_METRICS))
     compact["mfu"] = (record.get("mfu") or {}).get("value")
     compact["errors"] = list(errors)
     return compact

@@ -1,4 +1,5 @@
-"""Standard training cases: one folder each with case.py, config.yaml, data.py and README.md.
+"""Standard cases: one folder each with case.py, config.yaml, data.py and README.md (training), and inference/
+with configurations.yaml, parameters.yaml and the six functions of seed 002 (inference).
 
 Importing this package (and any case's data.py) never imports torch.
 """

@@ -10,15 +10,16 @@ from typing import Any
 
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.layering import resolve
-from case_runners.config.selection import parse_selections
+from case_runners.config.selection import TASKS, parse_selections
 from case_runners.config.types import to_int
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError
+from case_runners.inference.plan import resolve_inference_selection
 from case_runners.paths import project_root
 from case_runners.vendors import load_vendor
 
 RUNTIMES = ("host", "docker")
-REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "results_dir", "run_id", "timeout_s", "bundle")
+REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "run_id", "timeout_s", "bundle")
 RESOLVED_NAME = "resolved_config.json"
 
 
@@ -54,12 +55,17 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     except ConfigError as exc:
         errors.append(ConfigError(exc.message, key="perfplay_vendor", file="run vars", allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
-    selections, selection_errors = parse_selections(request.get("cases"))
+    task = request.get("task") or "training"
+    if task not in TASKS:
+        errors.append(ConfigError(f"unknown task '{task}'", key="perfplay_task", file="run vars", allowed=TASKS))
+        task = "training"
+    selections, selection_errors = parse_selections(request.get("cases"), task=task)
     errors += selection_errors
     cases: list[dict[str, Any]] = []
     if vendor is not None:
         for sel in selections:
-            config, case_errors = resolve(sel, vendor, root, timeout)
+            resolver = resolve_inference_selection if sel.task == "inference" else resolve
+            config, case_errors = resolver(sel, vendor, root, timeout)
             errors += case_errors
             if config is not None:
                 cases.append(config)

@@ -1,7 +1,8 @@
 """Case selections: what a run asks for, in any of the forms users write.
 
 Accepted forms of the run's case list (`perfplay_cases`):
-- a list of mappings: {case, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
+- a list of mappings: {case, task, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
+  (task: training, the default, or inference: the case's seed-002 inference pipeline)
 - FlagPerf's mapping: {"resnet50:pytorch:A100:1:8:3": "/data/imagenet"}
 - a list of strings (a case name, or the FlagPerf key without a data dir), or one such string.
 """
@@ -14,8 +15,9 @@ from typing import Any
 from case_runners.config.types import to_int
 from case_runners.errors import ConfigError
 
-SELECTION_KEYS = ("case", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
+SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
                   "timeout_s")
+TASKS = ("training", "inference")
 
 
 @dataclass
@@ -32,6 +34,7 @@ class Selection:
     data_dir: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     timeout_s: int | None = None
+    task: str = "training"
 
     @property
     def config_name(self) -> str:
@@ -39,11 +42,14 @@ class Selection:
 
     @property
     def case_id(self) -> str:
-        return f"{self.case}_{self.hardware}x{self.nnodes}x{self.nproc}"
+        infix = "_inference" if self.task == "inference" else ""
+        return f"{self.case}{infix}_{self.hardware}x{self.nnodes}x{self.nproc}"
 
 
-def parse_selections(raw: Any, source: str = "perfplay_cases") -> tuple[list[Selection], list[ConfigError]]:
-    """Normalise every accepted form into Selections; collect every error instead of stopping at the first."""
+def parse_selections(raw: Any, source: str = "perfplay_cases",
+                     task: str = "training") -> tuple[list[Selection], list[ConfigError]]:
+    """Normalise every accepted form into Selections; collect every error instead of stopping at the first.
+    `task` is the default of selections that do not name theirs (run var perfplay_task)."""
     items: list[tuple[str, Any]]
     if isinstance(raw, str):
         items = [(source, raw)]
@@ -60,7 +66,7 @@ def parse_selections(raw: Any, source: str = "perfplay_cases") -> tuple[list[Sel
     selections, errors = [], []
     for where, item in items:
         try:
-            selections.append(_one(item, where))
+            selections.append(_one(item, where, task))
         except ConfigError as exc:
             exc.file = exc.file or "run vars"
             errors.append(exc)
@@ -83,7 +89,7 @@ def _split_key(key: str) -> dict[str, Any]:
     return {name: part for name, part in zip(names, parts) if part != ""}
 
 
-def _one(item: Any, where: str) -> Selection:
+def _one(item: Any, where: str, default_task: str) -> Selection:
     if isinstance(item, str):
         try:
             item = _split_key(item)
@@ -106,6 +112,9 @@ def _one(item: Any, where: str) -> Selection:
     if data_dir is not None and not isinstance(data_dir, str):
         raise ConfigError("must be a path", key=f"{where}.data_dir")
     timeout = item.get("timeout_s")
+    task = item.get("task") or default_task
+    if task not in TASKS:
+        raise ConfigError(f"unknown task '{task}'", key=f"{where}.task", allowed=TASKS)
     return Selection(
         case=case,
         source=where,
@@ -118,4 +127,5 @@ def _one(item: Any, where: str) -> Selection:
         overrides=dict(overrides),
         timeout_s=None if timeout is None else to_int(timeout, key=f"{where}.timeout_s", file="run vars",
                                                       minimum=1),
+        task=task,
     )

@@ -1,6 +1,7 @@
 """Inside the container, before the node's ranks start (FlagPerf's seed 000 §4): the vendor case's
-environment_variables.sh is sourced (by the container's entry shell), its requirements.txt installed when
-not already satisfied, and its csrc/setup.py built. What was done goes to container_prepare.log.
+environment_variables.sh is sourced (by the container's entry shell), the case's requirements installed when
+not already satisfied (case_requirements: a vendor's <vendor>_requirements.txt replaces the standard case's
+requirements.txt), and its csrc/setup.py built. What was done goes to container_prepare.log.
 
 Packages go to <run_dir>/<case_id>/.container-site (on the results mount, put on PYTHONPATH), so the later
 rounds of the run find them installed; the image itself is never changed.
@@ -29,6 +30,19 @@ ENV_FILE = "environment_variables.sh"
 
 def vendor_case_dir(project_dir: Path, config: dict[str, Any]) -> Path:
     return project_dir / "vendor" / config["vendor"] / "cases" / config["case"]
+
+
+def case_requirements(project_dir: Path, config: dict[str, Any]) -> list[Path]:
+    """The case's requirements files, in install order: the standard case's requirements.txt
+    (case_runners/cases/<case>/[inference/]requirements.txt), which vendor/<v>/cases/<case>/<v>_requirements.txt
+    replaces when present (seed 002: a vendor that needs other pins), then the vendor case's requirements.txt."""
+    standard = project_dir / "case_runners" / "cases" / config["case"]
+    if config.get("task") == "inference":
+        standard /= "inference"
+    vendor_dir = vendor_case_dir(project_dir, config)
+    replacement = vendor_dir / f"{config['vendor']}_requirements.txt"
+    files = [replacement if replacement.is_file() else standard / "requirements.txt", vendor_dir / "requirements.txt"]
+    return [f for f in files if f.is_file()]
 
 
 def _tree_digest(folder: Path) -> str:
@@ -63,11 +77,10 @@ def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_di
         sourced = os.environ.get("PERFPLAY_ENV_FILE")
         log.write(f"environment: {'sourced ' + sourced if sourced else f'no {ENV_FILE}'}\n")
         _use_site(site)  # what an earlier round installed counts as installed
-        requirements = case_dir / "requirements.txt"
-        if requirements.is_file():
+        for requirements in case_requirements(project_dir, config):
             check = check_requirements(requirements)
             if check["satisfied"]:
-                log.write(f"requirements: {requirements.name} already satisfied\n")
+                log.write(f"requirements: {requirements.relative_to(project_dir)} already satisfied\n")
             else:
                 log.write(f"requirements: installing {', '.join(check['missing'] + check['mismatched'])}\n")
                 _run([sys.executable, "-m", "pip", "install", "--no-input", "--progress-bar", "off",

@@ -58,15 +58,17 @@ def parse_flops(value: Any, *, file: str) -> float:
     return flops
 
 
-def resolve_inference(case: str, vendor: str, root: Path) -> tuple[dict[str, Any], list[str]]:
-    """The case's resolved inference config and the notes (warnings, changes) its override produced.
+def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, Any] | None = None,
+                      overrides_file: str = "run overrides") -> tuple[dict[str, Any], list[str]]:
+    """The case's resolved inference config and the notes (warnings, changes) its overrides produced.
 
-    Raises ConfigError for a broken file, ConfigErrors-style problems are collected and raised together.
+    `overrides` (the run's, laid over the vendor's file) may change the keys of configurations.yaml and the
+    keys the vendor added, never a parameter. Raises ConfigError; several problems of one file are raised
+    together.
     """
     folder = inference_dir(root, case)
     if not (folder / "configurations.yaml").is_file():
-        known = sorted(p.parent.parent.name for p in (root / "case_runners" / "cases").glob("*/inference/configurations.yaml"))
-        raise ConfigError(f"unknown inference case '{case}'", key="case", allowed=known)
+        raise ConfigError(f"unknown inference case '{case}'", key="case", allowed=inference_cases(root))
     base_path, params_path = folder / "configurations.yaml", folder / "parameters.yaml"
     base_file, params_file = display_path(base_path, root), display_path(params_path, root)
     base = load_mapping(base_path)
@@ -81,46 +83,90 @@ def resolve_inference(case: str, vendor: str, root: Path) -> tuple[dict[str, Any
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
     config = dict(base)
+    provenance = dict.fromkeys(base, base_file)  # which file set each key: errors name it
     notes: list[str] = []
+    sources = [base_file] + ([params_file] if params_path.is_file() else [])
     over_path = vendor_overrides_path(root, vendor, case)
     if over_path.is_file():
         over_file = display_path(over_path, root)
-        errors = []
-        for key, value in load_mapping(over_path).items():
-            if key in params:
-                errors.append(ConfigError(f"is a parameter of the case ({params_file}): hardware-independent, "
-                                          "never overridden", key=key, file=over_file))
-            elif key not in base:
-                notes.append(f"warning: {over_file}: key '{key}' is not in {base_file}; added as {value!r}")
-                config[key] = value
-            elif value == base[key]:
-                errors.append(ConfigError(f"sets the value {value!r} it already has in {base_file}; remove it "
-                                          "(an override must change something)", key=key, file=over_file))
-            else:
-                notes.append(f"info: {over_file}: key '{key}' changed from {base[key]!r} to {value!r}")
-                config[key] = value
-        if errors:
-            if len(errors) == 1:
-                raise errors[0]
-            raise ConfigError("; ".join(str(e) for e in errors))
-    config["flops"] = parse_flops(config["flops"], file=base_file)
-    _check_switches(config, base_file)
+        sources.append(over_file)
+        layer = load_mapping(over_path)
+        _raise_all(_vendor_layer(config, notes, layer, base, params, files=(base_file, params_file, over_file)))
+        provenance.update(dict.fromkeys(layer, over_file))
+    if overrides:
+        sources.append(overrides_file)
+        _raise_all(_run_layer(config, notes, overrides, params, files=(params_file, overrides_file)))
+        provenance.update(dict.fromkeys(overrides, overrides_file))
+    config["flops"] = parse_flops(config["flops"], file=provenance["flops"])
+    _check_switches(config, provenance)
     engines = vendor_engines(root, vendor)
     if config["compiler"] is not None and config["compiler"] not in engines:
         raise ConfigError(f"vendor '{vendor}' has no engine '{config['compiler']}' (vendor/{vendor}/engines/)",
-                          key="compiler", file=base_file, allowed=engines + ["null"])
-    return {"case": case, "vendor": vendor, "configurations": config, "parameters": params}, notes
+                          key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
+    return {"case": case, "vendor": vendor, "configurations": config, "parameters": params,
+            "sources": sources, "provenance": provenance}, notes
 
 
-def _check_switches(config: dict[str, Any], file: str) -> None:
+def inference_cases(root: Path) -> list[str]:
+    return sorted(p.parent.parent.name for p in (root / "case_runners" / "cases").glob("*/inference/configurations.yaml"))
+
+
+def _vendor_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], base: dict[str, Any],
+                  params: dict[str, Any], *, files: tuple[str, str, str]) -> list[ConfigError]:
+    """Seed 002's rules for <vendor>_configurations.yaml; applies it to config, returns the errors."""
+    base_file, params_file, over_file = files
+    errors = []
+    for key, value in layer.items():
+        if key in params:
+            errors.append(ConfigError(f"is a parameter of the case ({params_file}): hardware-independent, "
+                                      "never overridden", key=key, file=over_file))
+        elif key not in base:
+            notes.append(f"warning: {over_file}: key '{key}' is not in {base_file}; added as {value!r}")
+            config[key] = value
+        elif value == base[key]:
+            errors.append(ConfigError(f"sets the value {value!r} it already has in {base_file}; remove it "
+                                      "(an override must change something)", key=key, file=over_file))
+        else:
+            notes.append(f"info: {over_file}: key '{key}' changed from {base[key]!r} to {value!r}")
+            config[key] = value
+    return errors
+
+
+def _run_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], params: dict[str, Any], *,
+               files: tuple[str, str]) -> list[ConfigError]:
+    """The run's overrides: only keys the config already has (no new key from a run), never a parameter."""
+    params_file, over_file = files
+    errors = []
+    for key, value in layer.items():
+        if key in params:
+            errors.append(ConfigError(f"is a parameter of the case ({params_file}): hardware-independent, "
+                                      "never overridden", key=key, file=over_file))
+        elif key not in config:
+            errors.append(ConfigError("unknown inference config key", key=key, file=over_file,
+                                      allowed=sorted(config)))
+        elif value != config[key]:
+            notes.append(f"info: {over_file}: key '{key}' changed from {config[key]!r} to {value!r}")
+            config[key] = value
+    return errors
+
+
+def _raise_all(errors: list[ConfigError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigError("; ".join(str(e) for e in errors))
+
+
+def _check_switches(config: dict[str, Any], provenance: dict[str, str]) -> None:
     for key in ("fp16", "no_validation"):
         if not isinstance(config[key], bool):
-            raise ConfigError(f"must be true or false, not {config[key]!r}", key=key, file=file)
+            raise ConfigError(f"must be true or false, not {config[key]!r}", key=key, file=provenance[key])
     for key in ("batch_size", "repeat", "log_freq"):
         if isinstance(config[key], bool) or not isinstance(config[key], int) or config[key] < 1:
-            raise ConfigError(f"must be an integer >= 1, not {config[key]!r}", key=key, file=file)
+            raise ConfigError(f"must be an integer >= 1, not {config[key]!r}", key=key, file=provenance[key])
     if config["no_validation"] and config["exist_onnx_path"] is None:
         raise ConfigError("no_validation: true needs exist_onnx_path (without the model there is nothing to "
-                          "export)", key="exist_onnx_path", file=file)
+                          "export)", key="exist_onnx_path", file=provenance["no_validation"])
     if config["exist_compiler_path"] is not None and config["compiler"] is None:
-        raise ConfigError("exist_compiler_path needs a compiler to load it", key="compiler", file=file)
+        raise ConfigError("exist_compiler_path needs a compiler to load it", key="compiler",
+                          file=provenance["exist_compiler_path"])

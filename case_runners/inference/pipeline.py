@@ -77,46 +77,65 @@ def forward_loop(run_batch: Callable, dataloader: Any, evaluator: Callable, conf
             "predictions": predictions}
 
 
+STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "d": "ONNX export",
+              "e": "compile", "f": "engine inference", "g": "summary"}
+
+
 def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir: str | None = None,
-                 log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Steps a-g for one resolved inference config; the summary record."""
+                 log: Callable[[str], None] = print, device: str = "cpu",
+                 on_step: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Steps a-g for one resolved inference config on `device` (the torch model's); the summary record.
+    on_step(step, info) is called as each step ends."""
     started = time.perf_counter()
-    conf = {**resolved["configurations"], **resolved["parameters"], "work_dir": str(work_dir), "data_dir": data_dir}
+    conf = {**resolved["configurations"], **resolved["parameters"], "work_dir": str(work_dir), "data_dir": data_dir,
+            "device": device}
+    steps: list[str] = []
+
+    def done(step: str, **info: Any) -> None:
+        steps.append(step)
+        log(f"step {step} ({STEP_NAMES[step]}) done" + "".join(f", {k} {v}" for k, v in info.items()))
+        if on_step:
+            on_step(step, {"name": STEP_NAMES[step], **info})
+
     work_dir.mkdir(parents=True, exist_ok=True)
     compiler = conf["compiler"]
     engine_class = load_engine(root, resolved["vendor"], compiler) if compiler else None  # a: fail early
     if compiler and conf["exist_compiler_path"] and not Path(conf["exist_compiler_path"]).is_file():
         raise ConfigError(f"{conf['exist_compiler_path']} does not exist", key="exist_compiler_path")
+    if compiler and conf["exist_onnx_path"] is not None and getattr(engine_class, "needs_onnx", True):
+        _check_onnx(conf["exist_onnx_path"], bool(conf["exist_compiler_path"]))  # engines that compile torch do not
     case = load_case(resolved["case"])
-    steps: list[str] = ["a"]
+    done("a")
 
     dataloader = case.build_dataloader(conf)  # b
-    model = None if conf["no_validation"] else case.create_model(conf)
-    steps.append("b")
+    model = None if conf["no_validation"] else case.create_model(conf).to(device)
+    done("b", model=type(model).__name__ if model is not None else None)
     validation = None
     if model is not None:  # c
         validation = case.model_forward(model, dataloader, case.evaluator, conf)
-        steps.append("c")
-        log(f"validation: accuracy {validation['accuracy']:.4f}, {validation['items'] / validation['core_s']:.1f} items/s core")
+        done("c", accuracy=round(validation["accuracy"], 4),
+             items_per_s_core=round(validation["items"] / validation["core_s"], 2))
     inference = None
     onnx_path = compile_s = None
     if compiler:
         onnx_path = conf["exist_onnx_path"]
         if onnx_path is None:  # d
             onnx_path = str(case.export_model(model, conf))
-            steps.append("d")
-        if getattr(engine_class, "needs_onnx", True):  # engines that compile the torch model do not
-            _check_onnx(onnx_path, bool(conf["exist_compiler_path"]))
+            done("d", onnx=onnx_path)
         tick = time.perf_counter()  # e (or loading the compiled file)
         engine = engine_class(conf, onnx_path, model)
         compile_s = time.perf_counter() - tick
         if not conf["exist_compiler_path"]:
-            steps.append("e")
+            done("e", compiler=compiler, compile_s=round(compile_s, 3))
         inference = case.engine_forward(engine, dataloader, case.evaluator, conf)  # f
-        steps.append("f")
-        log(f"inference: accuracy {inference['accuracy']:.4f}, {inference['items'] / inference['core_s']:.1f} items/s core")
+        done("f", accuracy=round(inference["accuracy"], 4),
+             items_per_s_core=round(inference["items"] / inference["core_s"], 2))
     steps.append("g")
-    return summarize(conf, validation, inference, steps, onnx_path, compile_s, time.perf_counter() - started)
+    result = summarize(conf, validation, inference, steps, onnx_path, compile_s, time.perf_counter() - started)
+    result["compiled_path"] = getattr(engine, "compiled_path", None) if compiler else None
+    if on_step:
+        on_step("g", {"name": STEP_NAMES["g"]})
+    return result
 
 
 def _check_onnx(path: str, compiled_given: bool) -> None:
@@ -160,7 +179,7 @@ def summarize(conf: dict[str, Any], validation: dict | None, inference: dict | N
         "foo_time_s": inference["foo_s"] if inference else None,
         "compile_s": compile_s,
         "onnx_path": onnx_path,
-        "e2e_time_s": e2e_s,
+        "pipeline_time_s": e2e_s,
         "flops_per_item": conf["flops"],
         "flops_per_s": conf["flops"] * p_core if p_core else None,
     }

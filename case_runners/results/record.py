@@ -1,4 +1,5 @@
 """The round record: one per case and round, built from what every node of the round left behind.
+An inference round (task: inference) has its own metrics (seed 002's four throughputs, both accuracies).
 
 Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.
 Each node's throughput is the sum of its ranks' own throughputs (rank_p_train, ... in the rank
@@ -17,12 +18,18 @@ from case_runners.monitors.summary import summarize_monitor_log
 ROUND_SCHEMA = "perfplay.round_record/1"
 RECORD_NAME = "result.json"
 FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; training FLOPs per sample = 3 x forward (forward + backward)"
+INFERENCE_METRIC_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
+                         "validation_accuracy", "inference_accuracy", "agreement", "validation_items",
+                         "inference_items", "e2e_time", "pipeline_time_s", "compile_s", "foo_time_s", "steps",
+                         "compiler", "precision", "batch_size", "device", "onnx_path", "compiled_path",
+                         "flops_per_item", "flops_per_s", "torch_peak_memory_bytes")
 METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_time", "train_no_eval_time",
                "core_time", "converged", "final_metric", "target", "metric", "samples", "steps", "epochs",
                "stop_reason", "precision", "amp", "device", "peak_memory_bytes")
 THROUGHPUT_BASIS = "p_train"
 NODE_RATE_KEYS = ("p_whole", "p_train", "p_core")  # per node: sum over its ranks of rank_<key>
 _NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
+_RANK_EXIT = re.compile(r"\brank (?P<rank>\d+) on \S+ exited with code")
 _RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
 
 
@@ -42,21 +49,32 @@ def node_dirs(round_dir: Path) -> list[tuple[str, int, Path]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def mfu(metrics: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """Model FLOPs utilisation from p_core, with the convention and the peak it used."""
+def mfu(metrics: dict[str, Any], config: dict[str, Any], basis: str = "p_core") -> dict[str, Any]:
+    """Model FLOPs utilisation from the throughput `basis`, with the convention and the peak it used."""
     peaks = config["vendor_info"]["hardware"].get("peak_flops") or {}
     precision = metrics.get("precision") or "fp32"
     peak = peaks.get(precision)
     devices = config["nnodes"] * config["nproc"]
     flops = config.get("flops_per_sample") or 0.0
-    info = {"value": None, "basis": "p_core", "flops_per_sample": flops, "precision": precision,
-            "peak_flops_per_device": peak, "devices": devices, "convention": FLOPS_CONVENTION}
-    if peak and flops and metrics.get("p_core"):
-        info["value"] = metrics["p_core"] * flops / (peak * devices)
+    info = {"value": None, "basis": basis, "flops_per_sample": flops, "precision": precision,
+            "peak_flops_per_device": peak, "devices": devices,
+            "convention": config.get("flops_convention") or FLOPS_CONVENTION}
+    if peak and flops and metrics.get(basis):
+        info["value"] = metrics[basis] * flops / (peak * devices)
     else:
-        info["reason"] = (f"no peak FLOP/s for {precision} on {config['hardware']}" if not peak
-                          else config.get("flops_note") or "no throughput or FLOPs per sample")
+        info["reason"] = (f"no peak FLOP/s for {precision} on {config['hardware']} (vendor.yaml hardware."
+                          f"{config['hardware']}.peak_flops)" if not peak
+                          else config.get("flops_note") or f"no {basis} or FLOPs per sample")
     return info
+
+
+def device_memory(monitors: dict[str, dict[str, Any]], nodes: list[dict[str, Any]], vendor: str) -> dict[str, Any]:
+    """Peak device memory used and the total, from node 0's vendor monitor (the cpu vendor's: the host's RAM)."""
+    first = monitors.get(nodes[0]["dir"], {}) if nodes else {}
+    summary = first.get(vendor) or {}
+    return {"peak_used_bytes": summary.get("mem_used_max_bytes"), "total_bytes": summary.get("mem_total_bytes"),
+            "source": f"{vendor} monitor of {nodes[0]['host']}" if summary else None,
+            "samples": summary.get("samples", 0)}
 
 
 def node_throughput(node_ranks: list[dict[str, Any]], nproc: int) -> dict[str, Any]:
@@ -93,6 +111,7 @@ def throughput_block(nodes: list[dict[str, Any]], metrics: dict[str, Any]) -> di
 def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
                        run_id: str | None = None) -> dict[str, Any]:
     nodes, ranks, monitors = [], [], {}
+    inference = config.get("task") == "inference"  # one rank: no per-node throughputs
     for host, node_rank, path in node_dirs(round_dir):
         node = _read_json(path / "node_result.json") or {
             "status": "failed", "reason": "the node's launcher wrote no node_result.json"}
@@ -104,13 +123,14 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         ranks += node_ranks
         nodes.append({"host": host, "node_rank": node_rank, "status": node.get("status"),
                       "reason": node.get("reason"), "duration_s": node.get("duration_s"), "dir": path.name,
-                      **node_throughput(node_ranks, config["nproc"])})
+                      **({} if inference else node_throughput(node_ranks, config["nproc"]))})
         monitors[path.name] = {log.name.removesuffix("_monitor.jsonl"): summarize_monitor_log(log)
                                for log in sorted(path.glob("*_monitor.jsonl"))}
     ranks.sort(key=lambda r: r.get("rank", 0))
     status, reason = _status(nodes, ranks, config)
     rank0 = next((r for r in ranks if r.get("rank") == 0), {})
-    metrics = {key: rank0.get(key) for key in METRIC_KEYS}
+    metrics = {key: rank0.get(key) for key in (INFERENCE_METRIC_KEYS if inference else METRIC_KEYS)}
+    metrics["device_memory"] = device_memory(monitors, nodes, config["vendor"])
     record = {
         "schema": ROUND_SCHEMA,
         "run_id": run_id or round_dir.parent.parent.name,
@@ -124,15 +144,24 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         "round": round_no,
         "status": status,
         "reason": reason,
+        "task": config.get("task", "training"),
         "metrics": metrics,
-        "mfu": mfu(metrics, config),
-        "throughput": throughput_block(nodes, metrics),
+        **(_inference_blocks(metrics, config) if inference else
+           {"mfu": mfu(metrics, config), "throughput": throughput_block(nodes, metrics)}),
         "per_node": nodes,
         "per_rank": ranks,
         "monitors": monitors,
         "params": config["params"],
     }
     return record
+
+
+def _inference_blocks(metrics: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """MFU and throughput of an inference round: the engine's core throughput, or the framework's without one."""
+    path = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
+    return {"mfu": mfu(metrics, config, f"p_{path}_core"),
+            "throughput": {"basis": f"p_{path}_core", "unit": "items/s", "total": metrics.get(f"p_{path}_core"),
+                           "whole": metrics.get(f"p_{path}_whole")}}
 
 
 def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, str | None]:
@@ -143,7 +172,7 @@ def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, st
         bad = [n for n in nodes if n["status"] == wanted]
         if bad:
             return ("failed" if wanted == "interrupted" else wanted), \
-                f"{bad[0]['host']} (node {bad[0]['node_rank']}): {bad[0]['reason']}"
+                f"{bad[0]['host']} (node {bad[0]['node_rank']}): {bad[0]['reason']}{_rank_cause(bad[0], ranks)}"
     if len(nodes) < expected:
         return "failed", f"only {len(nodes)} of {expected} nodes left output"
     rank0 = next((r for r in ranks if r.get("rank") == 0), None)
@@ -155,6 +184,15 @@ def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, st
     if rank0.get("status") != "success":
         return "failed", rank0.get("reason") or f"rank 0 status {rank0.get('status')}"
     return "success", None
+
+
+def _rank_cause(node: dict, ranks: list[dict]) -> str:
+    """': <why>' when the node's reason names a rank that exited and that rank wrote why (a traceback's last line)."""
+    match = _RANK_EXIT.search(str(node.get("reason") or ""))
+    for rank in ranks if match else []:
+        if rank.get("rank") == int(match["rank"]) and rank.get("status") == "failed" and rank.get("reason"):
+            return ": " + str(rank["reason"]).strip().splitlines()[-1]
+    return ""
 
 
 def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int,

@@ -17,6 +17,12 @@ from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS
 SUMMARY_SCHEMA = "perfplay.run_summary/1"
 VALID_STATUSES = ("success", "not_converged")  # a missed target is a valid result, not a failure
 STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_metric")
+INFERENCE_STAT_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
+                       "validation_accuracy", "inference_accuracy", "agreement", "e2e_time", "compile_s",
+                       "device_memory_peak_bytes")
+INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "val whole", "val core", "inf whole", "inf core", "val acc",
+                     "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
+GIB = 1024 ** 3
 COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"),
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
@@ -41,30 +47,44 @@ def load_records(run_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _stat_keys(record: dict[str, Any]) -> tuple[str, ...]:
+    return INFERENCE_STAT_KEYS if record.get("task") == "inference" else STAT_KEYS
+
+
+def _round_values(record: dict[str, Any]) -> dict[str, Any]:
+    metrics = record["metrics"]
+    memory = metrics.get("device_memory") or {}
+    return {**metrics, "device_memory_peak_bytes": memory.get("peak_used_bytes")}
+
+
 def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) -> dict[str, Any]:
     cases: dict[str, dict[str, Any]] = {}
     for record in sorted(records, key=lambda r: (r["case_id"], r["round"])):
+        keys = _stat_keys(record)
         entry = cases.setdefault(record["case_id"], {
-            "case_id": record["case_id"], "case": record["case"], "vendor": record["vendor"],
-            "hardware": record["hardware"], "nnodes": record["nnodes"], "nproc": record["nproc"],
-            "framework": record.get("framework"),
+            "case_id": record["case_id"], "case": record["case"], "task": record.get("task", "training"),
+            "vendor": record["vendor"], "hardware": record["hardware"], "nnodes": record["nnodes"],
+            "nproc": record["nproc"], "framework": record.get("framework"),
             "metric": record["metrics"].get("metric"), "target": record["metrics"].get("target"),
-            "rounds": [], "_values": {k: [] for k in STAT_KEYS}, "_mfu": [], "_nodes": {}})
-        metrics = record["metrics"]
+            "rounds": [], "_values": {k: [] for k in keys}, "_mfu": [], "_nodes": {}})
+        values = _round_values(record)
         entry["rounds"].append({"round": record["round"], "status": record["status"], "reason": record["reason"],
-                                **{k: metrics.get(k) for k in STAT_KEYS + ("converged",)}})
+                                **{k: values.get(k) for k in keys + ("converged",)}})
         if record["status"] in ("success", "not_converged"):
-            for key in STAT_KEYS:
-                if isinstance(metrics.get(key), (int, float)):
-                    entry["_values"][key].append(float(metrics[key]))
+            for key in keys:
+                if _number(values.get(key)):
+                    entry["_values"][key].append(float(values[key]))
             if record.get("mfu", {}).get("value") is not None:
                 entry["_mfu"].append(record["mfu"]["value"])
             _collect_nodes(entry["_nodes"], record)
+        if record.get("task") == "inference":
+            entry["memory_total_bytes"] = (record["metrics"].get("device_memory") or {}).get("total_bytes")
+            entry["mfu_basis"] = (record.get("mfu") or {}).get("basis")
     summary_cases = []
     for entry in cases.values():
         values, mfu_values, nodes = entry.pop("_values"), entry.pop("_mfu"), entry.pop("_nodes")
         statuses = [r["status"] for r in entry["rounds"]]
-        entry["stats"] = {key: mean_std(values[key]) for key in STAT_KEYS}
+        entry["stats"] = {key: mean_std(v) for key, v in values.items()}
         entry["stats"]["mfu"] = mean_std(mfu_values)
         entry["per_node"] = [{"node_rank": rank, "host": "/".join(node["hosts"]), "ranks": max(node["ranks"]),
                               "stats": {key: mean_std(node["values"][key]) for key in NODE_STAT_KEYS}}
@@ -78,7 +98,8 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
               for c in summary_cases for r in c["rounds"] if r["status"] not in VALID_STATUSES]
     return {"schema": SUMMARY_SCHEMA, "run_id": run_id, "cases": summary_cases,
             "ok": all(c["status"] == "success" for c in summary_cases) and bool(summary_cases),
-            "failed_rounds": failed, "scaling": scaling(summary_cases)}
+            "failed_rounds": failed,
+            "scaling": scaling([c for c in summary_cases if c["task"] == "training"])}
 
 
 def _number(value: Any) -> bool:
@@ -159,11 +180,32 @@ def _fmt(stat: dict[str, Any] | None, digits: int = 1, percent: bool = False) ->
 def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     rows = []
     for case in summary["cases"]:
+        if case.get("task", "training") != "training":
+            continue
         s = case["stats"]
         rows.append([case["case_id"], str(len(case["rounds"])), f"{case['succeeded']}/{len(case['rounds'])}",
                      case["status"], _fmt(s["p_whole"]), _fmt(s["p_train"]), _fmt(s["p_core"]),
                      _fmt(s["e2e_time"]), _fmt(s["final_metric"], 4),
                      "-" if case["target"] is None else f"{case['target']}", _fmt(s["mfu"], 2, percent=True)])
+    return rows
+
+
+def inference_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """One row per inference case: seed 002's four throughputs (items/s), both accuracies, agreement, memory."""
+    rows = []
+    for case in summary["cases"]:
+        if case.get("task") != "inference":
+            continue
+        s = case["stats"]
+        memory = s["device_memory_peak_bytes"]
+        memory = {**memory, "mean": memory["mean"] / GIB, "std": (memory["std"] or 0.0) / GIB} \
+            if memory["mean"] is not None else memory
+        total = case.get("memory_total_bytes")
+        rows.append([case["case_id"], str(len(case["rounds"])), f"{case['succeeded']}/{len(case['rounds'])}",
+                     case["status"], _fmt(s["p_validation_whole"]), _fmt(s["p_validation_core"]),
+                     _fmt(s["p_inference_whole"]), _fmt(s["p_inference_core"]), _fmt(s["validation_accuracy"], 4),
+                     _fmt(s["inference_accuracy"], 4), _fmt(s["agreement"], 1, percent=True), _fmt(s["e2e_time"]),
+                     _fmt(memory, 2) + (f" / {total / GIB:.1f}" if total else ""), _fmt(s["mfu"], 2, percent=True)])
     return rows
 
 
@@ -214,29 +256,57 @@ def render_scaling_text(summary: dict[str, Any]) -> list[str]:
 
 
 def render_table(summary: dict[str, Any]) -> str:
-    """A plain-text table for the end of the play (throughputs in samples/s, mean ± std over rounds),
-    then a line per multi-node case with each node's throughput, then the scaling tables."""
-    header = [name for name, _ in COLUMNS]
-    line, *body = _columns(header, table_rows(summary))
-    title = f"perfplay summary: {summary.get('run_id')} (throughput in samples/s, mean ± std over rounds)"
+    """Plain-text tables for the end of the play (mean ± std over rounds): the training cases (samples/s), then a
+    line per multi-node case with each node's throughput and the scaling tables; the inference cases (items/s)."""
+    lines = [f"perfplay summary: {summary.get('run_id')} (mean ± std over rounds)"]
+    training = table_rows(summary)
+    if training or not summary["cases"]:
+        line, *body = _columns([name for name, _ in COLUMNS], training)
+        lines += ["training (throughput in samples/s)", line, "-" * len(line), *body,
+                  *render_per_node_text(summary), *render_scaling_text(summary)]
+    inference = inference_rows(summary)
+    if inference:
+        line, *body = _columns(list(INFERENCE_COLUMNS), inference)
+        lines += ([""] if training else []) + [
+            "inference (seed 002; throughput in items/s: whole = data + compute + evaluation, core = compute; "
+            "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
     failures = [f"  {c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
                 for c in summary["cases"] for r in c["rounds"] if r["status"] != "success"]
-    extra = [*render_per_node_text(summary), *render_scaling_text(summary)]
     if failures:
-        extra += ([""] if extra else []) + ["failures:", *failures]
-    return "\n".join([title, line, "-" * len(line), *body, *extra])
+        lines += ["", "failures:", *failures]
+    return "\n".join(lines)
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
-    header = [name for name, _ in COLUMNS]
-    lines = [f"# perfplay run {summary.get('run_id')}", "",
-             "Throughputs in samples/s; mean ± std over rounds. MFU on p_core; FLOPs convention: "
-             "1 multiply-add = 2 FLOPs.", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in table_rows(summary)]
+    lines = [f"# perfplay run {summary.get('run_id')}", "", "Mean ± std over rounds. FLOPs convention: "
+             "1 multiply-add = 2 FLOPs; MFU against the vendor's peak FLOP/s for the precision used."]
+    training = table_rows(summary)
+    if training:
+        header = [name for name, _ in COLUMNS]
+        lines += ["", "## Training", "", "Throughputs in samples/s; MFU on p_core (training FLOPs = 3 x forward).", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in training]
+    inference = inference_rows(summary)
+    if inference:
+        lines += ["", "## Inference", "", "Seed 002's throughputs in items/s: whole = data + compute + evaluation, "
+                  "core = compute only; val = the framework (torch) path, inf = the vendor's engine; agree = share of "
+                  "predictions on which both paths agree; MFU on the engine's core throughput (the framework's when "
+                  "compiler is null); memory = the vendor monitor's peak used / total, GiB.", "",
+                  "| " + " | ".join(INFERENCE_COLUMNS) + " |", "|" + "---|" * len(INFERENCE_COLUMNS)]
+        lines += ["| " + " | ".join(row) + " |" for row in inference]
     lines += _scaling_markdown(summary)
     for case in summary["cases"]:
-        lines += ["", f"## {case['case_id']}", "", "| round | status | p_whole | p_train | p_core | e2e s | "
+        lines += ["", f"## {case['case_id']}", ""]
+        if case.get("task") == "inference":
+            keys = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core")
+            lines += ["| round | status | val whole | val core | inf whole | inf core | val acc | inf acc | "
+                      "reason |", "|---|---|---|---|---|---|---|---|---|"]
+            for r in case["rounds"]:
+                cells = [_num(r.get(k)) for k in keys] + [_num(r.get(k), 4) for k in ("validation_accuracy",
+                                                                                      "inference_accuracy")]
+                lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) + f" | {r['reason'] or ''} |")
+            continue
+        lines += ["| round | status | p_whole | p_train | p_core | e2e s | "
                   f"{case['metric']} | reason |", "|---|---|---|---|---|---|---|---|"]
         for r in case["rounds"]:
             cells = [_num(r.get(k)) for k in ("p_whole", "p_train", "p_core", "e2e_time")]

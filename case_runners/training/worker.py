@@ -1,4 +1,5 @@
-"""One training rank: `python -m case_runners worker --config RESOLVED.json --log-dir DIR`.
+"""One training rank: `python -m case_runners worker --config RESOLVED.json --log-dir DIR`
+(an inference case's rank too: task: inference in the config runs case_runners.inference.worker instead).
 
 Reads the resolved config, joins the process group, builds the case, trains, and writes
 `rank<R>.events.jsonl` and `rank<R>.result.json` in DIR. Returns 0 for success and
@@ -20,6 +21,7 @@ from typing import Any
 
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
+from case_runners.errors import PerfplayError
 
 
 class Terminated(Exception):
@@ -116,11 +118,18 @@ def main(config_path: str, log_dir: str) -> int:
         env = DistEnv.from_environ()
         config = json.loads(Path(config_path).read_text(encoding="utf-8"))
         log = EventLogger(out, env.rank, int(config.get("params", {}).get("log_freq", 10)))
-        result = run(config, config_path, log, env)
+        if config.get("task") == "inference":
+            from case_runners.inference.worker import run as run_inference
+            result = run_inference(config, config_path, log, env)
+        else:
+            result = run(config, config_path, log, env)
     except KeyboardInterrupt:
         result, code = {"status": "failed", "reason": "interrupted"}, 130
     except Terminated as e:
         result, code = {"status": "failed", "reason": str(e)}, 128 + signal.SIGTERM
+    except PerfplayError as e:  # a bad input found only on the host (a corrupt ONNX file): its message, no traceback
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        result, code = {"status": "failed", "reason": str(e)}, 1
     except Exception:  # noqa: BLE001 - any crash becomes a "failed" result with its traceback
         reason = traceback.format_exc()
         print(reason, file=sys.stderr, flush=True)

@@ -158,7 +158,7 @@ def test_the_vendor_case_environment_requirements_and_csrc_are_set_up_in_the_con
     assert run.rc == 0, run.output[-3000:]
     first = (_node_dir(results, "run_dprep", "digits_cnn_CPUx1x1", 1) / "container_prepare.log").read_text()
     assert f"environment: sourced {case_dir / 'environment_variables.sh'}" in first
-    assert "requirements: requirements.txt already satisfied" in first
+    assert "requirements: vendor/cpu/cases/digits_cnn/requirements.txt already satisfied" in first
     assert "csrc: building setup.py" in first
     assert (results / "run_dprep" / "digits_cnn_CPUx1x1" / ".container-site" / "probe_ops" / "__init__.py").is_file()
     second = (_node_dir(results, "run_dprep", "digits_cnn_CPUx1x1", 2) / "container_prepare.log").read_text()
@@ -188,3 +188,29 @@ def test_two_nodes_meet_across_two_containers(cpu_image, results: Path, tmp_path
         names.add(doc["container"])
     assert names == {"perfplay-run_d2n-digits_cnn_CPUx2x1-round1-n0", "perfplay-run_d2n-digits_cnn_CPUx2x1-round1-n1"}
     assert run_containers("run_d2n") == []
+
+
+def test_an_inference_case_runs_in_the_container_with_the_vendor_s_requirements(cpu_image, results: Path,
+                                                                                 tmp_path: Path):
+    """task: inference in a container; the vendor's <vendor>_requirements.txt replaces the standard case's."""
+    checkout = checkout_copy(tmp_path / "checkout")
+    (checkout / "case_runners" / "cases" / "digits_cnn" / "inference" / "requirements.txt").write_text(
+        "perfplay-no-such-package==0.0.1\n")  # replaced by the vendor's file: never installed
+    case_dir = checkout / "vendor" / "cpu" / "cases" / "digits_cnn"
+    (case_dir / "cpu_requirements.txt").write_text("PyYAML==6.0.3\n")  # in the image already: no pip
+    run = run_docker(checkout, "run_case.yml", results, "run_dinf", {"case": "digits_cnn", "task": "inference"})
+    assert run.rc == 0, run.output[-3000:]
+    record = round_record(results, "run_dinf", "digits_cnn_inference_CPUx1x1", 1)
+    assert record["status"] == "success", record["reason"]
+    metrics = record["metrics"]
+    assert metrics["steps"] == ["a", "b", "c", "d", "e", "f", "g"]
+    assert metrics["validation_accuracy"] >= 0.95 and metrics["inference_accuracy"] >= 0.95
+    assert metrics["agreement"] >= 0.99
+    node = _node_dir(results, "run_dinf", "digits_cnn_inference_CPUx1x1")
+    prepare = (node / "container_prepare.log").read_text()
+    assert "requirements: vendor/cpu/cases/digits_cnn/cpu_requirements.txt already satisfied" in prepare
+    assert "perfplay-no-such-package" not in prepare
+    submit = json.loads((node / "rank0.out.log").read_text().splitlines()[0].removeprefix("[PerfLog] "))
+    assert submit["value"]["task"] == "inference" and submit["value"]["python"].startswith("/opt/perfplay-venv/")
+    assert Path(metrics["onnx_path"]).is_file(), "the export is kept in the run directory on the host"
+    assert run_containers("run_dinf") == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ansible.module_utils.common.warnings import get_warning_messages
 
 RESOLVED = {
     "case": "digits_cnn", "case_id": "digits_cnn_CPUx1x1", "vendor": "cpu", "hardware": "CPU",
@@ -47,7 +48,8 @@ def test_plans_and_creates_the_run(run_module):
     assert kind == "exit"
     assert result["changed"] is True
     assert [check for _, check in requests] == [True, False], "validate first, then create"
-    assert requests[0][0] == {"vendor": "cpu", "runtime": "host", "cases": ["digits_cnn"], "bundle": True}
+    assert requests[0][0] == {"vendor": "cpu", "runtime": "host", "cases": ["digits_cnn"], "task": "training",
+                              "bundle": True}
     assert cli.calls[0]["cwd"] == "/repo"
     assert cli.calls[0]["argv"][:4] == ["/venv/bin/python", "-m", "case_runners", "plan"]
     assert result["run_dir"] == "/repo/results/run1"
@@ -64,11 +66,12 @@ def test_plans_and_creates_the_run(run_module):
 
 def test_request_carries_optional_run_vars(run_module):
     requests = []
-    args = dict(ARGS, results_dir="/tmp/res", run_id="nightly", case_timeout="900", vendor="nvidia")
+    args = dict(ARGS, results_dir="/tmp/res", run_id="nightly", case_timeout="900", vendor="nvidia",
+                task="inference")
     run_module("case_plan", args, {"plan": plan_answer(requests)})
-    assert requests[0][0] == {"vendor": "nvidia", "runtime": "host", "cases": ["digits_cnn"],
+    assert requests[0][0] == {"vendor": "nvidia", "runtime": "host", "cases": ["digits_cnn"], "task": "inference",
                               "results_dir": "/tmp/res", "run_id": "nightly", "timeout_s": "900",
-                                  "bundle": True}
+                              "bundle": True}
 
 
 def test_check_mode_validates_only(run_module):
@@ -145,3 +148,17 @@ def test_cli_crash_without_json_fails_with_its_stderr(run_module):
     assert kind == "fail"
     assert "exited 1 without a JSON document" in result["msg"]
     assert result["stderr"] == "Traceback: boom"
+
+
+def test_a_key_a_vendor_adds_to_an_inference_case_is_a_warning(run_module):
+    """Seed 002: a new key in <vendor>_configurations.yaml is a warning; a changed key only a note."""
+    notes = ["warning: vendor/cpu/cases/digits_cnn/cpu_configurations.yaml: key 'probe' is not in "
+             "case_runners/cases/digits_cnn/inference/configurations.yaml; added as 7",
+             "info: vendor/cpu/cases/digits_cnn/cpu_configurations.yaml: key 'batch_size' changed from 64 to 32"]
+    case = dict(RESOLVED, case_id="digits_cnn_inference_CPUx1x1", task="inference", notes=notes)
+    kind, result, _ = run_module("case_plan", ARGS, {"plan": plan_answer([], cases=(case,))})
+    assert kind == "exit"
+    warnings = get_warning_messages()  # what exit_json adds to the result as "warnings"
+    assert "digits_cnn_inference_CPUx1x1: " + notes[0][len("warning: "):] in warnings
+    assert not any("batch_size" in w for w in warnings)
+    assert result["cases"][0]["notes"] == notes

@@ -17,7 +17,7 @@ import pytest
 from case_runners.config.plan import make_plan
 from case_runners.container.image import BUILD_DIR, build_args, image_spec, write_context
 from case_runners.container.options import check_container, sdk_options
-from case_runners.container.prepare import PREPARE_LOG, SITE, prepare
+from case_runners.container.prepare import PREPARE_LOG, SITE, case_requirements, prepare
 from case_runners.container.supervise import ENTRY
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
@@ -145,6 +145,25 @@ def test_the_entry_shell_sources_the_environment_file_before_the_launcher(tmp_pa
     assert failed.returncode == 3, "a failing environment file stops the container before the launcher"
 
 
+def test_a_vendor_requirements_file_replaces_the_standard_case_s(tmp_path: Path):
+    """Seed 002: <vendor>_requirements.txt replaces the standard case's requirements.txt; the vendor case's own
+    requirements.txt (seed 000) is installed after either."""
+    project = tmp_path / "project"
+    standard = project / "case_runners" / "cases" / "resnet50" / "inference"
+    vendor_dir = project / "vendor" / "cpu" / "cases" / "resnet50"
+    standard.mkdir(parents=True)
+    vendor_dir.mkdir(parents=True)
+    config = {"vendor": "cpu", "case": "resnet50", "task": "inference"}
+    assert case_requirements(project, config) == []
+    (standard / "requirements.txt").write_text("pycocotools==2.0.4\n")
+    assert case_requirements(project, config) == [standard / "requirements.txt"]
+    assert case_requirements(project, {**config, "task": "training"}) == [], "the training case has its own"
+    (vendor_dir / "requirements.txt").write_text("PyYAML==6.0.3\n")
+    (vendor_dir / "cpu_requirements.txt").write_text("pycocotools==2.0.7\n")
+    assert case_requirements(project, config) == [vendor_dir / "cpu_requirements.txt", vendor_dir / "requirements.txt"]
+    assert case_requirements(project, {**config, "vendor": "nvidia"}) == [standard / "requirements.txt"]
+
+
 def test_prepare_installs_missing_requirements_and_builds_csrc_once(tmp_path: Path, monkeypatch):
     project = tmp_path / "project"
     case_dir = project / "vendor" / "cpu" / "cases" / "digits_cnn"
@@ -163,7 +182,8 @@ def test_prepare_installs_missing_requirements_and_builds_csrc_once(tmp_path: Pa
 
     prepare(config, config_path, project, log_dir)
     log = (log_dir / PREPARE_LOG).read_text()
-    assert "requirements: requirements.txt already satisfied" in log and "csrc: building setup.py" in log
+    assert "requirements: vendor/cpu/cases/digits_cnn/requirements.txt already satisfied" in log
+    assert "csrc: building setup.py" in log
     site = config_path.parent / SITE
     assert (site / "probe_ops" / "__init__.py").is_file()
     assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(site), "the ranks import what csrc built"

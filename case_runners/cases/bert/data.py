@@ -73,3 +73,17 @@ def check_data_dir(data_dir: str | None, params: dict) -> list[str]:
     for shard in train + held_out:
         problems += check_shard(shard, seq_len)
     return problems
+
+
+def check_inference_data_dir(data_dir: str, params: dict) -> list[str]:
+    """The inference case's data dir: the held-out shards (eval/*.npz, else the last of two or more shards)."""
+    if not Path(data_dir).is_dir():
+        return [f"{data_dir}: not a directory; expected {FORMAT}"]
+    _, held_out = shard_files(data_dir)
+    if not held_out:
+        return [f"{data_dir}: no held-out shard to evaluate (eval/*.npz, or the last of two or more *.npz at the "
+                f"top); expected {FORMAT}"]
+    problems = []
+    for shard in held_out:
+        problems += check_shard(shard, int(params.get("seq_len", 512)))
+    return problems

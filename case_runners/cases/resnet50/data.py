@@ -3,6 +3,7 @@
 data_dir is an ImageNet tree in ImageFolder layout:
     <data_dir>/train/<class>/<image>.JPEG   one folder per class (e.g. the wnid n01440764)
     <data_dir>/val/<class>/<image>.JPEG     the same class folders
+The inference case reads val/ only.
 """
 
 from __future__ import annotations
@@ -63,4 +64,16 @@ def check_data_dir(data_dir: str | None, params: dict) -> list[str]:
     if train and expected is not None and len(train) != int(expected):
         problems.append(f"{root / 'train'}: {len(train)} class folders but num_classes is {expected}; "
                         f"set num_classes: {len(train)} or fix the folder")
+    return problems
+
+
+def check_inference_data_dir(data_dir: str, params: dict) -> list[str]:
+    """The inference case's data dir: val/ in ImageFolder layout."""
+    root = Path(data_dir)
+    if not root.is_dir():
+        return [f"{root}: not a directory; expected <data_dir>/val/<class>/<image>.JPEG"]
+    classes, problems = check_split(root, "val")
+    expected = params.get("num_classes")
+    if classes and expected is not None and len(classes) > int(expected):
+        problems.append(f"{root / 'val'}: {len(classes)} class folders but the model has {expected} classes")
     return problems

@@ -45,15 +45,17 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
 
 
 def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+    device = next(model.parameters()).device
+
     def run(inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
         with torch.inference_mode():
-            return [model(*inputs)], 0.0
+            return [model(*(t.to(device) for t in inputs)).cpu()], 0.0
     return forward_loop(run, dataloader, evaluate, config, print, "validation")
 
 
 def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
     path = Path(config["work_dir"]) / "digits_cnn.onnx"
-    example = torch.zeros(2, 1, 8, 8)
+    example = torch.zeros(2, 1, 8, 8, device=next(model.parameters()).device)
     torch.onnx.export(model, (example,), str(path), input_names=["images"], output_names=["logits"],
                       dynamic_shapes={"x": {0: torch.export.Dim("batch")}}, verbose=False)
     return path

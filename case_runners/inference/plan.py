@@ -1,0 +1,71 @@
+"""An inference selection resolved into the run's resolved config, the same outer shape as a training case's,
+so the plan, the launch, the record and the summary handle both (task: inference tells them apart)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from case_runners.config.layering import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
+from case_runners.config.selection import Selection
+from case_runners.errors import ConfigError
+from case_runners.inference.config import inference_cases, resolve_inference
+from case_runners.paths import display_path
+from case_runners.vendors import vendor_info
+
+FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass (flops in configurations.yaml)"
+
+
+def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Path,
+                                default_timeout_s: int | None = None) -> tuple[dict[str, Any] | None,
+                                                                                 list[ConfigError]]:
+    """(config, errors) for a selection with task: inference."""
+    cases = inference_cases(root)
+    if sel.case not in cases:
+        return None, [ConfigError(f"unknown inference case '{sel.case}'", key=f"{sel.source}.case", file="run vars",
+                                  allowed=cases)]
+    sel.hardware = sel.hardware or vendor["default_hardware"]
+    errors = []
+    if sel.hardware not in vendor["hardware"]:
+        errors.append(ConfigError(f"unknown hardware '{sel.hardware}' for vendor '{vendor['name']}'",
+                                  key=f"{sel.source}.hardware",
+                                  file=display_path(Path(vendor["dir"]) / "vendor.yaml", root), allowed=vendor["hardware"]))
+    for key in ("nnodes", "nproc"):
+        if getattr(sel, key) != 1:
+            errors.append(ConfigError(f"an inference case runs one process on one device (seed 002); got "
+                                      f"{getattr(sel, key)}", key=f"{sel.source}.{key}", file="run vars", allowed=[1]))
+    if sel.framework != "pytorch":
+        errors.append(ConfigError(f"inference case '{sel.case}' is written for pytorch", key=f"{sel.source}.framework",
+                                  file="run vars", allowed=["pytorch"]))
+    try:
+        resolved, notes = resolve_inference(sel.case, vendor["name"], root, sel.overrides,
+                                            f"run overrides ({sel.source}.overrides)")
+    except ConfigError as exc:
+        errors.append(exc)
+    if errors:
+        return None, errors
+    conf = resolved["configurations"]
+    return {
+        "schema": RESOLVED_SCHEMA,
+        "task": "inference",
+        "case": sel.case,
+        "case_id": sel.case_id,
+        "framework": sel.framework,
+        "vendor": vendor["name"],
+        "hardware": sel.hardware,
+        "nnodes": 1,
+        "nproc": 1,
+        "repeat": sel.repeat,
+        "data_dir": sel.data_dir,
+        "timeout_s": sel.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S,
+        "sources": resolved["sources"],
+        "provenance": resolved["provenance"],
+        "notes": notes,
+        "inference": resolved,
+        "params": {**conf, **resolved["parameters"]},
+        "target": None,
+        "flops_per_sample": conf["flops"],
+        "flops_convention": FLOPS_CONVENTION,
+        "flops_note": None,
+        "vendor_info": vendor_info(vendor, sel.hardware),
+    }, []

@@ -1,0 +1,49 @@
+"""The rank of an inference case: the launcher starts it as it starts a training rank (`case_runners worker`),
+the worker sees task: inference in the resolved config and runs steps a-g here instead of training.
+
+The ONNX file and the compiled engine go to <case dir>/inference_work/ beside resolved_config.json, not into the
+node directory (which is collected to the controller): they can be large, and exist_onnx_path can name them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from case_runners.driver import events as ev
+from case_runners.driver.events import EventLogger
+from case_runners.paths import project_root
+
+WORK_DIR = "inference_work"
+
+
+def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict[str, Any]:
+    """Steps a-g on this rank's device; the rank result (status success, the summary's figures)."""
+    import torch
+
+    from case_runners.inference.pipeline import run_pipeline
+    from case_runners.training.worker import limit_cpu_threads, pick_device
+
+    device = pick_device(config.get("vendor_info", {}), env.local_rank)
+    if device.type == "cpu":
+        limit_cpu_threads(env.local_world_size)
+    resolved = config["inference"]
+    log.event(ev.SUBMIT_INFO, {"vendor": config["vendor"], "case": config["case"], "task": "inference",
+                               "case_id": config["case_id"], "config_path": config_path,
+                               "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
+                               "configurations": resolved["configurations"], "parameters": resolved["parameters"],
+                               "python": sys.executable, "torch": torch.__version__})
+    for note in config.get("notes") or []:
+        print(note, flush=True)
+    log.event(ev.LAUNCH_INFERENCE, {"case": config["case"], "compiler": resolved["configurations"]["compiler"],
+                                    "notes": config.get("notes") or []})
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    summary = run_pipeline(resolved, project_root(), Path(config_path).parent / WORK_DIR, config.get("data_dir"),
+                           log=lambda line: print(line, flush=True), device=str(device),
+                           on_step=lambda step, info: log.event(ev.INFERENCE_STEP, {"step": step, **info}))
+    return {"status": "success", "task": "inference", "device": str(device), **summary,
+            "torch_peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None}

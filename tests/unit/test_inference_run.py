@@ -1,0 +1,130 @@
+"""An inference selection through the run: the plan, the host's data check, the round record and the summary."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from case_runners.config.plan import make_plan
+from case_runners.data_check import check_data, check_inference_files
+from case_runners.results.record import write_round_record
+from case_runners.results.summary import render_markdown, render_table, summarize_run
+
+
+def plan(*cases, **request):
+    return make_plan({"vendor": "cpu", "cases": list(cases), **request}, check=True)
+
+
+def test_an_inference_selection_resolves_to_a_config_the_launch_and_record_understand():
+    result = plan({"case": "digits_cnn", "task": "inference", "overrides": {"batch_size": 16}})
+    assert result["ok"], result["errors"]
+    (config,) = result["cases"]
+    assert config["task"] == "inference" and config["case_id"] == "digits_cnn_inference_CPUx1x1"
+    assert (config["nnodes"], config["nproc"]) == (1, 1)
+    assert config["params"]["batch_size"] == 16 and config["params"]["train_epochs"] == 15
+    assert config["flops_per_sample"] == 2 * 337536
+    assert config["provenance"]["batch_size"] == "run overrides (perfplay_cases[0].overrides)"
+    assert "info: run overrides (perfplay_cases[0].overrides): key 'batch_size' changed from 64 to 16" in config["notes"]
+
+
+def test_training_and_inference_of_one_case_run_side_by_side():
+    result = plan("digits_cnn", {"case": "digits_cnn", "task": "inference"})
+    assert result["ok"], result["errors"]
+    assert [c["case_id"] for c in result["cases"]] == ["digits_cnn_CPUx1x1", "digits_cnn_inference_CPUx1x1"]
+    assert plan("digits_cnn", task="inference")["cases"][0]["task"] == "inference", "perfplay_task is the default"
+
+
+@pytest.mark.parametrize("selection, request_vars, expected", [
+    ({"case": "digits_cnn", "task": "inference", "nproc": 2}, {},
+     "run vars: key 'perfplay_cases[0].nproc': an inference case runs one process on one device"),
+    ({"case": "digits_cnn", "task": "inference", "overrides": {"train_lr": 1.0}}, {},
+     "key 'train_lr': is a parameter of the case"),
+    ({"case": "digits_cnn", "task": "inference", "overrides": {"batch": 1}}, {},
+     "key 'batch': unknown inference config key (allowed: batch_size, compiler,"),
+    ({"case": "nosuch", "task": "inference"}, {},
+     "key 'perfplay_cases[0].case': unknown inference case 'nosuch' (allowed: bert, digits_cnn, resnet50)"),
+    ({"case": "digits_cnn", "task": "serving"}, {}, "key 'perfplay_cases[0].task': unknown task 'serving'"),
+    ("digits_cnn", {"task": "serving"}, "run vars: key 'perfplay_task': unknown task 'serving'"),
+])
+def test_bad_inference_selections_are_named(selection, request_vars, expected):
+    result = plan(selection, **request_vars)
+    assert not result["ok"]
+    assert any(expected in error for error in result["errors"]), result["errors"]
+
+
+def test_the_host_checks_the_inference_data_and_the_compiled_engine(tmp_path: Path):
+    config = plan({"case": "resnet50", "task": "inference", "data_dir": str(tmp_path)})["cases"][0]
+    assert check_data(config) == [f"{tmp_path / 'val'}: missing; expected "
+                                  "<data_dir>/{train,val}/<class>/<image>.JPEG (ImageFolder: one folder per class, "
+                                  "e.g. n01440764)"]
+    (tmp_path / "val" / "n01440764").mkdir(parents=True)
+    (tmp_path / "val" / "n01440764" / "a.JPEG").write_bytes(b"")
+    assert check_data(config) == [], "inference reads val/ only: no train/ needed"
+    assert check_data({**config, "data_dir": None}) == [], "no data dir: synthetic images"
+    bert = plan({"case": "bert", "task": "inference", "data_dir": str(tmp_path)})["cases"][0]
+    assert "no held-out shard to evaluate" in check_data(bert)[0]
+    missing = tmp_path / "engine.ort.onnx"
+    digits = plan({"case": "digits_cnn", "task": "inference", "overrides": {
+        "no_validation": True, "exist_onnx_path": "foo", "exist_compiler_path": str(missing)}})["cases"][0]
+    assert check_inference_files(digits) == [
+        f"key 'exist_compiler_path' (run overrides (perfplay_cases[0].overrides)) of digits_cnn_inference_CPUx1x1: "
+        f"{missing} does not exist on this host (a compiled engine file, or null to compile)"]
+    missing.write_bytes(b"x")
+    assert check_inference_files(digits) == []
+
+
+def _round(run_dir: Path, config: dict, rank_result: dict, memory: tuple[int, int] | None) -> dict:
+    node = run_dir / config["case_id"] / "round1" / f"{socket.gethostname()}_noderank0"
+    node.mkdir(parents=True)
+    (node / "node_result.json").write_text(json.dumps({"status": "success", "reason": None, "duration_s": 3.0}))
+    (node / "rank0.result.json").write_text(json.dumps({"rank": 0, "status": "success", **rank_result}))
+    if memory:
+        used, total = memory
+        lines = [{"ts": t, "devices": [{"index": 0, "mem_used_bytes": used - 100 * (2 - t), "mem_total_bytes": total}]}
+                 for t in (0, 1, 2)]
+        (node / "cpu_monitor.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return write_round_record(node.parent, config, 1, run_dir.name)
+
+
+RANK = {"task": "inference", "steps": ["a", "b", "c", "d", "e", "f", "g"], "compiler": "onnxruntime",
+        "precision": "fp32", "p_validation_whole": 100.0, "p_validation_core": 200.0, "p_inference_whole": 300.0,
+        "p_inference_core": 400.0, "validation_accuracy": 0.98, "inference_accuracy": 0.97, "agreement": 0.99,
+        "e2e_time": 9.0}
+
+
+def test_the_record_has_seed_002_s_figures_mfu_on_the_engine_core_and_the_device_memory(tmp_path: Path):
+    config = plan({"case": "digits_cnn", "task": "inference"})["cases"][0]
+    config["vendor_info"]["hardware"]["peak_flops"] = {"fp32": 1.0e9, "fp16": 4.0e9}
+    record = _round(tmp_path / "run1", config, RANK, (5 * 2**30, 16 * 2**30))
+    assert record["status"] == "success" and record["task"] == "inference"
+    assert record["metrics"]["p_inference_core"] == 400.0 and record["metrics"]["agreement"] == 0.99
+    assert record["mfu"]["value"] == pytest.approx(400.0 * 2 * 337536 / 1.0e9)
+    assert record["mfu"]["basis"] == "p_inference_core" and record["mfu"]["peak_flops_per_device"] == 1.0e9
+    assert "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
+    assert record["metrics"]["device_memory"]["peak_used_bytes"] == 5 * 2**30
+    assert record["metrics"]["device_memory"]["total_bytes"] == 16 * 2**30
+    fp16 = _round(tmp_path / "run2", config, {**RANK, "precision": "fp16"}, None)
+    assert fp16["mfu"]["peak_flops_per_device"] == 4.0e9, "the peak of the precision used"
+    assert fp16["metrics"]["device_memory"]["peak_used_bytes"] is None
+    null = _round(tmp_path / "run3", config, {**RANK, "compiler": None, "p_inference_whole": None,
+                                              "p_inference_core": None, "steps": ["a", "b", "c", "g"]}, None)
+    assert null["mfu"]["basis"] == "p_validation_core" and null["mfu"]["value"] == pytest.approx(200.0 * 2 * 337536 / 1e9)
+
+
+def test_the_summary_prints_an_inference_table_beside_the_training_one(tmp_path: Path):
+    run_dir = tmp_path / "run1"
+    config = plan({"case": "digits_cnn", "task": "inference"})["cases"][0]
+    _round(run_dir, config, RANK, (2 * 2**30, 16 * 2**30))
+    summary = summarize_run(run_dir)
+    (case,) = summary["cases"]
+    assert case["task"] == "inference" and case["stats"]["p_inference_core"]["mean"] == 400.0
+    table = render_table(summary)
+    assert "inference (seed 002; throughput in items/s" in table and "training (" not in table
+    row = next(line for line in table.splitlines() if line.startswith("digits_cnn_inference_CPUx1x1"))
+    assert row.split()[4:12] == ["100.0", "200.0", "300.0", "400.0", "0.9800", "0.9700", "99.0%", "9.0"]
+    assert "2.00 / 16.0" in row, "peak / total device memory, GiB"
+    assert "## Inference" in render_markdown(summary) and "## Training" not in render_markdown(summary)
+
