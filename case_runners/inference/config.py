@@ -91,11 +91,13 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
         over_file = display_path(over_path, root)
         sources.append(over_file)
         layer = load_mapping(over_path)
-        _raise_all(_vendor_layer(config, notes, layer, base, params, files=(base_file, params_file, over_file)))
+        _raise_all(_apply_layer(config, notes, layer, params, vendor_file=True,
+                                files=(base_file, params_file, over_file)))
         provenance.update(dict.fromkeys(layer, over_file))
     if overrides:
         sources.append(overrides_file)
-        _raise_all(_run_layer(config, notes, overrides, params, files=(params_file, overrides_file)))
+        _raise_all(_apply_layer(config, notes, overrides, params, vendor_file=False,
+                                files=(base_file, params_file, overrides_file)))
         provenance.update(dict.fromkeys(overrides, overrides_file))
     config["flops"] = parse_flops(config["flops"], file=provenance["flops"])
     _check_switches(config, provenance)
@@ -111,39 +113,25 @@ def inference_cases(root: Path) -> list[str]:
     return sorted(p.parent.parent.name for p in (root / "case_runners" / "cases").glob("*/inference/configurations.yaml"))
 
 
-def _vendor_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], base: dict[str, Any],
-                  params: dict[str, Any], *, files: tuple[str, str, str]) -> list[ConfigError]:
-    """Seed 002's rules for <vendor>_configurations.yaml; applies it to config, returns the errors."""
+def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], params: dict[str, Any], *,
+                 vendor_file: bool, files: tuple[str, str, str]) -> list[ConfigError]:
+    """Lay one file of overrides over config in place; return the errors. Neither may set a parameter. The
+    vendor's <vendor>_configurations.yaml (seed 002): a new key is a warning, a key set to the value it has an
+    error. The run's overrides: only keys the config has, and a value it already has changes nothing."""
     base_file, params_file, over_file = files
     errors = []
     for key, value in layer.items():
         if key in params:
             errors.append(ConfigError(f"is a parameter of the case ({params_file}): hardware-independent, "
                                       "never overridden", key=key, file=over_file))
-        elif key not in base:
+        elif key not in config and vendor_file:
             notes.append(f"warning: {over_file}: key '{key}' is not in {base_file}; added as {value!r}")
             config[key] = value
-        elif value == base[key]:
+        elif key not in config:
+            errors.append(ConfigError("unknown inference config key", key=key, file=over_file, allowed=sorted(config)))
+        elif value == config[key] and vendor_file:
             errors.append(ConfigError(f"sets the value {value!r} it already has in {base_file}; remove it "
                                       "(an override must change something)", key=key, file=over_file))
-        else:
-            notes.append(f"info: {over_file}: key '{key}' changed from {base[key]!r} to {value!r}")
-            config[key] = value
-    return errors
-
-
-def _run_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], params: dict[str, Any], *,
-               files: tuple[str, str]) -> list[ConfigError]:
-    """The run's overrides: only keys the config already has (no new key from a run), never a parameter."""
-    params_file, over_file = files
-    errors = []
-    for key, value in layer.items():
-        if key in params:
-            errors.append(ConfigError(f"is a parameter of the case ({params_file}): hardware-independent, "
-                                      "never overridden", key=key, file=over_file))
-        elif key not in config:
-            errors.append(ConfigError("unknown inference config key", key=key, file=over_file,
-                                      allowed=sorted(config)))
         elif value != config[key]:
             notes.append(f"info: {over_file}: key '{key}' changed from {config[key]!r} to {value!r}")
             config[key] = value

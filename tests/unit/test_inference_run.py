@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,9 +59,8 @@ def test_bad_inference_selections_are_named(selection, request_vars, expected):
 
 def test_the_host_checks_the_inference_data_and_the_compiled_engine(tmp_path: Path):
     config = plan({"case": "resnet50", "task": "inference", "data_dir": str(tmp_path)})["cases"][0]
-    assert check_data(config) == [f"{tmp_path / 'val'}: missing; expected "
-                                  "<data_dir>/{train,val}/<class>/<image>.JPEG (ImageFolder: one folder per class, "
-                                  "e.g. n01440764)"]
+    assert check_data(config) == [f"{tmp_path / 'val'}: missing; expected <data_dir>/val/<class>/<image>.JPEG "
+                                  "(ImageFolder: one folder per class, e.g. n01440764)"]
     (tmp_path / "val" / "n01440764").mkdir(parents=True)
     (tmp_path / "val" / "n01440764" / "a.JPEG").write_bytes(b"")
     assert check_data(config) == [], "inference reads val/ only: no train/ needed"
@@ -128,3 +129,17 @@ def test_the_summary_prints_an_inference_table_beside_the_training_one(tmp_path:
     assert "2.00 / 16.0" in row, "peak / total device memory, GiB"
     assert "## Inference" in render_markdown(summary) and "## Training" not in render_markdown(summary)
 
+
+
+def test_case_runners_run_takes_an_inference_case_without_ansible(tmp_path: Path):
+    """`python -m case_runners run CASE --task inference`: the same plan, launch, record and summary on one host."""
+    out = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--task", "inference",
+                          "--set", "compiler=null", "--results-dir", str(tmp_path), "--monitor-interval", "0.2"],
+                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "digits_cnn_inference_CPUx1x1 round 1: success" in out.stderr
+    assert "inference (seed 002; throughput in items/s" in out.stdout
+    (run_dir,) = tmp_path.glob("run*")
+    record = json.loads((run_dir / "digits_cnn_inference_CPUx1x1" / "round1" / "result.json").read_text())
+    assert record["metrics"]["steps"] == ["a", "b", "c", "g"] and record["metrics"]["validation_accuracy"] >= 0.95
+    assert record["metrics"]["device_memory"]["peak_used_bytes"] > 0, "the monitors ran around the round"

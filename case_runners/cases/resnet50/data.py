@@ -14,6 +14,7 @@ from pathlib import Path
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 SPLITS = ("train", "val")
 LAYOUT = "<data_dir>/{train,val}/<class>/<image>.JPEG (ImageFolder: one folder per class, e.g. n01440764)"
+VAL_LAYOUT = "<data_dir>/val/<class>/<image>.JPEG (ImageFolder: one folder per class, e.g. n01440764)"
 
 
 def is_image(name: str) -> bool:
@@ -30,20 +31,20 @@ def first_image(directory: Path) -> str | None:
         return next((e.name for e in it if e.is_file() and is_image(e.name)), None)
 
 
-def check_split(root: Path, split: str) -> tuple[list[str], list[str]]:
-    """(class names, problems) of one split directory."""
+def check_split(root: Path, split: str, layout: str = LAYOUT) -> tuple[list[str], list[str]]:
+    """(class names, problems) of one split directory; `layout` is the expected layout the problems name."""
     split_dir = root / split
     if not split_dir.is_dir():
-        return [], [f"{split_dir}: missing; expected {LAYOUT}"]
+        return [], [f"{split_dir}: missing; expected {layout}"]
     classes = class_dirs(split_dir)
     if not classes:
         loose = first_image(split_dir)
         hint = (f" (it holds images such as {loose} directly: sort them into one folder per class)"
                 if loose else "")
-        return [], [f"{split_dir}: no class folders{hint}; expected {LAYOUT}"]
+        return [], [f"{split_dir}: no class folders{hint}; expected {layout}"]
     if first_image(split_dir / classes[0]) is None:
         return classes, [f"{split_dir / classes[0]}: no image files ({', '.join(IMAGE_EXTENSIONS)}); "
-                         f"expected {LAYOUT}"]
+                         f"expected {layout}"]
     return classes, []
 
 
@@ -71,8 +72,8 @@ def check_inference_data_dir(data_dir: str, params: dict) -> list[str]:
     """The inference case's data dir: val/ in ImageFolder layout."""
     root = Path(data_dir)
     if not root.is_dir():
-        return [f"{root}: not a directory; expected <data_dir>/val/<class>/<image>.JPEG"]
-    classes, problems = check_split(root, "val")
+        return [f"{root}: not a directory; expected {VAL_LAYOUT}"]
+    classes, problems = check_split(root, "val", VAL_LAYOUT)
     expected = params.get("num_classes")
     if classes and expected is not None and len(classes) > int(expected):
         problems.append(f"{root / 'val'}: {len(classes)} class folders but the model has {expected} classes")
