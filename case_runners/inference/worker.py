@@ -46,4 +46,13 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
                            log=lambda line: print(line, flush=True), device=str(device),
                            on_step=lambda step, info: log.event(ev.INFERENCE_STEP, {"step": step, **info}))
     return {"status": "success", "task": "inference", "device": str(device), **summary,
+            "monitor_devices": monitor_devices(config.get("vendor_info", {}), os.environ),
             "torch_peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None}
+
+
+def monitor_devices(vendor_info: dict[str, Any], environ: Any) -> list[int] | None:
+    """The device indices this rank was given (the launcher's visible-devices variable), as the vendor monitor
+    numbers devices; None when the vendor has no such variable or it names devices by UUID."""
+    variable = vendor_info.get("visible_devices_env")
+    values = [v.strip() for v in str(environ.get(variable, "") if variable else "").split(",") if v.strip()]
+    return [int(v) for v in values] if values and all(v.isdigit() for v in values) else None

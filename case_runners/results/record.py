@@ -68,11 +68,19 @@ def mfu(metrics: dict[str, Any], config: dict[str, Any], basis: str = "p_core") 
     return info
 
 
-def device_memory(monitors: dict[str, dict[str, Any]], nodes: list[dict[str, Any]], vendor: str) -> dict[str, Any]:
-    """Peak device memory used and the total, from node 0's vendor monitor (the cpu vendor's: the host's RAM)."""
-    first = monitors.get(nodes[0]["dir"], {}) if nodes else {}
-    summary = first.get(vendor) or {}
-    return {"peak_used_bytes": summary.get("mem_used_max_bytes"), "total_bytes": summary.get("mem_total_bytes"),
+def device_memory(monitors: dict[str, dict[str, Any]], nodes: list[dict[str, Any]], vendor: str,
+                  devices: list[int] | None = None) -> dict[str, Any]:
+    """Peak device memory used and the total, from node 0's vendor monitor (the cpu vendor's: the host's RAM):
+    of `devices` (the rank's, in the monitor's numbering) when given, else the node's figure (max over devices)."""
+    summary = (monitors.get(nodes[0]["dir"], {}) if nodes else {}).get(vendor) or {}
+    used = [d for d in summary.get("devices") or [] if devices is not None and d.get("index") in devices]
+    source = summary if not used else {
+        "mem_used_max_bytes": max((d["mem_used_max_bytes"] for d in used if d.get("mem_used_max_bytes") is not None),
+                                  default=None),
+        "mem_total_bytes": max((d["mem_total_bytes"] for d in used if d.get("mem_total_bytes") is not None),
+                               default=None)}
+    return {"peak_used_bytes": source.get("mem_used_max_bytes"), "total_bytes": source.get("mem_total_bytes"),
+            "devices": [d["index"] for d in used] if used else None,
             "source": f"{vendor} monitor of {nodes[0]['host']}" if summary else None,
             "samples": summary.get("samples", 0)}
 
@@ -130,7 +138,7 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
     status, reason = _status(nodes, ranks, config)
     rank0 = next((r for r in ranks if r.get("rank") == 0), {})
     metrics = {key: rank0.get(key) for key in (INFERENCE_METRIC_KEYS if inference else METRIC_KEYS)}
-    metrics["device_memory"] = device_memory(monitors, nodes, config["vendor"])
+    metrics["device_memory"] = device_memory(monitors, nodes, config["vendor"], rank0.get("monitor_devices"))
     record = {
         "schema": ROUND_SCHEMA,
         "run_id": run_id or round_dir.parent.parent.name,

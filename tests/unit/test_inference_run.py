@@ -143,3 +143,30 @@ def test_case_runners_run_takes_an_inference_case_without_ansible(tmp_path: Path
     record = json.loads((run_dir / "digits_cnn_inference_CPUx1x1" / "round1" / "result.json").read_text())
     assert record["metrics"]["steps"] == ["a", "b", "c", "g"] and record["metrics"]["validation_accuracy"] >= 0.95
     assert record["metrics"]["device_memory"]["peak_used_bytes"] > 0, "the monitors ran around the round"
+
+
+def test_device_memory_is_the_rank_s_own_device_on_a_host_with_several(tmp_path: Path):
+    """A GPU host monitors every device; the inference rank's memory is that of the device it was given."""
+    config = plan({"case": "digits_cnn", "task": "inference"})["cases"][0]
+    node = tmp_path / "run1" / config["case_id"] / "round1" / "gpu01_noderank0"
+    node.mkdir(parents=True)
+    (node / "node_result.json").write_text(json.dumps({"status": "success", "reason": None}))
+    (node / "rank0.result.json").write_text(json.dumps({"rank": 0, "status": "success", **RANK,
+                                                        "monitor_devices": [1]}))
+    used = {0: 70 * 2**30, 1: 3 * 2**30, 2: 50 * 2**30}  # devices 0 and 2 busy with another job
+    lines = [{"ts": t, "devices": [{"index": i, "mem_used_bytes": b, "mem_total_bytes": 80 * 2**30}
+                                   for i, b in used.items()]} for t in (0, 1)]
+    (node / "cpu_monitor.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    memory = write_round_record(node.parent, config, 1, "run1")["metrics"]["device_memory"]
+    assert memory["peak_used_bytes"] == 3 * 2**30 and memory["devices"] == [1]
+    assert memory["total_bytes"] == 80 * 2**30
+
+
+@pytest.mark.parametrize("env, value, expected", [
+    ("CUDA_VISIBLE_DEVICES", "3", [3]),
+    ("CUDA_VISIBLE_DEVICES", "GPU-8f6a1c2e-0000", None),  # a UUID: the node figure instead
+    ("", "", None),  # the cpu vendor has no visible-devices variable
+])
+def test_the_rank_names_its_devices_as_the_monitor_numbers_them(env, value, expected):
+    from case_runners.inference.worker import monitor_devices
+    assert monitor_devices({"visible_devices_env": env}, {env: value} if env else {}) == expected
