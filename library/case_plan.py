@@ -151,7 +151,10 @@ run_dir:
   type: str
   sample: /opt/perfplay/results/run20250101120000
 cases:
-  description: Resolved config of every case (schema C(perfplay.resolved_config/1)).
+  description:
+    - Resolved config of every case (schema C(perfplay.resolved_config/1)).
+    - An inference case has C(task=inference), its C(inference) configurations and parameters, and the C(notes) its
+      overrides produced (a key a vendor file adds is also a module warning).
   returned: success
   type: list
   elements: dict

@@ -170,3 +170,15 @@ def test_device_memory_is_the_rank_s_own_device_on_a_host_with_several(tmp_path:
 def test_the_rank_names_its_devices_as_the_monitor_numbers_them(env, value, expected):
     from case_runners.inference.worker import monitor_devices
     assert monitor_devices({"visible_devices_env": env}, {env: value} if env else {}) == expected
+
+
+def test_the_nvidia_vendor_runs_the_standard_tensorrt_fp16_or_inductor():
+    result = make_plan({"vendor": "nvidia", "task": "inference", "cases": [
+        {"case": "resnet50", "hardware": "H100"},
+        {"case": "bert", "hardware": "A100", "overrides": {"compiler": "inductor", "exist_onnx_path": "unused"}}]},
+        check=True)
+    assert result["ok"], result["errors"]
+    resnet, bert = result["cases"]
+    assert (resnet["params"]["compiler"], resnet["params"]["fp16"]) == ("tensorrt", True)
+    assert resnet["vendor_info"]["hardware"]["peak_flops"]["fp16"] == 989.4e12, "MFU divides by the fp16 peak"
+    assert bert["params"]["compiler"] == "inductor" and bert["flops_per_sample"] == pytest.approx(2 * 512 * 3.35e8)
