@@ -26,6 +26,7 @@ from case_runners.launch import rendezvous
 from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
 from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import project_root
+from case_runners.training.worker import result_path
 
 NODE_RESULT = "node_result.json"
 NODE_SCHEMA = "perfplay.node_result/1"
@@ -132,6 +133,15 @@ class NodeLauncher:
                                        env=rank_env(spec, local_rank, dict(os.environ)), cwd=project_root())
             self.ranks.append(Rank(rank, local_rank, process, log))
 
+    def rank_cause(self, rank: Rank) -> str:
+        """': <why>' from the rank's result when it failed and said why (a traceback's last line), else ''."""
+        try:
+            result = json.loads(result_path(self.spec.log_dir, rank.rank).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return ""
+        reason = str(result.get("reason") or "").strip() if result.get("status") == "failed" else ""
+        return ": " + reason.splitlines()[-1] if reason else ""
+
     def failure(self, status: str, reason: str, urgent: bool = True) -> Failure:
         return own_failure(self.spec.node_rank, self.spec.node_name, status, reason, urgent)
 
@@ -150,7 +160,8 @@ class NodeLauncher:
                     r.exit_code = r.process.poll()
                     if r.exit_code not in (None, 0):
                         own.append(self.failure("failed", f"rank {r.rank} on {self.spec.node_name} "
-                                                          f"{describe_exit(r.exit_code)}", urgent=r.exit_code < 0))
+                                                          f"{describe_exit(r.exit_code)}{self.rank_cause(r)}",
+                                                urgent=r.exit_code < 0))
                 running = running or r.exit_code is None
             if link is None:
                 if own:  # single node: the first failure, at once

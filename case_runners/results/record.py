@@ -29,7 +29,6 @@ METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_t
 THROUGHPUT_BASIS = "p_train"
 NODE_RATE_KEYS = ("p_whole", "p_train", "p_core")  # per node: sum over its ranks of rank_<key>
 _NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
-_RANK_EXIT = re.compile(r"\brank (?P<rank>\d+) on \S+ exited with code")
 _RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
 
 
@@ -180,7 +179,7 @@ def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, st
         bad = [n for n in nodes if n["status"] == wanted]
         if bad:
             return ("failed" if wanted == "interrupted" else wanted), \
-                f"{bad[0]['host']} (node {bad[0]['node_rank']}): {bad[0]['reason']}{_rank_cause(bad[0], ranks)}"
+                f"{bad[0]['host']} (node {bad[0]['node_rank']}): {bad[0]['reason']}"
     if len(nodes) < expected:
         return "failed", f"only {len(nodes)} of {expected} nodes left output"
     rank0 = next((r for r in ranks if r.get("rank") == 0), None)
@@ -192,15 +191,6 @@ def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, st
     if rank0.get("status") != "success":
         return "failed", rank0.get("reason") or f"rank 0 status {rank0.get('status')}"
     return "success", None
-
-
-def _rank_cause(node: dict, ranks: list[dict]) -> str:
-    """': <why>' when the node's reason names a rank that exited and that rank wrote why (a traceback's last line)."""
-    match = _RANK_EXIT.search(str(node.get("reason") or ""))
-    for rank in ranks if match else []:
-        if rank.get("rank") == int(match["rank"]) and rank.get("status") == "failed" and rank.get("reason"):
-            return ": " + str(rank["reason"]).strip().splitlines()[-1]
-    return ""
 
 
 def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int,

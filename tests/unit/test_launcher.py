@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from case_runners.config.plan import make_plan
-from case_runners.launch.node import GRACE_S, NodeSpec, rank_env
+from case_runners.launch.node import GRACE_S, NodeLauncher, NodeSpec, Rank, rank_env
 from case_runners.paths import project_root
 
 
@@ -145,3 +145,16 @@ def test_visible_devices_per_vendor_scope(scope, visible, index):
 def test_a_host_restricted_device_list_is_honoured():
     env = rank_env(spec("node", nproc=2), local_rank=1, base={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
     assert env["CUDA_VISIBLE_DEVICES"] == "4,5" and env["PERFPLAY_DEVICE_INDEX"] == "1"
+
+
+def test_a_failed_rank_s_own_reason_follows_its_exit_in_the_node_s_reason(tmp_path: Path):
+    """A rank that wrote why it failed (a bad input, a traceback) gets that line after "exited with code N"."""
+    spec = NodeSpec(config_path=tmp_path / "resolved.json", log_dir=tmp_path, node_rank=0, master_addr="127.0.0.1",
+                    master_port=0, timeout_s=1, run_id="cause", nnodes=1, nproc=1)
+    launcher, rank = NodeLauncher(spec), Rank(0, 0, process=None, log=None)
+    assert launcher.rank_cause(rank) == "", "no result: nothing to add"
+    (tmp_path / "rank0.result.json").write_text(json.dumps(
+        {"status": "failed", "reason": "Traceback (most recent call last):\n  ...\nValueError: bad shard\n"}))
+    assert launcher.rank_cause(rank) == ": ValueError: bad shard"
+    (tmp_path / "rank0.result.json").write_text(json.dumps({"status": "success", "reason": None}))
+    assert launcher.rank_cause(rank) == ""
