@@ -57,6 +57,15 @@ def vendor_config_path(root: Path, vendor: str, sel: Selection) -> Path:
     return root / "vendor" / vendor / "cases" / sel.case / f"{sel.config_name}.yaml"
 
 
+def choose_hardware(sel: Selection, vendor: dict[str, Any], root: Path) -> ConfigError | None:
+    """Set the selection's hardware (the vendor's default when it names none); the error if the vendor lacks it."""
+    sel.hardware = sel.hardware or vendor["default_hardware"]
+    if sel.hardware in vendor["hardware"]:
+        return None
+    return ConfigError(f"unknown hardware '{sel.hardware}' for vendor '{vendor['name']}'", key=f"{sel.source}.hardware",
+                       file=display_path(Path(vendor["dir"]) / "vendor.yaml", root), allowed=vendor["hardware"])
+
+
 def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
             default_timeout_s: int | None = None) -> tuple[dict[str, Any] | None, list[ConfigError]]:
     """Resolve a selection against a loaded vendor; return (config, errors)."""
@@ -64,12 +73,9 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     if sel.case not in cases:
         return None, [ConfigError(f"unknown case '{sel.case}'", key=f"{sel.source}.case", file="run vars",
                                   allowed=cases)]
-    hardware = vendor["hardware"]
-    sel.hardware = sel.hardware or vendor["default_hardware"]
-    if sel.hardware not in hardware:
-        return None, [ConfigError(f"unknown hardware '{sel.hardware}' for vendor '{vendor['name']}'",
-                                  key=f"{sel.source}.hardware", file=display_path(Path(vendor["dir"]) / "vendor.yaml", root),
-                                  allowed=hardware)]
+    hardware_error = choose_hardware(sel, vendor, root)
+    if hardware_error:
+        return None, [hardware_error]
     try:
         base, base_file = load_case_base(sel.case, root)
     except ConfigError as exc:

@@ -77,6 +77,22 @@ def forward_loop(run_batch: Callable, dataloader: Any, evaluator: Callable, conf
             "predictions": predictions}
 
 
+def torch_forward(model: Any, dataloader: Any, evaluator: Callable, config: dict[str, Any]) -> dict[str, Any]:
+    """The validation path (step c) of a torch model: forward_loop with the inputs moved to the model's device,
+    the device synchronised inside the core time, the outputs back on the CPU."""
+    import torch
+
+    device = next(model.parameters()).device
+
+    def run(inputs: list[Any]) -> tuple[list[Any], float]:
+        with torch.inference_mode():
+            outputs = model(*[t.to(device, non_blocking=True) for t in inputs])
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            return [outputs.cpu()], 0.0
+    return forward_loop(run, dataloader, evaluator, config, print, "validation")
+
+
 STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "d": "ONNX export",
               "e": "compile", "f": "engine inference", "g": "summary"}
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.layering import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
+from case_runners.config.layering import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA, choose_hardware
 from case_runners.config.selection import Selection
 from case_runners.errors import ConfigError
 from case_runners.inference.config import inference_cases, resolve_inference
-from case_runners.paths import display_path
 from case_runners.vendors import vendor_info
 
 FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass (flops in configurations.yaml)"
@@ -24,12 +23,8 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
     if sel.case not in cases:
         return None, [ConfigError(f"unknown inference case '{sel.case}'", key=f"{sel.source}.case", file="run vars",
                                   allowed=cases)]
-    sel.hardware = sel.hardware or vendor["default_hardware"]
-    errors = []
-    if sel.hardware not in vendor["hardware"]:
-        errors.append(ConfigError(f"unknown hardware '{sel.hardware}' for vendor '{vendor['name']}'",
-                                  key=f"{sel.source}.hardware",
-                                  file=display_path(Path(vendor["dir"]) / "vendor.yaml", root), allowed=vendor["hardware"]))
+    hardware_error = choose_hardware(sel, vendor, root)
+    errors = [hardware_error] if hardware_error else []
     for key in ("nnodes", "nproc"):
         if getattr(sel, key) != 1:
             errors.append(ConfigError(f"an inference case runs one process on one device (seed 002); got "

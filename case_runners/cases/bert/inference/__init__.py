@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, Dataset
 from case_runners.cases.bert.case import BertPretraining, bert_config, load_checkpoint
 from case_runners.cases.bert.data import shard_files
 from case_runners.cases.bert.dataset import IGNORE, SyntheticTokens, TokenShards, mask_tokens
-from case_runners.inference.pipeline import forward_loop
+from case_runners.inference.pipeline import forward_loop, torch_forward
 
 INPUTS = ("input_ids", "attention_mask", "positions")
 
@@ -66,26 +66,14 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
     return int(((predicted == labels) & used).sum()), predicted[used].tolist(), int(used.sum())
 
 
-def _device(model: torch.nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
-
 def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
-    device = _device(model)
-
-    def run(inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
-        with torch.inference_mode():
-            logits = model(*[t.to(device, non_blocking=True) for t in inputs])
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            return [logits.cpu()], 0.0
-    return forward_loop(run, dataloader, evaluate, config, print, "validation")
+    return torch_forward(model, dataloader, evaluate, config)
 
 
 def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
     path = Path(config["work_dir"]) / "bert.onnx"
     seq_len, predictions = int(config["seq_len"]), int(config["max_predictions_per_seq"])
-    device = _device(model)
+    device = next(model.parameters()).device
     example = (torch.ones(2, seq_len, dtype=torch.long, device=device),
                torch.ones(2, seq_len, dtype=torch.long, device=device),
                torch.zeros(2, predictions, dtype=torch.long, device=device))

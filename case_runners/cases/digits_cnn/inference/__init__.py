@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 
 from case_runners.cases.digits_cnn.case import DigitsCNN
 from case_runners.cases.digits_cnn.dataset import split_datasets
-from case_runners.inference.pipeline import forward_loop
+from case_runners.inference.pipeline import forward_loop, torch_forward
 
 
 def build_dataloader(config: dict[str, Any]) -> DataLoader:
@@ -45,12 +45,7 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
 
 
 def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
-    device = next(model.parameters()).device
-
-    def run(inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
-        with torch.inference_mode():
-            return [model(*(t.to(device) for t in inputs)).cpu()], 0.0
-    return forward_loop(run, dataloader, evaluate, config, print, "validation")
+    return torch_forward(model, dataloader, evaluate, config)
 
 
 def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:

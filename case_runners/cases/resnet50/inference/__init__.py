@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from case_runners.cases.resnet50.case import ResNetClassifier
 from case_runners.cases.resnet50.dataset import MEAN, STD, ImageFolder, SyntheticImages, eval_transform
-from case_runners.inference.pipeline import forward_loop
+from case_runners.inference.pipeline import forward_loop, torch_forward
 
 
 class Normalised(Dataset):
@@ -56,27 +56,15 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
     return int((predicted == labels).sum()), predicted.tolist()
 
 
-def _device(model: torch.nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
-
 def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
-    device = _device(model)
-
-    def run(inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
-        with torch.inference_mode():
-            logits = model(inputs[0].to(device, non_blocking=True))
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            return [logits.cpu()], 0.0
-    return forward_loop(run, dataloader, evaluate, config, print, "validation")
+    return torch_forward(model, dataloader, evaluate, config)
 
 
 def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
     path = Path(config["work_dir"]) / "resnet50.onnx"
     size = int(config["image_size"])
     example = torch.zeros(2, 3, size, size, dtype=torch.float16 if config["fp16"] else torch.float32,
-                          device=_device(model))
+                          device=next(model.parameters()).device)
     torch.onnx.export(model, (example,), str(path), input_names=["images"], output_names=["logits"],
                       dynamic_shapes={"images": {0: torch.export.Dim("batch")}}, verbose=False)
     return path
