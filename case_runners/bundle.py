@@ -10,6 +10,8 @@ import hashlib
 import tarfile
 from pathlib import Path
 
+from case_runners import files
+
 BUNDLE_NAME = "perfplay-src.tar"
 CONTENTS = ("case_runners", "vendor", "requirements.txt", "requirements-case.txt", "requirements-agent.txt")
 SKIPPED = ("__pycache__", ".pytest_cache")
@@ -31,8 +33,8 @@ def _normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 def write_bundle(root: Path, out: Path) -> str:
-    """Write the bundle of the checkout at root to out; return its sha256."""
-    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
+    """Write the bundle of the checkout at root to out (atomically: whole or absent); return its sha256."""
+    with files.replacing(out) as handle, tarfile.open(fileobj=handle, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path in _members(root):
             tar.add(path, arcname=str(path.relative_to(root)), recursive=False, filter=_normalised)
     return hashlib.sha256(out.read_bytes()).hexdigest()

@@ -8,12 +8,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from case_runners import __version__
 from case_runners.errors import PerfplayError
+from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 
 EXIT_BAD_INPUT = 2
 
@@ -35,30 +38,52 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from case_runners.processes import PARENT_PID_ENV, die_with_parent
+    if os.environ.get(PARENT_PID_ENV, "").isdigit():  # started by a launcher: never outlive it
+        die_with_parent(int(os.environ[PARENT_PID_ENV]))
     from case_runners.training.worker import main as worker_main
     return worker_main(args.config, args.log_dir)
+
+
+def _carry_run_id(args: argparse.Namespace) -> None:
+    """Re-execute this command with the run id in its environment unless it is there already: a cleanup trusts
+    only processes whose environment names their run."""
+    from case_runners.paths import project_root
+    from case_runners.run_ids import RUN_ID_ENV, check_run_id
+    check_run_id(args.run_id, key="--run-id", file=None)
+    if os.environ.get(RUN_ID_ENV) != args.run_id:
+        path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
+        os.execve(sys.executable, [sys.executable, "-m", "case_runners", *args.argv],
+                  {**os.environ, RUN_ID_ENV: args.run_id, "PYTHONPATH": path})
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.netutil import free_port
     from case_runners.paths import project_root
+    _carry_run_id(args)
+    from case_runners.processes import PARENT_PID_ENV, die_with_parent
+    if os.environ.get(PARENT_PID_ENV, "").isdigit():  # started by `case_runners run`: stop (SIGTERM) if it dies
+        die_with_parent(int(os.environ[PARENT_PID_ENV]), signal.SIGTERM)
     spec = spec_from_config(Path(args.config), Path(args.log_dir), node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port,
                             timeout_s=args.timeout, run_id=args.run_id, node_name=args.node_name, nic=args.nic,
-                            rdzv_timeout_s=args.rdzv_timeout, heartbeat_timeout_s=args.heartbeat_timeout)
+                            rdzv_timeout_s=args.rdzv_timeout, heartbeat_timeout_s=args.heartbeat_timeout,
+                            monitors=not args.no_monitors, monitor_interval=args.monitor_interval,
+                            inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
         spec.master_port = free_port()
     config = _load_json(args.config)
+    job = {"dir": args.ansible_async_dir, "writer": args.ansible_job_writer} if args.ansible_async_dir else None
     if args.inside_container:
         from case_runners.container.prepare import prepare
         spec.timeout_s -= prepare(config, spec.config_path, project_root(), spec.log_dir)
         result = launch(spec)
     elif (config.get("runtime") or {}).get("kind") == "docker":
         from case_runners.container.supervise import supervise
-        result = supervise(spec, config, project_root())
+        result = supervise(spec, config, project_root(), job)
     else:
-        result = launch(spec)
+        result = launch(spec, job)
     _print_json(result)
     return EXIT_CODES[result["status"]]
 
@@ -77,12 +102,18 @@ def cmd_image(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_containers(args: argparse.Namespace) -> int:
-    try:
-        from case_runners.container.supervise import remove_run_containers
-        _print_json({"containers": remove_run_containers(args.run_id, check=args.check), "engine": "ok"})
-    except (ImportError, PerfplayError) as exc:  # no Docker here: no container of the run either
-        _print_json({"containers": [], "engine": str(exc)})
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from case_runners.cleanup import stop_run
+    from case_runners.run_ids import check_run_id
+    check_run_id(args.run_id, key="--run-id", file=None)
+    _print_json(stop_run(Path(args.dir), args.run_id, args.grace, check=args.check, containers=args.containers,
+                         round_name=args.round))
+    return 0
+
+
+def cmd_check_run_id(args: argparse.Namespace) -> int:
+    from case_runners.run_ids import check_run_id
+    print(check_run_id(args.run_id, key=args.key))
     return 0
 
 
@@ -134,7 +165,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from case_runners.results.record import write_round_record
-    record = write_round_record(Path(args.round_dir), _load_json(args.config), args.round, args.run_id)
+    record = write_round_record(Path(args.round_dir), _load_json(args.config), args.round, args.run_id, args.error)
     _print_json(record)
     return 0
 
@@ -190,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master-port", type=int, default=0,
                    help="node 0's rendezvous port (nnodes > 1); 0: a free port (single node only)")
     p.add_argument("--timeout", type=float, help="seconds; default: the case's timeout_s")
-    p.add_argument("--run-id", default="manual")
+    p.add_argument("--run-id", default=MANUAL_RUN_ID, help=f"the run ({RUN_ID_RULE}); default {MANUAL_RUN_ID}")
     p.add_argument("--node-name", help="this node's name in reasons and node_result.json; default: the hostname")
     p.add_argument("--nic", help="network interface of the collectives (GLOO_/NCCL_SOCKET_IFNAME unless set); "
                                  "default on nnodes > 1: the one that routes to master_addr")
@@ -198,8 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds the nodes have to meet at node 0 (default: $PERFPLAY_RDZV_TIMEOUT_S, else 30)")
     p.add_argument("--heartbeat-timeout", type=float, metavar="SECONDS",
                    help="seconds of silence after which a node counts as lost (default 10)")
+    p.add_argument("--no-monitors", action="store_true", help="run no monitors (default: host and the vendor's)")
+    p.add_argument("--monitor-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="seconds between monitor samples (default 1)")
     p.add_argument("--inside-container", action="store_true",
                    help="(docker runtime) this is the launcher in the node's container: prepare the case first")
+    p.add_argument("--ansible-async-dir", help=argparse.SUPPRESS)  # where Ansible keeps this launch's job file
+    p.add_argument("--ansible-job-writer", type=int, help=argparse.SUPPRESS)  # the process that writes it
     p.set_defaults(func=cmd_launch)
 
     p = sub.add_parser("image", help="(docker runtime) build a vendor's image unless its tag exists (JSON)")
@@ -207,10 +243,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="report whether it would build; build nothing")
     p.set_defaults(func=cmd_image)
 
-    p = sub.add_parser("containers", help="(docker runtime) remove every container of a run on this host (JSON)")
+    p = sub.add_parser("cleanup", help="stop what is left of a run on this host: the processes its pid files "
+                                        "name, its containers, its Ansible job files (JSON)")
     p.add_argument("--run-id", required=True)
-    p.add_argument("--check", action="store_true", help="list them; remove nothing")
-    p.set_defaults(func=cmd_containers)
+    p.add_argument("--dir", required=True, help="where the run's pid files are: the host's run directory, or one "
+                                                "node directory of a round")
+    p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL (default 10)")
+    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
+    p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
+    p.add_argument("--check", action="store_true", help="list what would be stopped; stop nothing")
+    p.set_defaults(func=cmd_cleanup)
+
+    p = sub.add_parser("check-run-id", help="exit 2 with the rule unless RUN_ID is a valid run id")
+    p.add_argument("run_id")
+    p.add_argument("--key", default="perfplay_run_id", help="the name to put in the message")
+    p.set_defaults(func=cmd_check_run_id)
 
     p = sub.add_parser("infer", help="an inference case on this host, steps a-g of seed 002 (JSON)")
     p.add_argument("case")
@@ -222,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="one rank (started by launch)")
     p.add_argument("--config", required=True)
     p.add_argument("--log-dir", required=True)
-    p.add_argument("--run-id", default="manual", help="carried in argv so a run's processes can be found")
+    p.add_argument("--run-id", default=MANUAL_RUN_ID, help="the run this rank belongs to")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("monitor", help="host or vendor monitor daemon: -o start|stop|restart|status -l DIR",
@@ -250,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True)
     p.add_argument("--round", type=int, required=True)
     p.add_argument("--run-id")
+    p.add_argument("--error", action="append", default=[],
+                   help="a problem the orchestration met in this round (a host that failed a task): fails the round")
     p.set_defaults(func=cmd_record)
 
     p = sub.add_parser("summarize", help="summarise a run directory over rounds")
@@ -266,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["monitor"]:
         return cmd_monitor(argparse.Namespace(), argv[1:])
     args = parser.parse_args(argv)
+    args.argv = argv
     try:
         return args.func(args)
     except PerfplayError as exc:

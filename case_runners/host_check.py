@@ -1,4 +1,4 @@
-"""The host preflight in one process: Python, devices, data dirs and the master port of one host.
+"""The host preflight in one process: Python, devices, data dirs, results dir and the master port of one host.
 
 Each problem is a sentence naming the key and the value at fault; the caller prefixes the host.
 """
@@ -8,14 +8,18 @@ from __future__ import annotations
 import platform
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.data_check import check_data, check_inference_files
 from case_runners.devices import list_devices
+from case_runners.errors import PerfplayError
 from case_runners.netutil import bind_tcp
 
 MIN_PYTHON = (3, 10)
-REQUEST_KEYS = ("vendor", "nproc", "cases", "device_count", "master_port", "master_addr")
+REQUEST_KEYS = ("vendor", "nproc", "cases", "device_count", "master_port", "master_addr", "results_dir",
+                "min_free_bytes")
 
 
 def check_python() -> list[str]:
@@ -49,6 +53,16 @@ def check_master_port(addr: str, port: int) -> tuple[int | None, list[str]]:
                       f"({exc.strerror or exc}); another run may hold it: set another port or 0 (auto)"]
 
 
+def check_results_dir(results_dir: str, min_free: int) -> list[str]:
+    """The host's results dir: safe for this user to write in (created if missing) and with min_free bytes free."""
+    try:
+        files.secure_dir(results_dir)
+    except PerfplayError as exc:
+        return [f"key 'perfplay_host_results_dir': {exc}"]
+    low = files.low_space_reason(Path(results_dir), min_free)
+    return [low] if low else []
+
+
 def host_check(request: dict[str, Any]) -> dict[str, Any]:
     """Everything the host preflight asserts, as data."""
     unknown = sorted(set(request) - set(REQUEST_KEYS))
@@ -64,6 +78,8 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
         data.append({"case_id": config["case_id"], "errors": errors})
         problems += [f"key 'data_dir' (run var perfplay_cases) of {config['case_id']}: {e}" for e in errors]
         problems += check_inference_files(config)
+    if request.get("results_dir"):
+        problems += check_results_dir(request["results_dir"], int(request.get("min_free_bytes") or 0))
     port = None
     if request.get("master_port") is not None:
         port, port_problems = check_master_port(request.get("master_addr") or "", int(request["master_port"]))

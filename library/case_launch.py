@@ -24,6 +24,12 @@ description:
     it through the Docker SDK, waits for it, keeps its output in C(container.log) and removes it on every
     outcome (success, failure, timeout, a signal). C(node_result.json) then also names the C(container), the
     C(image) and the C(container_duration_s).
+  - For the length of the round the launcher runs the host monitor and the vendor's accelerator monitor (when
+    the vendor has one) in O(log_dir). They are owned by it and stop when it ends, even if it is killed. It holds
+    a pid file there (C(launcher.<run_id>.pid)) and one per rank (C(rank<R>.<run_id>.pid)), which
+    M(run_cleanup) trusts only while pid, start time and run id still match. Ranks die with their launcher.
+  - Under C(async), the launcher also records where Ansible keeps this job's file, so that M(run_cleanup) can
+    remove it when the controller did not live to do so.
   - Once started, the launchers exchange heartbeats. A rank that fails on any node, a node that times out or
     is interrupted, or a node silent for O(heartbeat_timeout) stops the ranks of every node, within seconds;
     the reason of every other node starts with C(stopped) and names the node, host and rank that failed
@@ -89,6 +95,14 @@ options:
   heartbeat_timeout:
     description: Seconds of silence after which a node of a multi-node round counts as lost; default 10.
     type: float
+  monitors:
+    description: Run the round's monitors (the host's and the vendor's) for the length of the round.
+    type: bool
+    default: true
+  monitor_interval:
+    description: Seconds between monitor samples.
+    type: float
+    default: 1.0
   env:
     description: Extra environment for the launcher and its ranks (for example C(NCCL_SOCKET_IFNAME)).
     type: dict
@@ -186,18 +200,19 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, ansible_async_job, cli_argv, run_cli, tail
 except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
     import os
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, ansible_async_job, cli_argv, run_cli, tail
 
 NODE_RESULT = "node_result.json"
 
 
-def launch_argv(params):
+def launch_argv(params, job=None):
+    job = job or {}
     return cli_argv(
         params["python"], "launch",
         config=params["config"],
@@ -211,6 +226,10 @@ def launch_argv(params):
         nic=params["nic"] or None,
         rdzv_timeout=params["rdzv_timeout"],
         heartbeat_timeout=params["heartbeat_timeout"],
+        no_monitors=not params["monitors"],
+        monitor_interval=params["monitor_interval"],
+        ansible_async_dir=job.get("dir"),
+        ansible_job_writer=job.get("writer"),
     )
 
 
@@ -237,11 +256,13 @@ def main():
         nic=dict(type="str"),
         rdzv_timeout=dict(type="float"),
         heartbeat_timeout=dict(type="float"),
+        monitors=dict(type="bool", default=True),
+        monitor_interval=dict(type="float", default=1.0),
         env=dict(type="dict", default={}),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    argv = launch_argv(params)
+    argv = launch_argv(params, ansible_async_job())
     if module.check_mode:
         module.exit_json(changed=True, status="skipped", reason="check mode", node_result={}, cmd=argv)
 

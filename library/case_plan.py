@@ -87,6 +87,11 @@ options:
       - Single-node cases use a free port chosen by the launcher.
     type: raw
     default: 0
+  min_free_bytes:
+    description:
+      - Bytes that must be free in the results dir (run var C(perfplay_min_free_bytes)), checked here on the
+        controller and by the host preflight on every host; a run with less does not start. Default 1 GiB.
+    type: raw
   bundle:
     description:
       - Write C(perfplay-src.tar) into the run directory, the checkout (C(case_runners/), C(vendor/),
@@ -174,7 +179,6 @@ rounds:
     rel_dir: {description: Round directory relative to the run directory, C(<case_id>/round<N>)., type: str}
     hosts: {description: The hosts of this round, node rank = index., type: list}
     master_port: {description: "Rendezvous port; 0: picked by node 0 at preflight (multi-node) or by the launcher.", type: int}
-    monitors: {description: Monitor names to start, C(host) and the vendor's when it has one., type: list}
   sample:
     - case_id: digits_cnn_CPUx1x1
       case: digits_cnn
@@ -186,7 +190,6 @@ rounds:
       rel_dir: digits_cnn_CPUx1x1/round1
       hosts: [localhost]
       master_port: 0
-      monitors: [host, cpu]
 bundle:
   description: The checkout bundle (path on the controller, sha256); null in check mode or without O(bundle).
   returned: success
@@ -220,7 +223,7 @@ run_vars:
   returned: success
   type: dict
   sample: {vendor: cpu, runtime: host, clear_caches: false, monitor_interval: 1.0, master_port: 0,
-           hosts: [localhost]}
+           hosts: [localhost], min_free_bytes: 1073741824}
 errors:
   description: Every problem found, each naming the run var or file, the key and the allowed values.
   returned: failure
@@ -305,7 +308,8 @@ def plan_request(params):
                    bundle=params["bundle"])
     if params["image"] not in (None, ""):
         request["image"] = params["image"]
-    for key, option in (("results_dir", "results_dir"), ("run_id", "run_id"), ("timeout_s", "case_timeout")):
+    for key, option in (("results_dir", "results_dir"), ("run_id", "run_id"), ("timeout_s", "case_timeout"),
+                        ("min_free_bytes", "min_free_bytes")):
         if params[option] not in (None, ""):
             request[key] = params[option]
     return request
@@ -322,7 +326,6 @@ def expand_rounds(cases, run_dir, hosts, master_port):
             continue
         config = case.get("config_path") or (
             os.path.join(run_dir, case["case_id"], "resolved_config.json") if run_dir else None)
-        vendor_monitor = [case["vendor"]] if case.get("vendor_info", {}).get("monitor") else []
         for number in range(1, case["repeat"] + 1):
             rounds.append(dict(
                 case_id=case["case_id"],
@@ -335,7 +338,6 @@ def expand_rounds(cases, run_dir, hosts, master_port):
                 rel_dir="%s/round%d" % (case["case_id"], number),
                 hosts=hosts[:nnodes],
                 master_port=master_port if nnodes > 1 else 0,
-                monitors=["host"] + vendor_monitor,
             ))
     return rounds, errors
 
@@ -389,6 +391,7 @@ def main():
         clear_caches=dict(type="raw", default=False),
         monitor_interval=dict(type="raw", default=1.0),
         master_port=dict(type="raw", default=0),
+        min_free_bytes=dict(type="raw"),
         bundle=dict(type="bool", default=True),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
@@ -409,6 +412,7 @@ def main():
                              rc=rc)
         rounds, _ = expand_rounds(plan["cases"], plan["run_dir"], run_vars["hosts"], run_vars["master_port"])
 
+    run_vars["min_free_bytes"] = plan.get("min_free_bytes")
     for case in plan.get("cases") or []:  # seed 002: a key a vendor adds to an inference case is a warning
         for note in case.get("notes") or []:
             if note.startswith("warning: "):

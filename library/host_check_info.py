@@ -12,7 +12,8 @@ description:
   - Runs C(python -m case_runners host-check) on the host, one process for every check, and returns what
     it found and every problem as a sentence that names the key at fault.
   - Checks the Python of the perfplay venv, that the host has at least O(nproc) devices of the vendor,
-    every case's data dir (format included) and, on a node 0 of multi-node rounds, the master port.
+    every case's data dir (format included), that O(results_dir) has O(min_free_bytes) free and is a directory
+    this user may write in, and, on a node 0 of multi-node rounds, the master port.
   - Reports problems without failing, so the play can name every host's problems at once.
   - Read-only; never changes anything.
 options:
@@ -48,6 +49,14 @@ options:
     description: Address the other nodes reach this host at; the port is checked there.
     type: str
     default: ""
+  results_dir:
+    description: Where the host writes its node directories (host var C(perfplay_host_results_dir)); left out
+      on the controller, whose results dir the plan checked.
+    type: path
+  min_free_bytes:
+    description: Bytes that must be free in O(results_dir) (run var C(perfplay_min_free_bytes)).
+    type: int
+    default: 0
 attributes:
   check_mode:
     support: full
@@ -88,7 +97,8 @@ problems:
   returned: success
   type: list
   elements: str
-  sample: ["a round needs nproc=8 nvidia devices, the host has 4 (discovered)"]
+  sample: ["a round needs nproc=8 nvidia devices, the host has 4 (discovered)",
+           "only 212.0 MiB free in /opt/perfplay/results, less than key 'perfplay_min_free_bytes' (1024.0 MiB): ..."]
 python:
   description: Version of the venv's Python.
   returned: success
@@ -137,10 +147,13 @@ def main():
         cases=dict(type="list", elements="dict", default=[]),
         master_port=dict(type="int"),
         master_addr=dict(type="str", default=""),
+        results_dir=dict(type="path"),
+        min_free_bytes=dict(type="int", default=0),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    request = {key: params[key] for key in ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr")}
+    request = {key: params[key] for key in ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr",
+                                            "results_dir", "min_free_bytes")}
     with request_file(request, "perfplay-host-check-") as request_path:
         argv = cli_argv(params["python"], "host-check", request=request_path)
         result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)

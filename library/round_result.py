@@ -12,7 +12,8 @@ description:
   - Runs C(python -m case_runners record) on the controller, which reads every node directory of the
     round and writes C(<round_dir>/result.json) (schema C(perfplay.round_record/1)).
   - A failed round is a valid record (C(status) says why); the module fails only when no record could
-    be built.
+    be built. A record that cannot be written (a full disk) is returned with C(status=failed), the reason
+    naming the cause and the path, and the play goes on to the next round.
   - Also returns C(compact), a small digest of the record for C(ansible.builtin.set_stats) (AWX artifacts); for
     an inference round (C(task=inference)) its four throughputs and two accuracies instead of the training figures.
 options:
@@ -39,7 +40,9 @@ options:
     description: Run id recorded in the record.
     type: str
   errors:
-    description: Problems Ansible met in this round (for example a host that failed a task); added to C(compact).
+    description:
+      - Problems Ansible met in this round (for example a host that failed a task). They fail the round, whose
+        C(status) becomes C(failed) and whose C(reason) names them; also in C(compact).
     type: list
     elements: str
     default: []
@@ -134,7 +137,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
     argv = cli_argv(params["python"], "record", round_dir=params["round_dir"], config=params["config"],
-                    round=params["round"], run_id=params["run_id"])
+                    round=params["round"], run_id=params["run_id"], error=params["errors"])
     if module.check_mode:
         module.exit_json(changed=True, record={}, cmd=argv,
                          compact=compact_record({}, None, params["round"], params["errors"]))

@@ -1,45 +1,58 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# perfplay: stop every process of one run on this host.
+# perfplay: stop what is left of one run on a host.
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: run_cleanup
-short_description: Stop every process of a perfplay run on a host
+short_description: Stop what is left of a perfplay run on a host, and nothing else
 description:
-  - Finds the processes of run O(run_id) by reading C(/proc/*/cmdline) and C(/proc/*/environ), those with
-    an argv element equal to O(run_id) (launchers, workers, monitor daemons get C(--run-id RUN_ID)) or
-    with C(PERFPLAY_RUN_ID=RUN_ID) in their environment (ranks).
+  - Runs C(python -m case_runners cleanup) on the host.
+  - Stops the processes named by the run's pid files under O(dir), C(<role>.<run_id>.pid) of launchers, ranks
+    and monitor daemons, each only while it still is that process (same pid, start time and pid namespace, with
+    C(PERFPLAY_RUN_ID=<run_id>) in its environment), with the members of its session that carry the run id
+    (a rank's data-loader workers). Never matches on a command line.
   - Sends SIGTERM, then SIGKILL to those still alive after O(grace_period) seconds.
-  - With O(containers=true) (docker runtime), first removes every container labelled with the run id
-    (C(perfplay.run_id)), through C(python -m case_runners containers) and the Docker SDK.
-  - Never signals its own process or its ancestors (so not the C(ansible-playbook) that runs it);
-    argv is matched element by element, so C(-e perfplay_run_id=RUN_ID) does not match.
+  - Removes stale pid files, and the job files the run's async launches left in C(~/.ansible_async) when the
+    controller did not live to remove them.
+  - With O(containers=true) (docker runtime), first removes the run's containers (label C(perfplay.run_id)), or
+    only those of O(round).
 options:
-  run_id:
-    description: Run id, for example C(run20250101120000).
+  project_dir:
+    description: perfplay checkout on the host.
+    type: path
+    required: true
+  python:
+    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
     type: str
+  run_id:
+    description: Run id, for example C(run20250101120000-a1b2c3).
+    type: str
+    required: true
+  dir:
+    description:
+      - Where the run's pid files are, searched recursively; the host's run directory for a whole run, one node
+        directory of a round for the sweep after a failed round (then only that round's processes are touched).
+      - A directory that does not exist holds no process of the run.
+    type: path
     required: true
   grace_period:
     description: Seconds between SIGTERM and SIGKILL.
     type: float
     default: 10
   containers:
-    description: Also remove the run's containers (needs O(project_dir) and the Docker SDK in O(python)).
+    description: Also remove the run's containers (needs the Docker SDK in O(python)).
     type: bool
     default: false
-  project_dir:
-    description: perfplay checkout on the host (with O(containers=true)).
-    type: path
-  python:
-    description: Python of the host's perfplay venv (with O(containers=true)); default the module's own.
+  round:
+    description: With O(containers=true), only the containers of this round, C(<case_id>/round<N>).
     type: str
 attributes:
   check_mode:
     support: full
-    details: Lists the processes it would stop and signals none.
+    details: Lists what it would stop and remove; changes nothing.
   diff_mode:
     support: none
   idempotent:
@@ -54,24 +67,23 @@ author:
 EXAMPLES = r"""
 - name: Stop what is left of the run
   run_cleanup:
-    run_id: run20250101120000
+    project_dir: /opt/perfplay
+    python: /opt/perfplay/venv/bin/python
+    run_id: run20250101120000-a1b2c3
+    dir: /opt/perfplay/results/run20250101120000-a1b2c3
     grace_period: 5
   register: cleanup
 """
 
 RETURN = r"""
-containers:
-  description: Names of the run's containers found (and removed unless in check mode).
-  returned: success
-  type: list
-  elements: str
-  sample: [perfplay-run20250101120000-digits_cnn_CPUx1x2-round1-n0]
 processes:
-  description: The processes of the run found (and signalled unless in check mode).
+  description: The live processes of the run found (and signalled unless in check mode).
   returned: success
   type: list
   elements: dict
-  sample: [{pid: 4242, argv: [/opt/perfplay/venv/bin/python, -m, case_runners, launch, --run-id, run20250101120000]}]
+  sample: [{pid: 4242, start: 81234567, pidns: 4026531836, role: launcher,
+            pid_file: /opt/perfplay/results/run20250101120000-a1b2c3/digits_cnn_CPUx1x1/round1/node1_noderank0/launcher.run20250101120000-a1b2c3.pid,
+            argv: [/opt/perfplay/venv/bin/python, -m, case_runners, launch]}]
 terminated:
   description: Pids that exited after SIGTERM.
   returned: success
@@ -84,54 +96,58 @@ killed:
   type: list
   elements: int
   sample: []
+stale_pid_files:
+  description: Pid files of the run that name no live process of it (removed unless in check mode).
+  returned: success
+  type: list
+  elements: str
+containers:
+  description: Names of the run's containers found (and removed unless in check mode).
+  returned: success
+  type: list
+  elements: str
+  sample: [perfplay-run20250101120000-a1b2c3-digits_cnn_CPUx1x2-round1-n0]
+ansible_job_files:
+  description: Ansible async job files of the run's launches (removed unless in check mode).
+  returned: success
+  type: list
+  elements: str
 """
-
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import cli_argv, run_json
-    from ansible.module_utils._perfplay_procs import find_run_processes, terminate
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
     import os
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from module_utils._perfplay_cli import cli_argv, run_json
-    from module_utils._perfplay_procs import find_run_processes, terminate
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+CHANGES = ("terminated", "killed", "stale_pid_files", "containers", "ansible_job_files")
 
 
 def main():
     argument_spec = dict(
+        COMMON_ARGUMENT_SPEC,
         run_id=dict(type="str", required=True),
+        dir=dict(type="path", required=True),
         grace_period=dict(type="float", default=10),
         containers=dict(type="bool", default=False),
-        project_dir=dict(type="path"),
-        python=dict(type="str"),
+        round=dict(type="str"),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
-                           required_if=[("containers", True, ("project_dir",))])
-    run_id = module.params["run_id"]
-    if not SAFE_ID.match(run_id):
-        module.fail_json(msg="run_id %r is not a run id (letters, digits, '_', '.', '-')" % run_id)
-    if module.params["grace_period"] < 0:
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    if params["grace_period"] < 0:
         module.fail_json(msg="grace_period must be >= 0")
-
-    containers = []
-    if module.params["containers"]:  # removing a container ends its processes too
-        argv = cli_argv(module.params["python"], "containers", run_id=run_id, check=module.check_mode)
-        containers = run_json(module, argv, module.params["project_dir"], "case_runners containers",
-                              check_rc=True).doc["containers"]
-    processes = find_run_processes(run_id)
-    if module.check_mode or not processes:
-        module.exit_json(changed=bool(processes or containers), containers=containers, processes=processes,
-                         terminated=[], killed=[])
-    terminated, killed = terminate([proc["pid"] for proc in processes], module.params["grace_period"])
-    module.exit_json(changed=bool(terminated or killed or containers), containers=containers, processes=processes,
-                     terminated=terminated, killed=killed)
+    argv = cli_argv(params["python"], "cleanup", run_id=params["run_id"], dir=params["dir"],
+                    grace=params["grace_period"], containers=params["containers"], round=params["round"],
+                    check=module.check_mode)
+    doc = run_json(module, argv, params["project_dir"], "case_runners cleanup", check_rc=True).doc
+    # In check mode nothing is signalled: every process found is a change it would make.
+    changed = any(doc.get(key) for key in CHANGES + (("processes",) if module.check_mode else ()))
+    module.exit_json(changed=changed, **doc)
 
 
 if __name__ == "__main__":

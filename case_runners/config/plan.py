@@ -2,35 +2,40 @@
 
 from __future__ import annotations
 
-import json
-import re
-import time
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.layering import resolve
 from case_runners.config.selection import TASKS, parse_selections
 from case_runners.config.types import to_int
 from case_runners.container.image import BUILD_KEYS, image_spec
-from case_runners.errors import ConfigError
+from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.plan import resolve_inference_selection
 from case_runners.paths import project_root
+from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.vendors import load_vendor
 
 RUNTIMES = ("host", "docker")
-REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "run_id", "timeout_s", "bundle")
+REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "run_id", "timeout_s", "bundle",
+                "min_free_bytes")
 RESOLVED_NAME = "resolved_config.json"
+DEFAULT_MIN_FREE_BYTES = 1 << 30  # a run refuses to start with less free space in its results dir (any host)
 
 
 def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None = None) -> dict[str, Any]:
-    """Resolve a run request. Returns {"ok", "errors", "run_id", "run_dir", "cases", "bundle", "images"}.
+    """Resolve a run request. Returns {"ok", "errors", "run_id", "run_dir", "cases", "bundle", "images",
+    "min_free_bytes"}.
 
     With runtime "docker", each case's config names the image of its (vendor, framework) in "runtime", and
     "images" lists them with how to build them (request["image"]: the run var perfplay_image).
 
     With check=False and no errors, creates results/<run_id>/ and writes each case's resolved config there,
     and with request["bundle"] the checkout remote hosts run (perfplay-src.tar: what ran, kept with the results).
+    A run directory that cannot be written completely is removed again: a rejected plan leaves nothing behind.
     """
     root = root or project_root()
     errors: list[ConfigError] = []
@@ -45,10 +50,20 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             timeout = to_int(request["timeout_s"], key="perfplay_case_timeout", file="run vars", minimum=1)
         except ConfigError as exc:
             errors.append(exc)
-    run_id = request.get("run_id")
-    if run_id and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", str(run_id)):
-        errors.append(ConfigError(f"'{run_id}' is not a plain name (letters, digits, '_', '.', '-')",
-                                  key="perfplay_run_id"))
+    run_id = request.get("run_id") or None
+    if run_id is not None:
+        try:
+            check_run_id(run_id)
+        except ConfigError as exc:
+            errors.append(exc)
+    min_free = DEFAULT_MIN_FREE_BYTES
+    try:
+        min_free = to_int(request.get("min_free_bytes", min_free), key="perfplay_min_free_bytes", file="run vars",
+                          minimum=0)
+    except ConfigError as exc:
+        errors.append(exc)
+    results_dir = Path(request.get("results_dir") or root / "results")
+    errors += _results_dir_errors(results_dir, run_id, min_free)
     vendor = None
     try:
         vendor = load_vendor(str(request.get("vendor", "cpu")), root)
@@ -75,20 +90,55 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     errors += [ConfigError("is selected twice; give each selection a different hardware, nnodes or nproc",
                            key=f"case {cid}") for cid in sorted({i for i in ids if ids.count(i) > 1})]
     result: dict[str, Any] = {"ok": not errors, "errors": [str(e) for e in errors], "run_id": None,
-                              "run_dir": None, "cases": cases, "bundle": None, "images": images}
+                              "run_dir": None, "cases": cases, "bundle": None, "images": images,
+                              "min_free_bytes": min_free}
     if errors or check:
         return result
-    run_dir = _new_run_dir(Path(request.get("results_dir") or root / "results"), request.get("run_id"))
-    for config in cases:
-        case_dir = run_dir / config["case_id"]
-        case_dir.mkdir()
-        config["config_path"] = str(case_dir / RESOLVED_NAME)
-        (case_dir / RESOLVED_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    try:
+        run_dir = _new_run_dir(results_dir, run_id)
+    except (OSError, PerfplayError) as exc:
+        cause = files.describe_os_error(exc, results_dir) if isinstance(exc, OSError) else str(exc)
+        return {**result, "ok": False, "errors": [str(ConfigError(f"cannot create a run directory: {cause}",
+                                                                  key="perfplay_results_dir", file="run vars"))]}
+    try:
+        for config in cases:
+            case_dir = run_dir / config["case_id"]
+            os.mkdir(case_dir, files.NEW_DIR_MODE)
+            config["config_path"] = str(case_dir / RESOLVED_NAME)
+            files.atomic_write_json(case_dir / RESOLVED_NAME, config)
+        if request.get("bundle"):
+            bundle = run_dir / BUNDLE_NAME
+            result["bundle"] = {"path": str(bundle), "sha256": write_bundle(root, bundle)}
+    except (OSError, PerfplayError) as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        cause = files.describe_os_error(exc, run_dir) if isinstance(exc, OSError) else str(exc)
+        return {**result, "ok": False, "bundle": None, "errors": [str(ConfigError(
+            f"cannot write the run directory ({cause}); nothing was kept", key="perfplay_results_dir",
+            file="run vars"))]}
     result.update(run_id=run_dir.name, run_dir=str(run_dir))
-    if request.get("bundle"):
-        bundle = run_dir / BUNDLE_NAME
-        result["bundle"] = {"path": str(bundle), "sha256": write_bundle(root, bundle)}
     return result
+
+
+def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) -> list[ConfigError]:
+    """What keeps a run from starting in results_dir: not a directory of ours to write in, a run id used
+    before, or less free space than min_free. Checked before anything is written."""
+    def error(message: str) -> ConfigError:
+        return ConfigError(message, key="perfplay_results_dir", file="run vars")
+
+    existing = next((p for p in (results_dir, *results_dir.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        return [error(f"{existing or results_dir} is not a directory")]
+    if existing == results_dir:
+        problem = files.unsafe_reason(results_dir)
+        if problem:
+            return [error(problem)]
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return [error(f"{existing} is not writable by this user")]
+    if run_id and os.path.lexists(results_dir / run_id):
+        return [ConfigError(f"run '{run_id}' exists already in {results_dir}: choose another run id or none",
+                            key="perfplay_run_id", file="run vars")]
+    low = files.low_space_reason(existing, min_free)
+    return [error(low)] if low else []
 
 
 def _runtimes(cases: list[dict[str, Any]], runtime: str, vendor: dict[str, Any] | None, image: Any,
@@ -115,18 +165,17 @@ def _runtimes(cases: list[dict[str, Any]], runtime: str, vendor: dict[str, Any] 
 
 
 def _new_run_dir(results_dir: Path, run_id: str | None) -> Path:
-    """Create results/run<YYYYmmddHHMMSS>/ (a suffix is added if another run took that second)."""
-    results_dir.mkdir(parents=True, exist_ok=True)
-    if run_id:
-        path = results_dir / run_id
-        path.mkdir()
-        return path
-    stamp = "run" + time.strftime("%Y%m%d%H%M%S")
-    for n in range(1, 1000):
-        path = results_dir / (stamp if n == 1 else f"{stamp}_{n}")
+    """Create results/<run_id>/ (mode 0700), by default run<YYYYmmddHHMMSS>-<random>: two runs started in the
+    same second get different directories, and an existing directory is never taken over."""
+    files.secure_dir(results_dir)
+    for _ in range(1 if run_id else 100):
+        path = results_dir / (run_id or new_run_id())
         try:
-            path.mkdir()
-            return path
+            os.mkdir(path, files.NEW_DIR_MODE)
         except FileExistsError:
+            if run_id:
+                raise PerfplayError(f"run '{run_id}' exists already in {results_dir}") from None
             continue
-    raise FileExistsError(f"cannot create a run directory under {results_dir}")
+        files.secure_dir(path)
+        return path
+    raise PerfplayError(f"no free run id under {results_dir}")

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.container.image import hash_tree
 from case_runners.errors import PerfplayError
 from case_runners.requirements_check import check_requirements
@@ -72,8 +73,8 @@ def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_di
     started = time.monotonic()
     case_dir = vendor_case_dir(project_dir, config)
     site = config_path.parent / SITE
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / PREPARE_LOG, "w", encoding="utf-8") as log:
+    files.secure_dir(log_dir)
+    with files.open_text(log_dir / PREPARE_LOG) as log:
         sourced = os.environ.get("PERFPLAY_ENV_FILE")
         log.write(f"environment: {'sourced ' + sourced if sourced else f'no {ENV_FILE}'}\n")
         _use_site(site)  # what an earlier round installed counts as installed

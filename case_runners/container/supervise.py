@@ -16,16 +16,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
 from case_runners.container.prepare import ENV_FILE, vendor_case_dir
-from case_runners.launch.node import NODE_RESULT, NodeSpec, write_node_result
+from case_runners.launch.guard import SetupError, guarded_node
+from case_runners.launch.node import NODE_RESULT, NodeSpec, monitor_deadline, write_node_result
+from case_runners.processes import PARENT_PID_ENV
+from case_runners.run_ids import RUN_ID_ENV
 
 POLL_S = 0.1
 STOP_GRACE_S = 15  # the launcher inside stops its ranks within 5 s of SIGTERM
 BACKSTOP_S = 30  # beyond the case timeout, which the launcher inside enforces itself
 CONTAINER_LOG = "container.log"
 LABEL = "perfplay.run_id"
+ROUND_LABEL = "perfplay.round"  # <case_id>/round<N>: a failed round's sweep removes only its own container
 # The entry shell: source the vendor case's environment_variables.sh (if any), then exec the launcher.
 ENTRY = 'if [ -n "$PERFPLAY_ENV_FILE" ]; then . "$PERFPLAY_ENV_FILE" || exit 3; fi; exec "$@"'
 FORWARDED = re.compile(r"^(PERFPLAY_|NCCL_|GLOO_|OMP_|TORCH_|CUDA_VISIBLE_DEVICES$)")
@@ -49,14 +54,14 @@ def _mounts(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> list[A
 
 
 def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run: dict[str, Any]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if FORWARDED.match(k)}
+    env = {k: v for k, v in os.environ.items() if FORWARDED.match(k) and k != PARENT_PID_ENV}
     visible = config["vendor_info"].get("visible_devices_env")
     if visible and visible in os.environ:
         env[visible] = os.environ[visible]
     env.update({str(k): str(v) for k, v in (run.get("environment") or {}).items()})
     # The login user may have no passwd entry in the image: name it for getpass (torch's caches use it).
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or f"uid{os.getuid()}"
-    env.update(PERFPLAY_RUN_ID=spec.run_id, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
+    env.update({RUN_ID_ENV: spec.run_id}, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", HOME="/tmp", USER=user, LOGNAME=user)
     env_file = vendor_case_dir(project_dir, config) / ENV_FILE
     if env_file.is_file():
@@ -82,13 +87,30 @@ class _Signals:
         self.received = signum
 
 
-def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict[str, Any]:
-    """Run spec's node in a container of config's image; write and return node_result.json."""
-    runtime = config["runtime"]
-    spec.log_dir.mkdir(parents=True, exist_ok=True)
+def round_label(spec: NodeSpec, case_id: str) -> str:
+    return f"{case_id}/{spec.log_dir.parent.name}"
+
+
+def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path,
+              ansible_job: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run spec's node in a container of config's image, under the node's monitors (on the host); write and
+    return node_result.json."""
     started = time.time()
     signals = _Signals()
     previous = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S, ansible_job):
+            return _run_container(spec, config, project_dir, started, signals)
+    except SetupError as exc:
+        return write_node_result(spec, "failed", str(exc), started, image=config["runtime"]["image"])
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, started: float,
+                   signals: _Signals) -> dict[str, Any]:
+    runtime = config["runtime"]
     name = container_name(spec, config["case_id"])
     status, reason, exit_code = "failed", None, None
     try:
@@ -96,21 +118,22 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict
         _remove(client, name)  # a leftover of this very round (its supervisor was killed)
         container = client.containers.create(
             runtime["image"], ["bash", "-c", ENTRY, "perfplay-entry", *inner_argv(spec)], name=name,
-            labels={LABEL: spec.run_id, "perfplay.case_id": config["case_id"], "perfplay.node_rank": str(spec.node_rank)},
+            labels={LABEL: spec.run_id, ROUND_LABEL: round_label(spec, config["case_id"]),
+                    "perfplay.case_id": config["case_id"], "perfplay.node_rank": str(spec.node_rank)},
             user=f"{os.getuid()}:{os.getgid()}", working_dir=str(project_dir), network_mode="host", init=True,
             environment=_environment(spec, config, project_dir, runtime.get("run") or {}),
             mounts=_mounts(spec, config, project_dir), detach=True, **sdk_options(runtime.get("run") or {}))
         try:
             container.start()
             exit_code, stopped_why = _wait(client, container.id, spec.timeout_s + BACKSTOP_S, signals)
-            (spec.log_dir / CONTAINER_LOG).write_bytes(container.logs(stdout=True, stderr=True))
+            files.atomic_write_bytes(spec.log_dir / CONTAINER_LOG, container.logs(stdout=True, stderr=True))
             state = client.api.inspect_container(container.id)["State"]
         finally:
             container.remove(force=True)
         inside = _read_node_result(spec.log_dir)
         if inside:
             inside.update(container=name, image=runtime["image"], container_duration_s=round(time.time() - started, 3))
-            (spec.log_dir / NODE_RESULT).write_text(json.dumps(inside, indent=2) + "\n", encoding="utf-8")
+            files.atomic_write_json(spec.log_dir / NODE_RESULT, inside)
             return inside
         if stopped_why:
             status, reason = stopped_why
@@ -119,11 +142,8 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict
         else:
             reason = f"container {name} exited with code {exit_code} before its launcher wrote a result " \
                      f"(see {CONTAINER_LOG})"
-    except Exception as exc:  # the engine refused (image missing, bad option, engine down)
+    except Exception as exc:  # the engine refused (image missing, bad option, engine down), or a full disk
         reason = f"container {name}: {exc}"
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
     return write_node_result(spec, status, reason, started, container=name, image=runtime["image"],
                              exit_code=exit_code)
 
@@ -159,10 +179,12 @@ def _remove(client: Any, name: str) -> None:
         pass
 
 
-def remove_run_containers(run_id: str, check: bool = False) -> list[str]:
-    """Remove every container of a run on this host (labelled perfplay.run_id); return their names."""
+def remove_run_containers(run_id: str, check: bool = False, round_name: str | None = None) -> list[str]:
+    """Remove every container of a run on this host (labelled perfplay.run_id), or of one of its rounds
+    (<case_id>/round<N>); return their names."""
     client = docker_client()
-    found = client.containers.list(all=True, filters={"label": f"{LABEL}={run_id}"})
+    labels = [f"{LABEL}={run_id}"] + ([f"{ROUND_LABEL}={round_name}"] if round_name else [])
+    found = client.containers.list(all=True, filters={"label": labels})
     if not check:
         for container in found:
             container.remove(force=True)

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from case_runners import files
+
 INIT_START = "INIT_START"
 INIT_END = "INIT_END"
 TRAIN_START = "TRAIN_START"
@@ -54,8 +56,7 @@ class EventLogger:
         self.rank = rank
         self.log_freq = max(1, int(log_freq))
         self.path = events_path(log_dir, rank)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = files.open_text(self.path, append=True)  # never through a symlink planted in the log dir
         self._stream = stream
 
     def should_log_step(self, step: int) -> bool:

@@ -1,7 +1,10 @@
 """Start nproc local ranks of a case, watch them, stop them all on the first failure or on timeout.
 
 Each rank is `python -m case_runners worker`, its stdout and stderr merged into rank<R>.out.log (FlagPerf's
-layout). The launcher forwards SIGINT/SIGTERM/SIGHUP to its ranks and writes node_result.json.
+layout), in a session of its own (its children with it) that dies with the launcher (PDEATHSIG). The launcher
+forwards SIGINT/SIGTERM/SIGHUP to its ranks and writes node_result.json. While it runs, it holds its pid file
+and the round's monitors (guard.py), and a pid file per rank: the case timeout counts from its start, so every
+process of a round is gone within the timeout plus ROUND_GRACE_S, whether or not the controller is still there.
 
 With nnodes > 1 (one launcher per host) the launchers first meet at node 0 (rendezvous.py), which picks
 torch's port, and then watch each other (watchdog.py): a failure, timeout or lost host anywhere stops the
@@ -10,6 +13,7 @@ ranks of every node, each node's reason naming the root cause. Stdlib only: no t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -21,17 +25,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from case_runners import files, pidfiles
 from case_runners.errors import PerfplayError
 from case_runners.launch import rendezvous
+from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
 from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import project_root
+from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
+from case_runners.run_ids import RUN_ID_ENV
 from case_runners.training.worker import result_path
 
 NODE_RESULT = "node_result.json"
 NODE_SCHEMA = "perfplay.node_result/1"
 POLL_S = 0.05
-GRACE_S = 5.0
+GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
+ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
+MONITOR_GRACE_S = 2 * GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
 EXIT_CODES = {"success": 0, "failed": 1, "timeout": 124, "interrupted": 130}
 NIC_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 RDZV_TIMEOUT_S = 30.0
@@ -44,6 +54,7 @@ class Rank:
     local_rank: int
     process: subprocess.Popen
     log: TextIO
+    ident: ProcessId | None = None  # None once it has exited, or where /proc cannot tell
     exit_code: int | None = None
 
 
@@ -64,6 +75,9 @@ class NodeSpec:
     rdzv_timeout_s: float = RDZV_TIMEOUT_S
     heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
     torch_port: int | None = None  # MASTER_PORT of the ranks; master_port itself on a single node
+    monitors: tuple[str, ...] = ()  # "host" and/or vendor names, run for the length of the round
+    monitor_interval: float = 1.0
+    inside_container: bool = False  # the launcher in a node's container: its host-side twin owns pid file and monitors
 
     @property
     def master(self) -> str:
@@ -78,7 +92,7 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
         RANK=str(rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(spec.nnodes * spec.nproc),
         LOCAL_WORLD_SIZE=str(spec.nproc), NODE_RANK=str(spec.node_rank), GROUP_RANK=str(spec.node_rank),
         MASTER_ADDR=spec.master_addr, MASTER_PORT=str(spec.torch_port or spec.master_port),
-        PERFPLAY_RUN_ID=spec.run_id,
+        **{RUN_ID_ENV: spec.run_id},
         PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(filter(None, [str(project_root()),
                                                                         base.get("PYTHONPATH")])),
     )
@@ -108,6 +122,7 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
 class NodeLauncher:
     def __init__(self, spec: NodeSpec) -> None:
         self.spec = spec
+        self.deadline = time.monotonic() + spec.timeout_s  # the case timeout counts from the launcher's start
         self.ranks: list[Rank] = []
         self.signal_received: int | None = None
         self.link: Link | None = None  # to the other nodes' launchers (nnodes > 1)
@@ -122,23 +137,46 @@ class NodeLauncher:
         return f"launcher received {signal.Signals(self.signal_received).name}"
 
     def start(self) -> None:
+        """Start the node's ranks, each in its own session, each recorded in a pid file (WriteError if not)."""
         spec = self.spec
-        spec.log_dir.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "case_runners", "worker", "--config", str(spec.config_path),
                 "--log-dir", str(spec.log_dir), "--run-id", spec.run_id]
         for local_rank in range(spec.nproc):
             rank = spec.node_rank * spec.nproc + local_rank
-            log = open(spec.log_dir / f"rank{rank}.out.log", "w", encoding="utf-8")  # noqa: SIM115
+            log = files.open_text(spec.log_dir / f"rank{rank}.out.log")
+            env = {**rank_env(spec, local_rank, dict(os.environ)), PARENT_PID_ENV: str(os.getpid())}
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=rank_env(spec, local_rank, dict(os.environ)), cwd=project_root())
-            self.ranks.append(Rank(rank, local_rank, process, log))
+                                       env=env, cwd=project_root(), start_new_session=True)
+            entry = Rank(rank, local_rank, process, log, identify(process.pid))
+            self.ranks.append(entry)
+            if entry.ident and not spec.inside_container:  # inside, pids are the container's: cleanup removes it
+                pidfiles.write(self.rank_pid_path(entry), entry.ident, spec.run_id, role=f"rank{rank}")
+
+    def rank_pid_path(self, rank: Rank) -> Path:
+        return pidfiles.pid_path(self.spec.log_dir, f"rank{rank.rank}", self.spec.run_id)
+
+    def reap(self, rank: Rank, block: bool = False) -> int | None:
+        """The rank's exit code once it has exited (block: wait for that), else None. Before the rank is reaped
+        (while its pid still names its session), whatever it left running in its session is killed."""
+        if rank.exit_code is None:
+            flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
+            if os.waitid(os.P_PID, rank.process.pid, flags) is None:
+                return None
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(rank.process.pid, signal.SIGKILL)
+            rank.exit_code = rank.process.wait()
+            if rank.ident and not self.spec.inside_container:
+                pidfiles.remove(self.rank_pid_path(rank), rank.ident)
+        return rank.exit_code
 
     def rank_cause(self, rank: Rank) -> str:
-        """': <why>' from the rank's result when it failed and said why (a traceback's last line), else ''."""
+        """': <why>' from the rank's result when it failed and said why (a traceback's last line), or the full disk
+        that kept it from saying; else ''."""
         try:
             result = json.loads(result_path(self.spec.log_dir, rank.rank).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return ""
+            full = files.disk_full_reason(self.spec.log_dir)
+            return f": {full}" if full else ""
         reason = str(result.get("reason") or "").strip() if result.get("status") == "failed" else ""
         return ": " + reason.splitlines()[-1] if reason else ""
 
@@ -148,7 +186,6 @@ class NodeLauncher:
     def wait(self) -> tuple[str, str | None]:
         """Watch the ranks (and, on a multi-node round, the other nodes); return (status, reason)."""
         link = self.link
-        deadline = time.monotonic() + self.spec.timeout_s
         own: list[Failure] = []
         while True:
             interrupted = self.interrupted()
@@ -156,12 +193,10 @@ class NodeLauncher:
                 return self.conclude(self.failure("interrupted", interrupted))
             running = False
             for r in self.ranks:
-                if r.exit_code is None:
-                    r.exit_code = r.process.poll()
-                    if r.exit_code not in (None, 0):
-                        own.append(self.failure("failed", f"rank {r.rank} on {self.spec.node_name} "
-                                                          f"{describe_exit(r.exit_code)}{self.rank_cause(r)}",
-                                                urgent=r.exit_code < 0))
+                if r.exit_code is None and self.reap(r) not in (None, 0):
+                    own.append(self.failure("failed", f"rank {r.rank} on {self.spec.node_name} "
+                                                      f"{describe_exit(r.exit_code)}{self.rank_cause(r)}",
+                                            urgent=r.exit_code < 0))
                 running = running or r.exit_code is None
             if link is None:
                 if own:  # single node: the first failure, at once
@@ -177,7 +212,7 @@ class NodeLauncher:
                 if link:
                     link.finish()
                 return "success", None
-            if time.monotonic() > deadline:
+            if time.monotonic() > self.deadline:
                 return self.conclude(self.failure(
                     "timeout", f"case timeout of {self.spec.timeout_s:g} s reached; ranks stopped"))
             if link is None:
@@ -188,21 +223,20 @@ class NodeLauncher:
         return self.link.conclude(root) if self.link else (root.status, root.reason)
 
     def stop(self, first_signal: int = signal.SIGTERM) -> None:
-        """Stop every rank still running: a signal, a grace period, then SIGKILL."""
-        alive = [r for r in self.ranks if r.process.poll() is None]
+        """Stop every rank still running: a signal, a grace period, then SIGKILL to its whole session."""
+        alive = [r for r in self.ranks if self.reap(r) is None]
         for r in alive:
             r.process.send_signal(first_signal)
             r.process.send_signal(signal.SIGCONT)  # a stopped rank must run to handle it
         deadline = time.monotonic() + GRACE_S
+        while any(self.reap(r) is None for r in alive) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
         for r in alive:
-            try:
-                r.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                r.process.kill()
-                r.process.wait()
-        for r in self.ranks:
             if r.exit_code is None:
-                r.exit_code = r.process.poll()
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(r.process.pid, signal.SIGKILL)  # not reaped yet: the session is still the rank's
+                self.reap(r, block=True)
+        for r in self.ranks:
             r.log.close()
 
 
@@ -245,41 +279,45 @@ def choose_nic(spec: NodeSpec, environ: dict[str, str]) -> str | None:
 def run(launcher: NodeLauncher) -> tuple[str, str | None]:
     """Meet the other nodes (nnodes > 1), start this node's ranks and watch them; (status, reason)."""
     spec = launcher.spec
-    spec.log_dir.mkdir(parents=True, exist_ok=True)
     try:
         if spec.nnodes > 1:
             launcher.link = meet(spec, launcher)
         spec.nic = choose_nic(spec, dict(os.environ))
+        launcher.start()
     except rendezvous.RendezvousError as exc:
         return exc.status, exc.reason
-    except NoInterfaceError as exc:
+    except (NoInterfaceError, files.WriteError) as exc:
         return launcher.conclude(launcher.failure("failed", str(exc)))
-    launcher.start()
     return launcher.wait()
 
 
-def launch(spec: NodeSpec) -> dict[str, Any]:
-    """Run the node's ranks to completion; write and return node_result.json."""
+def monitor_deadline(spec: NodeSpec, started: float) -> float:
+    """time.time() at which the round's monitors stop whatever happens (started: the launcher's time.time())."""
+    return started + spec.timeout_s + MONITOR_GRACE_S
+
+
+def launch(spec: NodeSpec, ansible_job: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the node's ranks to completion under its monitors; write and return node_result.json. A node that
+    loses the others stops its own ranks and monitors: nobody may be able to reach it to do so."""
     launcher = NodeLauncher(spec)
     previous = {s: signal.signal(s, launcher._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     started = time.time()
     try:
-        status, reason = run(launcher)
-        if reason and spec.nnodes > 1:  # the task's stderr shows why this host stopped
-            print(f"perfplay launch: {node_label(spec.node_rank, spec.node_name)}: {status}: {reason}",
-                  file=sys.stderr, flush=True)
+        with guarded_node(spec, monitor_deadline(spec, started), ansible_job):
+            try:
+                status, reason = run(launcher)
+            finally:
+                launcher.stop(signal.SIGINT if launcher.signal_received == signal.SIGINT else signal.SIGTERM)
+                if launcher.link:
+                    launcher.link.close()
+    except SetupError as exc:
+        status, reason = "failed", str(exc)
     finally:
-        launcher.stop(signal.SIGINT if launcher.signal_received == signal.SIGINT else signal.SIGTERM)
-        if launcher.link:
-            launcher.link.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if reason and "lost contact" in reason:
-        # This node may be the one cut off: stop its monitors too, as nobody may reach it to do so.
-        from case_runners.monitors.daemon import stop_all
-        stopped = stop_all(spec.log_dir, spec.run_id)
-        if stopped:
-            reason += f"; stopped this node's monitors ({', '.join(stopped)})"
+    if reason and spec.nnodes > 1:  # the task's stderr shows why this host stopped
+        print(f"perfplay launch: {node_label(spec.node_rank, spec.node_name)}: {status}: {reason}",
+              file=sys.stderr, flush=True)
     return write_node_result(spec, status, reason, started,
                              torch_port=spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
                              ranks={str(r.rank): {"exit_code": r.exit_code, "log": f"rank{r.rank}.out.log"}
@@ -288,7 +326,8 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
 
 def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *,
                       torch_port: int | None = None, ranks: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    """Write and return the node's node_result.json (started: time.time() at the node's start)."""
+    """Write and return the node's node_result.json (started: time.time() at the node's start). A result that
+    cannot be written is still returned (the launcher prints it), with the reason in "write_error"."""
     result = {
         "schema": NODE_SCHEMA,
         "host": spec.node_name,
@@ -305,7 +344,10 @@ def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: 
         "ranks": ranks or {},
         **extra,
     }
-    (spec.log_dir / NODE_RESULT).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    try:
+        files.atomic_write_json(spec.log_dir / NODE_RESULT, result)
+    except files.WriteError as exc:
+        result["write_error"] = str(exc)
     return result
 
 
@@ -317,9 +359,16 @@ def env_seconds(name: str, default: float) -> float:
         raise PerfplayError(f"environment variable {name}={raw!r} is not a number of seconds") from None
 
 
+def round_monitors(config: dict[str, Any]) -> tuple[str, ...]:
+    """The monitors of a round of this config: the host's, and the vendor's when it has one."""
+    return ("host", *([config["vendor"]] if config.get("vendor_info", {}).get("monitor") else []))
+
+
 def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master_addr: str, master_port: int,
                      timeout_s: float | None, run_id: str, node_name: str | None = None, nic: str | None = None,
-                     rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None) -> NodeSpec:
+                     rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None,
+                     monitors: bool = True, monitor_interval: float = 1.0,
+                     inside_container: bool = False) -> NodeSpec:
     config = json.loads(config_path.read_text(encoding="utf-8"))
     return NodeSpec(config_path=config_path.resolve(), log_dir=log_dir.resolve(), node_rank=node_rank,
                     master_addr=master_addr, master_port=master_port,
@@ -327,4 +376,6 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                     nnodes=int(config["nnodes"]), nproc=int(config["nproc"]), vendor_info=config["vendor_info"],
                     node_name=node_name or socket.gethostname(), nic=nic or None,
                     rdzv_timeout_s=rdzv_timeout_s or env_seconds("PERFPLAY_RDZV_TIMEOUT_S", RDZV_TIMEOUT_S),
-                    heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S))
+                    heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
+                    monitors=round_monitors(config) if monitors and not inside_container else (),
+                    monitor_interval=monitor_interval, inside_container=inside_container)

@@ -2,8 +2,9 @@
 
 start returns only once the daemon has opened its plugin and written its pid file, so a monitor that
 cannot work on this node (no NVML, unknown vendor) fails the start with its reason instead of dying
-unseen. The daemon execs a fresh interpreter whose argv carries --name and --run-id, so a cleanup can
-find it with `pgrep -f -- "--run-id <ID>"`.
+unseen. The daemon carries its run id in its environment (PERFPLAY_RUN_ID) and its pid file records its
+start time, so a stop or a cleanup never signals a process that merely reuses its pid. A daemon with an
+owner (the launcher of its round) ends when the owner ends, and every daemon ends at its deadline if it has one.
 """
 
 from __future__ import annotations
@@ -18,18 +19,27 @@ import time
 import traceback
 from pathlib import Path
 
-from case_runners.monitors import pidfile
+from case_runners import files, pidfiles
+from case_runners.errors import PerfplayError
+from case_runners.monitors.runner import remove_if_empty
 from case_runners.monitors.spec import MonitorSpec
 from case_runners.paths import project_root
+from case_runners.processes import ProcessId, identify, terminate, wait_gone
+from case_runners.run_ids import RUN_ID_ENV
 
 EXIT_OK, EXIT_FAILED, EXIT_NOT_RUNNING = 0, 1, 3  # status codes follow LSB init scripts
+STOP_GRACE_S = 5.0
 
 
 def start(spec: MonitorSpec, ready_timeout_s: float = 30.0) -> int:
-    spec.log_dir.mkdir(parents=True, exist_ok=True)
-    pid = running_pid(spec)
-    if pid is not None:
-        print(f"{spec.label} is already running (pid {pid}, pid file {spec.pid_path}); "
+    try:
+        files.secure_dir(spec.log_dir)
+    except PerfplayError as exc:  # not a directory this user may safely write in
+        print(f"{spec.label}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    ident = running(spec)
+    if ident is not None:
+        print(f"{spec.label} is already running (pid {ident.pid}, pid file {spec.pid_path}); "
               "stop it first or use another --run-id", file=sys.stderr)
         return EXIT_FAILED
     spec.pid_path.unlink(missing_ok=True)  # stale: its process is gone
@@ -48,31 +58,26 @@ def start(spec: MonitorSpec, ready_timeout_s: float = 30.0) -> int:
     return _await_ready(spec, read_fd, ready_timeout_s)
 
 
-def stop(spec: MonitorSpec, grace_s: float = 5.0) -> int:
+def stop(spec: MonitorSpec, grace_s: float = STOP_GRACE_S) -> int:
     """SIGTERM, up to grace_s for a clean exit, then SIGKILL. Not running is a success."""
-    pid = running_pid(spec)
-    if pid is None:
-        stale = spec.pid_path.exists()
+    ident = running(spec)
+    if ident is None:
+        stale = os.path.lexists(spec.pid_path)
         spec.pid_path.unlink(missing_ok=True)
         print(f"{spec.label} is not running" + (" (removed a stale pid file)" if stale else ""))
         return EXIT_OK
-    how = "stopped"
     try:
-        os.kill(pid, signal.SIGTERM)
+        terminated, killed = terminate([ident], grace_s)
     except PermissionError:
-        print(f"{spec.label} (pid {pid}) belongs to another user; not permitted to stop it", file=sys.stderr)
+        print(f"{spec.label} (pid {ident.pid}) belongs to another user; not permitted to stop it", file=sys.stderr)
         return EXIT_FAILED
-    except ProcessLookupError:
-        pass
-    if not _wait_gone(pid, grace_s):
-        _signal(pid, signal.SIGKILL)
-        how = f"killed (no exit within {grace_s:g} s of SIGTERM)"
-        if not _wait_gone(pid, 2.0):
-            print(f"{spec.label} (pid {pid}) survived SIGKILL", file=sys.stderr)
-            return EXIT_FAILED
-    spec.pid_path.unlink(missing_ok=True)
-    _remove_if_empty(spec.daemon_log_path)
-    print(f"{spec.label} {how} (pid {pid})")
+    if wait_gone([ident], 2.0):
+        print(f"{spec.label} (pid {ident.pid}) survived SIGKILL", file=sys.stderr)
+        return EXIT_FAILED
+    pidfiles.remove(spec.pid_path, ident)
+    remove_if_empty(spec.daemon_log_path)
+    how = f"killed (no exit within {grace_s:g} s of SIGTERM)" if killed else "stopped"
+    print(f"{spec.label} {how} (pid {ident.pid})")
     return EXIT_OK
 
 
@@ -82,24 +87,27 @@ def restart(spec: MonitorSpec) -> int:
 
 
 def status(spec: MonitorSpec) -> int:
-    pid = running_pid(spec)
-    if pid is None:
+    ident = running(spec)
+    if ident is None:
         print(f"{spec.label}: stopped")
         return EXIT_NOT_RUNNING
-    print(f"{spec.label}: running (pid {pid}), samples in {spec.samples_path}")
+    print(f"{spec.label}: running (pid {ident.pid}), samples in {spec.samples_path}")
     return EXIT_OK
 
 
-def running_pid(spec: MonitorSpec) -> int | None:
-    """The pid named by this run's pid file if that process is a live monitor, else None."""
-    pid = pidfile.read_pid(spec.pid_path)
-    return pid if pid is not None and pidfile.is_monitor_process(pid) else None
+def running(spec: MonitorSpec) -> ProcessId | None:
+    """The process this run's pid file names, if it is a live process of the run; else None."""
+    return pidfiles.live(spec.pid_path, spec.run_id)
 
 
 def daemon_argv(spec: MonitorSpec, ready_fd: int) -> list[str]:
     argv = [sys.executable, "-m", "case_runners.monitors.cli", "-o", "run", "-l", str(spec.log_dir),
             "--name", spec.name, "--run-id", spec.run_id, "--interval", repr(spec.interval),
             "--ready-fd", str(ready_fd)]
+    if spec.owner:
+        argv += ["--owner", f"{spec.owner.pid}:{spec.owner.start}"]
+    if spec.deadline:
+        argv += ["--deadline", repr(spec.deadline)]
     return argv + (["--vendor", spec.vendor] if spec.vendor else [])
 
 
@@ -110,13 +118,14 @@ def _daemonize_and_exec(spec: MonitorSpec, ready_fd: int) -> None:
     os.chdir("/")
     os.umask(0o022)
     null = os.open(os.devnull, os.O_RDONLY)
-    log = os.open(spec.daemon_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    log = files.open_fd(spec.daemon_log_path, append=True)
     os.dup2(null, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.set_inheritable(ready_fd, True)
     os.write(ready_fd, f"pid {os.getpid()}\n".encode())
     env = dict(os.environ)
+    env[RUN_ID_ENV] = spec.run_id
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(project_root()), env.get("PYTHONPATH")) if p)
     os.execve(sys.executable, daemon_argv(spec, ready_fd), env)
 
@@ -130,8 +139,7 @@ def _await_ready(spec: MonitorSpec, read_fd: int, timeout_s: float) -> int:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([read_fd], [], [], remaining)[0]:
                 if pid is not None:
-                    _signal(pid, signal.SIGKILL)
-                    pidfile.remove_if_owned(spec.pid_path, pid)
+                    _kill_starting(spec, pid)
                 print(f"{spec.label} did not come up within {timeout_s:g} s; see {spec.daemon_log_path}",
                       file=sys.stderr)
                 return EXIT_FAILED
@@ -145,8 +153,8 @@ def _await_ready(spec: MonitorSpec, read_fd: int, timeout_s: float) -> int:
                     return EXIT_OK
                 elif line.startswith("error "):
                     print(line[6:], file=sys.stderr)
-                    if pid is not None and not _wait_gone(pid, 5.0):  # it exits right after saying why
-                        _signal(pid, signal.SIGKILL)
+                    if pid is not None:
+                        _kill_starting(spec, pid, grace_s=5.0)  # it exits right after saying why
                     return EXIT_FAILED
             if not chunk:
                 print(f"{spec.label} exited during start; see {spec.daemon_log_path}", file=sys.stderr)
@@ -155,40 +163,13 @@ def _await_ready(spec: MonitorSpec, read_fd: int, timeout_s: float) -> int:
         os.close(read_fd)
 
 
-def _wait_gone(pid: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while pidfile.is_alive(pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _remove_if_empty(path: Path) -> None:
-    try:
-        if path.stat().st_size == 0:
-            path.unlink()
-    except FileNotFoundError:
-        pass
-
-
-def stop_all(log_dir: Path, run_id: str) -> list[str]:
-    """Stop every monitor of run_id whose pid file is in log_dir; the names stopped.
-
-    For a node that lost the others: nobody may be able to reach it to stop its monitors.
-    """
-    stopped = []
-    for path in sorted(Path(log_dir).glob(f"*_monitor.{run_id}.pid")):
-        spec = MonitorSpec(Path(log_dir), path.name.split("_monitor.", 1)[0], run_id)
-        if running_pid(spec) is not None:
-            with contextlib.redirect_stdout(io.StringIO()):  # stdout is the caller's JSON document
-                stop(spec)
-            stopped.append(spec.name)
-    return stopped
+def _kill_starting(spec: MonitorSpec, pid: int, grace_s: float = 0.0) -> None:
+    """Stop a daemon that failed to come up: the pid it reported, if its pid file (or nothing) says so."""
+    ident = identify(pid)
+    if ident is None or wait_gone([ident], grace_s) == []:
+        return
+    doc = pidfiles.read(spec.pid_path)
+    if doc is None or doc["id"] == ident:  # our own child, not yet registered, or registered as itself
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        pidfiles.remove(spec.pid_path, ident)

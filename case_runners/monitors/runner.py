@@ -1,20 +1,28 @@
-"""The monitor process itself: open the plugin, sample on a fixed grid until SIGTERM/SIGINT, close it."""
+"""The monitor process itself: open the plugin, sample on a fixed grid until SIGTERM/SIGINT, close it.
+
+A monitor with an owner (the launcher of its round) stops once the owner has ended, and one with a deadline
+stops at it, so that no monitor outlives its round even when nobody is left to stop it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from case_runners.monitors import pidfile
+from case_runners import files, pidfiles
+from case_runners.errors import PerfplayError
 from case_runners.monitors.base import Monitor
 from case_runners.monitors.loader import load_monitor
 from case_runners.monitors.spec import MonitorSpec
+from case_runners.processes import is_same, own_id
 
 
 class StopSignal:
@@ -51,43 +59,70 @@ def run_monitor(spec: MonitorSpec, ready_fd: int | None = None) -> int:
     """Run in the foreground (the daemon execs this); returns the process exit code."""
     stop = StopSignal()  # first, so a stop sent during open() is not lost
     ready = ReadyChannel(ready_fd)
-    spec.log_dir.mkdir(parents=True, exist_ok=True)
+    me = own_id()
     try:
-        pidfile.create_exclusive(spec.pid_path, os.getpid())
+        files.secure_dir(spec.log_dir)
+        pidfiles.write(spec.pid_path, me, spec.run_id, role="monitor", monitor=spec.name)
     except FileExistsError:
         return _fail(ready, f"{spec.label} already running: {spec.pid_path} exists")
+    except PerfplayError as exc:  # an unsafe or unwritable log dir
+        return _fail(ready, f"{spec.label}: {exc}")
     monitor: Monitor | None = None
     try:
         monitor = load_monitor(spec.name, spec.vendor)
         monitor.open()
     except Exception as exc:  # noqa: BLE001 - any plugin failure is reported to the starter
         _close_quietly(monitor)
-        pidfile.remove_if_owned(spec.pid_path, os.getpid())
+        pidfiles.remove(spec.pid_path, me)
         return _fail(ready, f"{spec.label} could not open: {type(exc).__name__}: {exc}")
+    fd = None
     try:
-        _write_sys_info(spec, monitor)
+        try:
+            _write_sys_info(spec, monitor)
+            fd = files.open_fd(spec.samples_path, append=True)
+        except PerfplayError as exc:
+            return _fail(ready, f"{spec.label}: {exc}")
         ready.send("ok")
         ready.close()
-        sample_loop(monitor, spec.samples_path, spec.interval, stop)
+        _, why = sample_loop(monitor, fd, spec.interval, stop, lambda: _why_stop(spec), str(spec.samples_path))
+        if why:
+            print(f"{spec.label}: {why}", file=sys.stderr, flush=True)
     finally:
+        if fd is not None:
+            os.close(fd)
         _close_quietly(monitor)
-        pidfile.remove_if_owned(spec.pid_path, os.getpid())
+        pidfiles.remove(spec.pid_path, me)
+        remove_if_empty(spec.daemon_log_path)  # nothing to say (or no room to say it): no empty file left
     return 0
 
 
-def sample_loop(monitor: Monitor, samples_path: Path, interval: float, stop: StopSignal) -> int:
-    """Append one JSON line per tick at open + k * interval (no drift); returns the number of lines."""
-    fd = os.open(samples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+def _why_stop(spec: MonitorSpec) -> str | None:
+    """Why the monitor must stop although nobody told it to: its owner has ended, or its deadline passed."""
+    if spec.owner is not None and not is_same(spec.owner):
+        return f"stopped: its owner (pid {spec.owner.pid}) has ended"
+    if spec.deadline is not None and time.time() >= spec.deadline:
+        return "stopped: its deadline has passed"
+    return None
+
+
+def sample_loop(monitor: Monitor, fd: int, interval: float, stop: StopSignal,
+                why_stop: Callable[[], str | None] = lambda: None, where: str = "the samples file"
+                ) -> tuple[int, str | None]:
+    """Append one JSON line to fd (`where`) per tick at open + k * interval (no drift) until a stop signal,
+    why_stop() says why, or a write fails. (lines written, the reason it stopped on its own or None)."""
     lines = 0
-    try:
-        due = time.monotonic() + interval
-        while not stop.wait(due - time.monotonic()):
+    due = time.monotonic() + interval
+    while not stop.wait(due - time.monotonic()):
+        why = why_stop()
+        if why:
+            return lines, why
+        try:
             os.write(fd, take_sample(monitor))  # one write per line: unbuffered, never interleaved
-            lines += 1
-            due = next_due(due, interval, time.monotonic())
-    finally:
-        os.close(fd)
-    return lines
+        except OSError as exc:
+            return lines, f"stopped: {files.describe_os_error(exc, where)}"
+        lines += 1
+        due = next_due(due, interval, time.monotonic())
+    return lines, None
 
 
 def take_sample(monitor: Monitor) -> bytes:
@@ -116,9 +151,13 @@ def _write_sys_info(spec: MonitorSpec, monitor: Monitor) -> None:
         info.update(monitor.sys_info())
     except Exception as exc:  # noqa: BLE001 - missing facts must not stop the sampling
         info["error"] = f"{type(exc).__name__}: {exc}"
-    tmp = spec.sys_info_path.with_name(spec.sys_info_path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info, indent=2, default=str) + "\n")
-    tmp.replace(spec.sys_info_path)
+    files.atomic_write_json(spec.sys_info_path, info, default=str)
+
+
+def remove_if_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.lstat().st_size == 0:
+            path.unlink()
 
 
 def _fail(ready: ReadyChannel, message: str) -> int:

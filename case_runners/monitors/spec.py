@@ -6,25 +6,29 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from case_runners import pidfiles
 from case_runners.monitors.base import MonitorError
+from case_runners.processes import ProcessId
+from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE, is_run_id
 
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
 class MonitorSpec:
     log_dir: Path
     name: str
-    run_id: str = "manual"
+    run_id: str = MANUAL_RUN_ID
     interval: float = 1.0
     vendor: str | None = None
+    owner: ProcessId | None = None  # the process the monitor belongs to (a launcher): it stops when that ends
+    deadline: float | None = None  # time.time() at which it stops whatever happens
 
     def __post_init__(self) -> None:
-        for key in ("name", "run_id"):
-            value = getattr(self, key)
-            if not SAFE_ID.match(value):
-                raise MonitorError(f"--{key.replace('_', '-')} {value!r} must match {SAFE_ID.pattern} "
-                                   "(it becomes part of file names)")
+        if not NAME.match(self.name):
+            raise MonitorError(f"--name {self.name!r} must match {NAME.pattern} (it becomes part of file names)")
+        if not is_run_id(self.run_id):
+            raise MonitorError(f"--run-id {self.run_id!r} is not a run id ({RUN_ID_RULE})")
         if not 0.01 <= self.interval <= 3600:
             raise MonitorError(f"--interval {self.interval} must be between 0.01 and 3600 seconds")
         object.__setattr__(self, "log_dir", Path(self.log_dir).absolute())
@@ -36,7 +40,7 @@ class MonitorSpec:
     @property
     def pid_path(self) -> Path:
         """Per name and run id, inside the run's own log dir: concurrent runs never share one."""
-        return self.log_dir / f"{self.name}_monitor.{self.run_id}.pid"
+        return pidfiles.pid_path(self.log_dir, f"{self.name}_monitor", self.run_id)
 
     @property
     def samples_path(self) -> Path:

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
+from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
 
 ROUND_SCHEMA = "perfplay.round_record/1"
@@ -27,6 +29,7 @@ METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_t
                "core_time", "converged", "final_metric", "target", "metric", "samples", "steps", "epochs",
                "stop_reason", "precision", "amp", "device", "peak_memory_bytes")
 THROUGHPUT_BASIS = "p_train"
+NO_NODE_RESULT = "the node's launcher wrote no node_result.json"
 NODE_RATE_KEYS = ("p_whole", "p_train", "p_core")  # per node: sum over its ranks of rank_<key>
 _NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
 _RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
@@ -121,7 +124,7 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
     inference = config.get("task") == "inference"  # one rank: no per-node throughputs
     for host, node_rank, path in node_dirs(round_dir):
         node = _read_json(path / "node_result.json") or {
-            "status": "failed", "reason": "the node's launcher wrote no node_result.json"}
+            "status": "failed", "reason": NO_NODE_RESULT}
         node_ranks = []
         for file in sorted(path.glob("rank*.result.json")):
             rank_result = _read_json(file)
@@ -193,9 +196,22 @@ def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, st
     return "success", None
 
 
-def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
-                       run_id: str | None = None) -> dict[str, Any]:
+def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int, run_id: str | None = None,
+                       errors: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """Build the record, fail it for the `errors` the orchestration met in the round (a host that failed a task),
+    and write it as result.json. A record that cannot be written is returned failed, naming why, and not raised:
+    one round's lost record never costs the run."""
     record = build_round_record(round_dir, config, round_no, run_id)
-    round_dir.mkdir(parents=True, exist_ok=True)
-    (round_dir / RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    if errors:
+        record["orchestration_errors"] = list(errors)
+        said = "; ".join(errors)
+        if record["status"] in ("success", "not_converged"):
+            record.update(status="failed", reason=said)
+        elif not record["per_node"] or any(n["reason"] == NO_NODE_RESULT for n in record["per_node"]):
+            record["reason"] = f"{record['reason']}; {said}"  # what the launcher could not write, Ansible heard
+    try:
+        files.secure_dir(round_dir)
+        files.atomic_write_json(round_dir / RECORD_NAME, record)
+    except PerfplayError as exc:
+        record.update(status="failed", reason=f"the round record could not be written: {exc}", write_error=str(exc))
     return record

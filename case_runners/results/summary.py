@@ -12,6 +12,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
+from case_runners.errors import PerfplayError
 from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS
 
 SUMMARY_SCHEMA = "perfplay.run_summary/1"
@@ -37,14 +39,55 @@ def mean_std(values: list[float]) -> dict[str, float | int | None]:
             "n": len(values)}
 
 
+RESOLVED_CONFIG = "resolved_config.json"
+
+
 def load_records(run_dir: Path) -> list[dict[str, Any]]:
-    records = []
+    """Every round of the run: its record, or a stand-in naming its state when it has none that can be read:
+    `unreadable` (result.json is there but cannot be read), `interrupted` (the round started and left no
+    record), `missing` (a round the plan has that never started)."""
+    records, seen = [], set()
     for path in sorted(run_dir.glob(f"*/round*/{RECORD_NAME}")):
+        seen.add(path.parent)
         try:
-            records.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
+            record = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(record, dict) or "case_id" not in record:
+                raise ValueError("not a round record")
+            records.append(record)
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            records.append(_stand_in(path.parent.parent, path.parent, "unreadable", f"{path}: {why}"))
+    for config_path in sorted(run_dir.glob(f"*/{RESOLVED_CONFIG}")):
+        case_dir = config_path.parent
+        try:
+            repeat = int(json.loads(config_path.read_text(encoding="utf-8")).get("repeat") or 1)
+        except (OSError, ValueError, TypeError):
+            repeat = len(list(case_dir.glob("round*")))
+        for number in range(1, repeat + 1):
+            round_dir = case_dir / f"round{number}"
+            if round_dir in seen:
+                continue
+            if round_dir.is_dir():
+                records.append(_stand_in(case_dir, round_dir, "interrupted",
+                                         "the round started but left no record (the run was interrupted)"))
+            else:
+                records.append(_stand_in(case_dir, round_dir, "missing", "the round never started"))
     return records
+
+
+def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> dict[str, Any]:
+    """A round with no readable record, described from the case's resolved config (as far as it can be read)."""
+    try:
+        config = json.loads((case_dir / RESOLVED_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    number = round_dir.name.removeprefix("round")
+    return {"case_id": config.get("case_id", case_dir.name), "case": config.get("case", case_dir.name),
+            "task": config.get("task", "training"), "vendor": config.get("vendor"), "hardware": config.get("hardware"),
+            "nnodes": config.get("nnodes", 1), "nproc": config.get("nproc", 1), "framework": config.get("framework"),
+            "round": int(number) if number.isdigit() else 0, "status": status, "reason": reason,
+            "metrics": {"metric": (config.get("target") or {}).get("metric"),
+                        "target": (config.get("target") or {}).get("value")}}
 
 
 def _stat_keys(record: dict[str, Any]) -> tuple[str, ...]:
@@ -353,9 +396,13 @@ def _num(value: Any, digits: int = 1) -> str:
 
 
 def write_run_summary(run_dir: Path) -> dict[str, Any]:
-    """Write summary.json and summary.md into the run directory and return the summary."""
+    """Write summary.json and summary.md into the run directory (atomically) and return the summary; one that
+    cannot be written is still returned, with the reason in "write_error"."""
     run_dir = Path(run_dir)
     summary = summarize_run(run_dir)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    (run_dir / "summary.md").write_text(render_markdown(summary), encoding="utf-8")
+    try:
+        files.atomic_write_json(run_dir / "summary.json", summary)
+        files.atomic_write_text(run_dir / "summary.md", render_markdown(summary))
+    except PerfplayError as exc:
+        summary["write_error"] = str(exc)
     return summary

@@ -100,8 +100,11 @@ class CallbackModule(CallbackBase):
         except Exception as exc:  # pylint: disable=broad-except  # a report must never fail the run
             self._display.warning("perfplay_summary: no summary for %s: %s" % (self.run_dir, exc))
             return
+        if summary.get("write_error"):
+            self._display.warning("perfplay_summary: summary.json and summary.md not written: %s"
+                                  % summary["write_error"])
         if self.get_option("show_table"):
             self._display.banner("PERFPLAY SUMMARY")
             self._display.display(table)
-            if self.get_option("write_files"):
+            if self.get_option("write_files") and not summary.get("write_error"):
                 self._display.display("summary: %s, %s" % (run_dir / "summary.json", run_dir / "summary.md"))

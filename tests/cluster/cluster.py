@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from module_utils._perfplay_procs import find_run_processes, read_argv, read_environ  # noqa: E402
+from case_runners.processes import identify, list_pids, read_argv, read_environ  # noqa: E402
+from case_runners.run_ids import RUN_ID_ENV  # noqa: E402
 from playbook_run import BIN, REPO, PlaybookRun, playbook_env, run_playbook  # noqa: E402
 
 HOSTS_SH = REPO / "tests" / "cluster" / "hosts.sh"
@@ -63,12 +64,14 @@ def cases_arg(*cases: dict) -> str:
 
 def run_on(cluster: Cluster, results: Path, run_id: str, *extra: str, timeout: float = 900) -> PlaybookRun:
     """ansible-playbook run_case.yml on the cluster, as a user runs it."""
+    _run_ids.append(run_id)
     return run_playbook(REPO, "run_case.yml", "-i", str(cluster.inventory), "-e", f"perfplay_results_dir={results}",
                         "-e", f"perfplay_run_id={run_id}", *extra, timeout=timeout)
 
 
 def start_on(cluster: Cluster, results: Path, run_id: str, *extra: str, log: Path) -> subprocess.Popen:
     """The same, in the background (output to log), for faults injected while it runs."""
+    _run_ids.append(run_id)
     handle = open(log, "w")  # noqa: SIM115 - owned by the process
     return _remember(subprocess.Popen([str(BIN / "ansible-playbook"), "run_case.yml", "-i", str(cluster.inventory),
                              "-e", f"perfplay_results_dir={results}", "-e", f"perfplay_run_id={run_id}", *extra],
@@ -76,6 +79,7 @@ def start_on(cluster: Cluster, results: Path, run_id: str, *extra: str, log: Pat
 
 
 _started: list[subprocess.Popen] = []
+_run_ids: list[str] = []
 
 
 def _remember(proc: subprocess.Popen) -> subprocess.Popen:
@@ -84,34 +88,37 @@ def _remember(proc: subprocess.Popen) -> subprocess.Popen:
 
 
 def stop_started() -> None:
-    """Kill the background playbooks a failed test left running."""
+    """Kill the background playbooks a failed test left running, then every process of the runs it started, on
+    every host (this namespace sees them all)."""
     while _started:
         proc = _started.pop()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    while _run_ids:
+        for pid in run_processes(_run_ids.pop()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run_processes(run_id: str) -> list[int]:
+    """Live processes with the run id in their environment, anywhere on this machine (every host included)."""
+    return [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id and identify(pid) is not None]
 
 
 def rank_pid(run_id: str, rank: int) -> int | None:
     """The pid of a rank (a `case_runners worker`) of the run, on whichever host it runs."""
-    for proc in find_run_processes(run_id):
-        if "worker" in proc["argv"] and read_environ(proc["pid"]).get("RANK") == str(rank):
-            return proc["pid"]
+    for pid in run_processes(run_id):
+        if "worker" in read_argv(pid) and read_environ(pid).get("RANK") == str(rank):
+            return pid
     return None
 
 
 def leftovers(run_id: str) -> list[str]:
     """Processes of the run still alive anywhere on this machine (every host included)."""
-    found = []
-    for proc in find_run_processes(run_id):
-        stat = Path(f"/proc/{proc['pid']}/stat")
-        try:
-            state = stat.read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state != "Z":
-            found.append(f"{proc['pid']}: {' '.join(read_argv(proc['pid']) or proc['argv'])}")
-    return found
+    return [f"{pid}: {' '.join(read_argv(pid))}" for pid in run_processes(run_id)]
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):

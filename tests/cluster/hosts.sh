@@ -7,7 +7,8 @@
 #   tests/cluster/hosts.sh status                           hosts and whether their sshd answers
 #   tests/cluster/hosts.sh deps [--install]                 check (or install, also when CI=true) the packages
 #
-# State: ${PERFPLAY_CLUSTER_DIR:-/tmp/perfplay-cluster} (inventory.yml, hosts.txt, keys, known_hosts, hosts/, venv/).
+# State: ${PERFPLAY_CLUSTER_DIR:-/tmp/perfplay-cluster} (inventory.yml, hosts.txt, keys, known_hosts, hosts/, venv/),
+# used only if this user owns it and nobody else can write to it.
 # Network: bridge ppbr0 10.231.77.1/24; nodeI = netns pp-nodeI, eth0 10.231.77.(10+I)/24, no route elsewhere.
 set -euo pipefail
 
@@ -20,6 +21,8 @@ readonly NET=10.231.77
 readonly MAX_HOSTS=32
 readonly SSH_WAIT_S=${PERFPLAY_CLUSTER_SSH_WAIT_S:-60}
 readonly FW_COMMENT=perfplay-cluster
+# shellcheck source=tests/state_dir.sh
+source "$REPO/tests/state_dir.sh"
 
 log() { printf 'hosts.sh: %s\n' "$*" >&2; }
 die() { printf 'hosts.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -363,8 +366,9 @@ cmd_up() {
     cmd_down
   fi
   ensure_user "$user"
+  state_dir "$STATE"  # it holds the controller's key and the hosts' venv: nobody else may have made it
   mkdir -p "$STATE/hosts"
-  chmod 0755 "$STATE" "$STATE/hosts"
+  chmod 0755 "$STATE/hosts"
   ensure_venv
   local t1=$SECONDS
   mkdir -p /opt/perfplay /run/sshd
@@ -424,6 +428,7 @@ cmd_down() {
     shift
   done
   require_root down
+  if [[ -e $STATE ]]; then state_dir "$STATE"; fi  # its pid files are trusted only if nobody else could write them
   # Each init: SIGTERM stops sshd, init exits, the kernel kills the rest of its PID namespace.
   local inits=() unshares=() f
   for f in "$STATE"/hosts/node*/init.pid; do

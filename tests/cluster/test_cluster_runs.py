@@ -59,7 +59,7 @@ def test_a_second_run_changes_nothing_on_the_hosts(cluster: Cluster, results: Pa
 
 def test_two_runs_at_once_on_the_same_hosts_do_not_collide(cluster: Cluster, results: Path, tmp_path: Path):
     runs = {run_id: start_on(cluster, results, run_id, "-e", cases_arg(dict(DIGITS, nnodes=2, nproc=1)),
-                             log=tmp_path / f"{run_id}.log") for run_id in ("run_a", "run_b")}
+                             log=tmp_path / f"{run_id}.log") for run_id in ("run_two_a", "run_two_b")}
     for run_id, proc in runs.items():
         assert proc.wait(timeout=600) == 0, (tmp_path / f"{run_id}.log").read_text()[-5000:]
     masters = set()

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # docker_env, whatever pytest's import mode
 
-from docker_env import REPO, engine, run_docker  # noqa: E402
+from docker_env import REPO, engine, forget_runs, run_docker  # noqa: E402
 
 DIGITS_1X2 = {"case": "digits_cnn", "hardware": "CPU", "nnodes": 1, "nproc": 2, "repeat": 1}
 
@@ -29,6 +29,13 @@ def docker_engine():
     engine("up")
     yield
     engine("down")
+
+
+@pytest.fixture(autouse=True)
+def _nothing_of_the_test_left():
+    yield
+    if os.geteuid() == 0:
+        forget_runs()
 
 
 @pytest.fixture(scope="session")

@@ -60,8 +60,34 @@ def docker_vars(*cases: dict, **extra: object) -> str:
                        "perfplay_cases": list(cases), **extra})
 
 
+_runs: list[str] = []
+
+
+def remember(run_id: str) -> str:
+    """A run of this test: whatever it leaves (containers, processes) is removed after the test."""
+    _runs.append(run_id)
+    return run_id
+
+
+def forget_runs() -> None:
+    """Remove the containers and kill the processes of every run the test started (also when it failed)."""
+    from cluster import run_processes  # noqa: PLC0415 - the cluster helpers' process lookup
+
+    client = docker.from_env()
+    while _runs:
+        run_id = _runs.pop()
+        for container in client.containers.list(all=True, filters={"label": f"{LABEL}={run_id}"}):
+            container.remove(force=True)
+        for pid in run_processes(run_id):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
+
 def run_docker(checkout: Path, playbook: str, results: Path, run_id: str, *cases: dict,
                timeout: float = 900, **extra: object) -> PlaybookRun:
+    remember(run_id)
     return run_playbook(checkout, playbook, "-e", f"perfplay_results_dir={results}", "-e",
                         f"perfplay_run_id={run_id}", "-e", docker_vars(*cases, **extra), timeout=timeout)
 

@@ -15,6 +15,8 @@ MIRROR=${PERFPLAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=(docker.io debootstrap)
 
 die() { echo "engine.sh: $*" >&2; exit 1; }
+# shellcheck source=tests/state_dir.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../state_dir.sh"
 
 have_deps() { command -v dockerd >/dev/null && command -v debootstrap >/dev/null && [[ -x /usr/bin/docker ]]; }
 
@@ -34,7 +36,6 @@ answers() { docker info >/dev/null 2>&1; }
 
 start_engine() {
   answers && return 0
-  mkdir -p "$STATE"
   dockerd --pidfile "$STATE/dockerd.pid" >"$STATE/dockerd.log" 2>&1 &
   echo $! >"$STATE/started.pid"
   for _ in $(seq 60); do
@@ -70,8 +71,8 @@ stop_engine() {
 
 [[ $(id -u) == 0 ]] || die "needs root (dockerd, debootstrap)"
 case ${1:-} in
-  up) deps; mkdir -p "$STATE"; start_engine; base_image ;;
-  down) stop_engine ;;
+  up) deps; state_dir "$STATE"; start_engine; base_image ;;
+  down) if [[ -e $STATE ]]; then state_dir "$STATE"; fi; stop_engine ;;
   deps) deps --install ;;
   *) die "usage: engine.sh up | down | deps" ;;
 esac

@@ -1,55 +1,164 @@
-"""ansible-playbook playbooks/cleanup.yml stops a run's monitors and processes, and only those."""
+"""playbooks/cleanup.yml stops a run's processes and only those; a run whose controller is SIGKILLed leaves
+nothing running beyond its round's bound, and cleanup then removes the job file Ansible left behind."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from playbook_run import REPO, playbook_env, run_playbook
+import pytest
+from playbook_run import BIN, REPO, playbook_env, run_playbook
 
-SLEEPER = "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(120)"
+from case_runners import pidfiles
+from case_runners.config.plan import make_plan
+from case_runners.launch.node import ROUND_GRACE_S
+from case_runners.processes import identify, list_pids, read_argv, read_environ, read_stat
+from case_runners.run_ids import RUN_ID_ENV
+
+SLEEPER = "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(300)"
+LONG = {"synthetic": True, "max_epochs": 100000, "time_budget_s": 600}
 
 
-def start_sleeper(run_id: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", SLEEPER, "--run-id", run_id], stdout=subprocess.PIPE, text=True)
+def run_processes(run_id: str) -> list[int]:
+    return [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id and identify(pid) is not None]
+
+
+def descendants(root: int) -> set[int]:
+    """root's live descendants."""
+    children: dict[int, list[int]] = {}
+    for pid in list_pids():
+        stat = read_stat(pid)
+        if stat and stat.state not in ("Z", "X"):
+            children.setdefault(stat.ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def wait_until(condition, timeout: float, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
+@pytest.fixture
+def started() -> Iterator[list]:
+    """Processes a test starts, and run ids whose processes it may leave: all killed at the end."""
+    procs: list = []
+    yield procs
+    for item in procs:
+        if isinstance(item, str):
+            for pid in run_processes(item):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        elif item.poll() is None:
+            item.kill()
+            item.wait()
+
+
+def sleeper(started: list, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", SLEEPER, *argv], stdout=subprocess.PIPE, text=True,
+                            env={**{k: v for k, v in os.environ.items() if k != RUN_ID_ENV}, **(env or {})})
+    started.append(proc)
     assert proc.stdout.readline() == "ready\n"
     return proc
 
 
-def test_cleanup_stops_the_run(results_dir: Path):
-    run_id = "run19990101000000"
-    node_dir = results_dir / run_id / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
-    monitor = [sys.executable, "-m", "case_runners", "monitor", "-l", str(node_dir), "--name", "host",
-               "--run-id", run_id]
-    subprocess.run([*monitor, "-o", "start"], cwd=REPO, env=playbook_env(REPO), check=True, capture_output=True)
-    ours, other = start_sleeper(run_id), start_sleeper(run_id + "0")
-    try:
-        run = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_run_id={run_id}",
-                           "-e", f"perfplay_results_dir={results_dir}")
-        assert run.rc == 0, run.output[-3000:]
-        statuses = run.task_statuses()
-        assert statuses["Stop the monitors of the run"] == ["changed"]
-        assert statuses["Stop every other process of the run"] == ["changed"]
-        assert ours.wait(15) != 0
-        status = subprocess.run([*monitor, "-o", "status"], cwd=REPO, env=playbook_env(REPO), capture_output=True)
-        assert status.returncode == 3, "the monitor is stopped"
-        time.sleep(0.2)
-        assert other.poll() is None, "another run's process is left alone"
+def test_cleanup_stops_the_run_and_spares_every_decoy(results_dir: Path, started: list):
+    plan = make_plan({"vendor": "cpu", "results_dir": str(results_dir), "run_id": "run19990101000000-c1ea40",
+                      "cases": [{"case": "digits_cnn", "nproc": 2, "overrides": LONG}]})
+    run_id, config = plan["run_id"], plan["cases"][0]
+    node_dir = Path(plan["run_dir"]) / config["case_id"] / "round1" / "localhost_noderank0"
+    started.append(run_id)
+    launcher = subprocess.Popen([sys.executable, "-m", "case_runners", "launch", "--config", config["config_path"],
+                                 "--log-dir", str(node_dir), "--run-id", run_id, "--monitor-interval", "0.5"],
+                                cwd=REPO, stdout=subprocess.PIPE, env=playbook_env(REPO))
+    started.append(launcher)
+    decoys = {
+        "argv holds the run id": sleeper(started, "--run-id", run_id),
+        "a root daemon with --uid 0": sleeper(started, "--uid", "0", f"perfplay_run_id={run_id}"),
+        "another run, its id a prefix of ours": sleeper(started, env={RUN_ID_ENV: run_id[:-1]}),
+        "another run, ours a prefix of its id": sleeper(started, env={RUN_ID_ENV: run_id + "0"}),
+    }
+    assert wait_until(lambda: len(run_processes(run_id)) == 5, 300), "launcher, 2 ranks, 2 monitors"
+    ours = run_processes(run_id)
 
-        again = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_run_id={run_id}",
-                             "-e", f"perfplay_results_dir={results_dir}")
-        assert again.rc == 0
-        assert "changed" not in again.task_statuses()["Stop every other process of the run"]
-    finally:
-        for proc in (ours, other):
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    run = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_run_id={run_id}",
+                       "-e", f"perfplay_results_dir={results_dir}")
+    assert run.rc == 0, run.output[-3000:]
+    assert run.task_statuses()["Stop every process of the run"] == ["changed"]
+    assert launcher.wait(timeout=120) == 130, "the launcher was stopped and wrote why"
+    result = json.loads((node_dir / "node_result.json").read_text())
+    assert result["status"] == "interrupted" and "SIGTERM" in result["reason"]
+    assert wait_until(lambda: all(identify(pid) is None for pid in ours), 60)
+    assert run_processes(run_id) == [] and list(node_dir.glob("*.pid")) == []
+    for what, decoy in decoys.items():
+        assert decoy.poll() is None, f"cleanup killed a decoy: {what}"
+
+    again = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_run_id={run_id}",
+                         "-e", f"perfplay_results_dir={results_dir}")
+    assert again.rc == 0
+    assert again.task_statuses()["Stop every process of the run"] == ["ok"]
 
 
-def test_cleanup_needs_a_run_id():
-    run = run_playbook(REPO, "playbooks/cleanup.yml")
+@pytest.mark.parametrize("run_id", [None, "0", "run"])
+def test_cleanup_refuses_a_missing_or_loose_run_id_before_touching_anything(results_dir: Path, started: list,
+                                                                           run_id):
+    decoy = sleeper(started, "--uid", "0", env={RUN_ID_ENV: str(run_id)})
+    run = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_results_dir={results_dir}",
+                       *(["-e", f"perfplay_run_id={run_id}"] if run_id else []))
     assert run.rc != 0
-    assert "-e perfplay_run_id=" in run.output
+    assert ("-e perfplay_run_id=" if run_id is None else f"'{run_id}' is not a run id") in run.output
+    assert "Stop every process of the run" not in run.task_statuses()
+    assert decoy.poll() is None
+
+
+def test_a_sigkilled_controller_leaves_nothing_running_beyond_the_round_bound(results_dir: Path, started: list,
+                                                                             tmp_path: Path):
+    """SIGKILL the controller while a round trains: every process the run started (launcher, ranks, monitors,
+    Ansible's async wrapper and its own worker) is gone by the case timeout plus ROUND_GRACE_S, without any
+    cleanup. The job file Ansible could not remove is then removed by cleanup."""
+    run_id, timeout_s = "run-controller-killed", 40
+    started.append(run_id)
+    selection = {"case": "digits_cnn", "nproc": 2, "timeout_s": timeout_s, "overrides": LONG}
+    with open(tmp_path / "play.log", "w") as log:
+        controller = subprocess.Popen(
+            [str(BIN / "ansible-playbook"), "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
+             "-e", f"perfplay_run_id={run_id}", "-e", json.dumps({"perfplay_cases": [selection]})],
+            cwd=REPO, env=playbook_env(REPO), stdout=log, stderr=subprocess.STDOUT)
+    started.append(controller)
+    events = results_dir / run_id / "digits_cnn_CPUx1x2" / "round1" / "localhost_noderank0" / "rank1.events.jsonl"
+    assert wait_until(lambda: events.exists() and "TRAIN_START" in events.read_text(), 300), \
+        (tmp_path / "play.log").read_text()[-3000:]
+    launcher_started = json.loads(events.read_text().splitlines()[0])["metadata"]["time_ms"] / 1000
+    launcher = pidfiles.read(events.parent / f"launcher.{run_id}.pid")
+    writer = launcher["ansible_job"]["writer"]["pid"]  # Ansible's async wrapper, and the process watching it
+    everything = set(run_processes(run_id)) | descendants(controller.pid) | {writer, read_stat(writer).ppid}
+    assert len(run_processes(run_id)) == 5, "launcher, 2 ranks, 2 monitors"
+    controller.kill()
+    controller.wait()
+
+    bound = launcher_started + timeout_s + ROUND_GRACE_S
+    assert wait_until(lambda: not any(identify(pid) for pid in everything), max(0.0, bound - time.time())), \
+        "still running after the bound: " + "; ".join(" ".join(read_argv(pid)) for pid in everything if identify(pid))
+    assert run_processes(run_id) == []
+
+    cleanup = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_run_id={run_id}",
+                           "-e", f"perfplay_results_dir={results_dir}")
+    assert cleanup.rc == 0, cleanup.output[-3000:]
+    assert ".ansible_async/" in cleanup.output, "the orphaned job file was found and removed"
+    jobs = Path(os.path.expanduser("~/.ansible_async"))
+    assert not [p for p in jobs.glob("*") if run_id in p.read_text(errors="replace")]

@@ -189,9 +189,9 @@ def test_override_rules_and_bad_switches_stop_the_run_before_any_host(tmp_path: 
     if vendor_text is not None:
         _vendor_file(checkout, vendor_text)
     results = tmp_path / "results"
-    run = run_inference(checkout, results, "run_bad", {"case": "digits_cnn", "overrides": overrides})
+    run = run_inference(checkout, results, "run_rejected", {"case": "digits_cnn", "overrides": overrides})
     assert_rejected(run, results, "the run was rejected", *expected)
-    assert not (results / "run_bad").exists(), "a rejected plan creates no run directory"
+    assert not (results / "run_rejected").exists(), "a rejected plan creates no run directory"
 
 
 @pytest.mark.parametrize("selection, run_vars, expected", [
@@ -201,13 +201,13 @@ def test_override_rules_and_bad_switches_stop_the_run_before_any_host(tmp_path: 
                  ["key 'perfplay_task'", "unknown task 'serving'", "(allowed: inference, training)"], id="unknown-task"),
 ])
 def test_an_inference_selection_is_checked_like_any_other(tmp_path: Path, selection, run_vars, expected):
-    run = run_inference(REPO, tmp_path, "run_bad", selection, **run_vars)
+    run = run_inference(REPO, tmp_path, "run_rejected", selection, **run_vars)
     assert_rejected(run, tmp_path, "the run was rejected", *expected)
 
 
 def test_a_missing_compiled_engine_is_rejected_by_the_host_preflight(tmp_path: Path):
     missing = tmp_path / "nowhere" / "digits_cnn.ort.onnx"
-    run = run_inference(REPO, tmp_path, "run_bad", {"case": "digits_cnn", "overrides": {
+    run = run_inference(REPO, tmp_path, "run_rejected", {"case": "digits_cnn", "overrides": {
         "no_validation": True, "exist_onnx_path": "foo", "exist_compiler_path": str(missing)}})
     assert_rejected(run, tmp_path, f"key 'exist_compiler_path' (run overrides (perfplay_cases[0].overrides)) of "
                                    f"{DIGITS}: {missing} does not exist on this host")

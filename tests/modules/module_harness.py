@@ -47,7 +47,7 @@ Answer = tuple[int, str, str]
 
 
 class FakeCli:
-    """Stands in for run_command: answers by subcommand (argv[3]), or by monitor operation.
+    """Stands in for run_command: answers by subcommand (argv[3]).
 
     ``answers[key]`` is a tuple (rc, stdout, stderr), a dict (printed as JSON with rc 0), or a
     callable(argv) returning one of those. Every call is recorded in ``calls``.
@@ -59,8 +59,6 @@ class FakeCli:
 
     @staticmethod
     def key(argv: list[str]) -> str:
-        if argv[3] == "monitor":
-            return "monitor " + argv[argv.index("--operation") + 1]
         return argv[3]
 
     def __call__(self, args, check_rc=False, cwd=None, environ_update=None, **kwargs) -> Answer:

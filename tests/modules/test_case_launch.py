@@ -1,4 +1,4 @@
-"""library/case_launch.py: argv per INTERFACES.md, node result returned, failed unless success."""
+"""library/case_launch.py: the launcher's argv, node result returned, failed unless success."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_launches_with_the_documented_argv(run_module):
     assert call["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
         "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "0", "--master-addr", "127.0.0.1",
-        "--master-port", "0", "--timeout", "60.0", "--run-id", "run1"]
+        "--master-port", "0", "--timeout", "60.0", "--run-id", "run1", "--monitor-interval", "1.0"]
     assert call["cwd"] == "/repo"
     assert call["environ_update"] == {"NCCL_SOCKET_IFNAME": "ib0"}
 
@@ -80,7 +80,22 @@ def test_multi_node_options_reach_the_launcher(run_module):
         "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
         "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "1", "--master-addr", "10.231.77.11",
         "--master-port", "29500", "--timeout", "60.0", "--run-id", "run1", "--node-name", "node2", "--nic", "ib0",
-        "--rdzv-timeout", "60.0", "--heartbeat-timeout", "5.0"]
+        "--rdzv-timeout", "60.0", "--heartbeat-timeout", "5.0", "--monitor-interval", "1.0"]
+
+
+def test_monitors_and_the_async_job_reach_the_launcher(run_module):
+    """Under Ansible's async the launcher is told where the job file is and who writes it, so that a cleanup
+    can remove it when the controller did not live to."""
+    def as_async_job(module):
+        module.ansible_async_job = lambda: {"dir": "/home/u/.ansible_async", "writer": 4242}
+
+    args = dict(ARGS, monitors=False, monitor_interval=0.5)
+    kind, _, cli = run_module("case_launch", args, {"launch": SUCCESS}, patch=as_async_job)
+    assert kind == "exit"
+    argv = cli.calls[0]["argv"]
+    assert argv[argv.index("--run-id"):] == [
+        "--run-id", "run1", "--no-monitors", "--monitor-interval", "0.5",
+        "--ansible-async-dir", "/home/u/.ansible_async", "--ansible-job-writer", "4242"]
 
 
 def test_an_empty_nic_or_node_name_is_left_to_the_launcher(run_module):

@@ -23,7 +23,7 @@ def plan_answer(requests, run_dir="/repo/results/run1", errors=(), cases=(RESOLV
             requests.append((json.load(handle), "--check" in argv))
         check = "--check" in argv
         doc = {"ok": not errors, "errors": list(errors), "run_id": None, "run_dir": None,
-               "cases": [dict(case) for case in cases]}
+               "cases": [dict(case) for case in cases], "min_free_bytes": 1 << 30}
         if not errors and not check:
             doc.update(run_id="run1", run_dir=run_dir)
             for case in doc["cases"]:
@@ -53,6 +53,7 @@ def test_plans_and_creates_the_run(run_module):
     assert cli.calls[0]["cwd"] == "/repo"
     assert cli.calls[0]["argv"][:4] == ["/venv/bin/python", "-m", "case_runners", "plan"]
     assert result["run_dir"] == "/repo/results/run1"
+    assert result["run_vars"]["min_free_bytes"] == 1 << 30, "case_runners' checked value, for the host preflight"
     assert result["run_vars"]["clear_caches"] is True
     assert result["run_vars"]["master_port"] == 29600
     assert [(r["case_id"], r["round"], r["rel_dir"]) for r in result["rounds"]] == [
@@ -60,7 +61,6 @@ def test_plans_and_creates_the_run(run_module):
     first = result["rounds"][0]
     assert first["config"] == "/repo/results/run1/digits_cnn_CPUx1x1/resolved_config.json"
     assert first["hosts"] == ["localhost"]
-    assert first["monitors"] == ["host", "cpu"]
     assert first["master_port"] == 0, "a single node picks a free port"
 
 
@@ -137,7 +137,6 @@ def test_multi_node_rounds_use_the_master_port(run_module, port):
     (only,) = result["rounds"]
     assert only["hosts"] == ["a", "b"]
     assert only["master_port"] == port
-    assert only["monitors"] == ["host"]
     assert result["host_needs"] == {"a": {"nproc": 1, "case_ids": ["multi_x2"], "master": True, "images": []},
                                     "b": {"nproc": 1, "case_ids": ["multi_x2"], "master": False, "images": []},
                                     "c": {"nproc": 0, "case_ids": [], "master": False, "images": []}}
@@ -162,3 +161,10 @@ def test_a_key_a_vendor_adds_to_an_inference_case_is_a_warning(run_module):
     assert "digits_cnn_inference_CPUx1x1: " + notes[0][len("warning: "):] in warnings
     assert not any("batch_size" in w for w in warnings)
     assert result["cases"][0]["notes"] == notes
+
+
+def test_the_free_space_run_var_goes_to_the_plan(run_module):
+    requests = []
+    kind, _, _ = run_module("case_plan", dict(ARGS, min_free_bytes="2048"), {"plan": plan_answer(requests)})
+    assert kind == "exit"
+    assert requests[0][0]["min_free_bytes"] == "2048", "case_runners checks and converts it"

@@ -25,7 +25,7 @@ def test_records_the_round(run_module):
                                  "converged": True, "mfu": None, "errors": ["node2: unreachable"]}
     assert cli.calls[0]["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "record", "--round-dir", "/res/run1/c/round2", "--config",
-        "/res/run1/c/resolved_config.json", "--round", "2", "--run-id", "run1"]
+        "/res/run1/c/resolved_config.json", "--round", "2", "--run-id", "run1", "--error", "node2: unreachable"]
 
 
 def test_check_mode_writes_nothing(run_module):

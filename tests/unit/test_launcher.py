@@ -1,20 +1,26 @@
-"""The node launcher with real ranks: success, a killed rank, a timeout, a signal, device visibility."""
+"""The node launcher with real ranks: success, a killed rank, a timeout, a signal, its pid files and monitors, a
+killed launcher, a planted symlink, device visibility. Every process a test starts is killed at its end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from case_runners import pidfiles
 from case_runners.config.plan import make_plan
-from case_runners.launch.node import GRACE_S, NodeLauncher, NodeSpec, Rank, rank_env
+from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, rank_env
 from case_runners.paths import project_root
+from case_runners.processes import identify, is_run_process, read_environ
+from case_runners.run_ids import RUN_ID_ENV
 
 
 def resolved(tmp_path: Path, nproc: int, **overrides) -> Path:
@@ -24,19 +30,14 @@ def resolved(tmp_path: Path, nproc: int, **overrides) -> Path:
     return Path(plan["cases"][0]["config_path"])
 
 
-def start_launcher(config: Path, log_dir: Path, timeout: float | None = None) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "case_runners", "launch", "--config", str(config), "--log-dir", str(log_dir),
-            "--run-id", "launcher-test"] + (["--timeout", str(timeout)] if timeout else [])
-    return subprocess.Popen(argv, cwd=project_root(), stdout=subprocess.PIPE, text=True)
-
-
-def wait_for_event(path: Path, event: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and f'"event": "{event}"' in path.read_text():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{event} not seen in {path}")
+def run_pids(run_id: str) -> list[int]:
+    """Live processes carrying the run id in their environment: the launcher, its ranks, its monitors."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and read_environ(int(proc.name)).get(RUN_ID_ENV) == run_id \
+                and identify(int(proc.name)) is not None:
+            found.append(int(proc.name))
+    return sorted(found)
 
 
 def rank_pids(log_dir: Path) -> list[int]:
@@ -47,18 +48,74 @@ def rank_pids(log_dir: Path) -> list[int]:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if proc.name.isdigit() and b"worker" in argv and str(log_dir).encode() in argv:
+        if proc.name.isdigit() and b"worker" in argv and str(log_dir).encode() in argv and \
+                identify(int(proc.name)) is not None:
             pids.append(int(proc.name))
     return pids
 
 
-def test_two_ranks_succeed_and_leave_the_flagperf_layout(tmp_path):
+class Launcher:
+    """One `case_runners launch` of a test, with a run id of its own."""
+
+    def __init__(self, config: Path, log_dir: Path, timeout: float | None = None, monitors: bool = False) -> None:
+        self.run_id = f"launcher-{uuid.uuid4().hex[:8]}"
+        self.log_dir = log_dir
+        argv = [sys.executable, "-m", "case_runners", "launch", "--config", str(config), "--log-dir", str(log_dir),
+                "--run-id", self.run_id, "--monitor-interval", "0.2"] + ([] if monitors else ["--no-monitors"]) + \
+            (["--timeout", str(timeout)] if timeout else [])
+        self.proc = subprocess.Popen(argv, cwd=project_root(), stdout=subprocess.PIPE, text=True)
+
+    def result(self, timeout: float = 600) -> dict:
+        self.proc.communicate(timeout=timeout)
+        return json.loads((self.log_dir / "node_result.json").read_text())
+
+    def stop_everything(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pid in run_pids(self.run_id):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def launchers():
+    """start(config, log_dir, ...) -> Launcher; every process of every launcher is killed at the end."""
+    started: list[Launcher] = []
+
+    def start(*args, **kwargs) -> Launcher:
+        started.append(Launcher(*args, **kwargs))
+        return started[-1]
+
+    yield start
+    for launcher in started:
+        launcher.stop_everything()
+
+
+def wait_for_event(path: Path, event: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and f'"event": "{event}"' in path.read_text():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{event} not seen in {path}")
+
+
+def wait_until(condition, timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_two_ranks_succeed_and_leave_the_flagperf_layout(tmp_path, launchers):
     config = resolved(tmp_path, 2, synthetic=True, max_steps=5)
     log_dir = tmp_path / "node"
-    proc = start_launcher(config, log_dir)
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, out
-    result = json.loads((log_dir / "node_result.json").read_text())
+    launcher = launchers(config, log_dir, monitors=True)
+    result = launcher.result()
+    assert launcher.proc.returncode == 0
     assert result["status"] == "success" and set(result["ranks"]) == {"0", "1"}
     # A single node: no rendezvous, torch's port is the free master port, no NIC chosen.
     assert result["host"] == result["node_name"] == result["hostname"]
@@ -66,67 +123,99 @@ def test_two_ranks_succeed_and_leave_the_flagperf_layout(tmp_path):
     for rank in (0, 1):
         assert "[PerfLog]" in (log_dir / f"rank{rank}.out.log").read_text()
         assert (log_dir / f"rank{rank}.events.jsonl").exists()
+    # The launcher ran the round's monitors, and left neither them nor a pid file behind.
+    for monitor in ("host", "cpu"):
+        assert (log_dir / f"{monitor}_monitor.jsonl").stat().st_size > 0
+    assert list(log_dir.glob("*.pid")) == [] and run_pids(launcher.run_id) == []
+    assert (os.stat(log_dir).st_mode & 0o777) == 0o700
 
 
-def test_a_killed_rank_fails_the_node_naming_the_rank_and_stops_the_others(tmp_path):
+def test_while_it_runs_every_process_is_in_a_pid_file_with_its_start_time(tmp_path, launchers):
     config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
     log_dir = tmp_path / "node"
-    proc = start_launcher(config, log_dir)
-    try:
-        wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
-        victim = next(pid for pid in rank_pids(log_dir)
-                      if f"rank1" in Path(f"/proc/{pid}/fd/1").resolve().name)
-        os.kill(victim, signal.SIGKILL)
-        killed_at = time.monotonic()
-        proc.wait(timeout=30)
-        assert time.monotonic() - killed_at < 10
-    finally:
-        proc.kill()
-    result = json.loads((log_dir / "node_result.json").read_text())
-    assert proc.returncode == 1
+    launcher = launchers(config, log_dir, monitors=True)
+    wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
+    recorded = {path.name.split(".")[0]: pidfiles.read(path) for path in log_dir.glob("*.pid")}
+    assert set(recorded) == {"launcher", "rank0", "rank1", "host_monitor", "cpu_monitor"}
+    assert recorded["launcher"]["id"].pid == launcher.proc.pid
+    for doc in recorded.values():
+        assert doc["run_id"] == launcher.run_id and is_run_process(doc["id"], launcher.run_id)
+    assert sorted(doc["id"].pid for doc in recorded.values()) == run_pids(launcher.run_id)
+
+
+def test_a_killed_rank_fails_the_node_naming_the_rank_and_stops_the_others(tmp_path, launchers):
+    config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
+    log_dir = tmp_path / "node"
+    launcher = launchers(config, log_dir)
+    wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
+    victim = next(pid for pid in rank_pids(log_dir) if "rank1" in Path(f"/proc/{pid}/fd/1").resolve().name)
+    os.kill(victim, signal.SIGKILL)
+    result = launcher.result()
+    assert launcher.proc.returncode == 1
     assert result["status"] == "failed" and "rank 1" in result["reason"] and "SIGKILL" in result["reason"]
-    assert rank_pids(log_dir) == []
+    # rank 0 ended on its own (its collective broke) or by SIGTERM, within its grace, not by SIGKILL after it
+    assert result["ranks"]["0"]["exit_code"] != -signal.SIGKILL
+    assert rank_pids(log_dir) == [] and run_pids(launcher.run_id) == []
 
 
-def test_timeout_stops_every_rank(tmp_path):
+def test_timeout_stops_every_rank(tmp_path, launchers):
     config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
     log_dir = tmp_path / "node"
-    proc = start_launcher(config, log_dir, timeout=6)
-    proc.wait(timeout=60)
-    result = json.loads((log_dir / "node_result.json").read_text())
-    assert proc.returncode == 124 and result["status"] == "timeout" and "timeout of 6 s" in result["reason"]
-    assert rank_pids(log_dir) == []
+    launcher = launchers(config, log_dir, timeout=6)
+    result = launcher.result()
+    assert launcher.proc.returncode == 124 and result["status"] == "timeout" and "timeout of 6 s" in result["reason"]
+    assert rank_pids(log_dir) == [] and run_pids(launcher.run_id) == []
 
 
-def test_sigterm_to_the_launcher_stops_its_ranks(tmp_path):
+def test_sigterm_to_the_launcher_stops_its_ranks(tmp_path, launchers):
     config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
     log_dir = tmp_path / "node"
-    proc = start_launcher(config, log_dir)
+    launcher = launchers(config, log_dir)
     wait_for_event(log_dir / "rank0.events.jsonl", "TRAIN_START")
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
-    result = json.loads((log_dir / "node_result.json").read_text())
-    assert proc.returncode == 130 and result["status"] == "interrupted" and "SIGTERM" in result["reason"]
-    assert rank_pids(log_dir) == []
+    launcher.proc.send_signal(signal.SIGTERM)
+    result = launcher.result()
+    assert launcher.proc.returncode == 130 and result["status"] == "interrupted" and "SIGTERM" in result["reason"]
+    assert rank_pids(log_dir) == [] and run_pids(launcher.run_id) == []
 
 
-def test_a_stopped_rank_is_continued_so_that_it_handles_the_stop_signal(tmp_path):
+def test_a_stopped_rank_is_continued_so_that_it_handles_the_stop_signal(tmp_path, launchers):
     config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
     log_dir = tmp_path / "node"
-    proc = start_launcher(config, log_dir)
-    try:
-        wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
-        for pid in rank_pids(log_dir):
-            os.kill(pid, signal.SIGSTOP)
-        proc.send_signal(signal.SIGTERM)
-        signalled = time.monotonic()
-        proc.wait(timeout=30)
-        # Without SIGCONT the stopped ranks would only die by SIGKILL, after the grace period.
-        assert time.monotonic() - signalled < GRACE_S - 0.5
-    finally:
-        proc.kill()
-    assert json.loads((log_dir / "node_result.json").read_text())["status"] == "interrupted"
+    launcher = launchers(config, log_dir)
+    wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
+    for pid in rank_pids(log_dir):
+        os.kill(pid, signal.SIGSTOP)
+    launcher.proc.send_signal(signal.SIGTERM)
+    result = launcher.result()
+    assert result["status"] == "interrupted"
+    # Without SIGCONT the stopped ranks would only die by SIGKILL after the grace period; with it they handle SIGTERM.
+    assert {r["exit_code"] for r in result["ranks"].values()} == {128 + signal.SIGTERM}
     assert rank_pids(log_dir) == []
+
+
+def test_a_killed_launcher_takes_its_ranks_and_monitors_with_it(tmp_path, launchers):
+    """SIGKILL leaves the launcher no time to stop anything: the ranks die with it (PDEATHSIG) and the monitors
+    see their owner gone. Nothing of the round is left, without any cleanup."""
+    config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
+    log_dir = tmp_path / "node"
+    launcher = launchers(config, log_dir, monitors=True)
+    wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
+    assert len(run_pids(launcher.run_id)) == 5
+    launcher.proc.kill()
+    launcher.proc.wait()
+    assert wait_until(lambda: run_pids(launcher.run_id) == []), run_pids(launcher.run_id)
+
+
+def test_a_planted_symlink_in_the_node_dir_is_never_written_through(tmp_path, launchers):
+    config = resolved(tmp_path, 1, synthetic=True, max_steps=2)
+    log_dir = tmp_path / "node"
+    log_dir.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (log_dir / "rank0.out.log").symlink_to(victim)
+    result = launchers(config, log_dir).result()
+    assert result["status"] == "failed" and "refusing to follow a symlink" in result["reason"]
+    assert victim.read_text() == "precious\n"
 
 
 def spec(scope: str, nproc: int = 4, env: str = "CUDA_VISIBLE_DEVICES") -> NodeSpec:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -152,7 +153,11 @@ class TicksThenStop:
 
 def test_failed_samples_are_error_lines_not_gaps(tmp_path: Path) -> None:
     path = tmp_path / "x_monitor.jsonl"
-    assert sample_loop(FlakyMonitor(), path, 0.01, TicksThenStop(4)) == 4
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        assert sample_loop(FlakyMonitor(), fd, 0.01, TicksThenStop(4)) == (4, None)
+    finally:
+        os.close(fd)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [("error" in line) for line in lines] == [False, True, False, True]
     assert lines[1]["error"] == "OSError: device went away" and "ts" in lines[1]

@@ -117,3 +117,50 @@ def test_write_run_summary_rebuilds_from_files(tmp_path):
     assert summary["run_id"] == "run9" and summary["cases"][0]["stats"]["p_core"]["mean"] == 110.0
     assert json.loads((run_dir / "summary.json").read_text())["cases"][0]["rounds"][1]["round"] == 2
     assert "# perfplay run run9" in (run_dir / "summary.md").read_text()
+
+
+def test_orchestration_errors_fail_a_round_that_looked_fine(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round1"
+    node(round_dir, ranks=range(8))
+    record = write_round_record(round_dir, config(), 1, errors=["gpu1: Collect the node directory: unreachable"])
+    assert (record["status"], record["reason"]) == ("failed", "gpu1: Collect the node directory: unreachable")
+    assert record["orchestration_errors"] == ["gpu1: Collect the node directory: unreachable"]
+
+
+def test_a_record_that_cannot_be_written_is_a_failed_round_naming_the_full_disk(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    round_dir = tmp_path / "r" / "c" / "round1"
+    node(round_dir, ranks=range(8))
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    record = write_round_record(round_dir, config(), 1)
+    assert record["status"] == "failed"
+    assert record["reason"] == f"the round record could not be written: no space left on device: {round_dir}/result.json"
+    assert not (round_dir / "result.json").exists() and not list(round_dir.glob(".result.json.*"))
+
+
+def test_the_summary_names_interrupted_missing_and_unreadable_rounds(tmp_path):
+    """A killed round or an unreadable record was left out of the summary; now each is listed with its state."""
+    plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": [{"case": "digits_cnn", "repeat": 4}]})
+    run_dir = Path(plan["run_dir"])
+    case_dir = run_dir / "digits_cnn_CPUx1x1"
+    resolved = plan["cases"][0]
+    write_round_record(case_dir / "round1", resolved, 1)  # no node output: a failed round, recorded
+    (case_dir / "round2" / "localhost_noderank0").mkdir(parents=True)  # started, killed before its record
+    (case_dir / "round3").mkdir()
+    (case_dir / "round3" / "result.json").write_text("")  # cut short
+    summary = write_run_summary(run_dir)
+    states = {r["round"]: (r["status"], r["reason"]) for r in summary["cases"][0]["rounds"]}
+    assert states[1][0] == "failed"
+    assert states[2] == ("interrupted", "the round started but left no record (the run was interrupted)")
+    assert states[3][0] == "unreadable" and str(case_dir / "round3" / "result.json") in states[3][1]
+    assert states[4] == ("missing", "the round never started")
+    assert [line.split(":")[0] for line in summary["failed_rounds"]] == [
+        f"digits_cnn_CPUx1x1 round {n}" for n in (1, 2, 3, 4)]
+    table = render_table(summary)
+    assert "round 2: interrupted" in table and "round 4: missing" in table

@@ -1,0 +1,139 @@
+"""Run ids that cannot collide or over-match; files written atomically and never through a symlink; directories
+another user could change refused; results-dir problems in one line; a rejected plan leaves nothing behind."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from case_runners import files
+from case_runners.config.plan import make_plan
+from case_runners.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
+from case_runners.errors import ConfigError
+
+
+def plan(tmp_path: Path, **request) -> dict:
+    return make_plan({"vendor": "cpu", "results_dir": str(tmp_path / "results"), "cases": ["digits_cnn"],
+                      **request})
+
+
+def test_generated_run_ids_carry_the_second_and_differ_within_it():
+    ids = {new_run_id(now=1795000000.0) for _ in range(200)}
+    assert len(ids) == 200
+    assert all(i.startswith("run") and len(i) == len("run20261122153012-a1b2c3") and is_run_id(i) for i in ids)
+
+
+@pytest.mark.parametrize("bad", ["0", "run", "run1", "a" * 65, "1run20261122", "run 1", "run/../x", "run.x-yyyy",
+                                 "", "-eperfplay", None, 12345678])
+def test_a_given_run_id_must_match_the_strict_pattern(bad):
+    assert not is_run_id(bad)
+    with pytest.raises(ConfigError, match="is not a run id"):
+        check_run_id(bad)
+
+
+def test_two_runs_in_the_same_second_get_two_run_dirs(tmp_path, monkeypatch):
+    monkeypatch.setattr("time.time", lambda: 1795000000.0)
+    first, second = plan(tmp_path), plan(tmp_path)
+    assert first["ok"] and second["ok"]
+    assert first["run_id"] != second["run_id"] and first["run_id"][:17] == second["run_id"][:17]
+    assert all(RUN_ID_PATTERN.fullmatch(p["run_id"]) for p in (first, second))
+    assert (os.stat(first["run_dir"]).st_mode & 0o777) == 0o700
+
+
+def test_a_run_id_given_twice_is_refused_before_anything_is_written(tmp_path):
+    assert plan(tmp_path, run_id="run-given-1")["ok"]
+    again = plan(tmp_path, run_id="run-given-1")
+    assert not again["ok"]
+    assert again["errors"] == [f"run vars: key 'perfplay_run_id': run 'run-given-1' exists already in "
+                               f"{tmp_path / 'results'}: choose another run id or none"]
+    short = plan(tmp_path, run_id="0")
+    assert "key 'perfplay_run_id': '0' is not a run id" in short["errors"][0]
+
+
+@pytest.mark.parametrize("where, cause", [
+    ("file", "is not a directory"),
+    ("proc", "MiB free in /proc"),
+    ("group-writable", "writable by group or others"),
+])
+def test_results_dir_problems_are_one_line_naming_path_and_cause(tmp_path, where, cause):
+    results = {"file": tmp_path / "a-file", "proc": Path("/proc"), "group-writable": tmp_path / "shared"}[where]
+    if where == "file":
+        results.write_text("")
+    if where == "group-writable":
+        results.mkdir()
+        results.chmod(0o775)
+    checked = make_plan({"vendor": "cpu", "results_dir": str(results), "cases": ["digits_cnn"]})
+    assert not checked["ok"] and len(checked["errors"]) == 1
+    (message,) = checked["errors"]
+    assert message.startswith("run vars: key 'perfplay_results_dir': ") and cause in message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_too_little_free_space_is_refused_naming_the_run_var(tmp_path):
+    checked = plan(tmp_path, min_free_bytes=1 << 60)
+    assert not checked["ok"]
+    assert "less than key 'perfplay_min_free_bytes'" in checked["errors"][0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_plan_that_cannot_write_its_run_dir_leaves_nothing(tmp_path, monkeypatch):
+    def full(*_args, **_kwargs):
+        raise files.WriteError("no space left on device: x/perfplay-src.tar", "x")
+
+    monkeypatch.setattr("case_runners.config.plan.write_bundle", full)
+    failed = plan(tmp_path, bundle=True)
+    assert not failed["ok"] and "no space left on device" in failed["errors"][0]
+    assert list((tmp_path / "results").iterdir()) == [], "no empty or partial run dir is left"
+
+
+def test_atomic_writes_leave_the_old_file_or_the_new_one_never_a_torn_one(tmp_path, monkeypatch):
+    target = tmp_path / "result.json"
+    files.atomic_write_json(target, {"round": 1})
+    real_fsync = os.fsync
+
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(files.WriteError, match=f"^no space left on device: {target}$"):
+        files.atomic_write_json(target, {"round": 2})
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert json.loads(target.read_text()) == {"round": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"], "no temporary file is left"
+
+
+def test_writes_never_follow_a_symlink(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    link = tmp_path / "rank0.out.log"
+    link.symlink_to(victim)
+    for mode in ({}, {"append": True}, {"new": True}):
+        with pytest.raises(files.WriteError):
+            files.open_fd(link, **mode)
+    files.atomic_write_text(link, "replaced")  # the rename replaces the link itself
+    assert victim.read_text() == "precious" and not link.is_symlink() and link.read_text() == "replaced"
+
+
+def test_secure_dir_creates_private_dirs_and_refuses_unsafe_ones(tmp_path):
+    made = files.secure_dir(tmp_path / "a" / "b" / "c")
+    assert all((os.stat(p).st_mode & 0o777) == 0o700 for p in (tmp_path / "a", tmp_path / "a" / "b", made))
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    with pytest.raises(files.UnsafeDirError, match="writable by group or others"):
+        files.secure_dir(tmp_path / "open")
+    with pytest.raises(files.UnsafeDirError, match="writable by group or others"):
+        files.secure_dir(tmp_path / "open" / "below")
+    (tmp_path / "sticky").mkdir()
+    (tmp_path / "sticky").chmod(0o1777)
+    assert files.secure_dir(tmp_path / "sticky" / "mine")  # like /tmp: others cannot take ours away
+
+
+def test_disk_full_is_named_with_its_path(tmp_path):
+    assert files.describe_os_error(OSError(errno.ENOSPC, "x"), "/r/result.json") == \
+        "no space left on device: /r/result.json"
+    assert files.disk_full_reason(tmp_path) is None
+    assert files.low_space_reason(tmp_path, 0) is None

@@ -1,0 +1,184 @@
+"""Which processes are a run's, and stopping them: pid files with start times, the run id in the environment,
+sessions, and decoys that merely mention a run id (a hostile test once had cleanup kill other runs' processes
+and root daemons started with `--uid 0`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from case_runners import cleanup, pidfiles
+from case_runners.processes import ProcessId, identify, is_run_process, is_same, own_id, terminate
+from case_runners.run_ids import RUN_ID_ENV
+
+RUN = "run20991231235959-abcdef"
+SLEEPER = "import os, signal, sys, time\n{}\nsys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(120)\n"
+
+
+@pytest.fixture
+def procs() -> Iterator[Callable[..., subprocess.Popen]]:
+    """Starts sleepers (the run's stand-ins and decoys) and kills every one at the end, whatever happened."""
+    started: list[subprocess.Popen] = []
+
+    def start(*argv: str, run_id: str | None = None, code: str = "", session: bool = False) -> subprocess.Popen:
+        env = {k: v for k, v in os.environ.items() if k != RUN_ID_ENV}
+        if run_id:
+            env[RUN_ID_ENV] = run_id
+        proc = subprocess.Popen([sys.executable, "-c", SLEEPER.format(code), *argv], stdout=subprocess.PIPE, env=env,
+                                start_new_session=session)
+        started.append(proc)
+        assert proc.stdout.readline() == b"ready\n"
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def pid_file(node_dir: Path, role: str, proc: subprocess.Popen, run_id: str = RUN, **extra) -> Path:
+    node_dir.mkdir(parents=True, exist_ok=True)
+    path = pidfiles.pid_path(node_dir, role, run_id)
+    pidfiles.write(path, identify(proc.pid), run_id, role=role, **extra)
+    return path
+
+
+def alive(proc: subprocess.Popen) -> bool:
+    return proc.poll() is None
+
+
+def test_a_process_is_the_run_s_only_with_pid_start_time_and_run_id_all_matching(procs):
+    ours, foreign = procs(run_id=RUN), procs(run_id="other-run-id")
+    ident = identify(ours.pid)
+    assert is_run_process(ident, RUN)
+    assert not is_run_process(ProcessId(ident.pid, ident.start + 1, ident.pidns), RUN), "a reused pid"
+    assert not is_run_process(ProcessId(ident.pid, ident.start, (ident.pidns or 0) + 1), RUN), "another namespace"
+    assert not is_run_process(identify(foreign.pid), RUN), "another run's"
+    assert own_id().start > 0 and is_same(own_id())
+
+
+def test_cleanup_stops_the_run_s_processes_and_spares_every_decoy(procs, tmp_path):
+    run_dir = tmp_path / RUN
+    node = run_dir / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
+    launcher = procs(run_id=RUN)
+    rank = procs(run_id=RUN, session=True)
+    pid_file(node, "launcher", launcher)
+    pid_file(node, "rank0", rank)
+    decoys = {
+        "argv names the run id": procs("--run-id", RUN, "--name", "host"),
+        "argv has --uid 0 (a root daemon)": procs("--uid", "0", "-e", f"perfplay_run_id={RUN}"),
+        "the run id in its environment but no pid file": procs(run_id=RUN),
+        "another run's process": procs(run_id=RUN + "x"),
+    }
+    reused = procs(run_id=RUN)  # named by a pid file whose start time is another process's
+    ident = identify(reused.pid)
+    pidfiles.write(pidfiles.pid_path(node, "rank1", RUN), ProcessId(ident.pid, ident.start - 5, ident.pidns), RUN)
+
+    done = cleanup.stop_run(run_dir, RUN, grace_s=5)
+    assert sorted(p["pid"] for p in done["processes"]) == sorted([launcher.pid, rank.pid])
+    assert sorted(done["terminated"]) == sorted([launcher.pid, rank.pid]) and done["killed"] == []
+    assert launcher.wait(timeout=30) == -signal.SIGTERM and rank.wait(timeout=30) == -signal.SIGTERM
+    assert done["stale_pid_files"] == [str(pidfiles.pid_path(node, "rank1", RUN))]
+    time.sleep(0.2)
+    for what, decoy in decoys.items():
+        assert alive(decoy), f"cleanup killed a decoy: {what}"
+    assert alive(reused), "cleanup killed the process a stale pid file named (its pid was reused)"
+    assert not pidfiles.pid_path(node, "rank1", RUN).exists(), "the stale pid file is removed"
+
+
+def test_cleanup_takes_a_rank_s_session_and_what_it_left_behind(procs, tmp_path):
+    """A rank leads its own session; its children with the run id (data-loader workers) go with it, also when
+    the rank itself is already dead. A child without the run id is not the run's."""
+    node = tmp_path / RUN / "node"
+    kids_file = tmp_path / "kids"
+    rank = procs(run_id=RUN, session=True, code=(
+        "import subprocess\n"
+        "kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], env=env) for env in\n"
+        f"        (dict(os.environ), {{k: v for k, v in os.environ.items() if k != {RUN_ID_ENV!r}}})]\n"
+        f"open({str(kids_file)!r}, 'w').write(' '.join(str(k.pid) for k in kids))"))
+    worker, stranger = (int(pid) for pid in kids_file.read_text().split())
+    try:
+        pid_file(node, "rank0", rank)
+        found = {p["pid"]: p["role"] for p in cleanup.find_run(tmp_path / RUN, RUN)[0]}
+        assert found == {rank.pid: "rank0", worker: "rank0 (child)"}
+
+        rank.kill()  # the rank dies (as it does with its launcher): its worker is left behind in its session
+        rank.wait()
+        found = {p["pid"]: p["role"] for p in cleanup.find_run(tmp_path / RUN, RUN)[0]}
+        assert found == {worker: "rank0 (left behind)"}
+        cleanup.stop_run(tmp_path / RUN, RUN, grace_s=5)
+        deadline = time.monotonic() + 30
+        while identify(worker) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert identify(worker) is None
+        assert identify(stranger) is not None
+    finally:
+        for pid in (worker, stranger):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_terminate_escalates_and_never_kills_a_pid_that_changed_hands(procs):
+    polite = procs(run_id=RUN)
+    stubborn = procs(run_id=RUN, code="signal.signal(signal.SIGTERM, signal.SIG_IGN)")
+    gone = ProcessId(999999999, 1)
+    started = time.monotonic()
+    terminated, killed = terminate([identify(polite.pid), identify(stubborn.pid), gone], grace_s=0.5)
+    assert terminated == [polite.pid] and killed == [stubborn.pid]
+    assert polite.wait(30) == -signal.SIGTERM and stubborn.wait(30) == -signal.SIGKILL
+    assert time.monotonic() - started < 30
+
+
+def test_check_mode_lists_and_changes_nothing(procs, tmp_path):
+    node = tmp_path / RUN / "node"
+    proc = procs(run_id=RUN)
+    path = pid_file(node, "launcher", proc)
+    done = cleanup.stop_run(tmp_path / RUN, RUN, grace_s=1, check=True)
+    assert [p["pid"] for p in done["processes"]] == [proc.pid] and done["terminated"] == []
+    assert alive(proc) and path.exists()
+
+
+def test_cleanup_removes_the_run_s_orphaned_ansible_job_files(procs, tmp_path):
+    jobs = tmp_path / "async"
+    jobs.mkdir()
+    mine = {"cmd": ["python", "-m", "case_runners", "launch", "--run-id", RUN], "node_result": {"run_id": RUN}}
+    by_argv = {"cmd": ["python", "-m", "case_runners", "launch", "--run-id", RUN], "failed": True}
+    theirs = {"cmd": ["python", "-m", "case_runners", "launch", "--run-id", RUN + "x"]}
+    running = {"started": True, "finished": False, "ansible_job_id": "j1.1"}
+    for name, doc in (("j1.10", mine), ("j2.20", by_argv), ("j3.30", theirs), ("j4.40", running)):
+        (jobs / name).write_text(json.dumps(doc))
+    writer = procs()  # the async wrapper that writes the job file: waited for, never signalled
+    launcher = procs(run_id=RUN)
+    pid_file(tmp_path / RUN / "node", "launcher", launcher,
+             ansible_job={"dir": str(jobs), "writer": identify(writer.pid).to_json()})
+    writer.kill()  # ends with the launcher, as Ansible's async wrapper does
+    done = cleanup.stop_run(tmp_path / RUN, RUN, grace_s=5)
+    assert sorted(Path(p).name for p in done["ansible_job_files"]) == ["j1.10", "j2.20"]
+    assert sorted(p.name for p in jobs.iterdir()) == ["j3.30", "j4.40"]
+
+
+def test_a_pid_file_is_created_new_and_never_through_a_symlink(tmp_path):
+    me = own_id()
+    path = pidfiles.pid_path(tmp_path, "launcher", RUN)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    path.symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        pidfiles.write(path, me, RUN)
+    assert pidfiles.read(path) is None, "a symlink is not read either"
+    assert victim.read_text() == "precious"
+    path.unlink()
+    with pidfiles.held(path, me, RUN, role="launcher"):
+        assert pidfiles.read(path)["id"] == me and pidfiles.live(path, RUN) is None  # no run id in our env
+    assert not path.exists()
