@@ -14,7 +14,7 @@ import yaml
 
 from case_runners.cases import case_dir
 from case_runners.driver.events import parse_perflog_lines, read_events
-from case_runners.training.dist import DistEnv
+from case_runners.training.dist_env import DistEnv
 from case_runners.training.worker import main
 
 REPO = Path(__file__).resolve().parents[2]
