@@ -149,7 +149,12 @@ def test_two_ranks_ddp_converge_with_global_samples(tmp_path):
                "PERFPLAY_DIST_TIMEOUT_S": "60"}
         procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    try:
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()  # nothing when it has exited
+            p.wait()
     assert [p.returncode for p in procs] == [0, 0], outputs
 
     results = [json.loads((log_dir / f"rank{r}.result.json").read_text()) for r in range(2)]
