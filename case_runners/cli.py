@@ -35,8 +35,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from case_runners.launch.node import GRACE_S
     from case_runners.training.worker import main as worker_main
-    return worker_main(args.config, args.log_dir)
+    return worker_main(args.config, args.log_dir, launcher_grace_s=GRACE_S)
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
