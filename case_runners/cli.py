@@ -41,8 +41,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from case_runners.processes import PARENT_PID_ENV, die_with_parent
     if os.environ.get(PARENT_PID_ENV, "").isdigit():  # started by a launcher: never outlive it
         die_with_parent(int(os.environ[PARENT_PID_ENV]))
+    from case_runners.launch.node import GRACE_S
     from case_runners.training.worker import main as worker_main
-    return worker_main(args.config, args.log_dir)
+    return worker_main(args.config, args.log_dir, launcher_grace_s=GRACE_S)
 
 
 def _carry_run_id(args: argparse.Namespace) -> None:

@@ -6,6 +6,7 @@ A line looks like FlagPerf's perf_logger output:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -24,6 +25,7 @@ STEP_BEGIN = "STEP_BEGIN"
 STEP_END = "STEP_END"
 INIT_EVALUATION = "INIT_EVALUATION"
 EVALUATE = "EVALUATE"
+EVALUATE_BEGIN = "EVALUATE_BEGIN"  # not FlagPerf's: it logs EVALUATE at the end only
 LAUNCH_TRAINING = "LAUNCH_TRAINING"
 LAUNCH_INFERENCE = "LAUNCH_INFERENCE"
 INFERENCE_STEP = "INFERENCE_STEP"
@@ -36,7 +38,7 @@ SUBMIT_INFO = "SUBMIT_INFO"
 
 EVENTS = (
     INIT_START, INIT_END, TRAIN_START, TRAIN_END, EPOCH_BEGIN, EPOCH_END, STEP_BEGIN, STEP_END,
-    INIT_EVALUATION, EVALUATE, LAUNCH_TRAINING, LAUNCH_INFERENCE, INFERENCE_STEP, CONVERT_MODEL,
+    INIT_EVALUATION, EVALUATE_BEGIN, EVALUATE, LAUNCH_TRAINING, LAUNCH_INFERENCE, INFERENCE_STEP, CONVERT_MODEL,
     CREATE_OPTIMIZER, MODEL_TO_FP16, MODEL_TO_DDP, FINISHED, SUBMIT_INFO,
 )
 STEP_EVENTS = (STEP_BEGIN, STEP_END)
@@ -80,11 +82,15 @@ class EventLogger:
                          "time_ms": int(time.time() * 1000), "rank": self.rank},
         }
         line = json.dumps(record, default=str)
-        self._file.write(line + "\n")
-        self._file.flush()
+        try:
+            self._file.write(line + "\n")
+            self._file.flush()
+        except OSError as exc:  # a full disk ends the rank with the cause and the file, not a traceback
+            raise files.write_error(exc, self.path) from None
         stream = sys.stdout if self._stream is STDOUT else self._stream
         if stream is not None:
-            print(PERFLOG_PREFIX + line, file=stream, flush=True)
+            with contextlib.suppress(OSError):  # a copy for the log; the events file is the record
+                print(PERFLOG_PREFIX + line, file=stream, flush=True)
         return True
 
     def close(self) -> None:

@@ -11,6 +11,7 @@
 
 compiler: null goes from c straight to g. A case is a package case_runners.cases.<case>.inference with the
 six functions build_dataloader, create_model, evaluator, model_forward, export_model, engine_forward.
+A stop request (SIGTERM, stop_request.py) is honoured before each step and each batch of forward_loop.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.config import vendor_engines
+from case_runners.training import stop_request
 
 CASE_FUNCTIONS = ("build_dataloader", "create_model", "evaluator", "model_forward", "export_model", "engine_forward")
 
@@ -59,6 +61,7 @@ def forward_loop(run_batch: Callable, dataloader: Any, evaluator: Callable, conf
     started = time.perf_counter()
     for epoch in range(int(config["repeat"])):
         for step, batch in enumerate(dataloader, 1):
+            stop_request.check()
             *inputs, labels = batch
             tick = time.perf_counter()
             outputs, foo = run_batch(inputs)
@@ -107,12 +110,16 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
             "device": device}
     steps: list[str] = []
 
+    def begin(step: str) -> None:
+        stop_request.check(f"inference step {step} ({STEP_NAMES[step]})")
+
     def done(step: str, **info: Any) -> None:
         steps.append(step)
         log(f"step {step} ({STEP_NAMES[step]}) done" + "".join(f", {k} {v}" for k, v in info.items()))
         if on_step:
             on_step(step, {"name": STEP_NAMES[step], **info})
 
+    begin("a")
     work_dir.mkdir(parents=True, exist_ok=True)
     compiler = conf["compiler"]
     engine_class = load_engine(root, resolved["vendor"], compiler) if compiler else None  # a: fail early
@@ -123,11 +130,13 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
     case = load_case(resolved["case"])
     done("a")
 
-    dataloader = case.build_dataloader(conf)  # b
+    begin("b")
+    dataloader = case.build_dataloader(conf)
     model = None if conf["no_validation"] else case.create_model(conf).to(device)
     done("b", model=type(model).__name__ if model is not None else None)
     validation = None
-    if model is not None:  # c
+    if model is not None:
+        begin("c")
         validation = case.model_forward(model, dataloader, case.evaluator, conf)
         done("c", accuracy=round(validation["accuracy"], 4),
              items_per_s_core=round(validation["items"] / validation["core_s"], 2))
@@ -135,17 +144,21 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
     onnx_path = compile_s = None
     if compiler:
         onnx_path = conf["exist_onnx_path"]
-        if onnx_path is None:  # d
+        if onnx_path is None:
+            begin("d")
             onnx_path = str(case.export_model(model, conf))
             done("d", onnx=onnx_path)
-        tick = time.perf_counter()  # e (or loading the compiled file)
+        begin("e")  # or loading the compiled file
+        tick = time.perf_counter()
         engine = engine_class(conf, onnx_path, model)
         compile_s = time.perf_counter() - tick
         if not conf["exist_compiler_path"]:
             done("e", compiler=compiler, compile_s=round(compile_s, 3))
-        inference = case.engine_forward(engine, dataloader, case.evaluator, conf)  # f
+        begin("f")
+        inference = case.engine_forward(engine, dataloader, case.evaluator, conf)
         done("f", accuracy=round(inference["accuracy"], 4),
              items_per_s_core=round(inference["items"] / inference["core_s"], 2))
+    begin("g")
     steps.append("g")
     result = summarize(conf, validation, inference, steps, onnx_path, compile_s, time.perf_counter() - started)
     result["compiled_path"] = getattr(engine, "compiled_path", None) if compiler else None

@@ -24,8 +24,10 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     import torch
 
     from case_runners.inference.pipeline import run_pipeline
+    from case_runners.training import stop_request
     from case_runners.training.worker import limit_cpu_threads, pick_device
 
+    stop_request.check("init")
     device = pick_device(config.get("vendor_info", {}), env.local_rank)
     if device.type == "cpu":
         limit_cpu_threads(env.local_world_size)

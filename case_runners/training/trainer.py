@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from case_runners.driver import events as ev
+from case_runners.training import stop_request
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum, any_rank
 
@@ -118,10 +119,13 @@ class Trainer:
         log, device = self.log, self.device
         log.event(ev.INIT_START)
         t0 = time.perf_counter()
+        stop_request.check("init (model)")
         model = self.case.build_model().to(device)
         log.event(ev.CONVERT_MODEL, {"device": str(device),
                                      "parameters": sum(p.numel() for p in model.parameters())})
+        stop_request.check("init (data)")
         self.train_loader, self.eval_loader = self.case.build_data()
+        stop_request.check("init (optimizer)")
         self.optimizer, self.scheduler = self.case.build_optimizer(model)
         log.event(ev.CREATE_OPTIMIZER, {"optimizer": type(self.optimizer).__name__,
                                         "scheduler": type(self.scheduler).__name__ if self.scheduler else None})
@@ -131,6 +135,7 @@ class Trainer:
         self.module = model
         self.model = model
         if self.ctx.world_size > 1:
+            stop_request.check("init (DDP)")
             from torch.nn.parallel import DistributedDataParallel as DDP
 
             ids = [device.index] if device.type != "cpu" and device.index is not None else None
@@ -168,11 +173,15 @@ class Trainer:
         return loss, samples, time.perf_counter() - t0
 
     def _evaluate(self, epoch: int, step: int) -> tuple[float, float]:
-        """Evaluate, log EVALUATE, record history: (target metric value, seconds)."""
+        """Evaluate, log EVALUATE_BEGIN and EVALUATE, record history: (target metric value, seconds).
+        The case iterates a loader that checks for a stop request before each batch."""
+        phase = f"evaluation after step {step}"
+        stop_request.check(phase)
+        self.log.event(ev.EVALUATE_BEGIN, {"epoch": epoch, "step": step})
         t0 = time.perf_counter()
         self.module.eval()
         with torch.no_grad(), self.precision.autocast():
-            metrics = self.case.evaluate(self.module, self.eval_loader)
+            metrics = self.case.evaluate(self.module, stop_request.Checked(self.eval_loader, phase))
         self.module.train()
         self.sync()
         seconds = time.perf_counter() - t0
@@ -202,6 +211,7 @@ class Trainer:
             return self.target.reached(metric)
 
         self.model.train()
+        stop_request.check("training")
         log.event(ev.TRAIN_START, {"amp": self.precision.amp, "precision": self.precision.name})
         train_start = time.perf_counter()
         over_budget = (lambda: time.perf_counter() - train_start >= self.time_budget_s) \
@@ -216,6 +226,7 @@ class Trainer:
             steps_before_epoch = step
             for batch in self.train_loader:
                 step += 1
+                stop_request.check(f"training at step {step}")
                 batch = self.case.to_device(batch, self.device)
                 log_this = log.should_log_step(step)
                 if log_this:

@@ -3,33 +3,34 @@
 
 Reads the resolved config, joins the process group, builds the case, trains, and writes
 `rank<R>.events.jsonl` and `rank<R>.result.json` in DIR. Returns 0 for success and
-not_converged (both are results), 1 when the run crashed (the traceback is in the result).
+not_converged (both are results), 1 when the run crashed (the traceback is in the result),
+128 + the signal when SIGTERM or SIGINT stopped it (stop_request.py; the phase is in the result).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
-import signal
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
 from case_runners.errors import PerfplayError
+from case_runners.training import stop_request
+from case_runners.training.dist_env import DistEnv
 
 
-class Terminated(Exception):
-    """SIGTERM (the launcher's timeout or an abort) turned into an exception, so a result is written."""
-
-
-def raise_terminated(signum: int, _frame: object) -> None:
-    raise Terminated(f"terminated by signal {signal.Signals(signum).name}")
+def _say(text: str) -> None:
+    """To the rank's log (stderr), unless there is no room left to say it."""
+    with contextlib.suppress(OSError):
+        print(text, file=sys.stderr, flush=True)
 
 
 def result_path(log_dir: Path, rank: int) -> Path:
@@ -72,9 +73,8 @@ def limit_cpu_threads(local_world_size: int) -> None:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """The rank's result, atomically (whole or absent); files.WriteError names the cause and the path."""
+    files.atomic_write_json(path, data, default=str)
 
 
 def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict[str, Any]:
@@ -85,6 +85,7 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     from case_runners.training.dist import init_distributed
     from case_runners.training.trainer import Target, Trainer, seed_everything
 
+    stop_request.check("init")
     params = config["params"]
     vendor_info = config.get("vendor_info", {})
     device = pick_device(vendor_info, env.local_rank)
@@ -97,23 +98,35 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
                                "dist_backend": backend, "world_size": env.world_size, "params": params,
                                "python": sys.executable, "torch": torch.__version__})
     init_distributed(env, backend, device)
+    stop_request.check("init (case)")
     seed_everything(int(params.get("seed", 0)))
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
                      device=device, data_dir=config.get("data_dir"), log=log)
     case = load_case_builder(config["case"])(params, ctx)
+    stop_request.check("init (trainer)")
     log.event(ev.LAUNCH_TRAINING, {"case": config["case"]})
     return Trainer(case, params, ctx, Target.from_config(config["target"])).run()
 
 
-def main(config_path: str, log_dir: str) -> int:
+def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) -> int:
+    """launcher_grace_s: the launcher's time between SIGTERM and SIGKILL (the `worker` command passes it). Given,
+    SIGTERM and SIGINT stop the rank within part of it (stop_request), for the rest of the process; None, for
+    in-process callers, leaves signal handling alone."""
     started = time.perf_counter()
-    from case_runners.training.dist import DistEnv, shutdown_distributed
-
-    out = Path(log_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out = files.secure_dir(log_dir)
+    except PerfplayError as e:  # not a directory this user may safely write in: nowhere to leave a result
+        _say(f"error: {e}")
+        return 2
     env, log, code = DistEnv(), None, 0
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, raise_terminated) if in_main_thread else None
+
+    def record(result: dict[str, Any]) -> dict[str, Any]:
+        return {"schema": "perfplay.rank_result/1", "rank": env.rank, "world_size": env.world_size,
+                **result, "e2e_time": time.perf_counter() - started}
+
+    if launcher_grace_s is not None:  # the watchdog's result; it writes no event (the main thread may be writing one)
+        stop_request.install(launcher_grace_s, lambda reason: write_json(
+            result_path(out, env.rank), record({"status": "failed", "reason": reason})))
     try:
         env = DistEnv.from_environ()
         config = json.loads(Path(config_path).read_text(encoding="utf-8"))
@@ -123,25 +136,26 @@ def main(config_path: str, log_dir: str) -> int:
             result = run_inference(config, config_path, log, env)
         else:
             result = run(config, config_path, log, env)
-    except KeyboardInterrupt:
-        result, code = {"status": "failed", "reason": "interrupted"}, 130
-    except Terminated as e:
-        result, code = {"status": "failed", "reason": str(e)}, 128 + signal.SIGTERM
+    except stop_request.Stopped as e:
+        result, code = {"status": "failed", "reason": str(e)}, e.request.exit_code
     except PerfplayError as e:  # a bad input found only on the host (a corrupt ONNX file): its message, no traceback
-        print(f"error: {e}", file=sys.stderr, flush=True)
+        _say(f"error: {e}")
         result, code = {"status": "failed", "reason": str(e)}, 1
     except Exception:  # noqa: BLE001 - any crash becomes a "failed" result with its traceback
         reason = traceback.format_exc()
-        print(reason, file=sys.stderr, flush=True)
+        _say(reason)
         result, code = {"status": "failed", "reason": reason}, 1
     finally:
+        from case_runners.training.dist import shutdown_distributed
         shutdown_distributed()
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, previous)
-    log = log or EventLogger(out, env.rank, 10)
-    result = {"schema": "perfplay.rank_result/1", "rank": env.rank, "world_size": env.world_size,
-              **result, "e2e_time": time.perf_counter() - started}
-    log.event(ev.FINISHED, {k: v for k, v in result.items() if k not in ("metrics_history", "reason")})
-    write_json(result_path(out, env.rank), result)
-    log.close()
+    result = record(result)
+    try:
+        log = log or EventLogger(out, env.rank, 10)
+        log.event(ev.FINISHED, {k: v for k, v in result.items() if k not in ("metrics_history", "reason")})
+        stop_request.write_result(lambda: write_json(result_path(out, env.rank), result), code)
+        log.close()
+    except (OSError, PerfplayError) as e:  # a full disk: the launcher names it from the free space it sees
+        _say(f"error: the rank's result could not be written: {e}")
+        code = code or 1
+    stop_request.end_if_requested(code)
     return code

@@ -308,7 +308,12 @@ def test_two_real_ranks_make_a_node_whose_throughput_is_the_sum_of_theirs(tmp_pa
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "PERFPLAY_DIST_TIMEOUT_S": "60", "OMP_NUM_THREADS": "1"}
         procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    try:
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()  # nothing when it has exited
+            p.wait()
     assert [p.returncode for p in procs] == [0, 0], outputs
     (node_dir / "node_result.json").write_text(json.dumps({"status": "success", "reason": None}))
 

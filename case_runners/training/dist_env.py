@@ -1,0 +1,36 @@
+"""The rank's place in the run as the launcher's environment describes it (RANK, WORLD_SIZE, ...).
+
+Standard library only: the worker reads it before importing torch, to know its result file from the start.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    node_rank: int = 0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> DistEnv:
+        """Read RANK, LOCAL_RANK, WORLD_SIZE, ... as set by the launcher (single rank when unset)."""
+        def get(name: str, default: int) -> int:
+            raw = environ.get(name, "")
+            try:
+                return int(raw) if raw != "" else default
+            except ValueError:
+                raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+        world = get("WORLD_SIZE", 1)
+        rank = get("RANK", 0)
+        if not 0 <= rank < world:
+            raise ValueError(f"RANK={rank} is outside 0..WORLD_SIZE-1 (WORLD_SIZE={world})")
+        return cls(rank=rank, local_rank=get("LOCAL_RANK", 0), world_size=world,
+                   local_world_size=get("LOCAL_WORLD_SIZE", world), node_rank=get("NODE_RANK", 0))
