@@ -82,8 +82,8 @@ def main() -> int:
             for n in sizes:
                 subprocess.run(["bash", str(HOSTS_SH), "up", str(n)], check=True, capture_output=True)
                 results = Path(tmp) / f"results{n}"
-                one_run(checkout, n, args.steps, results, "warmup")  # copies the checkout to the new hosts
-                runs = [one_run(checkout, n, args.steps, results, f"run{i}") for i in range(args.repeats)]
+                one_run(checkout, n, args.steps, results, f"warmup-{n}-hosts")  # copies the checkout to the new hosts
+                runs = [one_run(checkout, n, args.steps, results, f"bench-{n}-hosts-{i}") for i in range(args.repeats)]
                 row = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
                 rows.append((n, row))
                 print(f"{n:>3} hosts: wall {row['wall']:.2f} s, ranks {row['ranks']:.2f} s, "

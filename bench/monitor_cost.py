@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-pct", type=float, default=1.0, help="budget, percent of one core")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="perfplay_monitor_cost_") as tmp:
-        specs = [MonitorSpec(Path(tmp), name, run_id="bench", interval=args.interval) for name in MONITORS]
+        specs = [MonitorSpec(Path(tmp), name, run_id="bench-monitor-cost", interval=args.interval) for name in MONITORS]
         started = {}
         try:
             for spec in specs:

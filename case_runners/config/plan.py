@@ -119,6 +119,18 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     return result
 
 
+def discard_unstarted_run(run_dir: Path) -> bool:
+    """Remove a run directory in which no round started (its hosts' preflight failed): a rejected run leaves
+    nothing behind. True when removed."""
+    run_dir = Path(run_dir)
+    if not (run_dir / BUNDLE_NAME).exists() and not list(run_dir.glob(f"*/{RESOLVED_NAME}")):
+        return False  # not a run directory the plan made
+    if list(run_dir.glob("*/round*")):
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return True
+
+
 def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) -> list[ConfigError]:
     """What keeps a run from starting in results_dir: not a directory of ours to write in, a run id used
     before, or less free space than min_free. Checked before anything is written."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.config import vendor_engines
 from case_runners.training import stop_request
@@ -120,7 +121,7 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
             on_step(step, {"name": STEP_NAMES[step], **info})
 
     begin("a")
-    work_dir.mkdir(parents=True, exist_ok=True)
+    files.secure_dir(work_dir)
     compiler = conf["compiler"]
     engine_class = load_engine(root, resolved["vendor"], compiler) if compiler else None  # a: fail early
     if compiler and conf["exist_compiler_path"] and not Path(conf["exist_compiler_path"]).is_file():

@@ -12,7 +12,9 @@ description:
     calls C(case_runners.results.summary.write_run_summary(run_dir)), which writes
     C(<run_dir>/summary.json) and C(<run_dir>/summary.md), then prints
     C(case_runners.results.summary.render_table(summary)).
-  - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode.
+  - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode. A run
+    directory in which no round was launched (the hosts' preflight failed) is removed, so a rejected run leaves
+    nothing behind (C(case_runners.config.plan.discard_unstarted_run)).
   - Works beside any stdout callback, including AWX's; the playbook also publishes the summary with
     C(ansible.builtin.set_stats) for AWX workflows.
 requirements:
@@ -47,6 +49,7 @@ from ansible.plugins.callback import CallbackBase
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PLAN_ACTION = "case_plan"
 ROUND_ACTION = "round_result"
+LAUNCH_ACTIONS = ("case_launch", "async_status", "round_result")  # a round was reached
 
 
 def _short_action(action):
@@ -54,10 +57,14 @@ def _short_action(action):
     return (action or "").rsplit(".", 1)[-1]
 
 
-def _summary_api():
-    """``(write_run_summary, summarize_run, render_table)`` from the checkout's case_runners."""
+def _import_case_runners():
     if str(PROJECT_ROOT) not in sys.path:
         sys.path.insert(0, str(PROJECT_ROOT))
+
+
+def _summary_api():
+    """``(write_run_summary, summarize_run, render_table)`` from the checkout's case_runners."""
+    _import_case_runners()
     from case_runners.results import summary  # pylint: disable=import-outside-toplevel
 
     return summary.write_run_summary, summary.summarize_run, summary.render_table
@@ -75,12 +82,14 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self.run_dir = None
         self.rounds_seen = 0
+        self.launched = False
 
     def _collect(self, result):
         action = _short_action(result.task.action)
         if action == PLAN_ACTION and result.result.get("run_dir"):
             self.run_dir = result.result["run_dir"]
-        elif action == ROUND_ACTION:
+        self.launched = self.launched or action in LAUNCH_ACTIONS
+        if action == ROUND_ACTION:
             self.rounds_seen += 1
 
     def v2_runner_on_ok(self, result):
@@ -89,7 +98,12 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._collect(result)
 
+    def v2_runner_on_unreachable(self, result):
+        self._collect(result)
+
     def v2_playbook_on_stats(self, stats):
+        if self.run_dir and not self.launched:
+            self._discard_unstarted()
         if not self.run_dir or not self.rounds_seen:
             return
         try:
@@ -108,3 +122,14 @@ class CallbackModule(CallbackBase):
             self._display.display(table)
             if self.get_option("write_files") and not summary.get("write_error"):
                 self._display.display("summary: %s, %s" % (run_dir / "summary.json", run_dir / "summary.md"))
+
+    def _discard_unstarted(self):
+        """The hosts' preflight failed before any round: remove the run directory the plan made."""
+        try:
+            _import_case_runners()
+            from case_runners.config.plan import discard_unstarted_run  # pylint: disable=import-outside-toplevel
+
+            if discard_unstarted_run(Path(self.run_dir)):
+                self._display.display("perfplay: no round was started; removed %s" % self.run_dir)
+        except Exception as exc:  # pylint: disable=broad-except  # a report must never fail the run
+            self._display.warning("perfplay_summary: could not remove %s: %s" % (self.run_dir, exc))

@@ -82,6 +82,7 @@ def test_rejected_by_the_host_preflight(results_dir: Path, tmp_path: Path, data_
     assert_rejected(run, results_dir, "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1", path,
                     *expected)
     assert "PERFPLAY SUMMARY" not in run.output
+    assert list(results_dir.iterdir()) == [], "a run rejected by the host preflight leaves no run directory"
 
 
 def test_malformed_vendor_config(repo_copy: Path, results_dir: Path):

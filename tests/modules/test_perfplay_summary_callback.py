@@ -96,6 +96,30 @@ def test_nothing_when_no_round_was_reached(make_callback, fake_api, tmp_path):
     assert fake_api == []
 
 
+def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callback, fake_api, tmp_path):
+    from case_runners.config.plan import make_plan
+
+    plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": ["digits_cnn"], "bundle": True})
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": plan["run_dir"]}))
+    callback.v2_runner_on_failed(result("host_check_info", {"failed": True}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert list(tmp_path.iterdir()) == []
+    assert callback._display.lines == [f"perfplay: no round was started; removed {plan['run_dir']}"]
+
+
+def test_a_run_that_launched_keeps_its_directory(make_callback, fake_api, tmp_path):
+    """Interrupted during its first launch: nothing recorded yet on the controller, but the run exists."""
+    from case_runners.config.plan import make_plan
+
+    plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": ["digits_cnn"]})
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": plan["run_dir"]}))
+    callback.v2_runner_on_ok(result("case_launch", {"started": True}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert Path(plan["run_dir"]).is_dir()
+
+
 def test_check_mode_plan_has_no_run_dir(make_callback, fake_api):
     callback = make_callback()
     callback.v2_runner_on_ok(result("case_plan", {"run_dir": None}))

@@ -220,7 +220,8 @@ def test_a_node_rank_taken_twice_is_rejected_and_a_missing_node_aborts_the_joine
             "node3": start(nodes, config, tmp_path, 1, port, "--rdzv-timeout", "10", name="node3", dir_name="dup")}
     results = {name: node.wait() for name, node in both.items()}
     # Whichever joined first holds rank 1; the other is rejected, naming it.
-    rejected = [name for name, result in results.items() if "has already joined" in result["reason"]]
+    rejected = [name for name, result in results.items()
+                if result["reason"].startswith(f"rendezvous: node 0 (node1) at 127.0.0.1:{port} rejected")]
     assert len(rejected) == 1, results
     (loser,) = rejected
     (winner,) = set(both) - {loser}

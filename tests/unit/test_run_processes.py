@@ -182,3 +182,17 @@ def test_a_pid_file_is_created_new_and_never_through_a_symlink(tmp_path):
     with pidfiles.held(path, me, RUN, role="launcher"):
         assert pidfiles.read(path)["id"] == me and pidfiles.live(path, RUN) is None  # no run id in our env
     assert not path.exists()
+
+
+def test_the_sweep_after_a_failed_round_touches_that_round_only(procs, tmp_path):
+    """A failed round's sweep once killed other runs' ranks and monitors; it now reads only its node directory."""
+    run_dir = tmp_path / RUN
+    failed_round = run_dir / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
+    other_round = run_dir / "bert_CPUx1x1" / "round1" / "localhost_noderank0"
+    leftover, running = procs(run_id=RUN), procs(run_id=RUN)
+    pid_file(failed_round, "rank0", leftover)
+    pid_file(other_round, "launcher", running)
+    done = cleanup.stop_run(failed_round, RUN, grace_s=5)
+    assert [p["pid"] for p in done["processes"]] == [leftover.pid]
+    assert leftover.wait(timeout=30) == -signal.SIGTERM
+    assert alive(running)

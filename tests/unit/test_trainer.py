@@ -53,7 +53,6 @@ def test_digits_converges_on_one_rank(tmp_path, single_rank, capsys):
     assert result["p_core"] >= result["p_train"] >= result["p_whole"] > 0
     assert result["e2e_time"] >= result["init_time"] + result["train_time"]
     assert result["train_time"] > result["train_no_eval_time"] >= result["core_time"] > 0
-    assert result["train_time"] < 30, "digits must reach its target within seconds on a CPU"
     assert result["samples"] == result["epochs"] * 1437  # every training image once per epoch
     assert result["metrics_history"][-1]["accuracy"] == result["final_metric"]
     assert result["precision"] == "fp32" and result["peak_memory_bytes"] > 0

@@ -193,19 +193,25 @@ MAIN_THREADS = {  # what the main thread does: (code, the phase it names, stoppe
 }
 
 
-def run_script(tmp_path: Path, body: str) -> tuple[subprocess.Popen, Path]:
-    """The script with body as its main thread's work, started; returns once the stop is installed."""
+def run_script(tmp_path: Path, body: str, phase: str | None = None) -> tuple[subprocess.Popen, Path]:
+    """The script with body as its main thread's work, started; returns once the stop is installed (and, with
+    phase, once the main thread is in that phase: a signal before it would find the rank still in "import")."""
     result = tmp_path / "result.txt"
-    code = SCRIPT.format(body=textwrap.indent(textwrap.dedent(body).strip(), "    "))
+    body = textwrap.dedent(body).strip()
+    if phase:
+        body = f"stop_request.check({phase!r})\nprint('in phase', flush=True)\n{body}"
+    code = SCRIPT.format(body=textwrap.indent(body, "    "))
     proc = start([sys.executable, "-c", code, str(result)], tmp_path / "out.log", piped=True)
     assert proc.stdout.readline() == "installed\n", (tmp_path / "out.log").read_text()
+    if phase:
+        assert proc.stdout.readline() == "in phase\n", (tmp_path / "out.log").read_text()
     return proc, result
 
 
 @pytest.mark.parametrize("main_thread", MAIN_THREADS)
 def test_the_stop_happens_whatever_the_main_thread_does(tmp_path, main_thread):
     body, named, forced = MAIN_THREADS[main_thread]
-    proc, result = run_script(tmp_path, body)
+    proc, result = run_script(tmp_path, body, phase=named)
     try:
         seconds = stop(proc, signal.SIGTERM)
     finally:
