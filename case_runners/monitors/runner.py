@@ -57,6 +57,13 @@ class ReadyChannel:
 
 def run_monitor(spec: MonitorSpec, ready_fd: int | None = None) -> int:
     """Run in the foreground (the daemon execs this); returns the process exit code."""
+    try:
+        return _run(spec, ready_fd)
+    finally:
+        remove_if_empty(spec.daemon_log_path)  # nothing to say (or no room to say it): no empty file left
+
+
+def _run(spec: MonitorSpec, ready_fd: int | None) -> int:
     stop = StopSignal()  # first, so a stop sent during open() is not lost
     ready = ReadyChannel(ready_fd)
     me = own_id()
@@ -86,13 +93,12 @@ def run_monitor(spec: MonitorSpec, ready_fd: int | None = None) -> int:
         ready.close()
         _, why = sample_loop(monitor, fd, spec.interval, stop, lambda: _why_stop(spec), str(spec.samples_path))
         if why:
-            print(f"{spec.label}: {why}", file=sys.stderr, flush=True)
+            _say(f"{spec.label}: {why}")
     finally:
         if fd is not None:
             os.close(fd)
         _close_quietly(monitor)
         pidfiles.remove(spec.pid_path, me)
-        remove_if_empty(spec.daemon_log_path)  # nothing to say (or no room to say it): no empty file left
     return 0
 
 
@@ -160,8 +166,14 @@ def remove_if_empty(path: Path) -> None:
             path.unlink()
 
 
+def _say(message: str) -> None:
+    """To the daemon's log, unless there is no room left to say it."""
+    with contextlib.suppress(OSError):
+        print(message, file=sys.stderr, flush=True)
+
+
 def _fail(ready: ReadyChannel, message: str) -> int:
-    print(message, file=sys.stderr, flush=True)
+    _say(message)
     ready.send("error " + message.replace("\n", " "))
     ready.close()
     return 1
@@ -173,4 +185,4 @@ def _close_quietly(monitor: Monitor | None) -> None:
     try:
         monitor.close()
     except Exception as exc:  # noqa: BLE001 - closing is best effort at exit
-        print(f"closing {monitor.name} monitor failed: {exc}", file=sys.stderr, flush=True)
+        _say(f"closing {monitor.name} monitor failed: {exc}")

@@ -41,15 +41,14 @@ def small_disk(tmp_path: Path):
 def fill(disk: Path) -> Path:
     """Take every free byte of the disk."""
     filler = disk / "filler"
-    with open(filler, "wb") as handle:
-        with contextlib.suppress(OSError):
-            while True:
-                handle.write(b"\0" * (1 << 20))
-                handle.flush()
-        with contextlib.suppress(OSError):
-            while True:  # the last few kilobytes
-                handle.write(b"\0" * 4096)
-                handle.flush()
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for chunk in (1 << 20, 4096, 1):  # the last few kilobytes, and bytes
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * chunk):
+                    pass
+    finally:
+        os.close(fd)
     return filler
 
 
