@@ -1,0 +1,58 @@
+"""`python -m case_runners run`: the playbook's steps on one host without Ansible, its preflight included."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from case_runners.paths import project_root
+from case_runners.processes import identify, list_pids, read_environ
+from case_runners.run_ids import RUN_ID_ENV
+
+
+def run(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "case_runners", "run", *args], cwd=project_root(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_a_bad_data_dir_is_refused_before_anything_is_written(tmp_path):
+    proc = run("digits_cnn", "--data-dir", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path / "results"))
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 2, err
+    assert "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1" in err and "nowhere" in err
+    assert not (tmp_path / "results").exists() or list((tmp_path / "results").iterdir()) == []
+
+
+def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
+    results = tmp_path / "results"
+    proc = run("digits_cnn", "--results-dir", str(results), "--set", "synthetic=true", "--set", "max_epochs=100000",
+               "--set", "time_budget_s=600", "--repeat", "2", start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(results.glob("*/*/round1/*/rank0.events.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (events,) = results.glob("*/*/round1/*/rank0.events.jsonl")
+        while "TRAIN_START" not in events.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        run_id = events.parts[-5]
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group gets it
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    record = json.loads((events.parent.parent / "result.json").read_text())
+    assert record["status"] == "failed" and "SIGINT" in record["reason"]
+    summary = json.loads((results / run_id / "summary.json").read_text())
+    assert [r["status"] for r in summary["cases"][0]["rounds"]] == ["failed", "missing"]
+    assert [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id and identify(pid)] == []
