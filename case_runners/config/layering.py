@@ -26,7 +26,7 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
     """The case's base config.yaml, checked for the keys every case must declare."""
     path = case_dir(case) / "config.yaml"
     shown = display_path(path, root)
-    base = load_mapping(path)
+    base = load_mapping(path, root)
     for key, kind in (("params", dict), ("mutable", list), ("target", dict), ("flops_depend_on", list)):
         if not isinstance(base.get(key), kind):
             raise ConfigError(f"must be a {kind.__name__}", key=key, file=shown)
@@ -95,7 +95,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     provenance = {key: base_file for key in params}
     vendor_shown = display_path(vendor_file, root)
     try:
-        apply_layer(params, provenance, load_mapping(vendor_file), mutable=base["mutable"],
+        apply_layer(params, provenance, load_mapping(vendor_file, root), mutable=base["mutable"],
                     file=vendor_shown, errors=errors)
     except ConfigError as exc:
         errors.append(exc)

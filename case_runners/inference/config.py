@@ -71,8 +71,8 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
         raise ConfigError(f"unknown inference case '{case}'", key="case", allowed=inference_cases(root))
     base_path, params_path = folder / "configurations.yaml", folder / "parameters.yaml"
     base_file, params_file = display_path(base_path, root), display_path(params_path, root)
-    base = load_mapping(base_path)
-    params = load_mapping(params_path) if params_path.is_file() else {}
+    base = load_mapping(base_path, root)
+    params = load_mapping(params_path, root) if params_path.is_file() else {}
     missing = [k for k in CONFIG_KEYS if k not in base]
     extra = sorted(set(base) - set(CONFIG_KEYS))
     if missing or extra:
@@ -90,7 +90,7 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     if over_path.is_file():
         over_file = display_path(over_path, root)
         sources.append(over_file)
-        layer = load_mapping(over_path)
+        layer = load_mapping(over_path, root)
         _raise_all(_apply_layer(config, notes, layer, params, vendor_file=True,
                                 files=(base_file, params_file, over_file)))
         provenance.update(dict.fromkeys(layer, over_file))
