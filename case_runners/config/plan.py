@@ -10,8 +10,7 @@ from typing import Any
 
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.layering import resolve
-from case_runners.config.selection import TASKS, parse_selections
-from case_runners.config.types import to_int
+from case_runners.config.selection import BOUNDS, TASKS, parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError
 from case_runners.inference.plan import resolve_inference_selection
@@ -42,7 +41,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     timeout = None
     if request.get("timeout_s") not in (None, ""):
         try:
-            timeout = to_int(request["timeout_s"], key="perfplay_case_timeout", file="run vars", minimum=1)
+            timeout = BOUNDS["timeout_s"].check(request["timeout_s"], key="perfplay_case_timeout", file="run vars")
         except ConfigError as exc:
             errors.append(exc)
     run_id = request.get("run_id")
