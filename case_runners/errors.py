@@ -33,3 +33,11 @@ class ConfigErrors(PerfplayError):
     def __init__(self, errors: list[ConfigError]) -> None:
         self.errors = errors
         super().__init__("\n".join(str(e) for e in errors))
+
+
+def raise_all(errors: list[ConfigError]) -> None:
+    """Raise the one error, or one ConfigError joining several (each keeps its file and key); none: return."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigError("; ".join(str(e) for e in errors))

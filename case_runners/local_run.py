@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from case_runners.config.plan import make_plan
+from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
+from case_runners.errors import ConfigError
 from case_runners.host_check import host_check
 from case_runners.netutil import free_port
 from case_runners.paths import project_root
@@ -23,15 +23,14 @@ from case_runners.run_ids import RUN_ID_ENV
 
 
 def _request(args: argparse.Namespace) -> dict[str, Any]:
+    """The plan request of the command line; ConfigError (exit status 2, before any run directory) if a --set is
+    not KEY=VALUE with VALUE a YAML scalar or flow list (0.1, true, [1, 1, 1, 1]) the loader accepts."""
     overrides = {}
     for item in args.set:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"error: --set wants KEY=VALUE, got {item!r}")
-        try:
-            overrides[key] = yaml.safe_load(value)  # a YAML scalar or flow list: 0.1, true, [1, 1, 1, 1]
-        except yaml.YAMLError:
-            raise SystemExit(f"error: --set {key}: {value!r} is not a YAML value") from None
+        if not sep or not key:
+            raise ConfigError(f"--set wants KEY=VALUE, got {item[:80]!r}")
+        overrides[key] = load_yaml(value, source=f"--set {key}", limit=VALUE_LIMIT)
     cases = []
     for case in args.cases:
         selection: dict[str, Any] = {"case": case, "overrides": overrides}

@@ -28,7 +28,7 @@ def load_vendor(name: str, root: Path | None = None) -> dict[str, Any]:
     if name not in known:
         raise ConfigError(f"unknown vendor '{name}'", key="vendor", allowed=known)
     path = root / "vendor" / name / "vendor.yaml"
-    data = load_mapping(path)
+    data = load_mapping(path, root)
     shown = display_path(path, root)
     _check_vendor(data, shown)
     data["name"] = name

@@ -315,15 +315,18 @@ def plan_request(params):
     return request
 
 
+def missing_hosts(cases, hosts):
+    """The errors of cases that need more hosts than the run has."""
+    return ["case %s: key 'nnodes': needs %d hosts, the run has %d (%s)" % (
+        case["case_id"], case["nnodes"], len(hosts), ", ".join(hosts) or "none")
+        for case in cases if case["nnodes"] > len(hosts)]
+
+
 def expand_rounds(cases, run_dir, hosts, master_port):
-    """One item per case and round; (rounds, errors) where errors name cases needing more hosts."""
-    rounds, errors = [], []
+    """One item per case and round, for an accepted plan (case_runners bounds repeat, so the list stays small)."""
+    rounds = []
     for case in cases:
         nnodes = case["nnodes"]
-        if nnodes > len(hosts):
-            errors.append("case %s: key 'nnodes': needs %d hosts, the run has %d (%s)" % (
-                case["case_id"], nnodes, len(hosts), ", ".join(hosts) or "none"))
-            continue
         config = case.get("config_path") or (
             os.path.join(run_dir, case["case_id"], "resolved_config.json") if run_dir else None)
         for number in range(1, case["repeat"] + 1):
@@ -339,7 +342,7 @@ def expand_rounds(cases, run_dir, hosts, master_port):
                 hosts=hosts[:nnodes],
                 master_port=master_port if nnodes > 1 else 0,
             ))
-    return rounds, errors
+    return rounds
 
 
 def host_needs(rounds, hosts, cases):
@@ -401,8 +404,7 @@ def main():
     # Validate first (``plan --check`` writes nothing), so a rejected run leaves no run directory
     # behind, then create the run: 2 x ~0.1 s.
     plan, rc = run_plan(module, check=True)
-    rounds, host_errors = expand_rounds(plan.get("cases") or [], None, run_vars["hosts"], run_vars["master_port"])
-    errors = list(plan.get("errors") or []) + errors + host_errors
+    errors = list(plan.get("errors") or []) + errors + missing_hosts(plan.get("cases") or [], run_vars["hosts"])
     if errors or not plan.get("ok"):
         fail_with_errors(module, errors or ["case_runners plan failed without naming an error"], rc=rc)
     if not module.check_mode:
@@ -410,7 +412,7 @@ def main():
         if not plan.get("ok"):
             fail_with_errors(module, plan.get("errors") or ["case_runners plan failed without naming an error"],
                              rc=rc)
-        rounds, _ = expand_rounds(plan["cases"], plan["run_dir"], run_vars["hosts"], run_vars["master_port"])
+    rounds = expand_rounds(plan["cases"], plan.get("run_dir"), run_vars["hosts"], run_vars["master_port"])
 
     run_vars["min_free_bytes"] = plan.get("min_free_bytes")
     for case in plan.get("cases") or []:  # seed 002: a key a vendor adds to an inference case is a warning

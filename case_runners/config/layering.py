@@ -1,8 +1,8 @@
 """Resolve one selection: case base config < vendor hardware config < run overrides.
 
-The case base declares its params (with defaults, whose types are enforced) and which of them are
-mutable; a vendor config or a run override may set only mutable params. Every violation names the key
-and the file it came from.
+The case base declares its params (with defaults, whose types are enforced, and ranges: constraints.py) and
+which of them are mutable; a vendor config or a run override may set only mutable params, within their ranges.
+Every violation names the key and the file it came from.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.cases import case_dir, list_cases
-from case_runners.config.selection import Selection
-from case_runners.config.types import coerce, to_float, to_int
+from case_runners.config.constraints import Constraint, declare_params
+from case_runners.config.selection import BOUNDS, Selection
+from case_runners.config.types import to_float
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
@@ -23,22 +24,25 @@ DEFAULT_TIMEOUT_S = 3600
 
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
-    """The case's base config.yaml, checked for the keys every case must declare."""
+    """The case's base config.yaml, checked for the keys every case must declare; its "params" are the defaults,
+    "constraints" their ranges. ConfigError for a param without a range or a default out of it."""
     path = case_dir(case) / "config.yaml"
     shown = display_path(path, root)
-    base = load_mapping(path)
+    base = load_mapping(path, root)
     for key, kind in (("params", dict), ("mutable", list), ("target", dict), ("flops_depend_on", list)):
         if not isinstance(base.get(key), kind):
             raise ConfigError(f"must be a {kind.__name__}", key=key, file=shown)
     unknown = sorted(set(base["mutable"]) - set(base["params"]))
     if unknown:
         raise ConfigError("is listed as mutable but is not a param", key=f"mutable.{unknown[0]}", file=shown)
+    base["params"], base["constraints"] = declare_params(base["params"], file=shown, prefix="params.")
     return base, shown
 
 
 def apply_layer(params: dict[str, Any], provenance: dict[str, str], layer: dict[str, Any], *,
-                mutable: list[str], file: str, errors: list[ConfigError]) -> None:
-    """Apply one layer of overrides in place, recording every rejected key in `errors`."""
+                constraints: dict[str, Constraint], mutable: list[str], file: str, errors: list[ConfigError]) -> None:
+    """Apply one layer of overrides in place, recording every rejected key (unknown, immutable, of the wrong
+    type, out of range) in `errors`."""
     for key, value in layer.items():
         if key not in params:
             errors.append(ConfigError("unknown config key", key=key, file=file, allowed=params))
@@ -47,7 +51,7 @@ def apply_layer(params: dict[str, Any], provenance: dict[str, str], layer: dict[
                                       key=key, file=file, allowed=mutable))
         else:
             try:
-                params[key] = coerce(value, params[key], key=key, file=file)
+                params[key] = constraints[key].check(value, key=key, file=file)
                 provenance[key] = file
             except ConfigError as exc:
                 errors.append(exc)
@@ -95,16 +99,17 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     provenance = {key: base_file for key in params}
     vendor_shown = display_path(vendor_file, root)
     try:
-        apply_layer(params, provenance, load_mapping(vendor_file), mutable=base["mutable"],
-                    file=vendor_shown, errors=errors)
+        apply_layer(params, provenance, load_mapping(vendor_file, root), constraints=base["constraints"],
+                    mutable=base["mutable"], file=vendor_shown, errors=errors)
     except ConfigError as exc:
         errors.append(exc)
     overrides_file = f"run overrides ({sel.source}.overrides)"
-    apply_layer(params, provenance, sel.overrides, mutable=base["mutable"], file=overrides_file, errors=errors)
+    apply_layer(params, provenance, sel.overrides, constraints=base["constraints"], mutable=base["mutable"],
+                file=overrides_file, errors=errors)
     try:
         flops = to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
-        timeout = sel.timeout_s or default_timeout_s or to_int(base.get("timeout_s", DEFAULT_TIMEOUT_S),
-                                                               key="timeout_s", file=base_file, minimum=1)
+        timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
+            base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
     except ConfigError as exc:
         errors.append(exc)
     if errors:

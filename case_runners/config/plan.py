@@ -9,9 +9,9 @@ from typing import Any
 
 from case_runners import files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
+from case_runners.config.constraints import make_constraint
 from case_runners.config.layering import resolve
-from case_runners.config.selection import TASKS, parse_selections
-from case_runners.config.types import to_int
+from case_runners.config.selection import BOUNDS, TASKS, parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.plan import resolve_inference_selection
@@ -24,6 +24,8 @@ REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "r
                 "min_free_bytes")
 RESOLVED_NAME = "resolved_config.json"
 DEFAULT_MIN_FREE_BYTES = 1 << 30  # a run refuses to start with less free space in its results dir (any host)
+MIN_FREE_BYTES = make_constraint({"type": "int", "min": 0, "max": 1 << 50}, None, key="perfplay_min_free_bytes",
+                                 file=__name__)
 
 
 def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None = None) -> dict[str, Any]:
@@ -47,7 +49,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     timeout = None
     if request.get("timeout_s") not in (None, ""):
         try:
-            timeout = to_int(request["timeout_s"], key="perfplay_case_timeout", file="run vars", minimum=1)
+            timeout = BOUNDS["timeout_s"].check(request["timeout_s"], key="perfplay_case_timeout", file="run vars")
         except ConfigError as exc:
             errors.append(exc)
     run_id = request.get("run_id") or None
@@ -58,8 +60,8 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             errors.append(exc)
     min_free = DEFAULT_MIN_FREE_BYTES
     try:
-        min_free = to_int(request.get("min_free_bytes", min_free), key="perfplay_min_free_bytes", file="run vars",
-                          minimum=0)
+        min_free = MIN_FREE_BYTES.check(request.get("min_free_bytes", min_free), key="perfplay_min_free_bytes",
+                                        file="run vars")
     except ConfigError as exc:
         errors.append(exc)
     results_dir = Path(request.get("results_dir") or root / "results")

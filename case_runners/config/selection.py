@@ -12,12 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from case_runners.config.types import to_int
+from case_runners.config.constraints import make_constraint
 from case_runners.errors import ConfigError
 
 SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
                   "timeout_s")
 TASKS = ("training", "inference")
+# The ranges of a selection's numbers (timeout_s also bounds perfplay_case_timeout and a case's own timeout_s):
+# the controller expands one item per round, and no node has more than 256 devices.
+BOUNDS = {name: make_constraint({"type": "int", "min": 1, "max": high}, None, key=name, file=__name__)
+          for name, high in (("nnodes", 4096), ("nproc", 256), ("repeat", 1000), ("timeout_s", 7 * 24 * 3600))}
 
 
 @dataclass
@@ -66,10 +70,14 @@ def parse_selections(raw: Any, source: str = "perfplay_cases",
     selections, errors = [], []
     for where, item in items:
         try:
-            selections.append(_one(item, where, task))
+            selection, number_errors = _one(item, where, task)
         except ConfigError as exc:
             exc.file = exc.file or "run vars"
             errors.append(exc)
+            continue
+        errors += number_errors
+        if selection is not None:
+            selections.append(selection)
     return selections, errors
 
 
@@ -89,7 +97,10 @@ def _split_key(key: str) -> dict[str, Any]:
     return {name: part for name, part in zip(names, parts) if part != ""}
 
 
-def _one(item: Any, where: str, default_task: str) -> Selection:
+def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, list[ConfigError]]:
+    """The selection and the errors of its numbers; ConfigError if it cannot be read. A selection whose scale
+    (nnodes, nproc) is out of range is None; one whose repeat or timeout_s is, is still resolved, so the errors
+    of its config are reported with them."""
     if isinstance(item, str):
         try:
             item = _split_key(item)
@@ -111,21 +122,21 @@ def _one(item: Any, where: str, default_task: str) -> Selection:
     data_dir = item.get("data_dir")
     if data_dir is not None and not isinstance(data_dir, str):
         raise ConfigError("must be a path", key=f"{where}.data_dir")
-    timeout = item.get("timeout_s")
     task = item.get("task") or default_task
     if task not in TASKS:
         raise ConfigError(f"unknown task '{task}'", key=f"{where}.task", allowed=TASKS)
-    return Selection(
-        case=case,
-        source=where,
-        framework=str(item.get("framework") or "pytorch"),
-        hardware=str(item["hardware"]) if item.get("hardware") else None,
-        nnodes=to_int(item.get("nnodes", 1), key=f"{where}.nnodes", file="run vars", minimum=1),
-        nproc=to_int(item.get("nproc", 1), key=f"{where}.nproc", file="run vars", minimum=1),
-        repeat=to_int(item.get("repeat", 1), key=f"{where}.repeat", file="run vars", minimum=1),
-        data_dir=data_dir or None,
-        overrides=dict(overrides),
-        timeout_s=None if timeout is None else to_int(timeout, key=f"{where}.timeout_s", file="run vars",
-                                                      minimum=1),
-        task=task,
-    )
+    numbers: dict[str, Any] = {"nnodes": 1, "nproc": 1, "repeat": 1, "timeout_s": None}  # the defaults
+    errors = []
+    for name, default in list(numbers.items()):
+        value = item.get(name, default)
+        if value is None and default is None:
+            continue  # timeout_s: the run's or the case's
+        try:
+            numbers[name] = BOUNDS[name].check(value, key=f"{where}.{name}", file="run vars")
+        except ConfigError as exc:
+            errors.append(exc)
+    if any(exc.key in (f"{where}.nnodes", f"{where}.nproc") for exc in errors):
+        return None, errors
+    return Selection(case=case, source=where, framework=str(item.get("framework") or "pytorch"),
+                     hardware=str(item["hardware"]) if item.get("hardware") else None, data_dir=data_dir or None,
+                     overrides=dict(overrides), task=task, **numbers), errors

@@ -1,7 +1,8 @@
-"""Type checking of config values against the type of their default.
+"""Type conversion of config values to the type of their param.
 
 Values from `ansible-playbook -e key=value` arrive as strings, so a string that spells a number or a
 boolean is accepted where one is expected; anything else is an error naming the key and where it came from.
+Ranges are checked after conversion (case_runners/config/constraints.py).
 """
 
 from __future__ import annotations
@@ -14,25 +15,22 @@ _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
-def type_name(value: Any) -> str:
+def type_name(kind: type) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+            list: "a list", dict: "a mapping"}.get(kind, kind.__name__)
 
 
-def coerce(value: Any, like: Any, *, key: str, file: str) -> Any:
-    """Return `value` converted to the type of `like`, or raise ConfigError."""
-    if like is None or value is None:
-        return value
-    want = type(like)
-    if want is bool:
+def coerce(value: Any, kind: type, *, key: str, file: str) -> Any:
+    """Return `value` (not None) converted to `kind`, or raise ConfigError."""
+    if kind is bool:
         return to_bool(value, key=key, file=file)
-    if want is int:
+    if kind is int:
         return to_int(value, key=key, file=file)
-    if want is float:
+    if kind is float:
         return to_float(value, key=key, file=file)
-    if isinstance(value, want):
+    if isinstance(value, kind) and not isinstance(value, bool):
         return value
-    raise ConfigError(f"expected {type_name(like)}, got {value!r}", key=key, file=file)
+    raise ConfigError(f"expected {type_name(kind)}, got {value!r}", key=key, file=file)
 
 
 def to_bool(value: Any, *, key: str, file: str) -> bool:
@@ -43,30 +41,26 @@ def to_bool(value: Any, *, key: str, file: str) -> bool:
     raise ConfigError(f"expected a boolean, got {value!r}", key=key, file=file, allowed=["true", "false"])
 
 
-def to_int(value: Any, *, key: str, file: str, minimum: int | None = None) -> int:
-    result: int | None = None
+def to_int(value: Any, *, key: str, file: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
-        result = value
-    elif isinstance(value, float) and value.is_integer():
-        result = int(value)
-    elif isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
         try:
-            result = int(value.strip())
+            return int(value.strip())
         except ValueError:
-            result = None
-    if result is None:
-        raise ConfigError(f"expected an integer, got {value!r}", key=key, file=file)
-    if minimum is not None and result < minimum:
-        raise ConfigError(f"must be at least {minimum}, got {result}", key=key, file=file)
-    return result
+            pass
+    raise ConfigError(f"expected an integer, got {value!r}", key=key, file=file)
 
 
 def to_float(value: Any, *, key: str, file: str) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
             return float(value.strip())
-        except ValueError:
-            pass
+    except (ValueError, OverflowError):
+        pass
     raise ConfigError(f"expected a number, got {value!r}", key=key, file=file)
+

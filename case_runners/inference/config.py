@@ -7,6 +7,9 @@
   configurations.yaml is added with a warning; a changed key is logged; a key set to the value it already
   has is an error (an override must change something); a key of parameters.yaml is an error.
 
+Every value is checked against its range (case_runners/config/constraints.py): the keys of configurations.yaml
+have theirs in shared_params.py; a parameter has the range of the training param of the same name in the case's
+config.yaml, or its own (`train_epochs: {default: 15, min: 1, max: 1000}`). A key a vendor adds has none.
 `flops` (per item; 1 multiply-add = 2 FLOPs unless the case says otherwise) is a number or a product such as
 `2*512*0.33e9`, parsed as numbers joined by `*`, never evaluated.
 """
@@ -18,8 +21,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from case_runners.config.constraints import Constraint, declare_params
+from case_runners.config.layering import load_case_base
 from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import ConfigError
+from case_runners.errors import ConfigError, raise_all
 from case_runners.paths import display_path
 
 CONFIG_KEYS = ("batch_size", "flops", "fp16", "compiler", "num_workers", "log_freq", "repeat", "no_validation",
@@ -63,7 +68,7 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     """The case's resolved inference config and the notes (warnings, changes) its overrides produced.
 
     `overrides` (the run's, laid over the vendor's file) may change the keys of configurations.yaml and the
-    keys the vendor added, never a parameter. Raises ConfigError; several problems of one file are raised
+    keys the vendor added, never a parameter. Raises ConfigError; the problems of both layers are raised
     together.
     """
     folder = inference_dir(root, case)
@@ -71,34 +76,40 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
         raise ConfigError(f"unknown inference case '{case}'", key="case", allowed=inference_cases(root))
     base_path, params_path = folder / "configurations.yaml", folder / "parameters.yaml"
     base_file, params_file = display_path(base_path, root), display_path(params_path, root)
-    base = load_mapping(base_path)
-    params = load_mapping(params_path) if params_path.is_file() else {}
+    base = load_mapping(base_path, root)
+    raw_params = load_mapping(params_path, root) if params_path.is_file() else {}
     missing = [k for k in CONFIG_KEYS if k not in base]
     extra = sorted(set(base) - set(CONFIG_KEYS))
     if missing or extra:
         raise ConfigError(f"must have exactly the keys every inference case has; missing {missing}, "
                           f"unknown {extra}", key="configurations", file=base_file, allowed=CONFIG_KEYS)
-    shared = sorted(set(params) & set(base))
+    shared = sorted(set(raw_params) & set(base))
     if shared:
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
-    config = dict(base)
+    training, training_file = load_case_base(case, root)
+    params, _ = declare_params(raw_params, file=params_file, inherited=training["constraints"],
+                               inherited_file=training_file)
+    defaults, constraints = declare_params({k: v for k, v in base.items() if k != "flops"}, file=base_file)
+    config = {key: defaults.get(key, value) for key, value in base.items()}
     provenance = dict.fromkeys(base, base_file)  # which file set each key: errors name it
     notes: list[str] = []
     sources = [base_file] + ([params_file] if params_path.is_file() else [])
+    errors: list[ConfigError] = []
     over_path = vendor_overrides_path(root, vendor, case)
     if over_path.is_file():
         over_file = display_path(over_path, root)
         sources.append(over_file)
-        layer = load_mapping(over_path)
-        _raise_all(_apply_layer(config, notes, layer, params, vendor_file=True,
-                                files=(base_file, params_file, over_file)))
+        layer = load_mapping(over_path, root)
+        errors += _apply_layer(config, notes, layer, params, constraints, vendor_file=True,
+                               files=(base_file, params_file, over_file))
         provenance.update(dict.fromkeys(layer, over_file))
     if overrides:
         sources.append(overrides_file)
-        _raise_all(_apply_layer(config, notes, overrides, params, vendor_file=False,
-                                files=(base_file, params_file, overrides_file)))
+        errors += _apply_layer(config, notes, overrides, params, constraints, vendor_file=False,
+                               files=(base_file, params_file, overrides_file))
         provenance.update(dict.fromkeys(overrides, overrides_file))
+    raise_all(errors)
     config["flops"] = parse_flops(config["flops"], file=provenance["flops"])
     _check_switches(config, provenance)
     engines = vendor_engines(root, vendor)
@@ -113,23 +124,34 @@ def inference_cases(root: Path) -> list[str]:
     return sorted(p.parent.parent.name for p in (root / "case_runners" / "cases").glob("*/inference/configurations.yaml"))
 
 
-def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], params: dict[str, Any], *,
-                 vendor_file: bool, files: tuple[str, str, str]) -> list[ConfigError]:
-    """Lay one file of overrides over config in place; return the errors. Neither may set a parameter. The
-    vendor's <vendor>_configurations.yaml (seed 002): a new key is a warning, a key set to the value it has an
-    error. The run's overrides: only keys the config has, and a value it already has changes nothing."""
+def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], params: dict[str, Any],
+                 constraints: dict[str, Constraint], *, vendor_file: bool,
+                 files: tuple[str, str, str]) -> list[ConfigError]:
+    """Lay one file of overrides over config in place; return the errors. Neither may set a parameter, nor a
+    value out of its key's range. The vendor's <vendor>_configurations.yaml (seed 002): a new key is a warning, a
+    key set to the value it has an error. The run's overrides: only keys the config has, and a value it already
+    has changes nothing."""
     base_file, params_file, over_file = files
     errors = []
     for key, value in layer.items():
         if key in params:
             errors.append(ConfigError(f"is a parameter of the case ({params_file}): hardware-independent, "
                                       "never overridden", key=key, file=over_file))
-        elif key not in config and vendor_file:
+            continue
+        if key not in config and vendor_file:
             notes.append(f"warning: {over_file}: key '{key}' is not in {base_file}; added as {value!r}")
             config[key] = value
-        elif key not in config:
+            continue
+        if key not in config:
             errors.append(ConfigError("unknown inference config key", key=key, file=over_file, allowed=sorted(config)))
-        elif value == config[key] and vendor_file:
+            continue
+        if key in constraints:
+            try:
+                value = constraints[key].check(value, key=key, file=over_file)
+            except ConfigError as exc:
+                errors.append(exc)
+                continue
+        if value == config[key] and vendor_file:
             errors.append(ConfigError(f"sets the value {value!r} it already has in {base_file}; remove it "
                                       "(an override must change something)", key=key, file=over_file))
         elif value != config[key]:
@@ -138,20 +160,8 @@ def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any]
     return errors
 
 
-def _raise_all(errors: list[ConfigError]) -> None:
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise ConfigError("; ".join(str(e) for e in errors))
-
-
 def _check_switches(config: dict[str, Any], provenance: dict[str, str]) -> None:
-    for key in ("fp16", "no_validation"):
-        if not isinstance(config[key], bool):
-            raise ConfigError(f"must be true or false, not {config[key]!r}", key=key, file=provenance[key])
-    for key in ("batch_size", "repeat", "log_freq"):
-        if isinstance(config[key], bool) or not isinstance(config[key], int) or config[key] < 1:
-            raise ConfigError(f"must be an integer >= 1, not {config[key]!r}", key=key, file=provenance[key])
+    """The switches that need another key (each key's own range is checked as it is set)."""
     if config["no_validation"] and config["exist_onnx_path"] is None:
         raise ConfigError("no_validation: true needs exist_onnx_path (without the model there is nothing to "
                           "export)", key="exist_onnx_path", file=provenance["no_validation"])

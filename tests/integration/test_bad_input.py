@@ -48,6 +48,14 @@ def assert_rejected(run, results_dir: Path, *expected: str) -> None:
     pytest.param(cases({"case": "digits_cnn", "repeat": "abc"}),
                  ["run vars", "key 'perfplay_cases[0].repeat'", "'abc'"],
                  id="string-for-a-number"),
+    pytest.param(cases({"case": "digits_cnn", "overrides": {"batch_size": 0}}),
+                 ["run overrides (perfplay_cases[0].overrides): key 'batch_size': 0 is out of range "
+                  "(allowed: 1 <= batch_size <= 65536)"],
+                 id="batch-size-out-of-range"),
+    pytest.param(cases({"case": "digits_cnn", "repeat": 1000000000}),
+                 ["run vars: key 'perfplay_cases[0].repeat': 1000000000 is out of range "
+                  "(allowed: 1 <= repeat <= 1000)"],
+                 id="repeat-out-of-range"),
     pytest.param('{"perfplay_clear_caches": "maybe", "perfplay_master_port": "x"}',
                  ["2 problem(s)", "run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' "
                   "(allowed: true, false)", "run vars: key 'perfplay_master_port'"],

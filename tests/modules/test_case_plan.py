@@ -117,6 +117,21 @@ def test_missing_cases_are_left_to_the_plan(run_module):
     assert result["errors"] == plan_errors
 
 
+def test_a_rejected_plan_never_expands_its_rounds(run_module):
+    """case_runners bounds repeat (1..1000); rounds are built for an accepted plan only, whatever it answered."""
+    calls = []
+
+    def patch(module):
+        module.expand_rounds = lambda *args: calls.append(args) or ([], [])
+
+    plan_errors = ["run vars: key 'perfplay_cases[0].repeat': 1000000000 is out of range "
+                   "(allowed: 1 <= repeat <= 1000)"]
+    answer = plan_answer([], errors=plan_errors, cases=[dict(RESOLVED, repeat=10**9)])
+    kind, result, _ = run_module("case_plan", ARGS, {"plan": answer}, patch=patch)
+    assert kind == "fail" and plan_errors[0] in result["msg"]
+    assert calls == []
+
+
 @pytest.mark.parametrize("hosts, message", [
     ([], "key 'perfplay_host_pattern': matches no inventory host"),
     (["a"], "case multi_x2: key 'nnodes': needs 2 hosts, the run has 1 (a)"),

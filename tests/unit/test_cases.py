@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 from torch import nn
 
 from case_runners.cases import case_dir, data_checker, list_cases
+from case_runners.config.layering import load_case_base
 from case_runners.errors import ConfigError
+from case_runners.paths import project_root
 from case_runners.training.case_api import TrainingCase
 from case_runners.training.worker import main
 
@@ -28,7 +29,7 @@ TINY_BERT = {"seq_len": 32, "max_predictions_per_seq": 5, "hidden_size": 64, "nu
 
 
 def base_config(case: str) -> dict:
-    return yaml.safe_load((case_dir(case) / "config.yaml").read_text())
+    return load_case_base(case, project_root())[0]
 
 
 def run_case(tmp_path: Path, case: str, data_dir=None, target=None, **overrides) -> dict:

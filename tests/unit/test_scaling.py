@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from case_runners.cases import case_dir
+from case_runners.config.layering import load_case_base
 from case_runners.config.plan import make_plan
 from case_runners.results.record import build_round_record, write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_run, write_run_summary
@@ -262,7 +261,7 @@ def test_a_larger_scale_without_valid_rounds_has_a_reason(tmp_path):
 
 
 def write_worker_config(tmp_path: Path, nproc: int, **overrides) -> Path:
-    base = yaml.safe_load((case_dir("digits_cnn") / "config.yaml").read_text())
+    base, _ = load_case_base("digits_cnn", REPO)
     config = {"schema": "perfplay.resolved_config/1", "case": "digits_cnn", "case_id": f"digits_cnn_CPUx1x{nproc}",
               "framework": "pytorch", "vendor": "cpu", "hardware": "CPU", "nnodes": 1, "nproc": nproc,
               "repeat": 1, "data_dir": None, "timeout_s": 600, "params": {**base["params"], **overrides},

@@ -32,7 +32,7 @@ def test_every_bad_selection_is_reported_at_once():
     text = [str(e) for e in errors]
     assert len(text) == 3
     assert "perfplay_cases[0].repeat" in text[0] and "expected an integer, got 'abc'" in text[0]
-    assert "perfplay_cases[1].nproc" in text[1] and "at least 1" in text[1]
+    assert "perfplay_cases[1].nproc" in text[1] and "0 is out of range (allowed: 1 <= nproc <= 256)" in text[1]
     assert "perfplay_cases[2].colour" in text[2] and "allowed:" in text[2] and "nproc" in text[2]
 
 

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from case_runners.cases import case_dir
+from case_runners.config.layering import load_case_base
 from case_runners.driver.events import parse_perflog_lines, read_events
 from case_runners.training.dist_env import DistEnv
 from case_runners.training.worker import main
@@ -21,7 +20,7 @@ DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
 
 def write_config(tmp_path: Path, case: str = "digits_cnn", nproc: int = 1, data_dir=None, **overrides) -> Path:
     """A resolved config (INTERFACES.md shape) for the cpu vendor: case defaults + overrides."""
-    base = yaml.safe_load((case_dir(case) / "config.yaml").read_text())
+    base, _ = load_case_base(case, REPO)
     config = {"schema": "perfplay.resolved_config/1", "case": case, "case_id": f"{case}_CPUx1x{nproc}",
               "framework": "pytorch", "vendor": "cpu", "hardware": "CPU", "nnodes": 1, "nproc": nproc,
               "repeat": 1, "data_dir": data_dir, "timeout_s": 600, "params": {**base["params"], **overrides},
