@@ -17,7 +17,6 @@ import signal
 import sys
 import time
 import traceback
-from pathlib import Path
 
 from case_runners import files, pidfiles
 from case_runners.errors import PerfplayError

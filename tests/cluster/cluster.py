@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from case_runners.processes import identify, list_pids, read_argv, read_environ  # noqa: E402
-from case_runners.run_ids import RUN_ID_ENV  # noqa: E402
+from case_runners.processes import read_argv, read_environ  # noqa: E402
 from playbook_run import BIN, REPO, PlaybookRun, playbook_env, run_playbook  # noqa: E402
+from process_helpers import kill_run, run_pids  # noqa: E402
 
 HOSTS_SH = REPO / "tests" / "cluster" / "hosts.sh"
 STATE = Path(os.environ.get("PERFPLAY_CLUSTER_DIR", "/tmp/perfplay-cluster"))
@@ -96,21 +97,12 @@ def stop_started() -> None:
             proc.kill()
             proc.wait()
     while _run_ids:
-        for pid in run_processes(_run_ids.pop()):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def run_processes(run_id: str) -> list[int]:
-    """Live processes with the run id in their environment, anywhere on this machine (every host included)."""
-    return [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id and identify(pid) is not None]
+        kill_run(_run_ids.pop())
 
 
 def rank_pid(run_id: str, rank: int) -> int | None:
     """The pid of a rank (a `case_runners worker`) of the run, on whichever host it runs."""
-    for pid in run_processes(run_id):
+    for pid in run_pids(run_id):
         if "worker" in read_argv(pid) and read_environ(pid).get("RANK") == str(rank):
             return pid
     return None
@@ -118,7 +110,7 @@ def rank_pid(run_id: str, rank: int) -> int | None:
 
 def leftovers(run_id: str) -> list[str]:
     """Processes of the run still alive anywhere on this machine (every host included)."""
-    return [f"{pid}: {' '.join(read_argv(pid))}" for pid in run_processes(run_id)]
+    return [f"{pid}: {' '.join(read_argv(pid))}" for pid in run_pids(run_id)]
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):

@@ -6,7 +6,6 @@ failure, as is any missing package hosts.sh cannot install.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -15,15 +14,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # cluster, whatever pytest's import mode
 
 from cluster import Cluster, hosts_sh, stop_started  # noqa: E402
+from process_helpers import require_root  # noqa: E402
 
 _current: list[Cluster] = []
 
 
 def _bring_up(size: int, user: str) -> Cluster:
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("the cluster tests need root (network namespaces and sshd)")
-        pytest.skip("the cluster tests need root (network namespaces and sshd); CI runs them")
+    require_root("the cluster tests (network namespaces and sshd)")
     if _current and (_current[0].size, _current[0].user) == (size, user):
         return _current[0]
     hosts_sh("up", str(size), "--user", user)

@@ -16,7 +16,7 @@ from playbook_run import run_playbook
 
 # Runs until its time budget unless a fault stops it first (synthetic data never reaches the target).
 LONG = {"case": "digits_cnn", "hardware": "CPU", "nnodes": 2, "nproc": 2, "repeat": 1,
-        "overrides": {"synthetic": True, "time_budget_s": 90, "max_epochs": 100000}}
+        "overrides": {"synthetic": True, "time_budget_s": 90, "max_epochs": 10000}}
 AFTER = {"case": "digits_cnn", "hardware": "CPU", "nnodes": 1, "nproc": 1, "repeat": 1}
 
 

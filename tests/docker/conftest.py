@@ -16,16 +16,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # docker_env, whatever pytest's import mode
 
 from docker_env import REPO, engine, forget_runs, run_docker  # noqa: E402
+from process_helpers import require_root  # noqa: E402
 
 DIGITS_1X2 = {"case": "digits_cnn", "hardware": "CPU", "nnodes": 1, "nproc": 2, "repeat": 1}
 
 
 @pytest.fixture(scope="session")
 def docker_engine():
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("the docker tests need root (dockerd, debootstrap)")
-        pytest.skip("the docker tests need root (dockerd, debootstrap); CI runs them")
+    require_root("the docker tests (dockerd, debootstrap)")
     engine("up")
     yield
     engine("down")

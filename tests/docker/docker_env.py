@@ -71,18 +71,14 @@ def remember(run_id: str) -> str:
 
 def forget_runs() -> None:
     """Remove the containers and kill the processes of every run the test started (also when it failed)."""
-    from cluster import run_processes  # noqa: PLC0415 - the cluster helpers' process lookup
+    from process_helpers import kill_run  # noqa: PLC0415 - tests/ is on the path once cluster is imported
 
     client = docker.from_env()
     while _runs:
         run_id = _runs.pop()
         for container in client.containers.list(all=True, filters={"label": f"{LABEL}={run_id}"}):
             container.remove(force=True)
-        for pid in run_processes(run_id):
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        kill_run(run_id)
 
 
 def run_docker(checkout: Path, playbook: str, results: Path, run_id: str, *cases: dict,

@@ -18,7 +18,7 @@ from playbook_run import BIN, checkout_copy, playbook_env, run_playbook
 
 BUILD_TASK = "runtime_docker : Build the images this host's rounds run in"
 # Runs until its time budget unless a fault stops it first (synthetic data never reaches the target).
-LONG = dict(DIGITS_1X2, overrides={"synthetic": True, "time_budget_s": 120, "max_epochs": 100000})
+LONG = dict(DIGITS_1X2, overrides={"synthetic": True, "time_budget_s": 120, "max_epochs": 10000})
 
 
 def _node_dir(results: Path, run_id: str, case_id: str, number: int = 1) -> Path:

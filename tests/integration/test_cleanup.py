@@ -3,10 +3,8 @@ nothing running beyond its round's bound, and cleanup then removes the job file 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,15 +17,11 @@ from playbook_run import BIN, REPO, playbook_env, run_playbook
 from case_runners import pidfiles
 from case_runners.config.plan import make_plan
 from case_runners.launch.node import ROUND_GRACE_S
-from case_runners.processes import identify, list_pids, read_argv, read_environ, read_stat
+from case_runners.processes import identify, list_pids, read_argv, read_stat
 from case_runners.run_ids import RUN_ID_ENV
+from process_helpers import kill_run, run_pids, wait_for
 
-SLEEPER = "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(300)"
-LONG = {"synthetic": True, "max_epochs": 100000, "time_budget_s": 600}
-
-
-def run_processes(run_id: str) -> list[int]:
-    return [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id and identify(pid) is not None]
+LONG = {"synthetic": True, "max_epochs": 10000, "time_budget_s": 600}
 
 
 def descendants(root: int) -> set[int]:
@@ -45,56 +39,37 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def wait_until(condition, timeout: float, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
-
-
 @pytest.fixture
-def started() -> Iterator[list]:
+def launched() -> Iterator[list]:
     """Processes a test starts, and run ids whose processes it may leave: all killed at the end."""
-    procs: list = []
-    yield procs
-    for item in procs:
+    items: list = []
+    yield items
+    for item in items:
         if isinstance(item, str):
-            for pid in run_processes(item):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            kill_run(item)
         elif item.poll() is None:
             item.kill()
             item.wait()
 
 
-def sleeper(started: list, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", SLEEPER, *argv], stdout=subprocess.PIPE, text=True,
-                            env={**{k: v for k, v in os.environ.items() if k != RUN_ID_ENV}, **(env or {})})
-    started.append(proc)
-    assert proc.stdout.readline() == "ready\n"
-    return proc
-
-
-def test_cleanup_stops_the_run_and_spares_every_decoy(results_dir: Path, started: list):
+def test_cleanup_stops_the_run_and_spares_every_decoy(results_dir: Path, sleepers, launched: list):
     plan = make_plan({"vendor": "cpu", "results_dir": str(results_dir), "run_id": "run19990101000000-c1ea40",
                       "cases": [{"case": "digits_cnn", "nproc": 2, "overrides": LONG}]})
     run_id, config = plan["run_id"], plan["cases"][0]
     node_dir = Path(plan["run_dir"]) / config["case_id"] / "round1" / "localhost_noderank0"
-    started.append(run_id)
+    launched.append(run_id)
     launcher = subprocess.Popen([sys.executable, "-m", "case_runners", "launch", "--config", config["config_path"],
                                  "--log-dir", str(node_dir), "--run-id", run_id, "--monitor-interval", "0.5"],
                                 cwd=REPO, stdout=subprocess.PIPE, env=playbook_env(REPO))
-    started.append(launcher)
+    launched.append(launcher)
     decoys = {
-        "argv holds the run id": sleeper(started, "--run-id", run_id),
-        "a root daemon with --uid 0": sleeper(started, "--uid", "0", f"perfplay_run_id={run_id}"),
-        "another run, its id a prefix of ours": sleeper(started, env={RUN_ID_ENV: run_id[:-1]}),
-        "another run, ours a prefix of its id": sleeper(started, env={RUN_ID_ENV: run_id + "0"}),
+        "argv holds the run id": sleepers("--run-id", run_id),
+        "a root daemon with --uid 0": sleepers("--uid", "0", f"perfplay_run_id={run_id}"),
+        "another run, its id a prefix of ours": sleepers(env={RUN_ID_ENV: run_id[:-1]}),
+        "another run, ours a prefix of its id": sleepers(env={RUN_ID_ENV: run_id + "0"}),
     }
-    assert wait_until(lambda: len(run_processes(run_id)) == 5, 300), "launcher, 2 ranks, 2 monitors"
-    ours = run_processes(run_id)
+    assert wait_for(lambda: len(run_pids(run_id)) == 5, 300), "launcher, 2 ranks, 2 monitors"
+    ours = run_pids(run_id)
 
     run = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_run_id={run_id}",
                        "-e", f"perfplay_results_dir={results_dir}")
@@ -103,8 +78,8 @@ def test_cleanup_stops_the_run_and_spares_every_decoy(results_dir: Path, started
     assert launcher.wait(timeout=120) == 130, "the launcher was stopped and wrote why"
     result = json.loads((node_dir / "node_result.json").read_text())
     assert result["status"] == "interrupted" and "SIGTERM" in result["reason"]
-    assert wait_until(lambda: all(identify(pid) is None for pid in ours), 60)
-    assert run_processes(run_id) == [] and list(node_dir.glob("*.pid")) == []
+    assert wait_for(lambda: all(identify(pid) is None for pid in ours), 60)
+    assert run_pids(run_id) == [] and list(node_dir.glob("*.pid")) == []
     for what, decoy in decoys.items():
         assert decoy.poll() is None, f"cleanup killed a decoy: {what}"
 
@@ -115,9 +90,8 @@ def test_cleanup_stops_the_run_and_spares_every_decoy(results_dir: Path, started
 
 
 @pytest.mark.parametrize("run_id", [None, "0", "run"])
-def test_cleanup_refuses_a_missing_or_loose_run_id_before_touching_anything(results_dir: Path, started: list,
-                                                                           run_id):
-    decoy = sleeper(started, "--uid", "0", env={RUN_ID_ENV: str(run_id)})
+def test_cleanup_refuses_a_missing_or_loose_run_id_before_touching_anything(results_dir: Path, sleepers, run_id):
+    decoy = sleepers("--uid", "0", env={RUN_ID_ENV: str(run_id)})
     run = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_results_dir={results_dir}",
                        *(["-e", f"perfplay_run_id={run_id}"] if run_id else []))
     assert run.rc != 0
@@ -126,35 +100,35 @@ def test_cleanup_refuses_a_missing_or_loose_run_id_before_touching_anything(resu
     assert decoy.poll() is None
 
 
-def test_a_sigkilled_controller_leaves_nothing_running_beyond_the_round_bound(results_dir: Path, started: list,
+def test_a_sigkilled_controller_leaves_nothing_running_beyond_the_round_bound(results_dir: Path, launched: list,
                                                                              tmp_path: Path):
     """SIGKILL the controller while a round trains: every process the run started (launcher, ranks, monitors,
     Ansible's async wrapper and its own worker) is gone by the case timeout plus ROUND_GRACE_S, without any
     cleanup. The job file Ansible could not remove is then removed by cleanup."""
     run_id, timeout_s = "run-controller-killed", 40
-    started.append(run_id)
+    launched.append(run_id)
     selection = {"case": "digits_cnn", "nproc": 2, "timeout_s": timeout_s, "overrides": LONG}
     with open(tmp_path / "play.log", "w") as log:
         controller = subprocess.Popen(
             [str(BIN / "ansible-playbook"), "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
              "-e", f"perfplay_run_id={run_id}", "-e", json.dumps({"perfplay_cases": [selection]})],
             cwd=REPO, env=playbook_env(REPO), stdout=log, stderr=subprocess.STDOUT)
-    started.append(controller)
+    launched.append(controller)
     events = results_dir / run_id / "digits_cnn_CPUx1x2" / "round1" / "localhost_noderank0" / "rank1.events.jsonl"
-    assert wait_until(lambda: events.exists() and "TRAIN_START" in events.read_text(), 300), \
+    assert wait_for(lambda: events.exists() and "TRAIN_START" in events.read_text(), 300), \
         (tmp_path / "play.log").read_text()[-3000:]
     launcher_started = json.loads(events.read_text().splitlines()[0])["metadata"]["time_ms"] / 1000
     launcher = pidfiles.read(events.parent / f"launcher.{run_id}.pid")
     writer = launcher["ansible_job"]["writer"]["pid"]  # Ansible's async wrapper, and the process watching it
-    everything = set(run_processes(run_id)) | descendants(controller.pid) | {writer, read_stat(writer).ppid}
-    assert len(run_processes(run_id)) == 5, "launcher, 2 ranks, 2 monitors"
+    everything = set(run_pids(run_id)) | descendants(controller.pid) | {writer, read_stat(writer).ppid}
+    assert len(run_pids(run_id)) == 5, "launcher, 2 ranks, 2 monitors"
     controller.kill()
     controller.wait()
 
     bound = launcher_started + timeout_s + ROUND_GRACE_S
-    assert wait_until(lambda: not any(identify(pid) for pid in everything), max(0.0, bound - time.time())), \
+    assert wait_for(lambda: not any(identify(pid) for pid in everything), max(0.0, bound - time.time())), \
         "still running after the bound: " + "; ".join(" ".join(read_argv(pid)) for pid in everything if identify(pid))
-    assert run_processes(run_id) == []
+    assert run_pids(run_id) == []
 
     cleanup = run_playbook(REPO, "playbooks/cleanup.yml", "-e", f"perfplay_run_id={run_id}",
                            "-e", f"perfplay_results_dir={results_dir}")

@@ -14,21 +14,17 @@ from pathlib import Path
 import pytest
 from playbook_run import REPO, run_playbook
 
-from case_runners.processes import identify, list_pids, read_environ
-from case_runners.run_ids import RUN_ID_ENV
+from process_helpers import kill_run, require_root, run_pids
 
 FULL = "no space left on device"
 FIRST = {"case": "digits_cnn", "nproc": 1, "timeout_s": 300,
-         "overrides": {"synthetic": True, "max_epochs": 100000, "time_budget_s": 240}}
+         "overrides": {"synthetic": True, "max_epochs": 10000, "time_budget_s": 240}}
 SECOND = {"case": "digits_cnn", "nproc": 2}
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("the full-disk test needs root (to mount a tmpfs)")
-        pytest.skip("needs root to mount a tmpfs; CI runs it")
+    require_root("mounting a tmpfs")
     mount = tmp_path / "results"
     mount.mkdir(mode=0o700)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", str(mount)], check=True)
@@ -52,10 +48,6 @@ def fill(disk: Path) -> Path:
     return filler
 
 
-def run_processes(run_id: str) -> list[int]:
-    return [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id and identify(pid) is not None]
-
-
 def fill_during_the_first_round(disk: Path, run_id: str, free_after: bool, stop: threading.Event) -> None:
     """Fill the disk once the first case trains; with free_after, free it once that round's processes are gone."""
     events = disk / run_id / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0" / "rank0.events.jsonl"
@@ -66,7 +58,7 @@ def fill_during_the_first_round(disk: Path, run_id: str, free_after: bool, stop:
         return
     filler = fill(disk)
     while free_after and not stop.wait(0.05):
-        if not run_processes(run_id):
+        if not run_pids(run_id):
             filler.unlink()
             return
 
@@ -88,9 +80,7 @@ def test_a_disk_that_fills_mid_round_costs_that_round_only(small_disk: Path, fre
     finally:
         stop.set()
         filler.join()
-        for pid in run_processes(run_id):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 9)
+        kill_run(run_id)
     assert run.rc != 0, "the play fails at the end: a round failed"
     assert "digits_cnn_CPUx1x2 round 1" in run.output, "the second case was still run"
     assert FULL in run.output

@@ -3,7 +3,6 @@ killed launcher, a planted symlink, device visibility. Every process a test star
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -19,8 +18,8 @@ from case_runners import pidfiles
 from case_runners.config.plan import make_plan
 from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, rank_env
 from case_runners.paths import project_root
-from case_runners.processes import identify, is_run_process, read_environ
-from case_runners.run_ids import RUN_ID_ENV
+from case_runners.processes import identify, is_run_process
+from process_helpers import kill_run, run_pids, wait_for
 
 
 def resolved(tmp_path: Path, nproc: int, **overrides) -> Path:
@@ -28,16 +27,6 @@ def resolved(tmp_path: Path, nproc: int, **overrides) -> Path:
                       "cases": [{"case": "digits_cnn", "nproc": nproc, "overrides": overrides}]})
     assert plan["ok"], plan["errors"]
     return Path(plan["cases"][0]["config_path"])
-
-
-def run_pids(run_id: str) -> list[int]:
-    """Live processes carrying the run id in their environment: the launcher, its ranks, its monitors."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and read_environ(int(proc.name)).get(RUN_ID_ENV) == run_id \
-                and identify(int(proc.name)) is not None:
-            found.append(int(proc.name))
-    return sorted(found)
 
 
 def rank_pids(log_dir: Path) -> list[int]:
@@ -73,9 +62,7 @@ class Launcher:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        for pid in run_pids(self.run_id):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_run(self.run_id)
 
 
 @pytest.fixture
@@ -99,15 +86,6 @@ def wait_for_event(path: Path, event: str, timeout: float = 300) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"{event} not seen in {path}")
-
-
-def wait_until(condition, timeout: float = 120) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def test_two_ranks_succeed_and_leave_the_flagperf_layout(tmp_path, launchers):
@@ -203,7 +181,7 @@ def test_a_killed_launcher_takes_its_ranks_and_monitors_with_it(tmp_path, launch
     assert len(run_pids(launcher.run_id)) == 5
     launcher.proc.kill()
     launcher.proc.wait()
-    assert wait_until(lambda: run_pids(launcher.run_id) == []), run_pids(launcher.run_id)
+    assert wait_for(lambda: run_pids(launcher.run_id) == []), run_pids(launcher.run_id)
 
 
 def test_a_planted_symlink_in_the_node_dir_is_never_written_through(tmp_path, launchers):

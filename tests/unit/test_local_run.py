@@ -7,12 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from case_runners.paths import project_root
-from case_runners.processes import identify, list_pids, read_environ
-from case_runners.run_ids import RUN_ID_ENV
+from process_helpers import run_pids, wait_for
 
 
 def run(*args: str, **kwargs) -> subprocess.Popen:
@@ -34,15 +32,15 @@ def test_a_bad_data_dir_is_refused_before_anything_is_written(tmp_path):
 
 def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
     results = tmp_path / "results"
-    proc = run("digits_cnn", "--results-dir", str(results), "--set", "synthetic=true", "--set", "max_epochs=100000",
+    proc = run("digits_cnn", "--results-dir", str(results), "--set", "synthetic=true", "--set", "max_epochs=10000",
                "--set", "time_budget_s=600", "--repeat", "2", start_new_session=True)
     try:
-        deadline = time.monotonic() + 300
-        while not list(results.glob("*/*/round1/*/rank0.events.jsonl")) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        (events,) = results.glob("*/*/round1/*/rank0.events.jsonl")
-        while "TRAIN_START" not in events.read_text() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        def training() -> Path | None:
+            found = list(results.glob("*/*/round1/*/rank0.events.jsonl"))
+            return found[0] if found and "TRAIN_START" in found[0].read_text() else None
+
+        events = wait_for(lambda: proc.poll() is not None or training())
+        assert isinstance(events, Path), proc.communicate()[1]
         run_id = events.parts[-5]
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group gets it
         out, err = proc.communicate(timeout=300)
@@ -55,4 +53,4 @@ def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
     assert record["status"] == "failed" and "SIGINT" in record["reason"]
     summary = json.loads((results / run_id / "summary.json").read_text())
     assert [r["status"] for r in summary["cases"][0]["rounds"]] == ["failed", "missing"]
-    assert [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id and identify(pid)] == []
+    assert run_pids(run_id) == []

@@ -23,32 +23,11 @@ from case_runners.monitors.spec import MonitorSpec
 from case_runners.paths import project_root
 from case_runners.processes import ProcessId, identify, is_same, read_environ
 from case_runners.run_ids import RUN_ID_ENV
+from process_helpers import require_root, run_pids, wait_for
 
 INTERVAL = 0.2
 HOST_KEYS = {"ts", "cpu_util", "mem_used_bytes", "mem_total_bytes", "power_w"}
 DEVICE_KEYS = {"index", "util", "mem_used_bytes", "mem_total_bytes", "power_w", "temp_c", "energy_j"}
-SLEEPER = "import signal, sys, time\n{}\nsys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(120)\n"
-
-
-def processes_of(run_id: str) -> list[int]:
-    """Live processes whose environment names the run (how a run's processes are marked)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and read_environ(int(entry.name)).get(RUN_ID_ENV) == run_id:
-            if identify(int(entry.name)) is not None:
-                found.append(int(entry.name))
-    return found
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def read_samples(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
@@ -74,26 +53,7 @@ def new_spec(tmp_path: Path) -> Iterator[Callable[..., MonitorSpec]]:
     for spec in made:
         daemon.stop(spec, grace_s=2.0)
     for spec in made:
-        assert processes_of(spec.run_id) == [], f"{spec.label} left running"
-
-
-@pytest.fixture
-def sleepers() -> Iterator[Callable[..., subprocess.Popen]]:
-    """Starts plain processes (decoys, stand-ins for owners) and kills them all at the end."""
-    started: list[subprocess.Popen] = []
-
-    def start(*argv: str, code: str = "", env: dict[str, str] | None = None) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-c", SLEEPER.format(code), *argv], stdout=subprocess.PIPE,
-                                env={**os.environ, **(env or {})})
-        started.append(proc)
-        assert proc.stdout.readline() == b"ready\n"
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
+        assert run_pids(spec.run_id) == [], f"{spec.label} left running"
 
 
 def test_start_status_stop_lifecycle(new_spec, capsys) -> None:
@@ -104,7 +64,7 @@ def test_start_status_stop_lifecycle(new_spec, capsys) -> None:
     ident = doc["id"]
     assert doc["run_id"] == spec.run_id and ident.start > 0 and is_same(ident)
     assert read_environ(ident.pid)[RUN_ID_ENV] == spec.run_id, "the run id is in the daemon's environment"
-    assert processes_of(spec.run_id) == [ident.pid]
+    assert run_pids(spec.run_id) == [ident.pid]
     assert daemon.status(spec) == 0
     assert json.loads(spec.sys_info_path.read_text())["run_id"] == spec.run_id
 
@@ -267,10 +227,7 @@ def test_a_log_dir_writable_by_others_is_refused(new_spec, tmp_path, capsys) -> 
 
 
 def test_a_log_dir_of_another_user_is_refused(new_spec, tmp_path, capsys) -> None:
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("this test needs root (to make a directory another user owns)")
-        pytest.skip("needs root to make a directory another user owns; CI runs it")
+    require_root("making a directory another user owns")
     theirs = tmp_path / "theirs"
     theirs.mkdir(mode=0o755)
     os.chown(theirs, 65534, 65534)
@@ -285,7 +242,7 @@ def test_start_of_unusable_monitor_fails_with_its_reason(new_spec, capsys) -> No
     assert daemon.start(spec) == 1
     assert "no monitor plugin for vendor 'nosuchvendor'" in capsys.readouterr().err
     assert not spec.pid_path.exists()
-    assert processes_of(spec.run_id) == []
+    assert run_pids(spec.run_id) == []
 
 
 def test_cli_main_arguments(new_spec, capsys) -> None:

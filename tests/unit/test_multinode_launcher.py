@@ -17,7 +17,8 @@ import pytest
 from case_runners.launch.node import NodeSpec, choose_nic, rank_env
 from case_runners.netutil import NoInterfaceError, free_port, interface_for
 from case_runners.paths import project_root
-from test_launcher import rank_pids, resolved, run_pids, wait_for_event
+from process_helpers import kill_run
+from test_launcher import rank_pids, resolved, wait_for_event
 
 NAMES = {0: "node1", 1: "node2"}
 
@@ -74,9 +75,10 @@ class Node:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
             self.proc.wait()
-        for pid in rank_pids(self.log_dir) + run_pids(self.run_id):
+        for pid in rank_pids(self.log_dir):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        kill_run(self.run_id)
 
 
 @pytest.fixture

@@ -8,9 +8,7 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,33 +16,9 @@ import pytest
 from case_runners import cleanup, pidfiles
 from case_runners.processes import ProcessId, identify, is_run_process, is_same, own_id, terminate
 from case_runners.run_ids import RUN_ID_ENV
+from process_helpers import wait_for
 
 RUN = "run20991231235959-abcdef"
-SLEEPER = "import os, signal, sys, time\n{}\nsys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(120)\n"
-
-
-@pytest.fixture
-def procs() -> Iterator[Callable[..., subprocess.Popen]]:
-    """Starts sleepers (the run's stand-ins and decoys) and kills every one at the end, whatever happened."""
-    started: list[subprocess.Popen] = []
-
-    def start(*argv: str, run_id: str | None = None, code: str = "", session: bool = False) -> subprocess.Popen:
-        env = {k: v for k, v in os.environ.items() if k != RUN_ID_ENV}
-        if run_id:
-            env[RUN_ID_ENV] = run_id
-        proc = subprocess.Popen([sys.executable, "-c", SLEEPER.format(code), *argv], stdout=subprocess.PIPE, env=env,
-                                start_new_session=session)
-        started.append(proc)
-        assert proc.stdout.readline() == b"ready\n"
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-
-
 def pid_file(node_dir: Path, role: str, proc: subprocess.Popen, run_id: str = RUN, **extra) -> Path:
     node_dir.mkdir(parents=True, exist_ok=True)
     path = pidfiles.pid_path(node_dir, role, run_id)
@@ -56,8 +30,8 @@ def alive(proc: subprocess.Popen) -> bool:
     return proc.poll() is None
 
 
-def test_a_process_is_the_run_s_only_with_pid_start_time_and_run_id_all_matching(procs):
-    ours, foreign = procs(run_id=RUN), procs(run_id="other-run-id")
+def test_a_process_is_the_run_s_only_with_pid_start_time_and_run_id_all_matching(sleepers):
+    ours, foreign = sleepers(run_id=RUN), sleepers(run_id="other-run-id")
     ident = identify(ours.pid)
     assert is_run_process(ident, RUN)
     assert not is_run_process(ProcessId(ident.pid, ident.start + 1, ident.pidns), RUN), "a reused pid"
@@ -66,20 +40,20 @@ def test_a_process_is_the_run_s_only_with_pid_start_time_and_run_id_all_matching
     assert own_id().start > 0 and is_same(own_id())
 
 
-def test_cleanup_stops_the_run_s_processes_and_spares_every_decoy(procs, tmp_path):
+def test_cleanup_stops_the_run_s_processes_and_spares_every_decoy(sleepers, tmp_path):
     run_dir = tmp_path / RUN
     node = run_dir / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
-    launcher = procs(run_id=RUN)
-    rank = procs(run_id=RUN, session=True)
+    launcher = sleepers(run_id=RUN)
+    rank = sleepers(run_id=RUN, session=True)
     pid_file(node, "launcher", launcher)
     pid_file(node, "rank0", rank)
     decoys = {
-        "argv names the run id": procs("--run-id", RUN, "--name", "host"),
-        "argv has --uid 0 (a root daemon)": procs("--uid", "0", "-e", f"perfplay_run_id={RUN}"),
-        "the run id in its environment but no pid file": procs(run_id=RUN),
-        "another run's process": procs(run_id=RUN + "x"),
+        "argv names the run id": sleepers("--run-id", RUN, "--name", "host"),
+        "argv has --uid 0 (a root daemon)": sleepers("--uid", "0", "-e", f"perfplay_run_id={RUN}"),
+        "the run id in its environment but no pid file": sleepers(run_id=RUN),
+        "another run's process": sleepers(run_id=RUN + "x"),
     }
-    reused = procs(run_id=RUN)  # named by a pid file whose start time is another process's
+    reused = sleepers(run_id=RUN)  # named by a pid file whose start time is another process's
     ident = identify(reused.pid)
     pidfiles.write(pidfiles.pid_path(node, "rank1", RUN), ProcessId(ident.pid, ident.start - 5, ident.pidns), RUN)
 
@@ -95,12 +69,12 @@ def test_cleanup_stops_the_run_s_processes_and_spares_every_decoy(procs, tmp_pat
     assert not pidfiles.pid_path(node, "rank1", RUN).exists(), "the stale pid file is removed"
 
 
-def test_cleanup_takes_a_rank_s_session_and_what_it_left_behind(procs, tmp_path):
+def test_cleanup_takes_a_rank_s_session_and_what_it_left_behind(sleepers, tmp_path):
     """A rank leads its own session; its children with the run id (data-loader workers) go with it, also when
     the rank itself is already dead. A child without the run id is not the run's."""
     node = tmp_path / RUN / "node"
     kids_file = tmp_path / "kids"
-    rank = procs(run_id=RUN, session=True, code=(
+    rank = sleepers(run_id=RUN, session=True, code=(
         "import subprocess\n"
         "kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], env=env) for env in\n"
         f"        (dict(os.environ), {{k: v for k, v in os.environ.items() if k != {RUN_ID_ENV!r}}})]\n"
@@ -116,10 +90,7 @@ def test_cleanup_takes_a_rank_s_session_and_what_it_left_behind(procs, tmp_path)
         found = {p["pid"]: p["role"] for p in cleanup.find_run(tmp_path / RUN, RUN)[0]}
         assert found == {worker: "rank0 (left behind)"}
         cleanup.stop_run(tmp_path / RUN, RUN, grace_s=5)
-        deadline = time.monotonic() + 30
-        while identify(worker) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert identify(worker) is None
+        assert wait_for(lambda: identify(worker) is None)
         assert identify(stranger) is not None
     finally:
         for pid in (worker, stranger):
@@ -129,27 +100,25 @@ def test_cleanup_takes_a_rank_s_session_and_what_it_left_behind(procs, tmp_path)
                 pass
 
 
-def test_terminate_escalates_and_never_kills_a_pid_that_changed_hands(procs):
-    polite = procs(run_id=RUN)
-    stubborn = procs(run_id=RUN, code="signal.signal(signal.SIGTERM, signal.SIG_IGN)")
+def test_terminate_escalates_and_never_kills_a_pid_that_changed_hands(sleepers):
+    polite = sleepers(run_id=RUN)
+    stubborn = sleepers(run_id=RUN, code="signal.signal(signal.SIGTERM, signal.SIG_IGN)")
     gone = ProcessId(999999999, 1)
-    started = time.monotonic()
     terminated, killed = terminate([identify(polite.pid), identify(stubborn.pid), gone], grace_s=0.5)
     assert terminated == [polite.pid] and killed == [stubborn.pid]
     assert polite.wait(30) == -signal.SIGTERM and stubborn.wait(30) == -signal.SIGKILL
-    assert time.monotonic() - started < 30
 
 
-def test_check_mode_lists_and_changes_nothing(procs, tmp_path):
+def test_check_mode_lists_and_changes_nothing(sleepers, tmp_path):
     node = tmp_path / RUN / "node"
-    proc = procs(run_id=RUN)
+    proc = sleepers(run_id=RUN)
     path = pid_file(node, "launcher", proc)
     done = cleanup.stop_run(tmp_path / RUN, RUN, grace_s=1, check=True)
     assert [p["pid"] for p in done["processes"]] == [proc.pid] and done["terminated"] == []
     assert alive(proc) and path.exists()
 
 
-def test_cleanup_removes_the_run_s_orphaned_ansible_job_files(procs, tmp_path):
+def test_cleanup_removes_the_run_s_orphaned_ansible_job_files(sleepers, tmp_path):
     jobs = tmp_path / "async"
     jobs.mkdir()
     mine = {"cmd": ["python", "-m", "case_runners", "launch", "--run-id", RUN], "node_result": {"run_id": RUN}}
@@ -158,8 +127,8 @@ def test_cleanup_removes_the_run_s_orphaned_ansible_job_files(procs, tmp_path):
     running = {"started": True, "finished": False, "ansible_job_id": "j1.1"}
     for name, doc in (("j1.10", mine), ("j2.20", by_argv), ("j3.30", theirs), ("j4.40", running)):
         (jobs / name).write_text(json.dumps(doc))
-    writer = procs()  # the async wrapper that writes the job file: waited for, never signalled
-    launcher = procs(run_id=RUN)
+    writer = sleepers()  # the async wrapper that writes the job file: waited for, never signalled
+    launcher = sleepers(run_id=RUN)
     pid_file(tmp_path / RUN / "node", "launcher", launcher,
              ansible_job={"dir": str(jobs), "writer": identify(writer.pid).to_json()})
     writer.kill()  # ends with the launcher, as Ansible's async wrapper does
@@ -184,12 +153,12 @@ def test_a_pid_file_is_created_new_and_never_through_a_symlink(tmp_path):
     assert not path.exists()
 
 
-def test_the_sweep_after_a_failed_round_touches_that_round_only(procs, tmp_path):
+def test_the_sweep_after_a_failed_round_touches_that_round_only(sleepers, tmp_path):
     """A failed round's sweep once killed other runs' ranks and monitors; it now reads only its node directory."""
     run_dir = tmp_path / RUN
     failed_round = run_dir / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
     other_round = run_dir / "bert_CPUx1x1" / "round1" / "localhost_noderank0"
-    leftover, running = procs(run_id=RUN), procs(run_id=RUN)
+    leftover, running = sleepers(run_id=RUN), sleepers(run_id=RUN)
     pid_file(failed_round, "rank0", leftover)
     pid_file(other_round, "launcher", running)
     done = cleanup.stop_run(failed_round, RUN, grace_s=5)

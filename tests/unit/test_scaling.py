@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from process_helpers import communicate_or_kill
 
 from case_runners.config.layering import load_case_base
 from case_runners.config.plan import make_plan
@@ -307,12 +308,7 @@ def test_two_real_ranks_make_a_node_whose_throughput_is_the_sum_of_theirs(tmp_pa
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "PERFPLAY_DIST_TIMEOUT_S": "60", "OMP_NUM_THREADS": "1"}
         procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    try:
-        outputs = [p.communicate(timeout=120)[0] for p in procs]
-    finally:
-        for p in procs:
-            p.kill()  # nothing when it has exited
-            p.wait()
+    outputs = communicate_or_kill(procs)
     assert [p.returncode for p in procs] == [0, 0], outputs
     (node_dir / "node_result.json").write_text(json.dumps({"status": "success", "reason": None}))
 

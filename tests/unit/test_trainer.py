@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from process_helpers import communicate_or_kill
 
 from case_runners.config.layering import load_case_base
 from case_runners.driver.events import parse_perflog_lines, read_events
@@ -129,12 +130,7 @@ def test_two_ranks_ddp_converge_with_global_samples(tmp_path):
                "PERFPLAY_DIST_TIMEOUT_S": "60"}
         procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    try:
-        outputs = [p.communicate(timeout=120)[0] for p in procs]
-    finally:
-        for p in procs:
-            p.kill()  # nothing when it has exited
-            p.wait()
+    outputs = communicate_or_kill(procs)
     assert [p.returncode for p in procs] == [0, 0], outputs
 
     results = [json.loads((log_dir / f"rank{r}.result.json").read_text()) for r in range(2)]
