@@ -166,8 +166,10 @@ def test_a_stopped_rank_is_continued_so_that_it_handles_the_stop_signal(tmp_path
     launcher.proc.send_signal(signal.SIGTERM)
     result = launcher.result()
     assert result["status"] == "interrupted"
-    # Without SIGCONT the stopped ranks would only die by SIGKILL after the grace period; with it they handle SIGTERM.
-    assert {r["exit_code"] for r in result["ranks"].values()} == {128 + signal.SIGTERM}
+    # Without SIGCONT the stopped ranks would only die by SIGKILL after the grace period; with it they run, and end
+    # by their SIGTERM handler (143) or, in a broken collective, on their own (1).
+    codes = [r["exit_code"] for r in result["ranks"].values()]
+    assert 128 + signal.SIGTERM in codes and -signal.SIGKILL not in codes and None not in codes, codes
     assert rank_pids(log_dir) == []
 
 
