@@ -38,9 +38,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from case_runners.processes import PARENT_PID_ENV, die_with_parent
-    if os.environ.get(PARENT_PID_ENV, "").isdigit():  # started by a launcher: never outlive it
-        die_with_parent(int(os.environ[PARENT_PID_ENV]))
+    from case_runners.processes import die_with_parent
+    die_with_parent()  # started by a launcher: never outlive it
     from case_runners.launch.node import GRACE_S
     from case_runners.training.worker import main as worker_main
     return worker_main(args.config, args.log_dir, launcher_grace_s=GRACE_S)
@@ -63,9 +62,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.netutil import free_port
     from case_runners.paths import project_root
     _carry_run_id(args)
-    from case_runners.processes import PARENT_PID_ENV, die_with_parent
-    if os.environ.get(PARENT_PID_ENV, "").isdigit():  # started by `case_runners run`: stop (SIGTERM) if it dies
-        die_with_parent(int(os.environ[PARENT_PID_ENV]), signal.SIGTERM)
+    from case_runners.processes import die_with_parent
+    die_with_parent(signal.SIGTERM)  # started by `case_runners run`: stop (and stop the ranks) if it dies
     spec = spec_from_config(Path(args.config), Path(args.log_dir), node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port,
                             timeout_s=args.timeout, run_id=args.run_id, node_name=args.node_name, nic=args.nic,

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+RESOLVED_NAME = "resolved_config.json"  # a case's resolved config, <run_dir>/<case_id>/resolved_config.json
+
 
 def project_root() -> Path:
     """The repository root: the folder holding case_runners/ and vendor/."""

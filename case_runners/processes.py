@@ -11,7 +11,7 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,19 +155,13 @@ def _signal(ident: ProcessId, signum: int) -> bool:
         return False
 
 
-def terminate(idents: Iterable[ProcessId], grace_s: float, poll_s: float = 0.1,
-              sleep: Callable[[float], None] = time.sleep) -> tuple[list[int], list[int]]:
+def terminate(idents: Iterable[ProcessId], grace_s: float) -> tuple[list[int], list[int]]:
     """SIGTERM each process, SIGKILL those still the same process after grace_s. (terminated, killed) pids;
     a process gone before its signal is in neither."""
     signalled = [ident for ident in idents if _signal(ident, signal.SIGTERM)]
     for ident in signalled:
         _signal(ident, signal.SIGCONT)  # a stopped process must run to handle SIGTERM
-    deadline = time.monotonic() + grace_s
-    alive = list(signalled)
-    while alive and time.monotonic() < deadline:
-        sleep(poll_s)
-        alive = [ident for ident in alive if is_same(ident)]
-    killed = [ident.pid for ident in alive if _signal(ident, signal.SIGKILL)]
+    killed = [ident.pid for ident in wait_gone(signalled, grace_s) if _signal(ident, signal.SIGKILL)]
     return [ident.pid for ident in signalled if ident.pid not in killed], killed
 
 
@@ -181,9 +175,13 @@ def wait_gone(idents: Iterable[ProcessId], timeout_s: float, poll_s: float = 0.0
     return alive
 
 
-def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> bool:
-    """Have the kernel send `signum` to this process when `parent` exits (Linux prctl PR_SET_PDEATHSIG).
-    Exits at once when `parent` is already gone. False where the platform cannot do it."""
+def die_with_parent(signum: int = signal.SIGKILL) -> bool:
+    """When PARENT_PID_ENV names this process's starter, have the kernel send `signum` once it exits (Linux prctl
+    PR_SET_PDEATHSIG); exit at once when it is already gone. False when not asked, or the platform cannot."""
+    raw = os.environ.get(PARENT_PID_ENV, "")
+    if not raw.isdigit():
+        return False
+    parent = int(raw)
     with contextlib.suppress(OSError, AttributeError):
         if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0:
             if os.getppid() != parent:  # it died before the prctl: nobody is left to stop us

@@ -15,14 +15,13 @@ from case_runners.config.selection import BOUNDS, TASKS, parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.plan import resolve_inference_selection
-from case_runners.paths import project_root
+from case_runners.paths import RESOLVED_NAME, project_root
 from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.vendors import load_vendor
 
 RUNTIMES = ("host", "docker")
 REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "run_id", "timeout_s", "bundle",
                 "min_free_bytes")
-RESOLVED_NAME = "resolved_config.json"
 DEFAULT_MIN_FREE_BYTES = 1 << 30  # a run refuses to start with less free space in its results dir (any host)
 MIN_FREE_BYTES = make_constraint({"type": "int", "min": 0, "max": 1 << 50}, None, key="perfplay_min_free_bytes",
                                  file=__name__)

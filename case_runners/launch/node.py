@@ -54,7 +54,7 @@ class Rank:
     local_rank: int
     process: subprocess.Popen
     log: TextIO
-    ident: ProcessId | None = None  # None once it has exited, or where /proc cannot tell
+    ident: ProcessId | None = None  # None where /proc could not tell (it had already ended)
     exit_code: int | None = None
 
 

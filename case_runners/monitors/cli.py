@@ -1,7 +1,7 @@
 """`monitor` command: -o start|stop|restart|status (the FlagPerf vendor-monitor contract) and run.
 
 `run` is the monitor in the foreground (what the daemon execs; also handy inside a container). A round's
-monitors are started and stopped by its launcher (case_runners.launch.monitors), not through this command.
+monitors are started and stopped by its launcher (case_runners.launch.guard), not through this command.
 Exit codes: 0 ok, 1 failed, 2 bad arguments, 3 status: not running.
 """
 

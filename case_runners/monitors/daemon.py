@@ -66,7 +66,7 @@ def stop(spec: MonitorSpec, grace_s: float = STOP_GRACE_S) -> int:
         print(f"{spec.label} is not running" + (" (removed a stale pid file)" if stale else ""))
         return EXIT_OK
     try:
-        terminated, killed = terminate([ident], grace_s)
+        _, killed = terminate([ident], grace_s)
     except PermissionError:
         print(f"{spec.label} (pid {ident.pid}) belongs to another user; not permitted to stop it", file=sys.stderr)
         return EXIT_FAILED

@@ -30,6 +30,7 @@ METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_t
                "stop_reason", "precision", "amp", "device", "peak_memory_bytes")
 THROUGHPUT_BASIS = "p_train"
 NO_NODE_RESULT = "the node's launcher wrote no node_result.json"
+VALID_STATUSES = ("success", "not_converged")  # a missed target is a valid result, not a failure
 NODE_RATE_KEYS = ("p_whole", "p_train", "p_core")  # per node: sum over its ranks of rank_<key>
 _NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
 _RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
@@ -205,7 +206,7 @@ def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int, r
     if errors:
         record["orchestration_errors"] = list(errors)
         said = "; ".join(errors)
-        if record["status"] in ("success", "not_converged"):
+        if record["status"] in VALID_STATUSES:
             record.update(status="failed", reason=said)
         elif not record["per_node"] or any(n["reason"] == NO_NODE_RESULT for n in record["per_node"]):
             record["reason"] = f"{record['reason']}; {said}"  # what the launcher could not write, Ansible heard

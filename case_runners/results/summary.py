@@ -14,10 +14,10 @@ from typing import Any
 
 from case_runners import files
 from case_runners.errors import PerfplayError
-from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS
+from case_runners.paths import RESOLVED_NAME
+from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS, VALID_STATUSES
 
 SUMMARY_SCHEMA = "perfplay.run_summary/1"
-VALID_STATUSES = ("success", "not_converged")  # a missed target is a valid result, not a failure
 STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_metric")
 INFERENCE_STAT_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
                        "validation_accuracy", "inference_accuracy", "agreement", "e2e_time", "compile_s",
@@ -39,9 +39,6 @@ def mean_std(values: list[float]) -> dict[str, float | int | None]:
             "n": len(values)}
 
 
-RESOLVED_CONFIG = "resolved_config.json"
-
-
 def load_records(run_dir: Path) -> list[dict[str, Any]]:
     """Every round of the run: its record, or a stand-in naming its state when it has none that can be read:
     `unreadable` (result.json is there but cannot be read), `interrupted` (the round started and left no
@@ -57,7 +54,7 @@ def load_records(run_dir: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             records.append(_stand_in(path.parent.parent, path.parent, "unreadable", f"{path}: {why}"))
-    for config_path in sorted(run_dir.glob(f"*/{RESOLVED_CONFIG}")):
+    for config_path in sorted(run_dir.glob(f"*/{RESOLVED_NAME}")):
         case_dir = config_path.parent
         try:
             repeat = int(json.loads(config_path.read_text(encoding="utf-8")).get("repeat") or 1)
@@ -78,7 +75,7 @@ def load_records(run_dir: Path) -> list[dict[str, Any]]:
 def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> dict[str, Any]:
     """A round with no readable record, described from the case's resolved config (as far as it can be read)."""
     try:
-        config = json.loads((case_dir / RESOLVED_CONFIG).read_text(encoding="utf-8"))
+        config = json.loads((case_dir / RESOLVED_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         config = {}
     number = round_dir.name.removeprefix("round")
@@ -113,7 +110,7 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
         values = _round_values(record)
         entry["rounds"].append({"round": record["round"], "status": record["status"], "reason": record["reason"],
                                 **{k: values.get(k) for k in keys + ("converged",)}})
-        if record["status"] in ("success", "not_converged"):
+        if record["status"] in VALID_STATUSES:
             for key in keys:
                 if _number(values.get(key)):
                     entry["_values"][key].append(float(values[key]))
