@@ -1,6 +1,7 @@
 """`python -m case_runners`: the commands the playbook runs on every host, and a single-host runner.
 
-Machine-facing commands print one JSON document on stdout. torch is imported only by `worker`.
+Machine-facing commands print one JSON document on stdout. torch is imported by `worker`, and by the checks of a
+vendor's runtime (`host-check`, `check-runtime`).
 """
 
 from __future__ import annotations
@@ -150,6 +151,13 @@ def cmd_host_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_runtime(args: argparse.Namespace) -> int:
+    from case_runners.host_check import runtime_problems
+    problems = runtime_problems(_load_json(args.config))
+    _print_json({"ok": not problems, "problems": problems})
+    return 0 if not problems else 1
+
+
 def cmd_requirements(args: argparse.Namespace) -> int:
     from case_runners.requirements_check import check_requirements
     _print_json(check_requirements(Path(args.requirements)))
@@ -282,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("host-check", help="the host preflight: python, devices, data dirs, master port (JSON)")
     p.add_argument("--request", required=True, help="JSON file: vendor, nproc, cases, device_count, master_port")
     p.set_defaults(func=cmd_host_check)
+
+    p = sub.add_parser("check-runtime", help="the vendor's runtime hook, device and backend for a resolved config, "
+                                             "in this Python (JSON; exit 1 on a problem)")
+    p.add_argument("--config", required=True, help="a resolved config (resolved_config.json)")
+    p.set_defaults(func=cmd_check_runtime)
 
     p = sub.add_parser("requirements", help="whether this Python has every pinned requirement (JSON)")
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")

@@ -16,6 +16,8 @@ from case_runners.data_check import check_data, check_inference_files
 from case_runners.devices import list_devices
 from case_runners.errors import PerfplayError
 from case_runners.netutil import bind_tcp
+from case_runners.vendor_runtime import VendorRuntime
+from case_runners.vendors import load_vendor
 
 MIN_PYTHON = (3, 10)
 REQUEST_KEYS = ("vendor", "nproc", "cases", "device_count", "master_port", "master_addr", "results_dir",
@@ -41,6 +43,24 @@ def check_devices(vendor: str, nproc: int, device_count: int | None) -> tuple[di
     why = f" ({found['error']})" if found.get("error") else ""
     return found, [f"a round needs nproc={nproc} {vendor} devices, the host has {found['count']}{why} "
                    f"({found['source']})"]
+
+
+def runtime_problems(config: dict[str, Any]) -> list[str]:
+    """What keeps a case's ranks from running in this Python: the vendor's runtime hook fails, torch cannot make its
+    device or does not know its backend."""
+    try:
+        return VendorRuntime.for_config(config).check()
+    except PerfplayError as exc:
+        return [str(exc)]
+
+
+def check_runtime(vendor: str, cases: list[dict[str, Any]]) -> list[str]:
+    """runtime_problems of the vendor when a case runs in this Python (host runtime; the docker runtime checks
+    in the container, before the ranks start)."""
+    if not any((c.get("runtime") or {}).get("kind", "host") == "host" for c in cases):
+        return []
+    info = load_vendor(vendor)
+    return runtime_problems({"vendor": vendor, "vendor_info": info})
 
 
 def check_master_port(addr: str, port: int) -> tuple[int | None, list[str]]:
@@ -72,6 +92,8 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
     devices, device_problems = check_devices(request["vendor"], int(request.get("nproc") or 0),
                                              request.get("device_count"))
     problems += device_problems
+    if not device_problems and int(request.get("nproc") or 0) > 0:
+        problems += check_runtime(request["vendor"], request.get("cases") or [])
     data = []
     for config in request.get("cases") or []:
         errors = check_data(config)

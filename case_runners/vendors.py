@@ -9,9 +9,10 @@ from case_runners.config.yaml_io import load_mapping
 from case_runners.container.options import check_container
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path, project_root
+from case_runners.vendor_runtime import NAME, check_hook_source
 
-DEVICES = ("cpu", "cuda")
-BACKENDS = ("gloo", "nccl")
+AMP_DTYPES = ("fp16", "bf16")  # fp16 trains with a GradScaler, bf16 without
+DEFAULT_AMP_DTYPE = "fp16"
 SCOPES = ("node", "rank")
 PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
@@ -31,6 +32,9 @@ def load_vendor(name: str, root: Path | None = None) -> dict[str, Any]:
     data = load_mapping(path, root)
     shown = display_path(path, root)
     _check_vendor(data, shown)
+    problems, _ = check_hook_source(name, root)
+    if problems:
+        raise ConfigError("; ".join(problems))
     data["name"] = name
     data["dir"] = str(path.parent)
     return data
@@ -45,11 +49,13 @@ def _require(data: dict, key: str, kind: type | tuple, file: str) -> Any:
 
 
 def _check_vendor(data: dict, file: str) -> None:
-    if _require(data, "device", str, file) not in DEVICES:
-        raise ConfigError(f"unknown device '{data['device']}'", key="device", file=file, allowed=DEVICES)
-    if _require(data, "dist_backend", str, file) not in BACKENDS:
-        raise ConfigError(f"unknown backend '{data['dist_backend']}'", key="dist_backend", file=file,
-                          allowed=BACKENDS)
+    # Any device type and backend torch knows once the vendor's runtime.py ran: the host preflight checks that.
+    for key, example in (("device", "cuda, musa, sdaa"), ("dist_backend", "nccl, gloo, hccl")):
+        if not NAME.match(_require(data, key, str, file)):
+            raise ConfigError(f"'{data[key]}' is not a torch name (lower case letters, digits, _; e.g. {example})",
+                              key=key, file=file)
+    if data.get("amp_dtype", DEFAULT_AMP_DTYPE) not in AMP_DTYPES:
+        raise ConfigError(f"unknown AMP dtype '{data['amp_dtype']}'", key="amp_dtype", file=file, allowed=AMP_DTYPES)
     visible = _require(data, "visible_devices", dict, file)
     if visible.get("scope", "node") not in SCOPES:
         raise ConfigError("unknown scope", key="visible_devices.scope", file=file, allowed=SCOPES)
@@ -78,6 +84,7 @@ def vendor_info(vendor: dict[str, Any], hardware: str) -> dict[str, Any]:
     return {
         "device": vendor["device"],
         "dist_backend": vendor["dist_backend"],
+        "amp_dtype": vendor.get("amp_dtype", DEFAULT_AMP_DTYPE),
         "visible_devices_env": visible.get("env") or "",
         "visible_devices_scope": visible.get("scope", "node"),
         "monitor": vendor.get("monitor"),

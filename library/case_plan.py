@@ -213,11 +213,12 @@ images:
 host_needs:
   description:
     - Per host of the run, the most processes a round puts on it, the cases it takes part in, whether it
-      is node 0 of a multi-node round (it then hosts the rendezvous on the master port), and the images
-      (refs) its rounds run in.
+      is node 0 of a multi-node round (it then hosts the rendezvous on the master port), the images
+      (refs) its rounds run in, and the vendor cases' requirements files (relative to the checkout) its rounds
+      need.
   returned: success
   type: dict
-  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2], master: false, images: []}}
+  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2], master: false, images: [], requirements: []}}
 run_vars:
   description: The run vars after validation, with their types fixed.
   returned: success
@@ -346,8 +347,10 @@ def expand_rounds(cases, run_dir, hosts, master_port):
 
 
 def host_needs(rounds, hosts, cases):
-    """Per host: the most processes a round puts on it, the cases it takes part in, their images."""
-    needs = dict((host, dict(nproc=0, case_ids=[], master=False, images=[])) for host in hosts)
+    """Per host: the most processes a round puts on it, the cases it takes part in, their images and their
+    requirements files."""
+    needs = dict((host, dict(nproc=0, case_ids=[], master=False, images=[], requirements=[])) for host in hosts)
+    requirements = dict((case["case_id"], case.get("requirements") or []) for case in cases)
     images = dict((case["case_id"], (case.get("runtime") or {}).get("image")) for case in cases)
     for item in rounds:
         if item["nnodes"] > 1:
@@ -360,6 +363,7 @@ def host_needs(rounds, hosts, cases):
             image = images.get(item["case_id"])
             if image and image not in need["images"]:
                 need["images"].append(image)
+            need["requirements"] += [r for r in requirements[item["case_id"]] if r not in need["requirements"]]
     return needs
 
 

@@ -17,6 +17,7 @@ from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.plan import resolve_inference_selection
 from case_runners.paths import RESOLVED_NAME, project_root
 from case_runners.run_ids import check_run_id, new_run_id
+from case_runners.vendor_files import case_requirements
 from case_runners.vendors import load_vendor
 
 RUNTIMES = ("host", "docker")
@@ -84,6 +85,8 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             config, case_errors = resolver(sel, vendor, root, timeout)
             errors += case_errors
             if config is not None:
+                # The vendor case's pip requirements (also installed into the host venv with the host runtime).
+                config["requirements"] = [str(p.relative_to(root)) for p in case_requirements(root, config)]
                 cases.append(config)
     images, image_errors = _runtimes(cases, runtime, vendor, request.get("image"), root)
     errors += image_errors

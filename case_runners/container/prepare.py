@@ -10,6 +10,7 @@ rounds of the run find them installed; the image itself is never changed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -23,27 +24,10 @@ from case_runners import files
 from case_runners.container.image import hash_tree
 from case_runners.errors import PerfplayError
 from case_runners.requirements_check import check_requirements
+from case_runners.vendor_files import ENV_FILE, case_requirements, config_case_dir
 
 PREPARE_LOG = "container_prepare.log"
 SITE = ".container-site"
-ENV_FILE = "environment_variables.sh"
-
-
-def vendor_case_dir(project_dir: Path, config: dict[str, Any]) -> Path:
-    return project_dir / "vendor" / config["vendor"] / "cases" / config["case"]
-
-
-def case_requirements(project_dir: Path, config: dict[str, Any]) -> list[Path]:
-    """The case's requirements files, in install order: the standard case's requirements.txt
-    (case_runners/cases/<case>/[inference/]requirements.txt), which vendor/<v>/cases/<case>/<v>_requirements.txt
-    replaces when present (seed 002: a vendor that needs other pins), then the vendor case's requirements.txt."""
-    standard = project_dir / "case_runners" / "cases" / config["case"]
-    if config.get("task") == "inference":
-        standard /= "inference"
-    vendor_dir = vendor_case_dir(project_dir, config)
-    replacement = vendor_dir / f"{config['vendor']}_requirements.txt"
-    files = [replacement if replacement.is_file() else standard / "requirements.txt", vendor_dir / "requirements.txt"]
-    return [f for f in files if f.is_file()]
 
 
 def _tree_digest(folder: Path) -> str:
@@ -68,10 +52,29 @@ def _use_site(site: Path) -> None:
         sys.path.insert(0, str(site))
 
 
+def _check_runtime(config_path: Path, site: Path, log: Any) -> None:
+    """The vendor's runtime hook, device and backend in the image (`check-runtime`), once per case of a run."""
+    stamp = site / ".runtime-checked"
+    if stamp.exists():
+        log.write("runtime: checked already\n")
+        return
+    done = subprocess.run([sys.executable, "-m", "case_runners", "check-runtime", "--config", str(config_path)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    log.write(f"runtime: check-runtime exit code {done.returncode}\n{done.stderr}")
+    if done.returncode:
+        try:
+            problems = json.loads(done.stdout)["problems"]
+        except (ValueError, KeyError, TypeError):
+            problems = [f"check-runtime failed (exit code {done.returncode}); see {PREPARE_LOG}"]
+        raise PerfplayError("; ".join(problems))
+    files.secure_dir(site)
+    stamp.touch()
+
+
 def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_dir: Path) -> float:
     """Install the case's requirements and build its csrc; return the seconds spent. PerfplayError on failure."""
     started = time.monotonic()
-    case_dir = vendor_case_dir(project_dir, config)
+    case_dir = config_case_dir(project_dir, config)
     site = config_path.parent / SITE
     files.secure_dir(log_dir)
     with files.open_text(log_dir / PREPARE_LOG) as log:
@@ -86,6 +89,8 @@ def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_di
                 log.write(f"requirements: installing {', '.join(check['missing'] + check['mismatched'])}\n")
                 _run([sys.executable, "-m", "pip", "install", "--no-input", "--progress-bar", "off",
                       "--target", str(site), "-r", str(requirements)], log, f"pip install -r {requirements}")
+        _use_site(site)  # what was installed just now: the check imports the vendor's modules
+        _check_runtime(config_path, site, log)
         setup = case_dir / "csrc" / "setup.py"
         if setup.is_file():
             stamp = site / f".csrc-{_tree_digest(setup.parent)}"

@@ -19,11 +19,11 @@ from typing import Any
 from case_runners import files
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
-from case_runners.container.prepare import ENV_FILE, vendor_case_dir
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.node import NODE_RESULT, NodeSpec, monitor_deadline, write_node_result
 from case_runners.processes import PARENT_PID_ENV
 from case_runners.run_ids import RUN_ID_ENV
+from case_runners.vendor_files import env_file
 
 POLL_S = 0.1
 STOP_GRACE_S = 15  # the launcher inside stops its ranks within 5 s of SIGTERM
@@ -33,7 +33,7 @@ LABEL = "perfplay.run_id"
 ROUND_LABEL = "perfplay.round"  # <case_id>/round<N>: a failed round's sweep removes only its own container
 # The entry shell: source the vendor case's environment_variables.sh (if any), then exec the launcher.
 ENTRY = 'if [ -n "$PERFPLAY_ENV_FILE" ]; then . "$PERFPLAY_ENV_FILE" || exit 3; fi; exec "$@"'
-FORWARDED = re.compile(r"^(PERFPLAY_|NCCL_|GLOO_|OMP_|TORCH_|CUDA_VISIBLE_DEVICES$)")
+FORWARDED = re.compile(r"^(PERFPLAY_|GLOO_|OMP_|TORCH_)")  # and the vendor's backend's and device's: forwarded()
 
 
 def container_name(spec: NodeSpec, case_id: str) -> str:
@@ -53,8 +53,15 @@ def _mounts(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> list[A
             for path, read_only in targets]
 
 
+def forwarded(name: str, vendor_info: dict[str, Any]) -> bool:
+    """Whether the host's variable goes into the container: perfplay's, gloo's, OpenMP's, torch's, and those of the
+    vendor's backend and device type (NCCL_*, CUDA_*; HCCL_*, MUSA_*, ...)."""
+    prefixes = {f"{str(vendor_info.get(key) or '').upper()}_" for key in ("dist_backend", "device")} - {"_"}
+    return bool(FORWARDED.match(name)) or any(name.startswith(p) for p in prefixes)
+
+
 def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run: dict[str, Any]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if FORWARDED.match(k) and k != PARENT_PID_ENV}
+    env = {k: v for k, v in os.environ.items() if forwarded(k, config["vendor_info"]) and k != PARENT_PID_ENV}
     visible = config["vendor_info"].get("visible_devices_env")
     if visible and visible in os.environ:
         env[visible] = os.environ[visible]
@@ -63,9 +70,9 @@ def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run:
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or f"uid{os.getuid()}"
     env.update({RUN_ID_ENV: spec.run_id}, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", HOME="/tmp", USER=user, LOGNAME=user)
-    env_file = vendor_case_dir(project_dir, config) / ENV_FILE
-    if env_file.is_file():
-        env["PERFPLAY_ENV_FILE"] = str(env_file)
+    sourced = env_file(project_dir, config)
+    if sourced:
+        env["PERFPLAY_ENV_FILE"] = str(sourced)
     return env
 
 

@@ -87,12 +87,12 @@ def torch_forward(model: Any, dataloader: Any, evaluator: Callable, config: dict
     import torch
 
     device = next(model.parameters()).device
+    synchronize = config.get("synchronize") or (lambda: None)
 
     def run(inputs: list[Any]) -> tuple[list[Any], float]:
         with torch.inference_mode():
             outputs = model(*[t.to(device, non_blocking=True) for t in inputs])
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+            synchronize()
             return [outputs.cpu()], 0.0
     return forward_loop(run, dataloader, evaluator, config, print, "validation")
 
@@ -103,12 +103,14 @@ STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "
 
 def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir: str | None = None,
                  log: Callable[[str], None] = print, device: str = "cpu",
-                 on_step: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                 on_step: Callable[[str, dict[str, Any]], None] | None = None,
+                 synchronize: Callable[[], None] | None = None) -> dict[str, Any]:
     """Steps a-g for one resolved inference config on `device` (the torch model's); the summary record.
-    on_step(step, info) is called as each step ends."""
+    on_step(step, info) is called as each step ends. synchronize (the vendor runtime's wait for the device, in the
+    case's and engine's config as "synchronize") bounds every timed forward pass."""
     started = time.perf_counter()
     conf = {**resolved["configurations"], **resolved["parameters"], "work_dir": str(work_dir), "data_dir": data_dir,
-            "device": device}
+            "device": device, "synchronize": synchronize}
     steps: list[str] = []
 
     def begin(step: str) -> None:

@@ -25,31 +25,34 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
 
     from case_runners.inference.pipeline import run_pipeline
     from case_runners.training import stop_request
-    from case_runners.training.worker import limit_cpu_threads, pick_device
+    from case_runners.training.worker import limit_cpu_threads
+    from case_runners.vendor_runtime import VendorRuntime
 
     stop_request.check("init")
-    device = pick_device(config.get("vendor_info", {}), env.local_rank)
+    runtime = VendorRuntime.for_config(config)
+    runtime.prepare()
+    device = runtime.pick_device(int(os.environ.get("PERFPLAY_DEVICE_INDEX") or env.local_rank))
     if device.type == "cpu":
         limit_cpu_threads(env.local_world_size)
+    versions = runtime.versions()
     resolved = config["inference"]
     log.event(ev.SUBMIT_INFO, {"vendor": config["vendor"], "case": config["case"], "task": "inference",
                                "case_id": config["case_id"], "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
                                "configurations": resolved["configurations"], "parameters": resolved["parameters"],
-                               "python": sys.executable, "torch": torch.__version__})
+                               "python": sys.executable, "torch": torch.__version__, "versions": versions})
     for note in config.get("notes") or []:
         print(note, flush=True)
     log.event(ev.LAUNCH_INFERENCE, {"case": config["case"], "compiler": resolved["configurations"]["compiler"],
                                     "notes": config.get("notes") or []})
-    cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
+    runtime.reset_peak_memory(device)
     summary = run_pipeline(resolved, project_root(), Path(config_path).parent / WORK_DIR, config.get("data_dir"),
                            log=lambda line: print(line, flush=True), device=str(device),
-                           on_step=lambda step, info: log.event(ev.INFERENCE_STEP, {"step": step, **info}))
+                           on_step=lambda step, info: log.event(ev.INFERENCE_STEP, {"step": step, **info}),
+                           synchronize=runtime.synchronizer(device))
     return {"status": "success", "task": "inference", "device": str(device), **summary,
             "monitor_devices": monitor_devices(config.get("vendor_info", {}), os.environ),
-            "torch_peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None}
+            "torch_peak_memory_bytes": runtime.peak_memory_bytes(device), "versions": versions}
 
 
 def monitor_devices(vendor_info: dict[str, Any], environ: Any) -> list[int] | None:

@@ -27,7 +27,8 @@ from typing import Any, TextIO
 
 from case_runners import files, pidfiles
 from case_runners.errors import PerfplayError
-from case_runners.launch import rendezvous
+from case_runners import vendor_files
+from case_runners.launch import env_file, rendezvous
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
 from case_runners.netutil import NoInterfaceError, interface_for
@@ -43,7 +44,6 @@ GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
 ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
 MONITOR_GRACE_S = 2 * GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
 EXIT_CODES = {"success": 0, "failed": 1, "timeout": 124, "interrupted": 130}
-NIC_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 RDZV_TIMEOUT_S = 30.0
 HEARTBEAT_TIMEOUT_S = 10.0
 
@@ -78,10 +78,18 @@ class NodeSpec:
     monitors: tuple[str, ...] = ()  # "host" and/or vendor names, run for the length of the round
     monitor_interval: float = 1.0
     inside_container: bool = False  # the launcher in a node's container: its host-side twin owns pid file and monitors
+    env_file: Path | None = None  # the vendor case's environment_variables.sh, sourced for the ranks (host runtime)
 
     @property
     def master(self) -> str:
         return f"{self.master_addr}:{self.master_port}"
+
+
+def nic_env(vendor_info: dict[str, Any]) -> tuple[str, ...]:
+    """The variables naming the collectives' network interface: gloo's (torch's own store and CPU collectives)
+    and, by the common convention, the vendor backend's <BACKEND>_SOCKET_IFNAME (NCCL_, HCCL_, ...)."""
+    backend = str(vendor_info.get("dist_backend") or "gloo").upper()
+    return tuple(dict.fromkeys(("GLOO_SOCKET_IFNAME", f"{backend}_SOCKET_IFNAME")))
 
 
 def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str, str]:
@@ -110,7 +118,7 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
             env["PERFPLAY_DEVICE_INDEX"] = str(local_rank)
     else:
         env["PERFPLAY_DEVICE_INDEX"] = str(local_rank)
-    for name in NIC_ENV:
+    for name in nic_env(spec.vendor_info):
         if spec.nic and not base.get(name):  # a value the host sets wins
             env[name] = spec.nic
     if spec.vendor_info.get("device") == "cpu" and "OMP_NUM_THREADS" not in base:
@@ -137,14 +145,16 @@ class NodeLauncher:
         return f"launcher received {signal.Signals(self.signal_received).name}"
 
     def start(self) -> None:
-        """Start the node's ranks, each in its own session, each recorded in a pid file (WriteError if not)."""
+        """Start the node's ranks, each in its own session, each recorded in a pid file (WriteError if not), with the
+    vendor case's environment_variables.sh applied (PerfplayError if it fails)."""
         spec = self.spec
         argv = [sys.executable, "-m", "case_runners", "worker", "--config", str(spec.config_path),
                 "--log-dir", str(spec.log_dir), "--run-id", spec.run_id]
+        base = env_file.sourced(spec.env_file, dict(os.environ)) if spec.env_file else dict(os.environ)
         for local_rank in range(spec.nproc):
             rank = spec.node_rank * spec.nproc + local_rank
             log = files.open_text(spec.log_dir / f"rank{rank}.out.log")
-            env = {**rank_env(spec, local_rank, dict(os.environ)), PARENT_PID_ENV: str(os.getpid())}
+            env = {**rank_env(spec, local_rank, base), PARENT_PID_ENV: str(os.getpid())}
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        env=env, cwd=project_root(), start_new_session=True)
             entry = Rank(rank, local_rank, process, log, identify(process.pid))
@@ -267,8 +277,9 @@ def choose_nic(spec: NodeSpec, environ: dict[str, str]) -> str | None:
     environment already names one for both gloo and NCCL)."""
     if spec.nic or spec.nnodes == 1:
         return spec.nic
-    if all(environ.get(name) for name in NIC_ENV):
-        return environ[NIC_ENV[0]]
+    names = nic_env(spec.vendor_info)
+    if all(environ.get(name) for name in names):
+        return environ[names[0]]
     try:
         return interface_for(spec.master_addr)
     except NoInterfaceError as exc:
@@ -286,7 +297,7 @@ def run(launcher: NodeLauncher) -> tuple[str, str | None]:
         launcher.start()
     except rendezvous.RendezvousError as exc:
         return exc.status, exc.reason
-    except (NoInterfaceError, files.WriteError) as exc:
+    except (NoInterfaceError, PerfplayError) as exc:  # WriteError, a failing environment_variables.sh
         return launcher.conclude(launcher.failure("failed", str(exc)))
     return launcher.wait()
 
@@ -321,7 +332,8 @@ def launch(spec: NodeSpec, ansible_job: dict[str, Any] | None = None) -> dict[st
     return write_node_result(spec, status, reason, started,
                              torch_port=spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
                              ranks={str(r.rank): {"exit_code": r.exit_code, "log": f"rank{r.rank}.out.log"}
-                                    for r in launcher.ranks})
+                                    for r in launcher.ranks},
+                             environment_file=str(spec.env_file) if spec.env_file else None)
 
 
 def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *,
@@ -378,4 +390,5 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                     rdzv_timeout_s=rdzv_timeout_s or env_seconds("PERFPLAY_RDZV_TIMEOUT_S", RDZV_TIMEOUT_S),
                     heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
                     monitors=round_monitors(config) if monitors and not inside_container else (),
-                    monitor_interval=monitor_interval, inside_container=inside_container)
+                    monitor_interval=monitor_interval, inside_container=inside_container,
+                    env_file=None if inside_container else vendor_files.env_file(project_root(), config))

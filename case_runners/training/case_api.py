@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from torch import nn
 
     from case_runners.driver.events import EventLogger
+    from case_runners.vendor_runtime import VendorRuntime
 
 
 @dataclass
@@ -28,6 +29,8 @@ class RunContext:
     device: torch.device
     data_dir: str | None
     log: EventLogger
+    runtime: VendorRuntime | None = None  # the vendor's hook: synchronize, memory, versions
+    pin_memory: bool = False  # page-locked host batches: the device is not the host
 
 
 class TrainingCase(ABC):

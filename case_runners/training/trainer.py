@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import resource
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from case_runners.driver import events as ev
 from case_runners.training import stop_request
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum, any_rank
+from case_runners.vendor_runtime import VendorRuntime
 
 RESULT_SCHEMA = "perfplay.rank_result/1"
 
@@ -55,15 +55,18 @@ def seed_everything(seed: int) -> None:
 
 @dataclass(frozen=True)
 class Precision:
-    """fp32, or AMP: fp16 autocast + GradScaler on accelerators, bf16 autocast on the CPU."""
+    """What a round computes in: fp32 (tf32 where the config allows it), or with amp, autocast to the vendor's AMP
+    dtype (vendor.yaml amp_dtype); fp16 adds a GradScaler. The name is the peak MFU is measured against."""
     amp: bool
     device_type: str
+    amp_dtype: str = "fp16"
+    tf32: bool = False
 
     @property
     def name(self) -> str:
-        if not self.amp:
-            return "fp32"
-        return "bf16" if self.device_type == "cpu" else "fp16"
+        if self.amp:
+            return self.amp_dtype
+        return "tf32" if self.tf32 else "fp32"
 
     @property
     def dtype(self) -> torch.dtype | None:
@@ -78,33 +81,19 @@ class Precision:
         return torch.amp.GradScaler(self.device_type) if self.name == "fp16" else None
 
 
-def synchronizer(device: torch.device):
-    """A function that waits for the device's queued work (a no-op on the CPU)."""
-    if device.type == "cpu":
-        return lambda: None
-    module = getattr(torch, device.type)
-    return lambda: module.synchronize(device)
-
-
-def peak_memory_bytes(device: torch.device) -> int | None:
-    """Peak allocated device memory; on the CPU, the process's peak resident set size."""
-    if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device))
-    if device.type == "cpu":
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
-    return None
-
-
 class Trainer:
-    def __init__(self, case: TrainingCase, params: dict[str, Any], ctx: RunContext, target: Target) -> None:
+    def __init__(self, case: TrainingCase, params: dict[str, Any], ctx: RunContext, target: Target,
+                 amp_dtype: str = "fp16") -> None:
         if case.target_metric != target.metric:
             raise ValueError(f"config target metric '{target.metric}' is not the metric the case "
                              f"reports ('{case.target_metric}')")
         self.case, self.params, self.ctx, self.target = case, params, ctx, target
         self.log = ctx.log
         self.device = ctx.device
-        self.precision = Precision(bool(params.get("amp", False)), ctx.device.type)
-        self.sync = synchronizer(ctx.device)
+        self.precision = Precision(bool(params.get("amp", False)), ctx.device.type, amp_dtype,
+                                   bool(params.get("tf32", False)))
+        self.runtime = ctx.runtime or VendorRuntime(None, ctx.device.type, "gloo")  # torch's defaults
+        self.sync = self.runtime.synchronizer(ctx.device)
         self.max_epochs = int(params.get("max_epochs", 0))
         self.max_steps = int(params.get("max_steps", 0))
         self.time_budget_s = float(params.get("time_budget_s", 0))
@@ -286,5 +275,5 @@ class Trainer:
             "rank_p_whole": rate(train_time, samples), "rank_p_train": rate(train_no_eval, samples),
             "rank_p_core": rate(rank_core_time, samples),
             "device": self.device.type, "amp": self.precision.amp, "precision": self.precision.name,
-            "peak_memory_bytes": peak_memory_bytes(self.device), "metrics_history": self.history,
+            "peak_memory_bytes": self.runtime.peak_memory_bytes(self.device), "metrics_history": self.history,
         }

@@ -37,27 +37,6 @@ def result_path(log_dir: Path, rank: int) -> Path:
     return Path(log_dir) / f"rank{rank}.result.json"
 
 
-def pick_device(vendor_info: dict[str, Any], local_rank: int):
-    """vendor_info.device "cpu" -> cpu; "cuda" (or another torch device type) -> <type>:<index>,
-    index from PERFPLAY_DEVICE_INDEX (the launcher's choice) or else LOCAL_RANK."""
-    import torch
-
-    kind = str(vendor_info.get("device", "cpu"))
-    if kind == "cpu":
-        return torch.device("cpu")
-    index = int(os.environ.get("PERFPLAY_DEVICE_INDEX") or local_rank)
-    module = getattr(torch, kind, None)
-    if module is None or not hasattr(module, "is_available") or not module.is_available():
-        raise RuntimeError(f"vendor_info.device is '{kind}' but torch has no usable '{kind}' device here")
-    if hasattr(module, "device_count") and index >= module.device_count():
-        raise RuntimeError(f"device index {index} requested but only {module.device_count()} "
-                           f"'{kind}' devices are visible")
-    device = torch.device(kind, index)
-    if hasattr(module, "set_device"):
-        module.set_device(device)
-    return device
-
-
 def load_case_builder(case: str):
     """`build_case` from `case_runners.cases.<case>.case`."""
     module = importlib.import_module(f"case_runners.cases.{case}.case")
@@ -84,28 +63,36 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     from case_runners.training.case_api import RunContext
     from case_runners.training.dist import init_distributed
     from case_runners.training.trainer import Target, Trainer, seed_everything
+    from case_runners.vendor_runtime import VendorRuntime
+    from case_runners.vendors import DEFAULT_AMP_DTYPE
 
     stop_request.check("init")
     params = config["params"]
-    vendor_info = config.get("vendor_info", {})
-    device = pick_device(vendor_info, env.local_rank)
+    runtime = VendorRuntime.for_config(config)
+    runtime.prepare()  # the vendor's environment, imports and setup(), before torch touches its device
+    device = runtime.pick_device(int(os.environ.get("PERFPLAY_DEVICE_INDEX") or env.local_rank))
     if device.type == "cpu":
         limit_cpu_threads(env.local_world_size)
-    backend = vendor_info.get("dist_backend") or ("gloo" if device.type == "cpu" else "nccl")
+    runtime.allow_tf32(bool(params.get("tf32", False)))
+    backend = runtime.dist_backend
+    versions = runtime.versions()
     log.event(ev.SUBMIT_INFO, {"vendor": config.get("vendor"), "case": config["case"],
                                "case_id": config.get("case_id"), "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
                                "dist_backend": backend, "world_size": env.world_size, "params": params,
-                               "python": sys.executable, "torch": torch.__version__})
+                               "python": sys.executable, "torch": torch.__version__, "versions": versions})
     init_distributed(env, backend, device)
     stop_request.check("init (case)")
     seed_everything(int(params.get("seed", 0)))
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
-                     device=device, data_dir=config.get("data_dir"), log=log)
+                     device=device, data_dir=config.get("data_dir"), log=log, runtime=runtime,
+                     pin_memory=device.type != "cpu")
     case = load_case_builder(config["case"])(params, ctx)
     stop_request.check("init (trainer)")
     log.event(ev.LAUNCH_TRAINING, {"case": config["case"]})
-    return Trainer(case, params, ctx, Target.from_config(config["target"])).run()
+    trainer = Trainer(case, params, ctx, Target.from_config(config["target"]),
+                      amp_dtype=str(config.get("vendor_info", {}).get("amp_dtype") or DEFAULT_AMP_DTYPE))
+    return {**trainer.run(), "versions": versions}
 
 
 def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) -> int:

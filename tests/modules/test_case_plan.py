@@ -145,16 +145,19 @@ def test_host_errors(run_module, hosts, message):
 
 @pytest.mark.parametrize("port", [29500, 0])
 def test_multi_node_rounds_use_the_master_port(run_module, port):
-    multi = dict(RESOLVED, case_id="multi_x2", nnodes=2, repeat=1, vendor_info={"monitor": None})
+    multi = dict(RESOLVED, case_id="multi_x2", nnodes=2, repeat=1, vendor_info={"monitor": None},
+                 requirements=["vendor/acme/cases/multi/requirements.txt"])
     kind, result, _ = run_module("case_plan", dict(ARGS, hosts=["a", "b", "c"], master_port=port),
                                  {"plan": plan_answer([], cases=[multi])})
     assert kind == "exit"
     (only,) = result["rounds"]
     assert only["hosts"] == ["a", "b"]
     assert only["master_port"] == port
-    assert result["host_needs"] == {"a": {"nproc": 1, "case_ids": ["multi_x2"], "master": True, "images": []},
-                                    "b": {"nproc": 1, "case_ids": ["multi_x2"], "master": False, "images": []},
-                                    "c": {"nproc": 0, "case_ids": [], "master": False, "images": []}}
+    needed = ["vendor/acme/cases/multi/requirements.txt"]  # installed into the venv of the hosts that run it
+    assert result["host_needs"] == {
+        "a": {"nproc": 1, "case_ids": ["multi_x2"], "master": True, "images": [], "requirements": needed},
+        "b": {"nproc": 1, "case_ids": ["multi_x2"], "master": False, "images": [], "requirements": needed},
+        "c": {"nproc": 0, "case_ids": [], "master": False, "images": [], "requirements": []}}
 
 
 def test_cli_crash_without_json_fails_with_its_stderr(run_module):

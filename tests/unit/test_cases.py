@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from case_runners.vendors import load_vendor, vendor_info
 from case_runners.cases import case_dir, data_checker, list_cases
 from case_runners.config.layering import load_case_base
 from case_runners.errors import ConfigError
@@ -38,7 +39,7 @@ def run_case(tmp_path: Path, case: str, data_dir=None, target=None, **overrides)
     config = {"schema": "perfplay.resolved_config/1", "case": case, "case_id": f"{case}_CPUx1x1",
               "framework": "pytorch", "vendor": "cpu", "nnodes": 1, "nproc": 1, "data_dir": data_dir,
               "params": {**base["params"], **overrides}, "target": {**base["target"], **(target or {})},
-              "flops_per_sample": base["flops_per_sample"], "vendor_info": {"device": "cpu", "dist_backend": "gloo"}}
+              "flops_per_sample": base["flops_per_sample"], "vendor_info": vendor_info(load_vendor("cpu"), "CPU")}
     path = tmp_path / f"{case}.json"
     path.write_text(json.dumps(config))
     code = main(str(path), str(tmp_path / "logs"))

@@ -253,13 +253,16 @@ def test_interface_for_loopback_and_unknown_hosts():
         interface_for("no-such-host.invalid")
 
 
-def nic_spec(nic: str | None) -> NodeSpec:
+def nic_spec(nic: str | None, backend: str = "nccl") -> NodeSpec:
     return NodeSpec(config_path=Path("c.json"), log_dir=Path("."), node_rank=1, master_addr="10.0.0.1",
-                    master_port=29500, timeout_s=10, run_id="r", nnodes=2, nproc=1, vendor_info={"device": "cpu"},
-                    nic=nic, torch_port=41000)
+                    master_port=29500, timeout_s=10, run_id="r", nnodes=2, nproc=1,
+                    vendor_info={"device": "cuda", "dist_backend": backend}, nic=nic, torch_port=41000)
 
 
-def test_the_nic_goes_to_gloo_and_nccl_unless_the_host_names_one():
+def test_the_nic_goes_to_gloo_and_the_vendor_backend_unless_the_host_names_one():
+    env = rank_env(nic_spec("eth1", backend="hccl"), 0, base={})
+    assert (env["GLOO_SOCKET_IFNAME"], env["HCCL_SOCKET_IFNAME"]) == ("eth1", "eth1"), "any backend's convention"
+    assert "NCCL_SOCKET_IFNAME" not in env
     env = rank_env(nic_spec("eth1"), 0, base={})
     assert (env["GLOO_SOCKET_IFNAME"], env["NCCL_SOCKET_IFNAME"]) == ("eth1", "eth1")
     assert env["MASTER_PORT"] == "41000" and env["MASTER_ADDR"] == "10.0.0.1"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from process_helpers import communicate_or_kill
 
+from case_runners.vendors import load_vendor, vendor_info
 from case_runners.config.layering import load_case_base
 from case_runners.config.plan import make_plan
 from case_runners.results.record import build_round_record, write_round_record
@@ -267,7 +268,7 @@ def write_worker_config(tmp_path: Path, nproc: int, **overrides) -> Path:
               "framework": "pytorch", "vendor": "cpu", "hardware": "CPU", "nnodes": 1, "nproc": nproc,
               "repeat": 1, "data_dir": None, "timeout_s": 600, "params": {**base["params"], **overrides},
               "target": base["target"], "flops_per_sample": base["flops_per_sample"],
-              "vendor_info": {"device": "cpu", "dist_backend": "gloo"}}
+              "vendor_info": vendor_info(load_vendor("cpu"), "CPU")}
     path = tmp_path / "resolved_config.json"
     path.write_text(json.dumps(config))
     return path

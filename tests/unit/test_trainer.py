@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from process_helpers import communicate_or_kill
 
+from case_runners.vendors import load_vendor, vendor_info
 from case_runners.config.layering import load_case_base
 from case_runners.driver.events import parse_perflog_lines, read_events
 from case_runners.training.dist_env import DistEnv
@@ -26,7 +27,7 @@ def write_config(tmp_path: Path, case: str = "digits_cnn", nproc: int = 1, data_
               "framework": "pytorch", "vendor": "cpu", "hardware": "CPU", "nnodes": 1, "nproc": nproc,
               "repeat": 1, "data_dir": data_dir, "timeout_s": 600, "params": {**base["params"], **overrides},
               "target": base["target"], "flops_per_sample": base["flops_per_sample"],
-              "vendor_info": {"device": "cpu", "dist_backend": "gloo"}}
+              "vendor_info": vendor_info(load_vendor("cpu"), "CPU")}
     path = tmp_path / "resolved_config.json"
     path.write_text(json.dumps(config))
     return path

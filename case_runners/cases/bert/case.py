@@ -71,7 +71,7 @@ class BertCase(TrainingCase):
     def build_data(self):
         p, ctx = self.p, self.ctx
         train, held_out = build_datasets(ctx.data_dir, p)
-        pin = ctx.device.type == "cuda"
+        pin = ctx.pin_memory
         self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
                                               seed=int(p["seed"]), num_workers=int(p["num_workers"]),
                                               drop_last=True, pin_memory=pin, collate_fn=MaskingCollator(p))

@@ -45,7 +45,7 @@ class ResNet50Case(TrainingCase):
     def build_data(self):
         p, ctx = self.p, self.ctx
         train, val = build_datasets(ctx.data_dir, p)
-        workers, pin = int(p["num_workers"]), ctx.device.type == "cuda"
+        workers, pin = int(p["num_workers"]), ctx.pin_memory
         self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
                                               seed=int(p["seed"]), num_workers=workers, drop_last=True,
                                               pin_memory=pin)

@@ -1,0 +1,55 @@
+"""Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (DESIGN.md, seed 000 §4).
+
+vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, engines/<compiler>.py, docker_image/<framework>/ and, per case,
+vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, environment_variables.sh, requirements.txt,
+<vendor>_requirements.txt, extern/ (trainer adapter, converter, layers) and csrc/setup.py.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+VENDOR_FILE = "vendor.yaml"
+RUNTIME_FILE = "runtime.py"
+MONITOR_FILE = "monitor.py"
+ENV_FILE = "environment_variables.sh"
+EXTERN_DIR = "extern"
+ADAPTER_FILE = "trainer_adapter.py"
+
+
+def vendor_dir(root: Path, vendor: str) -> Path:
+    return root / "vendor" / vendor
+
+
+def vendor_case_dir(root: Path, vendor: str, case: str) -> Path:
+    return vendor_dir(root, vendor) / "cases" / case
+
+
+def config_case_dir(root: Path, config: dict[str, Any]) -> Path:
+    """vendor/<vendor>/cases/<case>/ of a resolved config."""
+    return vendor_case_dir(root, config["vendor"], config["case"])
+
+
+def env_file(root: Path, config: dict[str, Any]) -> Path | None:
+    """The vendor case's environment_variables.sh, sourced before its ranks start (host and container)."""
+    path = config_case_dir(root, config) / ENV_FILE
+    return path if path.is_file() else None
+
+
+def adapter_file(root: Path, vendor: str, case: str) -> Path:
+    return vendor_case_dir(root, vendor, case) / EXTERN_DIR / ADAPTER_FILE
+
+
+def case_requirements(root: Path, config: dict[str, Any]) -> list[Path]:
+    """The case's requirements files, in install order: the standard case's requirements.txt
+    (case_runners/cases/<case>/[inference/]requirements.txt), which vendor/<v>/cases/<case>/<v>_requirements.txt
+    replaces when present (seed 002: a vendor that needs other pins), then the vendor case's requirements.txt."""
+    standard = root / "case_runners" / "cases" / config["case"]
+    if config.get("task") == "inference":
+        standard /= "inference"
+    case_dir = config_case_dir(root, config)
+    replacement = case_dir / f"{config['vendor']}_requirements.txt"
+    found = [replacement if replacement.is_file() else standard / "requirements.txt", case_dir / "requirements.txt"]
+    return [f for f in found if f.is_file()]
