@@ -158,6 +158,22 @@ def cmd_check_runtime(args: argparse.Namespace) -> int:
     return 0 if not problems else 1
 
 
+def cmd_check_vendor(args: argparse.Namespace) -> int:
+    from case_runners.paths import project_root
+    from case_runners.vendor_check.run import check_vendor, report
+    data_dirs = {}
+    for item in args.data_dir:
+        case, sep, path = item.partition("=")
+        if not sep:
+            raise PerfplayError(f"--data-dir wants CASE=DIR, got {item!r}")
+        data_dirs[case] = path
+    found = check_vendor(args.name, Path(args.root) if args.root else project_root(), args.functional,
+                         args.steps, args.case or None, data_dirs)
+    text, code = report(args.name, found)
+    print(text)
+    return code
+
+
 def cmd_requirements(args: argparse.Namespace) -> int:
     from case_runners.requirements_check import check_requirements
     _print_json(check_requirements(Path(args.requirements)))
@@ -295,6 +311,18 @@ def build_parser() -> argparse.ArgumentParser:
                                              "in this Python (JSON; exit 1 on a problem)")
     p.add_argument("--config", required=True, help="a resolved config (resolved_config.json)")
     p.set_defaults(func=cmd_check_runtime)
+
+    p = sub.add_parser("check-vendor", help="check a vendor folder (seed 000 §4): files, configs, README, monitor, "
+                                            "engines, extern; --functional runs its cases (exit 1 on an error)")
+    p.add_argument("name", help="vendor/<name>/")
+    p.add_argument("--functional", action="store_true",
+                   help="also run every adapted case at 1x1 for a few steps and every inference case through a-g")
+    p.add_argument("--steps", type=int, default=5, help="training steps per case with --functional (default 5)")
+    p.add_argument("--case", action="append", default=[], help="with --functional: only this case (repeatable)")
+    p.add_argument("--data-dir", action="append", default=[], metavar="CASE=DIR",
+                   help="a case's data dir for --functional (else synthetic data where the case has it)")
+    p.add_argument("--root", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_check_vendor)
 
     p = sub.add_parser("requirements", help="whether this Python has every pinned requirement (JSON)")
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")

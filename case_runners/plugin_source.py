@@ -39,7 +39,7 @@ def _arity_problem(required: int, total: int, varargs: bool, kwonly_required: li
     return None
 
 
-def _source_arity(node: ast.FunctionDef | ast.AsyncFunctionDef, point: Point) -> str | None:
+def source_arity(node: ast.FunctionDef | ast.AsyncFunctionDef, point: Point) -> str | None:
     args = node.args
     positional = args.posonlyargs + args.args
     kwonly = [a.arg for a, default in zip(args.kwonlyargs, args.kw_defaults) if default is None]
@@ -68,7 +68,7 @@ def check_source(path: Path, points: Mapping[str, Point], constants: Mapping[str
                 problems.append(f"{shown}: line {node.lineno}: defines '{node.name}', which is not a point of the "
                                 f"contract (known: {known}); give helpers a leading underscore")
                 continue
-            wrong = _source_arity(node, point)
+            wrong = source_arity(node, point)
             if wrong:
                 problems.append(f"{shown}: line {node.lineno}: {node.name} {wrong}")
             defined.append(node.name)

@@ -1,0 +1,141 @@
+"""check-vendor --functional: every case the vendor adapted, run for real on this host through the same path as a
+run (`python -m case_runners run`: plan, host preflight with the runtime hook, launcher, monitors, record).
+
+Training: each case with a config_<HW>x1x1.yaml runs max_steps steps (synthetic data where the case needs a data
+dir it was not given) and must leave a valid record, the lifecycle events and, with an extern adapter, the points it
+defines recorded as adapted. Inference: each case with a <vendor>_configurations.yaml runs steps a-g on the case's
+small built-in input.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from case_runners.config.layering import load_case_base
+from case_runners.data_check import check_data
+from case_runners.driver import events as ev
+from case_runners.paths import display_path
+from case_runners.results.record import RECORD_NAME, VALID_STATUSES
+from case_runners.vendor_check.findings import Finding, error, ok, warning
+from case_runners.vendor_check.structure import CONFIG_NAME
+from case_runners.vendor_files import EXTERN_DIR, vendor_dir
+
+TRAINING_EVENTS = (ev.INIT_START, ev.INIT_END, ev.TRAIN_START, ev.STEP_END, ev.EVALUATE, ev.TRAIN_END, ev.FINISHED)
+INFERENCE_EVENTS = (ev.LAUNCH_INFERENCE, ev.INFERENCE_STEP, ev.FINISHED)
+DEFAULT_STEPS = 5
+TIMEOUT_S = 1800
+
+
+def adapted_cases(name: str, root: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """([(case, hardware)] with a 1x1 training config, [cases] with an inference configuration)."""
+    training, inference = [], []
+    for folder in sorted((vendor_dir(root, name) / "cases").glob("*/")):
+        ones = [m["hardware"] for p in sorted(folder.glob("config_*.yaml")) if (m := CONFIG_NAME.match(p.name))
+                and m["nnodes"] == "1" and m["nproc"] == "1"]
+        if ones:
+            training.append((folder.name, ones[0]))
+        if (folder / f"{name}_configurations.yaml").is_file():
+            inference.append(folder.name)
+    return training, inference
+
+
+def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, dict | None, Path | None]:
+    """(exit code, output tail, the round record, its node dir) of one `case_runners run`."""
+    done = subprocess.run([sys.executable, "-m", "case_runners", "run", *argv, "--results-dir", str(results),
+                           "--timeout", str(TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, check=False)
+    said = (done.stderr.strip().splitlines() or [""])[-1]
+    records = sorted(results.glob(f"*/*/round1/{RECORD_NAME}"))
+    if not records:
+        return done.returncode, said, None, None
+    nodes = sorted(p for p in records[0].parent.iterdir() if p.is_dir())
+    return done.returncode, said, json.loads(records[0].read_text(encoding="utf-8")), nodes[0] if nodes else None
+
+
+def _events(node: Path | None) -> set[str]:
+    path = node / "rank0.events.jsonl" if node else None
+    if path is None or not path.is_file():
+        return set()
+    return {json.loads(line).get("event") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
+def check_training(name: str, case: str, hardware: str, root: Path, steps: int, data_dir: str | None) -> list[Finding]:
+    where = f"{case} {hardware}x1x1"
+    base, _ = load_case_base(case, root)
+    sets = [f"max_steps={steps}", "log_freq=1"]
+    probe = {"case": case, "params": base["params"], "data_dir": data_dir}
+    if check_data(probe):
+        if "synthetic" not in base["params"]:
+            return [warning(where, "skipped: the case needs a data dir (--data-dir CASE=DIR)")]
+        sets.append("synthetic=true")
+    argv = [case, "--vendor", name, "--hardware", hardware, "--nproc", "1",
+            *(["--data-dir", data_dir] if data_dir else []), *[a for s in sets for a in ("--set", s)]]
+    with tempfile.TemporaryDirectory(prefix="perfplay-check-") as tmp:
+        code, said, record, node = _run(root, argv, Path(tmp))
+        if record is None:
+            return [error(where, f"left no round record (exit code {code}): {said}")]
+        found = []
+        status = record["status"]
+        if status not in VALID_STATUSES or (status == "not_converged"
+                                             and record["metrics"].get("stop_reason") != "max_steps"):
+            found.append(error(where, f"round {status}: {record.get('reason')}"))
+        missing = [e for e in TRAINING_EVENTS if e not in _events(node)]
+        if missing:
+            found.append(error(where, f"rank 0 logged no {', '.join(missing)} event"))
+        found += _adapted(name, case, record, root, where)
+        if not found:
+            rate = record["metrics"].get("p_train")
+            found.append(ok(where, f"{steps} steps, status {status}, p_train {rate:.1f} samples/s"
+                                   + (f", adapted: {', '.join(record.get('adapted') or [])}"
+                                      if record.get("adapted") else "")))
+        return found
+
+
+def _adapted(name: str, case: str, record: dict, root: Path, where: str) -> list[Finding]:
+    from case_runners.training.adapter import check_adapter_source
+
+    if not (vendor_dir(root, name) / "cases" / case / EXTERN_DIR).is_dir():
+        return []
+    _, points = check_adapter_source(root, name, case)
+    recorded = sorted(record.get("adapted") or [])
+    if recorded != sorted(points):
+        return [error(where, f"the record says adapted {recorded or 'nothing'}; the extern adapter defines "
+                             f"{sorted(points)}")]
+    return []
+
+
+def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> list[Finding]:
+    where = f"{case} inference"
+    argv = [case, "--task", "inference", "--vendor", name, *(["--data-dir", data_dir] if data_dir else [])]
+    with tempfile.TemporaryDirectory(prefix="perfplay-check-") as tmp:
+        code, said, record, node = _run(root, argv, Path(tmp))
+        if record is None:
+            return [error(where, f"left no round record (exit code {code}): {said}")]
+        if record["status"] != "success":
+            return [error(where, f"round {record['status']}: {record.get('reason')}")]
+        missing = [e for e in INFERENCE_EVENTS if e not in _events(node)]
+        if missing:
+            return [error(where, f"rank 0 logged no {', '.join(missing)} event")]
+        metrics = record["metrics"]
+        return [ok(where, f"steps a-g, compiler {metrics.get('compiler')}, "
+                          f"p_inference_core {metrics.get('p_inference_core')}")]
+
+
+def check_functional(name: str, root: Path, steps: int = DEFAULT_STEPS, cases: list[str] | None = None,
+                     data_dirs: dict[str, str] | None = None) -> list[Finding]:
+    training, inference = adapted_cases(name, root)
+    data_dirs = data_dirs or {}
+    found: list[Finding] = []
+    if not training and not inference:
+        return [error(display_path(vendor_dir(root, name), root), "has no 1x1 config to run")]
+    for case, hardware in training:
+        if cases is None or case in cases:
+            found += check_training(name, case, hardware, root, steps, data_dirs.get(case))
+    for case in inference:
+        if cases is None or case in cases:
+            found += check_inference(name, case, root, data_dirs.get(case))
+    return found

@@ -1,0 +1,147 @@
+"""What check-vendor reads without running anything: the files seed 000 §4 asks for, vendor.yaml, the runtime hook,
+the config file names against the hardware table, every config resolved (vendor-mutable keys only), the README's
+sections, the engines' InferModel contract and the extern adapters' points."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from case_runners.cases import list_cases
+from case_runners.config.plan import make_plan
+from case_runners.errors import ConfigError
+from case_runners.paths import display_path
+from case_runners.plugin_source import Point, source_arity
+from case_runners.vendor_check.findings import Finding, error, ok, warning
+from case_runners.vendor_files import (
+    ADAPTER_FILE,
+    ENV_FILE,
+    EXTERN_DIR,
+    MONITOR_FILE,
+    VENDOR_FILE,
+    vendor_dir,
+)
+from case_runners.vendors import load_vendor, vendor_names
+
+CONFIG_NAME = re.compile(r"^config_(?P<hardware>.+)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.yaml$")
+README = "README.md"
+REQUIRED = (VENDOR_FILE, README, MONITOR_FILE, "docker_image/pytorch/Dockerfile",
+            "docker_image/pytorch/pytorch_install.sh")
+ENGINE_POINTS = (Point("__init__", ("self", "config", "onnx_path", "model"), "compile once (not timed)"),
+                 Point("__call__", ("self", "inputs"), "(outputs, foo_time)"))
+
+
+def case_files(vendor: str) -> tuple[str, ...]:
+    """The files a vendor case folder may hold besides its config_<HW>x<N>x<P>.yaml files."""
+    return (ENV_FILE, "requirements.txt", f"{vendor}_requirements.txt", f"{vendor}_configurations.yaml", EXTERN_DIR,
+            "csrc", README)
+
+
+def check_structure(name: str, root: Path) -> list[Finding]:
+    folder = vendor_dir(root, name)
+    shown = display_path(folder, root)
+    if not (folder / VENDOR_FILE).is_file():
+        return [error(shown, f"no {VENDOR_FILE}: not a vendor (vendors: {', '.join(vendor_names(root))})")]
+    found = [error(f"{shown}/{rel}", "is missing (seed 000 §4)") for rel in REQUIRED if not (folder / rel).is_file()]
+    try:
+        vendor = load_vendor(name, root)
+    except ConfigError as exc:
+        return [*found, error(exc.file or f"{shown}/{VENDOR_FILE}", str(exc).removeprefix(f"{exc.file}: "))]
+    found.append(ok(f"{shown}/{VENDOR_FILE}", f"device {vendor['device']}, backend {vendor['dist_backend']}, "
+                                              f"hardware {', '.join(vendor['hardware'])}; runtime hook checked"))
+    found += _readme(folder / README, root)
+    for engine in sorted((folder / "engines").glob("*.py")):
+        found += _engine(engine, root)
+    cases = sorted(p for p in (folder / "cases").iterdir() if p.is_dir()) if (folder / "cases").is_dir() else []
+    if not cases:
+        found.append(error(f"{shown}/cases", "adapts no case: add vendor/<vendor>/cases/<case>/config_<HW>x1x1.yaml"))
+    for case in cases:
+        found += _case(name, vendor, case, root)
+    return found
+
+
+def _readme(path: Path, root: Path) -> list[Finding]:
+    from case_runners.scaffold import README_SECTIONS
+
+    if not path.is_file():
+        return []
+    headings = {line.lstrip("#").strip() for line in path.read_text(encoding="utf-8").splitlines()
+                if line.startswith("#")}
+    missing = [s for s in README_SECTIONS if s not in headings]
+    shown = display_path(path, root)
+    return [error(shown, f"has no section '{s}' (seed 000 §4.4)") for s in missing] or \
+        [ok(shown, f"has the sections {', '.join(README_SECTIONS)}")]
+
+
+def _engine(path: Path, root: Path) -> list[Finding]:
+    """An engine: one class InferModel whose __init__(config, onnx_path, model) and __call__(inputs) seed 002 calls."""
+    shown = display_path(path, root)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=shown)
+    except SyntaxError as exc:
+        return [error(shown, f"line {exc.lineno}: {exc.msg}")]
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "InferModel"]
+    if not classes:
+        return [error(shown, "defines no class InferModel (seed 002's engine contract)")]
+    methods = {n.name: n for n in classes[0].body if isinstance(n, ast.FunctionDef)}
+    problems = []
+    for point in ENGINE_POINTS:
+        node = methods.get(point.name)
+        wrong = source_arity(node, point) if node else "is not defined"
+        if wrong:
+            problems.append(error(shown, f"InferModel.{point.name} {wrong}"))
+    return problems or [ok(shown, "InferModel(config, onnx_path, model) and __call__(inputs)")]
+
+
+def _case(vendor: str, info: dict, folder: Path, root: Path) -> list[Finding]:
+    shown = display_path(folder, root)
+    if folder.name not in list_cases():
+        return [error(shown, f"unknown case '{folder.name}' (allowed: {', '.join(list_cases())})")]
+    found: list[Finding] = []
+    allowed = case_files(vendor)
+    for path in sorted(folder.iterdir()):
+        match = CONFIG_NAME.match(path.name)
+        if match:
+            found += _config(vendor, info, folder.name, path, match, root)
+        elif path.name.startswith("config_"):
+            found.append(error(display_path(path, root), "is not named config_<HW>x<nnodes>x<nproc>.yaml"))
+        elif path.name not in allowed and not path.name.startswith("."):
+            found.append(warning(display_path(path, root), f"is not a file perfplay reads (known: config_*.yaml, "
+                                                           f"{', '.join(allowed)})"))
+    if (folder / f"{vendor}_configurations.yaml").is_file():
+        found += _resolves(root, {"vendor": vendor, "task": "inference", "cases": [folder.name]},
+                           display_path(folder / f"{vendor}_configurations.yaml", root))
+    if (folder / EXTERN_DIR).is_dir():
+        found += _adapter(vendor, folder.name, root)
+    return found
+
+
+def _config(vendor: str, info: dict, case: str, path: Path, match: re.Match, root: Path) -> list[Finding]:
+    shown = display_path(path, root)
+    hardware, nnodes, nproc = match["hardware"], int(match["nnodes"]), int(match["nproc"])
+    if hardware not in info["hardware"]:
+        return [error(shown, f"hardware '{hardware}' is not in vendor.yaml's hardware table "
+                             f"(allowed: {', '.join(info['hardware'])})")]
+    if nnodes < 1 or nproc < 1:
+        return [error(shown, "nnodes and nproc must be at least 1")]
+    selection = {"case": case, "hardware": hardware, "nnodes": nnodes, "nproc": nproc}
+    return _resolves(root, {"vendor": vendor, "cases": [selection]}, shown)
+
+
+def _resolves(root: Path, request: dict, shown: str) -> list[Finding]:
+    plan = make_plan(request, check=True, root=root)
+    if plan["errors"]:
+        return [error(shown, e) for e in plan["errors"]]
+    config = plan["cases"][0]
+    return [ok(shown, f"resolves ({config['case_id']}, vendor-mutable keys only)")]
+
+
+def _adapter(vendor: str, case: str, root: Path) -> list[Finding]:
+    from case_runners.training.adapter import check_adapter_source
+
+    shown = display_path(root / "vendor" / vendor / "cases" / case / EXTERN_DIR / ADAPTER_FILE, root)
+    problems, points = check_adapter_source(root, vendor, case)
+    if problems:
+        return [error(shown, p.removeprefix(f"{shown}: ")) for p in problems]
+    return [ok(shown, f"adapts {', '.join(points) or 'nothing'}")]

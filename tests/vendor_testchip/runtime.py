@@ -1,0 +1,43 @@
+"""The test chip's runtime hook (contract: case_runners/vendor_runtime.py): the host's CPU under another name, with
+a collective backend and a device probe of its own."""
+
+from __future__ import annotations
+
+import resource
+
+BACKEND = "testccl"
+ENVIRONMENT = {"TESTCHIP_SDK_HOME": "/opt/testchip"}  # what a vendor SDK reads at import time
+
+
+def setup() -> None:
+    """Register the chip's collective library as torch.distributed backend 'testccl' (gloo underneath)."""
+    import torch.distributed as dist
+
+    if BACKEND in dist.Backend.backend_list:
+        return
+    dist.Backend.register_backend(BACKEND, _gloo_group, devices=["cpu"])
+
+
+def _gloo_group(store, rank, size, timeout):
+    from torch.distributed import ProcessGroupGloo
+
+    return ProcessGroupGloo(store, rank, size, timeout)
+
+
+def device_count() -> int:
+    """The board carries two devices, whatever the host's core count."""
+    return 2
+
+
+def pick_device(index):
+    import torch
+
+    return torch.device("cpu")
+
+
+def peak_memory_bytes(device) -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def versions() -> dict:
+    return {"testchip_sdk": "1.0.0", "testccl": "1.0.0"}
