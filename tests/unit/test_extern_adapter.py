@@ -17,7 +17,9 @@ from torch import nn
 
 from case_runners.cases.digits_cnn.case import DigitsCNN
 from case_runners.config.layering import load_case_base
+from case_runners.config.plan import make_plan
 from case_runners.driver.events import read_events
+from case_runners.host_check import host_check, runtime_problems
 from case_runners.paths import project_root
 from case_runners.results.record import write_round_record
 from case_runners.training import adapter as adapter_module
@@ -335,3 +337,45 @@ def test_the_rank_refuses_an_adapter_that_does_not_import(tmp_path, project):
     assert code == 1 and result["reason"] == (f"{ADAPTER}: importing it failed at line 1: ModuleNotFoundError: "
                                               f"No module named 'apex_not_installed_here'")
     assert "INIT_START" not in [e["event"] for e in read_events(log_dir / "rank0.events.jsonl")]
+
+
+# -- before any rank starts --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def project_copy(tmp_path):
+    root = tmp_path / "checkout"
+    shutil.copytree(project_root() / "vendor", root / "vendor")
+    return root
+
+
+def test_the_plan_refuses_a_statically_bad_adapter_naming_file_and_line(project_copy, tmp_path):
+    make_extern(project_copy, {"trainer_adapter.py": "def backward(loss):\n    pass\n",
+                               "layers/fused.py": "def f(:\n"}, vendor="cpu")
+    shown = "vendor/cpu/cases/digits_cnn/extern"
+    result = make_plan({"vendor": "cpu", "cases": ["digits_cnn", "digits_cnn:pytorch:CPU:1:2:1"],
+                        "results_dir": str(tmp_path / "results")}, root=project_copy)
+    assert not result["ok"] and result["run_dir"] is None
+    assert result["errors"] == [
+        f"{shown}/trainer_adapter.py: line 1: backward takes 1 positional parameter(s); the caller calls "
+        f"backward(step, loss, optimizer, scaler, ctx)",
+        f"{shown}/layers/fused.py: line 1: invalid syntax"], "each problem once, for both selections of the case"
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir()), "nothing written"
+
+
+def test_the_plan_takes_a_good_adapter(project_copy):
+    make_extern(project_copy, CONVERTING, vendor="cpu")
+    result = make_plan({"vendor": "cpu", "cases": ["digits_cnn"]}, check=True, root=project_copy)
+    assert result["ok"], result["errors"]
+
+
+def test_the_host_preflight_imports_each_host_case_s_adapter(project):
+    make_extern(project, "import apex_not_installed_here\n", vendor="cpu")
+    expected = (f"vendor/cpu/cases/digits_cnn/extern/trainer_adapter.py: importing it failed at line 1: "
+                f"ModuleNotFoundError: No module named 'apex_not_installed_here'")
+    config = {**case_config(), "vendor": "cpu", "runtime": {"kind": "host"}}
+    assert host_check({"vendor": "cpu", "nproc": 1, "cases": [config, {**config, "case_id": "other"}]}
+                      )["problems"] == [expected]
+    assert runtime_problems(config) == [expected], "check-runtime, as the container's prepare runs it"
+    docker = {**config, "runtime": {"kind": "docker"}}
+    assert host_check({"vendor": "cpu", "nproc": 1, "cases": [docker]})["problems"] == [], \
+        "the docker runtime imports it in the container"
