@@ -78,7 +78,7 @@ def check_runtime(vendor: str, cases: list[dict[str, Any]]) -> list[str]:
     problems = runtime_problems({"vendor": vendor, "vendor_info": load_vendor(vendor)})
     if problems:
         return problems
-    adapters = {(c["vendor"], c["case"]): c for c in here}
+    adapters = {c["case"]: {"vendor": vendor, **c} for c in here}  # each case's adapter once
     return [p for config in adapters.values() for p in adapter_problems(config)]
 
 
