@@ -45,22 +45,41 @@ def check_devices(vendor: str, nproc: int, device_count: int | None) -> tuple[di
                    f"({found['source']})"]
 
 
-def runtime_problems(config: dict[str, Any]) -> list[str]:
-    """What keeps a case's ranks from running in this Python: the vendor's runtime hook fails, torch cannot make its
-    device or does not know its backend."""
+def adapter_problems(config: dict[str, Any], root: Path | None = None) -> list[str]:
+    """A training case's vendor adapter (extern/trainer_adapter.py) that does not import here or breaks the
+    contract; run after the vendor hook's prepare(), as the rank imports it."""
+    if config.get("task", "training") != "training":
+        return []
+    from case_runners.training.adapter import load_adapter  # stdlib at import; torch only in the vendor's files
+
     try:
-        return VendorRuntime.for_config(config).check()
+        load_adapter(config["vendor"], config["case"], root)
     except PerfplayError as exc:
         return [str(exc)]
+    return []
+
+
+def runtime_problems(config: dict[str, Any], root: Path | None = None) -> list[str]:
+    """What keeps a case's ranks from running in this Python: the vendor's runtime hook fails, torch cannot make its
+    device or does not know its backend, or (config of a case) the case's vendor adapter does not import."""
+    try:
+        problems = VendorRuntime.for_config(config, root).check()
+    except PerfplayError as exc:
+        return [str(exc)]
+    return problems or (adapter_problems(config, root) if "case" in config else [])
 
 
 def check_runtime(vendor: str, cases: list[dict[str, Any]]) -> list[str]:
-    """runtime_problems of the vendor when a case runs in this Python (host runtime; the docker runtime checks
-    in the container, before the ranks start)."""
-    if not any((c.get("runtime") or {}).get("kind", "host") == "host" for c in cases):
+    """runtime_problems of the vendor and of each case's adapter when the case runs in this Python (host runtime;
+    the docker runtime checks in the container, before the ranks start)."""
+    here = [c for c in cases if (c.get("runtime") or {}).get("kind", "host") == "host"]
+    if not here:
         return []
-    info = load_vendor(vendor)
-    return runtime_problems({"vendor": vendor, "vendor_info": info})
+    problems = runtime_problems({"vendor": vendor, "vendor_info": load_vendor(vendor)})
+    if problems:
+        return problems
+    adapters = {c["case"]: {"vendor": vendor, **c} for c in here}  # each case's adapter once
+    return [p for config in adapters.values() for p in adapter_problems(config)]
 
 
 def check_master_port(addr: str, port: int) -> tuple[int | None, list[str]]:

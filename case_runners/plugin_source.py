@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,12 @@ def contract(*points: Point) -> dict[str, Point]:
     return {p.name: p for p in points}
 
 
+def last_line(exc: BaseException) -> str:
+    """The last line of exc's traceback ("ModuleNotFoundError: No module named 'apex'"): what a plugin's failure
+    says."""
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
 def _arity_problem(required: int, total: int, varargs: bool, kwonly_required: list[str], point: Point) -> str | None:
     given = len(point.params)
     if kwonly_required:
@@ -47,26 +54,36 @@ def source_arity(node: ast.FunctionDef | ast.AsyncFunctionDef, point: Point) -> 
                           point)
 
 
+def parse_source(path: Path, shown: str) -> tuple[ast.Module | None, str | None]:
+    """(the file's syntax tree, None), or (None, why it cannot be parsed: the line of a syntax error)."""
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), filename=shown), None
+    except SyntaxError as exc:
+        return None, f"{shown}: line {exc.lineno}: {exc.msg}"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{shown}: cannot be read ({exc})"
+
+
+def _not_a_point(shown: str, line: int, name: str, points: Mapping[str, Point], constants: Mapping[str, str]) -> str:
+    return (f"{shown}: line {line}: defines '{name}', which is not a point of the contract (known: "
+            f"{', '.join([*points, *constants])}); give helpers a leading underscore")
+
+
 def check_source(path: Path, points: Mapping[str, Point], constants: Mapping[str, str], shown: str
                  ) -> tuple[list[str], list[str]]:
     """(problems, the points the file defines) from the source alone. A problem: a syntax error, a public function
     that is not a point, a point the caller cannot call as the contract says."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=shown)
-    except SyntaxError as exc:
-        return [f"{shown}: line {exc.lineno}: {exc.msg}"], []
-    except (OSError, UnicodeDecodeError) as exc:
-        return [f"{shown}: cannot be read ({exc})"], []
+    tree, unparsed = parse_source(path, shown)
+    if tree is None:
+        return [unparsed], []
     problems, defined = [], []
-    known = ", ".join([*points, *constants])
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if node.name.startswith("_"):
                 continue
             point = points.get(node.name)
             if point is None:
-                problems.append(f"{shown}: line {node.lineno}: defines '{node.name}', which is not a point of the "
-                                f"contract (known: {known}); give helpers a leading underscore")
+                problems.append(_not_a_point(shown, node.lineno, node.name, points, constants))
                 continue
             wrong = source_arity(node, point)
             if wrong:
@@ -107,3 +124,13 @@ def loaded_points(module: object, points: Mapping[str, Point], shown: str) -> tu
             else:
                 found[name] = getattr(module, name)
     return found, problems
+
+
+def unknown_functions(module: object, points: Mapping[str, Point], constants: Mapping[str, str], shown: str
+                      ) -> list[str]:
+    """check_source's "not a point" on a loaded module: its own public functions that are not points."""
+    name = getattr(module, "__name__", None)
+    return [_not_a_point(shown, value.__code__.co_firstlineno, key, points, constants)
+            for key, value in vars(module).items()
+            if inspect.isfunction(value) and value.__module__ == name and not key.startswith("_")
+            and key not in points]

@@ -24,13 +24,12 @@ import importlib
 import importlib.util
 import os
 import re
-import traceback
 from pathlib import Path
 from typing import Any
 
 from case_runners.errors import PerfplayError
 from case_runners.paths import display_path, project_root
-from case_runners.plugin_source import Point, check_source, contract, loaded_points
+from case_runners.plugin_source import Point, check_source, contract, last_line, loaded_points
 from case_runners.vendor_files import RUNTIME_FILE, VENDOR_FILE, vendor_dir
 
 POINTS = contract(
@@ -49,10 +48,6 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")  # the form of a torch device type and o
 
 class RuntimeHookError(PerfplayError):
     """The vendor's hook, or torch after it, cannot give the device or backend the vendor names."""
-
-
-def _last_line(exc: BaseException) -> str:
-    return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
 def check_hook_source(vendor: str, root: Path | None = None) -> tuple[list[str], list[str]]:
@@ -97,7 +92,7 @@ class VendorRuntime:
         try:
             spec.loader.exec_module(module)
         except Exception as exc:  # noqa: BLE001 - any error of the vendor's file, named with the file
-            raise RuntimeHookError(f"{self.shown}: importing it failed: {_last_line(exc)}") from exc
+            raise RuntimeHookError(f"{self.shown}: importing it failed: {last_line(exc)}") from exc
         imports, environment = getattr(module, "IMPORTS", []), getattr(module, "ENVIRONMENT", {})
         if not isinstance(imports, (list, tuple)) or not all(isinstance(i, str) and i for i in imports):
             raise RuntimeHookError(f"{self.shown}: IMPORTS must be a list of module names, not {imports!r}")
@@ -114,7 +109,7 @@ class VendorRuntime:
         except PerfplayError:
             raise
         except Exception as exc:  # noqa: BLE001 - the vendor's code failed: say where
-            raise RuntimeHookError(f"{self.shown}: {name}() raised {_last_line(exc)}") from exc
+            raise RuntimeHookError(f"{self.shown}: {name}() raised {last_line(exc)}") from exc
 
     def prepare(self) -> None:
         """Environment, imports and setup(), once per process, before torch's device or backend is used."""
@@ -126,7 +121,7 @@ class VendorRuntime:
             try:
                 importlib.import_module(name)
             except Exception as exc:  # noqa: BLE001 - ImportError, or the module's own failure
-                raise RuntimeHookError(f"{self.shown}: IMPORTS: import {name} failed: {_last_line(exc)}") from exc
+                raise RuntimeHookError(f"{self.shown}: IMPORTS: import {name} failed: {last_line(exc)}") from exc
         if "setup" in self.points:
             self._call("setup")
         self.prepared = True
@@ -234,7 +229,7 @@ class VendorRuntime:
             torch.device(self.device_type)
         except RuntimeError as exc:
             problems.append(f"{self.vendor_file}: key 'device': torch cannot make a '{self.device_type}' device "
-                            f"after {self.shown} ran: {_last_line(exc)}")
+                            f"after {self.shown} ran: {last_line(exc)}")
         if not dist.is_available():
             problems.append(f"{self.vendor_file}: key 'dist_backend': this torch has no torch.distributed")
         elif self.dist_backend.lower() not in dist.Backend.backend_list:
@@ -252,5 +247,5 @@ class VendorRuntime:
             problems.append(str(exc))
         except Exception as exc:  # noqa: BLE001 - what torch said
             problems.append(f"{self.vendor_file}: key 'device': a tensor on '{self.device_type}' failed: "
-                            f"{_last_line(exc)}")
+                            f"{last_line(exc)}")
         return problems

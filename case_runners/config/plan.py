@@ -17,6 +17,7 @@ from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.plan import resolve_inference_selection
 from case_runners.paths import RESOLVED_NAME, project_root
 from case_runners.run_ids import check_run_id, new_run_id
+from case_runners.training.adapter import check_adapter_source
 from case_runners.vendor_files import case_requirements
 from case_runners.vendors import load_vendor
 
@@ -79,12 +80,16 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     selections, selection_errors = parse_selections(request.get("cases"), task=task)
     errors += selection_errors
     cases: list[dict[str, Any]] = []
+    adapters_checked: set[str] = set()
     if vendor is not None:
         for sel in selections:
             resolver = resolve_inference_selection if sel.task == "inference" else resolve
             config, case_errors = resolver(sel, vendor, root, timeout)
             errors += case_errors
             if config is not None:
+                if config.get("task", "training") == "training" and config["case"] not in adapters_checked:
+                    adapters_checked.add(config["case"])  # the vendor's extern/ adapter, from its source
+                    errors += [ConfigError(p) for p in check_adapter_source(root, config["vendor"], config["case"])]
                 # The vendor case's pip requirements (also installed into the host venv with the host runtime).
                 config["requirements"] = [str(p.relative_to(root)) for p in case_requirements(root, config)]
                 cases.append(config)

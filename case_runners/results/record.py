@@ -156,6 +156,7 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         "status": status,
         "reason": reason,
         "task": config.get("task", "training"),
+        "adapted": rank0.get("adapted") or [],  # trainer points rank 0 ran from the vendor's extern/ adapter
         "metrics": metrics,
         **(_inference_blocks(metrics, config) if inference else
            {"mfu": mfu(metrics, config), "throughput": throughput_block(nodes, metrics)}),

@@ -6,6 +6,9 @@ Times (seconds) and throughputs (global samples/s), as in FlagPerf's FINISHED ev
 - core_time: sum over steps of (batch on device .. optimizer step done), synchronized on
   accelerators; data loading and host-to-device copies excluded -> p_core
 
+A vendor's extern/ adapter (training/adapter.py) replaces the steps it defines, the trainer's code runs the others;
+timing and stop conditions stay the trainer's.
+
 Each rank also reports its own share: rank_samples (the samples this rank trained on) and
 rank_p_whole / rank_p_train / rank_p_core = rank_samples over this rank's own train_time /
 train_no_eval_time / rank_core_time. Summed over a node's ranks they give the node's throughput.
@@ -23,6 +26,7 @@ import torch
 
 from case_runners.driver import events as ev
 from case_runners.training import stop_request
+from case_runners.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum, any_rank
 from case_runners.vendor_runtime import VendorRuntime
@@ -83,7 +87,7 @@ class Precision:
 
 class Trainer:
     def __init__(self, case: TrainingCase, params: dict[str, Any], ctx: RunContext, target: Target,
-                 amp_dtype: str = "fp16") -> None:
+                 amp_dtype: str = "fp16", adapter: TrainerAdapter = STANDARD) -> None:
         if case.target_metric != target.metric:
             raise ValueError(f"config target metric '{target.metric}' is not the metric the case "
                              f"reports ('{case.target_metric}')")
@@ -101,34 +105,85 @@ class Trainer:
         self.eval_every_epochs = int(params.get("eval_every_epochs", 1))
         self.eval_every_steps = int(params.get("eval_every_steps", 0))
         self.history: list[dict[str, float]] = []
+        self.adapter = adapter
+        self.adapter_ctx = AdapterContext(
+            device=ctx.device, rank=ctx.rank, local_rank=ctx.local_rank, world_size=ctx.world_size, params=params,
+            precision=self.precision.name, amp=self.precision.amp,
+            amp_dtype=self.precision.dtype if self.precision.amp else None, max_grad_norm=float(case.max_grad_norm),
+            case=case, log=ctx.log)
 
     # -- setup ---------------------------------------------------------------------------------
 
+    def _adapted(self, name: str, *args: Any, check: type | None = None) -> Any:
+        """The vendor's point `name`; with check, its result must be an instance of it."""
+        out = self.adapter.call(name, *args)
+        if check is not None and not isinstance(out, check):
+            raise AdapterError(f"{self.adapter.shown}: {name}() returned {type(out).__name__}, not a "
+                               f"{check.__module__}.{check.__qualname__}")
+        return out
+
+    def _create_optimizer(self, model: torch.nn.Module) -> None:
+        """The case's optimizer and scheduler, or the vendor's; both optimizer class names are kept."""
+        standard_types: list[str] = []
+
+        def standard() -> tuple[Any, Any]:
+            pair = self.case.build_optimizer(model)
+            standard_types.append(type(pair[0]).__name__)
+            return pair
+
+        if "create_optimizer" not in self.adapter:
+            self.optimizer, self.scheduler = standard()
+        else:
+            pair = self._adapted("create_optimizer", model, self.adapter_ctx, standard)
+            if not (isinstance(pair, tuple) and len(pair) == 2
+                    and all(hasattr(pair[0], a) for a in ("param_groups", "zero_grad", "step"))):
+                raise AdapterError(f"{self.adapter.shown}: create_optimizer() returned {type(pair).__name__}, not "
+                                   f"(optimizer, scheduler or None)")
+            self.optimizer, self.scheduler = pair
+            if not standard_types:
+                standard()  # built only for its type: the vendor's optimizer is the one used
+        self.optimizer_type, self.standard_optimizer_type = type(self.optimizer).__name__, standard_types[0]
+
     def _setup(self) -> None:
-        log, device = self.log, self.device
+        log, device, adapter, actx = self.log, self.device, self.adapter, self.adapter_ctx
         log.event(ev.INIT_START)
         t0 = time.perf_counter()
+        if adapter.shown:
+            log.event(ev.VENDOR_ADAPTER, {"file": adapter.shown, "points": adapter.adapted})
+            print(f"vendor adapter {adapter.shown} replaces: {', '.join(adapter.adapted) or 'nothing'}", flush=True)
         stop_request.check("init (model)")
-        model = self.case.build_model().to(device)
-        log.event(ev.CONVERT_MODEL, {"device": str(device),
-                                     "parameters": sum(p.numel() for p in model.parameters())})
+        model = self.case.build_model()
+        standard_parameters = sum(p.numel() for p in model.parameters())
+        if "convert_model" in adapter:
+            model = self._adapted("convert_model", model, actx, check=torch.nn.Module)
+        model = model.to(device)
+        log.event(ev.CONVERT_MODEL, {"device": str(device), "parameters": sum(p.numel() for p in model.parameters()),
+                                     "standard_parameters": standard_parameters})
+        if self.precision.amp and "model_to_fp16" in adapter:
+            model = self._adapted("model_to_fp16", model, actx, check=torch.nn.Module)
         stop_request.check("init (data)")
         self.train_loader, self.eval_loader = self.case.build_data()
         stop_request.check("init (optimizer)")
-        self.optimizer, self.scheduler = self.case.build_optimizer(model)
-        log.event(ev.CREATE_OPTIMIZER, {"optimizer": type(self.optimizer).__name__,
+        self._create_optimizer(model)
+        log.event(ev.CREATE_OPTIMIZER, {"optimizer": self.optimizer_type,
+                                        "standard_optimizer": self.standard_optimizer_type,
                                         "scheduler": type(self.scheduler).__name__ if self.scheduler else None})
-        self.scaler = self.precision.grad_scaler()
+        self.scaler = None
         if self.precision.amp:
+            self.scaler = self._adapted("create_grad_scaler", actx) if "create_grad_scaler" in adapter \
+                else self.precision.grad_scaler()
             log.event(ev.MODEL_TO_FP16, {"autocast_dtype": self.precision.name, "grad_scaler": self.scaler is not None})
         self.module = model
         self.model = model
         if self.ctx.world_size > 1:
             stop_request.check("init (DDP)")
-            from torch.nn.parallel import DistributedDataParallel as DDP
+            if "model_to_ddp" in adapter:
+                self.model = self._adapted("model_to_ddp", model, actx, check=torch.nn.Module)
+            else:
+                from torch.nn.parallel import DistributedDataParallel as DDP
 
-            ids = [device.index] if device.type != "cpu" and device.index is not None else None
-            self.model = DDP(model, device_ids=ids)
+                ids = [device.index] if device.type != "cpu" and device.index is not None else None
+                self.model = DDP(model, device_ids=ids)
             log.event(ev.MODEL_TO_DDP, {"world_size": self.ctx.world_size})
         self.sync()
         self.init_time = time.perf_counter() - t0
@@ -136,28 +191,52 @@ class Trainer:
 
     # -- one step and one evaluation -----------------------------------------------------------
 
-    def _step(self, batch: Any) -> tuple[torch.Tensor, int, float]:
-        """One optimizer step on a batch already on the device: (loss, samples, seconds)."""
-        self.sync()
-        t0 = time.perf_counter()
-        self.optimizer.zero_grad(set_to_none=True)
-        with self.precision.autocast():
-            loss, samples = self.case.train_step(self.model, batch)
-        clip = self.case.max_grad_norm
+    def _backward(self, loss: torch.Tensor) -> None:
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def _update_model_params(self) -> None:
+        """Clip (case.max_grad_norm > 0), step the optimizer (through the scaler), update the scaler, step the
+        scheduler."""
+        clip = self.case.max_grad_norm
+        if self.scaler is not None:
             if clip > 0:
                 self.scaler.unscale_(self.optimizer)
                 torch.nn.utils.clip_grad_norm_(self.module.parameters(), clip)
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            loss.backward()
             if clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.module.parameters(), clip)
             self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
+
+    def _step(self, batch: Any, step: int) -> tuple[torch.Tensor, int, float]:
+        """One optimizer step on a batch already on the device: (loss, samples, seconds)."""
+        adapter, actx = self.adapter, self.adapter_ctx
+        self.sync()
+        t0 = time.perf_counter()
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.precision.autocast():
+            if "train_step" in adapter:
+                out = adapter.call("train_step", self.model, batch, actx)
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise AdapterError(f"{adapter.shown}: train_step() returned {type(out).__name__}, not "
+                                       f"(loss, samples)")
+                loss, samples = out
+            else:
+                loss, samples = self.case.train_step(self.model, batch)
+        if "backward" in adapter:
+            adapter.call("backward", step, loss, self.optimizer, self.scaler, actx)
+        else:
+            self._backward(loss)
+        if "update_model_params" in adapter:
+            adapter.call("update_model_params", step, self.optimizer, self.scheduler, self.scaler, actx)
+        else:
+            self._update_model_params()
         self.sync()
         return loss, samples, time.perf_counter() - t0
 
@@ -221,7 +300,7 @@ class Trainer:
                 if log_this:
                     lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
                     log.event(ev.STEP_BEGIN, {"epoch": epoch}, step=step)
-                loss, n, seconds = self._step(batch)
+                loss, n, seconds = self._step(batch, step)
                 samples += n
                 core_time += seconds
                 if log_this:
@@ -276,4 +355,6 @@ class Trainer:
             "rank_p_core": rate(rank_core_time, samples),
             "device": self.device.type, "amp": self.precision.amp, "precision": self.precision.name,
             "peak_memory_bytes": self.runtime.peak_memory_bytes(self.device), "metrics_history": self.history,
+            "adapted": self.adapter.adapted, "adapter": self.adapter.shown,
+            "optimizer": self.optimizer_type, "standard_optimizer": self.standard_optimizer_type,
         }

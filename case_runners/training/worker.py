@@ -1,7 +1,8 @@
 """One training rank: `python -m case_runners worker --config RESOLVED.json --log-dir DIR`
 (an inference case's rank too: task: inference in the config runs case_runners.inference.worker instead).
 
-Reads the resolved config, joins the process group, builds the case, trains, and writes
+Reads the resolved config, loads the vendor's extern/ adapter (training/adapter.py) where the vendor case has one,
+joins the process group, builds the case, trains, and writes
 `rank<R>.events.jsonl` and `rank<R>.result.json` in DIR. Returns 0 for success and
 not_converged (both are results), 1 when the run crashed (the traceback is in the result),
 128 + the signal when SIGTERM or SIGINT stopped it (stop_request.py; the phase is in the result).
@@ -60,6 +61,7 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     """Train one rank and return its result record (everything but e2e_time)."""
     import torch
 
+    from case_runners.training.adapter import load_adapter
     from case_runners.training.case_api import RunContext
     from case_runners.training.dist import init_distributed
     from case_runners.training.trainer import Target, Trainer, seed_everything
@@ -70,6 +72,7 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     params = config["params"]
     runtime = VendorRuntime.for_config(config)
     runtime.prepare()  # the vendor's environment, imports and setup(), before torch touches its device
+    adapter = load_adapter(config["vendor"], config["case"])  # after the vendor's imports, before the case
     device = runtime.pick_device(int(os.environ.get("PERFPLAY_DEVICE_INDEX") or env.local_rank))
     if device.type == "cpu":
         limit_cpu_threads(env.local_world_size)
@@ -80,7 +83,8 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
                                "case_id": config.get("case_id"), "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
                                "dist_backend": backend, "world_size": env.world_size, "params": params,
-                               "python": sys.executable, "torch": torch.__version__, "versions": versions})
+                               "python": sys.executable, "torch": torch.__version__, "versions": versions,
+                               "adapter": adapter.shown})
     init_distributed(env, backend, device)
     stop_request.check("init (case)")
     seed_everything(int(params.get("seed", 0)))
@@ -91,7 +95,8 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     stop_request.check("init (trainer)")
     log.event(ev.LAUNCH_TRAINING, {"case": config["case"]})
     trainer = Trainer(case, params, ctx, Target.from_config(config["target"]),
-                      amp_dtype=str(config.get("vendor_info", {}).get("amp_dtype") or DEFAULT_AMP_DTYPE))
+                      amp_dtype=str(config.get("vendor_info", {}).get("amp_dtype") or DEFAULT_AMP_DTYPE),
+                      adapter=adapter)
     return {**trainer.run(), "versions": versions}
 
 
