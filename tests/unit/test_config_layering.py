@@ -131,6 +131,14 @@ def test_run_override_of_a_mutable_key_or_of_a_run_only_key_to_its_default_stays
     assert config["standard"] is True and config["non_standard"] == []
 
 
+def test_an_inference_config_says_whether_it_is_standard():
+    swap = {"no_validation": True, "exist_onnx_path": "/models/digits.onnx"}
+    standard, swapped = plan([{"case": "resnet50", "task": "inference"},
+                              {"case": "digits_cnn", "task": "inference", "overrides": swap}])["cases"]
+    assert standard["standard"] is True and standard["non_standard"] == []
+    assert swapped["standard"] is False and swapped["non_standard"] == ["exist_onnx_path"]
+
+
 @pytest.mark.parametrize("change, message", [
     (("run_only: [synthetic]", "run_only: synthetic"), "key 'run_only': must be a list"),
     (("run_only: [synthetic]", "run_only: [synthetic, depths]"), "key 'run_only.depths': is listed as run_only but "
