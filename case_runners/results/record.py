@@ -1,5 +1,6 @@
 """The round record: one per case and round, built from what every node of the round left behind.
 An inference round (task: inference) has its own metrics (seed 002's four throughputs, both accuracies).
+Whether the round ran the case's standard workload is copied from the resolved config (config/standard.py).
 
 Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.
 Each node's throughput is the sum of its ranks' own throughputs (rank_p_train, ... in the rank
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
+from case_runners.config.standard import read_standard
 from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
 
@@ -156,6 +158,7 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         "status": status,
         "reason": reason,
         "task": config.get("task", "training"),
+        **read_standard(config),
         "metrics": metrics,
         **(_inference_blocks(metrics, config) if inference else
            {"mfu": mfu(metrics, config), "throughput": throughput_block(nodes, metrics)}),
