@@ -3,8 +3,8 @@
 The case base declares its params (with defaults, whose types are enforced, and ranges: constraints.py), which
 of them are `mutable` (a vendor config or a run override may set them: how the standard workload is run) and
 which are `run_only` (only a run override may set them, for a smoke test: they change the workload, and a config
-that changes one is non-standard, standard.py). Values stay within their ranges. Every violation names the key and
-the file it came from.
+that changes one is non-standard: config/standard.py). Values stay within their ranges. Every violation names
+the key and the file it came from.
 """
 
 from __future__ import annotations
