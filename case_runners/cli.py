@@ -224,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int)
     p.add_argument("--data-dir")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a mutable config key (inference: a key of configurations.yaml)")
+                   help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
+                        "inference: a key of configurations.yaml)")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--timeout", type=int, help="case timeout in seconds")
     p.add_argument("--monitor-interval", type=float, default=1.0)

@@ -77,7 +77,9 @@ record:
   returned: success
   type: dict
 compact:
-  description: Digest of the record for C(set_stats).
+  description: >-
+    Digest of the record for C(set_stats); C(standard) is false, with the keys that changed the workload in
+    C(non_standard), when the round did not run the case's standard workload.
   returned: success
   type: dict
   sample:
@@ -85,6 +87,8 @@ compact:
     round: 1
     status: success
     reason: null
+    standard: true
+    non_standard: []
     p_whole: 2310.5
     p_train: 2542.0
     p_core: 3120.7
@@ -115,7 +119,9 @@ def compact_record(record, case_id, round_no, errors):
     """The few fields a dashboard or a downstream AWX node needs."""
     metrics = record.get("metrics") or {}
     compact = dict(case_id=record.get("case_id", case_id), round=record.get("round", round_no),
-                   status=record.get("status"), reason=record.get("reason"))
+                   status=record.get("status"), reason=record.get("reason"),
+                   # the record's fields of case_runners/config/standard.py (modules do not import case_runners)
+                   standard=record.get("standard", True), non_standard=list(record.get("non_standard") or []))
     inference = record.get("task") == "inference"
     if inference:
         compact["task"] = "inference"

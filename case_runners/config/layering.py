@@ -1,8 +1,10 @@
 """Resolve one selection: case base config < vendor hardware config < run overrides.
 
-The case base declares its params (with defaults, whose types are enforced, and ranges: constraints.py) and
-which of them are mutable; a vendor config or a run override may set only mutable params, within their ranges.
-Every violation names the key and the file it came from.
+The case base declares its params (with defaults, whose types are enforced, and ranges: constraints.py), which
+of them are `mutable` (a vendor config or a run override may set them: how the standard workload is run) and
+which are `run_only` (only a run override may set them, for a smoke test: they change the workload, and a config
+that changes one is non-standard: config/standard.py). Values stay within their ranges. Every violation names
+the key and the file it came from.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from case_runners.cases import case_dir, list_cases
 from case_runners.config.constraints import Constraint, declare_params
 from case_runners.config.selection import BOUNDS, Selection
+from case_runners.config.standard import standard_fields
 from case_runners.config.types import to_float
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
@@ -25,30 +28,42 @@ DEFAULT_TIMEOUT_S = 3600
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
     """The case's base config.yaml, checked for the keys every case must declare; its "params" are the defaults,
-    "constraints" their ranges. ConfigError for a param without a range or a default out of it."""
+    "constraints" their ranges. ConfigError for a param without a range or a default out of it, and for a
+    `mutable` or `run_only` entry that is not a param or is in both lists."""
     path = case_dir(case) / "config.yaml"
     shown = display_path(path, root)
     base = load_mapping(path, root)
-    for key, kind in (("params", dict), ("mutable", list), ("target", dict), ("flops_depend_on", list)):
+    for key, kind in (("params", dict), ("mutable", list), ("run_only", list), ("target", dict),
+                      ("flops_depend_on", list)):
         if not isinstance(base.get(key), kind):
             raise ConfigError(f"must be a {kind.__name__}", key=key, file=shown)
-    unknown = sorted(set(base["mutable"]) - set(base["params"]))
-    if unknown:
-        raise ConfigError("is listed as mutable but is not a param", key=f"mutable.{unknown[0]}", file=shown)
+    for listed in ("mutable", "run_only"):
+        unknown = sorted(set(base[listed]) - set(base["params"]), key=str)
+        if unknown:
+            raise ConfigError(f"is listed as {listed} but is not a param", key=f"{listed}.{unknown[0]}", file=shown,
+                              allowed=base["params"])
+    both = sorted(set(base["mutable"]) & set(base["run_only"]))
+    if both:
+        raise ConfigError("is listed as mutable (a vendor may set it) and as run_only (only a run override may): "
+                          "keep it in one", key=f"run_only.{both[0]}", file=shown)
     base["params"], base["constraints"] = declare_params(base["params"], file=shown, prefix="params.")
     return base, shown
 
 
 def apply_layer(params: dict[str, Any], provenance: dict[str, str], layer: dict[str, Any], *,
-                constraints: dict[str, Constraint], mutable: list[str], file: str, errors: list[ConfigError]) -> None:
-    """Apply one layer of overrides in place, recording every rejected key (unknown, immutable, of the wrong
-    type, out of range) in `errors`."""
+                constraints: dict[str, Constraint], allowed: list[str], run_only: list[str], file: str,
+                errors: list[ConfigError]) -> None:
+    """Apply one layer of overrides in place, recording every rejected key (unknown, not `allowed` in this layer:
+    run-only or immutable, of the wrong type, out of range) in `errors`."""
     for key, value in layer.items():
         if key not in params:
             errors.append(ConfigError("unknown config key", key=key, file=file, allowed=params))
-        elif key not in mutable:
+        elif key not in allowed and key in run_only:
+            errors.append(ConfigError("is run-only: only a run override may set it, for a smoke test (it changes "
+                                      "the standard workload)", key=key, file=file, allowed=allowed))
+        elif key not in allowed:
             errors.append(ConfigError("is immutable: the case base does not allow overriding it",
-                                      key=key, file=file, allowed=mutable))
+                                      key=key, file=file, allowed=allowed))
         else:
             try:
                 params[key] = constraints[key].check(value, key=key, file=file)
@@ -100,12 +115,13 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     vendor_shown = display_path(vendor_file, root)
     try:
         apply_layer(params, provenance, load_mapping(vendor_file, root), constraints=base["constraints"],
-                    mutable=base["mutable"], file=vendor_shown, errors=errors)
+                    allowed=base["mutable"], run_only=base["run_only"], file=vendor_shown, errors=errors)
     except ConfigError as exc:
         errors.append(exc)
     overrides_file = f"run overrides ({sel.source}.overrides)"
-    apply_layer(params, provenance, sel.overrides, constraints=base["constraints"], mutable=base["mutable"],
-                file=overrides_file, errors=errors)
+    apply_layer(params, provenance, sel.overrides, constraints=base["constraints"],
+                allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
+                errors=errors)
     try:
         flops = to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
         timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
@@ -115,6 +131,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     if errors:
         return None, errors
     changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
+    non_standard = [k for k in base["run_only"] if params[k] != base["params"][k]]
     config = {
         "schema": RESOLVED_SCHEMA,
         "case": sel.case,
@@ -128,6 +145,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         "data_dir": sel.data_dir,
         "timeout_s": timeout,
         "sources": [base_file, vendor_shown] + ([overrides_file] if sel.overrides else []),
+        **standard_fields(non_standard),
         "provenance": provenance,
         "params": params,
         "target": base["target"],

@@ -25,6 +25,7 @@ SHARED_PARAMS: dict[str, dict[str, Any]] = {
     "warmup_steps": _STEPS,
     "time_budget_s": {"type": "int", "min": 0, "max": 7 * 24 * 3600},
     "amp": {"type": "bool"},
+    "tf32": {"type": "bool"},  # allow TF32 (or the chip's equivalent) for fp32 matmuls and convolutions
     "log_freq": {"type": "int", "min": 1, "max": 1_000_000},
     "eval_every_epochs": _EPOCHS,
     "eval_every_steps": _STEPS,

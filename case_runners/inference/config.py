@@ -12,6 +12,9 @@ have theirs in shared_params.py; a parameter has the range of the training param
 config.yaml, or its own (`train_epochs: {default: 15, min: 1, max: 1000}`). A key a vendor adds has none.
 `flops` (per item; 1 multiply-add = 2 FLOPs unless the case says otherwise) is a number or a product such as
 `2*512*0.33e9`, parsed as numbers joined by `*`, never evaluated.
+
+A config that changes a key of WORKLOAD_KEYS (the vendor's file or the run's overrides) is non-standard
+(case_runners/config/standard.py); the other keys say how the standard workload is run.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from typing import Any
 
 from case_runners.config.constraints import Constraint, declare_params
 from case_runners.config.layering import load_case_base
+from case_runners.config.standard import standard_fields
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError, raise_all
 from case_runners.paths import display_path
 
 CONFIG_KEYS = ("batch_size", "flops", "fp16", "compiler", "num_workers", "log_freq", "repeat", "no_validation",
                "exist_onnx_path", "exist_compiler_path")
+# The FLOPs figure the results are reported with, and a model file the run did not export from the case's model.
+WORKLOAD_KEYS = ("flops", "exist_onnx_path", "exist_compiler_path")
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$|^\.[0-9]+([eE][+-]?[0-9]+)?$")
 
 
@@ -111,13 +117,15 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
         provenance.update(dict.fromkeys(overrides, overrides_file))
     raise_all(errors)
     config["flops"] = parse_flops(config["flops"], file=provenance["flops"])
+    base_values = {**defaults, "flops": parse_flops(base["flops"], file=base_file)}
+    changed = [key for key in WORKLOAD_KEYS if config[key] != base_values[key]]
     _check_switches(config, provenance)
     engines = vendor_engines(root, vendor)
     if config["compiler"] is not None and config["compiler"] not in engines:
         raise ConfigError(f"vendor '{vendor}' has no engine '{config['compiler']}' (vendor/{vendor}/engines/)",
                           key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
     return {"case": case, "vendor": vendor, "configurations": config, "parameters": params,
-            "sources": sources, "provenance": provenance}, notes
+            "sources": sources, "provenance": provenance, **standard_fields(changed)}, notes
 
 
 def inference_cases(root: Path) -> list[str]:

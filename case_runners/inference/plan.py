@@ -8,6 +8,7 @@ from typing import Any
 
 from case_runners.config.layering import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA, choose_hardware
 from case_runners.config.selection import Selection
+from case_runners.config.standard import read_standard
 from case_runners.errors import ConfigError
 from case_runners.inference.config import inference_cases, resolve_inference
 from case_runners.vendors import vendor_info
@@ -55,6 +56,7 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
         "timeout_s": sel.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S,
         "sources": resolved["sources"],
         "provenance": resolved["provenance"],
+        **read_standard(resolved),
         "notes": notes,
         "inference": resolved,
         "params": {**conf, **resolved["parameters"]},

@@ -1,5 +1,6 @@
 """The round record: one per case and round, built from what every node of the round left behind.
 An inference round (task: inference) has its own metrics (seed 002's four throughputs, both accuracies).
+Whether the round ran the case's standard workload is copied from the resolved config (config/standard.py).
 
 Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.
 Each node's throughput is the sum of its ranks' own throughputs (rank_p_train, ... in the rank
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
+from case_runners.config.standard import read_standard
 from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
 
@@ -157,6 +159,8 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         "reason": reason,
         "task": config.get("task", "training"),
         "adapted": rank0.get("adapted") or [],  # trainer points rank 0 ran from the vendor's extern/ adapter
+        "versions": rank0.get("versions"),  # the software stack of rank 0 (torch, and the vendor hook's)
+        **read_standard(config),
         "metrics": metrics,
         **(_inference_blocks(metrics, config) if inference else
            {"mfu": mfu(metrics, config), "throughput": throughput_block(nodes, metrics)}),

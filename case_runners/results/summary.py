@@ -3,6 +3,9 @@
 Beside the global figures: each node's throughput (the sum of its ranks' own throughputs, from the round
 records' per_node) and, for a case run at several scales, a scaling table (speed-up and efficiency
 against the smallest scale, on p_train).
+
+A case whose rounds did not all run the standard workload (config/standard.py) says so in its `std` column, and
+the run's list of such cases is printed under the tables: it is never shown as a standard result.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
+from case_runners.config.standard import (NON_STANDARD, NON_STANDARD_CASES, NOT_STANDARD_NOTE, STANDARD,
+                                          read_standard)
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
 from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS, VALID_STATUSES
@@ -22,10 +27,10 @@ STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_met
 INFERENCE_STAT_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
                        "validation_accuracy", "inference_accuracy", "agreement", "e2e_time", "compile_s",
                        "device_memory_peak_bytes")
-INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "val whole", "val core", "inf whole", "inf core", "val acc",
-                     "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
+INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
+                     "val acc", "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
 GIB = 1024 ** 3
-COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"),
+COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"), ("std", STANDARD),
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
 NODE_STAT_KEYS = ("p_train", "p_core")
@@ -83,6 +88,7 @@ def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> dict
             "task": config.get("task", "training"), "vendor": config.get("vendor"), "hardware": config.get("hardware"),
             "nnodes": config.get("nnodes", 1), "nproc": config.get("nproc", 1), "framework": config.get("framework"),
             "round": int(number) if number.isdigit() else 0, "status": status, "reason": reason,
+            **read_standard(config),
             "metrics": {"metric": (config.get("target") or {}).get("metric"),
                         "target": (config.get("target") or {}).get("value")}}
 
@@ -106,7 +112,11 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
             "vendor": record["vendor"], "hardware": record["hardware"], "nnodes": record["nnodes"],
             "nproc": record["nproc"], "framework": record.get("framework"),
             "metric": record["metrics"].get("metric"), "target": record["metrics"].get("target"),
+            STANDARD: True, NON_STANDARD: [],
             "rounds": [], "_values": {k: [] for k in keys}, "_mfu": [], "_nodes": {}})
+        fields = read_standard(record)  # standard only if every round was
+        entry[STANDARD] = entry[STANDARD] and fields[STANDARD]
+        entry[NON_STANDARD] = sorted({*entry[NON_STANDARD], *fields[NON_STANDARD]})
         values = _round_values(record)
         entry["rounds"].append({"round": record["round"], "status": record["status"], "reason": record["reason"],
                                 **{k: values.get(k) for k in keys + ("converged",)}})
@@ -139,6 +149,7 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
     return {"schema": SUMMARY_SCHEMA, "run_id": run_id, "cases": summary_cases,
             "ok": all(c["status"] == "success" for c in summary_cases) and bool(summary_cases),
             "failed_rounds": failed,
+            NON_STANDARD_CASES: [c["case_id"] for c in summary_cases if not c[STANDARD]],
             "scaling": scaling([c for c in summary_cases if c["task"] == "training"])}
 
 
@@ -186,7 +197,8 @@ def scaling(cases: list[dict[str, Any]], basis: str = SCALING_BASIS) -> list[dic
         for case in members:
             devices = case["nnodes"] * case["nproc"]
             value = case["stats"][basis]["mean"]
-            row = {"case_id": case["case_id"], "nnodes": case["nnodes"], "nproc": case["nproc"],
+            row = {"case_id": case["case_id"], STANDARD: read_standard(case)[STANDARD],
+                   "nnodes": case["nnodes"], "nproc": case["nproc"],
                    "devices": devices, "throughput": case["stats"][basis], "speedup": None, "efficiency": None,
                    "reason": reason}
             if reason is None and value is None:
@@ -217,6 +229,28 @@ def _fmt(stat: dict[str, Any] | None, digits: int = 1, percent: bool = False) ->
     return text + ("%" if percent else "")
 
 
+def _std(case: dict[str, Any]) -> str:
+    """The std cell of a summary case: yes, or no and the keys that changed the workload."""
+    if case[STANDARD]:
+        return "yes"
+    return f"no: {', '.join(case[NON_STANDARD])}" if case[NON_STANDARD] else "no"
+
+
+def _why(case: dict[str, Any]) -> str:
+    """What made a summary case non-standard."""
+    return f"changed {', '.join(case[NON_STANDARD])}" if case[NON_STANDARD] else "marked non-standard"
+
+
+def _label(case: dict[str, Any]) -> str:
+    """A case id (of a summary case or a scaling row), marked where the case is not standard."""
+    return case["case_id"] + ("" if case[STANDARD] else " (non-standard)")
+
+
+def _non_standard_notes(summary: dict[str, Any]) -> list[str]:
+    """One line per non-standard case of the summary: its id and the keys that made it so."""
+    return [f"{c['case_id']}: {_why(c)}" for c in summary["cases"] if not c[STANDARD]]
+
+
 def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     rows = []
     for case in summary["cases"]:
@@ -224,7 +258,7 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
             continue
         s = case["stats"]
         rows.append([case["case_id"], str(len(case["rounds"])), f"{case['succeeded']}/{len(case['rounds'])}",
-                     case["status"], _fmt(s["p_whole"]), _fmt(s["p_train"]), _fmt(s["p_core"]),
+                     case["status"], _std(case), _fmt(s["p_whole"]), _fmt(s["p_train"]), _fmt(s["p_core"]),
                      _fmt(s["e2e_time"]), _fmt(s["final_metric"], 4),
                      "-" if case["target"] is None else f"{case['target']}", _fmt(s["mfu"], 2, percent=True)])
     return rows
@@ -242,7 +276,7 @@ def inference_rows(summary: dict[str, Any]) -> list[list[str]]:
             if memory["mean"] is not None else memory
         total = case.get("memory_total_bytes")
         rows.append([case["case_id"], str(len(case["rounds"])), f"{case['succeeded']}/{len(case['rounds'])}",
-                     case["status"], _fmt(s["p_validation_whole"]), _fmt(s["p_validation_core"]),
+                     case["status"], _std(case), _fmt(s["p_validation_whole"]), _fmt(s["p_validation_core"]),
                      _fmt(s["p_inference_whole"]), _fmt(s["p_inference_core"]), _fmt(s["validation_accuracy"], 4),
                      _fmt(s["inference_accuracy"], 4), _fmt(s["agreement"], 1, percent=True), _fmt(s["e2e_time"]),
                      _fmt(memory, 2) + (f" / {total / GIB:.1f}" if total else ""), _fmt(s["mfu"], 2, percent=True)])
@@ -264,7 +298,7 @@ def _efficiency(value: float | None) -> str:
 
 
 def scaling_rows(group: dict[str, Any]) -> list[list[str]]:
-    return [[row["case_id"], str(row["nnodes"]), str(row["nproc"]), str(row["devices"]), _fmt(row["throughput"]),
+    return [[_label(row), str(row["nnodes"]), str(row["nproc"]), str(row["devices"]), _fmt(row["throughput"]),
              _speedup(row["speedup"]), _efficiency(row["efficiency"])] for row in group["rows"]]
 
 
@@ -281,7 +315,7 @@ def render_per_node_text(summary: dict[str, Any]) -> list[str]:
         if case["nnodes"] > 1 and case.get("per_node"):
             nodes = "  ".join(f"node{n['node_rank']} {n['host']}: {_fmt(n['stats']['p_train'])}"
                               for n in case["per_node"])
-            lines.append(f"  {case['case_id']}  {nodes}")
+            lines.append(f"  {_label(case)}  {nodes}")
     return ["", "per node (p_train, samples/s; sum of the node's ranks):", *lines] if lines else []
 
 
@@ -314,6 +348,9 @@ def render_table(summary: dict[str, Any]) -> str:
                 for c in summary["cases"] for r in c["rounds"] if r["status"] != "success"]
     if failures:
         lines += ["", "failures:", *failures]
+    non_standard = _non_standard_notes(summary)
+    if non_standard:
+        lines += ["", f"{NOT_STANDARD_NOTE}:", *(f"  {note}" for note in non_standard)]
     return "\n".join(lines)
 
 
@@ -334,9 +371,14 @@ def render_markdown(summary: dict[str, Any]) -> str:
                   "compiler is null); memory = the vendor monitor's peak used / total, GiB.", "",
                   "| " + " | ".join(INFERENCE_COLUMNS) + " |", "|" + "---|" * len(INFERENCE_COLUMNS)]
         lines += ["| " + " | ".join(row) + " |" for row in inference]
+    non_standard = _non_standard_notes(summary)
+    if non_standard:
+        lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
     lines += _scaling_markdown(summary)
     for case in summary["cases"]:
-        lines += ["", f"## {case['case_id']}", ""]
+        lines += ["", f"## {_label(case)}", ""]
+        if not case[STANDARD]:
+            lines += [f"{NOT_STANDARD_NOTE}: {_why(case)}.", ""]
         if case.get("task") == "inference":
             keys = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core")
             lines += ["| round | status | val whole | val core | inf whole | inf core | val acc | inf acc | "

@@ -20,12 +20,20 @@ def test_records_the_round(run_module):
     assert kind == "exit"
     assert result["changed"] is True
     assert result["record"] == RECORD
-    assert result["compact"] == {"case_id": "c", "round": 2, "status": "success", "reason": None, "p_whole": 10.0,
-                                 "p_train": 11.0, "p_core": 12.0, "e2e_time": 5.0, "final_metric": 0.97,
-                                 "converged": True, "mfu": None, "errors": ["node2: unreachable"]}
+    assert result["compact"] == {"case_id": "c", "round": 2, "status": "success", "reason": None, "standard": True,
+                                 "non_standard": [], "p_whole": 10.0, "p_train": 11.0, "p_core": 12.0,
+                                 "e2e_time": 5.0, "final_metric": 0.97, "converged": True, "mfu": None,
+                                 "errors": ["node2: unreachable"]}
     assert cli.calls[0]["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "record", "--round-dir", "/res/run1/c/round2", "--config",
         "/res/run1/c/resolved_config.json", "--round", "2", "--run-id", "run1", "--error", "node2: unreachable"]
+
+
+def test_digest_says_a_round_is_non_standard(run_module):
+    record = dict(RECORD, standard=False, non_standard=["depths", "image_size"])
+    _, result, _ = run_module("round_result", ARGS, {"record": record})
+    assert result["compact"]["standard"] is False
+    assert result["compact"]["non_standard"] == ["depths", "image_size"]
 
 
 def test_check_mode_writes_nothing(run_module):

@@ -20,7 +20,7 @@ from case_runners.training.worker import main
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = ("bert", "digits_cnn", "resnet50")
-COMMON_PARAMS = {"seed", "batch_size", "eval_batch_size", "max_epochs", "max_steps", "time_budget_s", "amp",
+COMMON_PARAMS = {"seed", "batch_size", "eval_batch_size", "max_epochs", "max_steps", "time_budget_s", "amp", "tf32",
                  "log_freq", "eval_every_epochs", "synthetic", "num_workers", "warmup_steps"}
 TINY_RESNET = {"image_size": 32, "depths": [1, 1, 1, 1], "hidden_sizes": [16, 32, 64, 128], "embedding_size": 8,
                "batch_size": 4, "eval_batch_size": 8, "num_workers": 0, "log_freq": 1, "warmup_steps": 0}
@@ -70,6 +70,9 @@ def test_config_declares_target_flops_and_mutable_params(case):
     assert float(config["flops_per_sample"]) > 0
     assert COMMON_PARAMS <= set(config["params"])
     assert set(config["mutable"]) <= set(config["params"]), set(config["mutable"]) - set(config["params"])
+    assert "tf32" in config["mutable"] and config["params"]["tf32"] is False
+    # A vendor may not change the model (what the FLOPs figure assumes) nor the data: run-only, for smoke tests.
+    assert {"synthetic", *config["flops_depend_on"]} <= set(config["run_only"])
     module = __import__(f"case_runners.cases.{case}.case", fromlist=["build_case"])
     case_class = next(c for c in vars(module).values()
                       if isinstance(c, type) and issubclass(c, TrainingCase) and c is not TrainingCase)

@@ -1,4 +1,4 @@
-"""Config layering: case base < vendor config < run overrides, with mutable keys enforced."""
+"""Config layering: case base < vendor config < run overrides, with mutable and run-only keys enforced."""
 
 import json
 import shutil
@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.cases import case_dir
+from case_runners.config import layering
 from case_runners.config.plan import make_plan
+from case_runners.errors import ConfigError
 from case_runners.paths import project_root
 
 
@@ -94,6 +97,64 @@ def test_immutable_key_in_vendor_file_names_that_file(project_copy):
     path.write_text(path.read_text() + "vocab_size: 1000\n")
     error = only_error(make_plan({"vendor": "cpu", "cases": ["bert"]}, check=True, root=project_copy))
     assert "vendor/cpu/cases/bert/config_CPUx1x1.yaml: key 'vocab_size'" in error
+
+
+def test_vendor_config_may_not_set_a_run_only_key(project_copy):
+    path = project_copy / "vendor/cpu/cases/resnet50/config_CPUx1x1.yaml"
+    path.write_text(path.read_text() + "depths: [1, 1, 1, 1]\n")
+    error = only_error(make_plan({"vendor": "cpu", "cases": ["resnet50"]}, check=True, root=project_copy))
+    assert error.startswith("vendor/cpu/cases/resnet50/config_CPUx1x1.yaml: key 'depths': is run-only: "
+                            "only a run override may set it, for a smoke test")
+    assert "allowed:" in error and "batch_size" in error and "image_size" not in error
+
+
+def test_vendor_config_may_set_tf32_and_stays_standard(project_copy):
+    path = project_copy / "vendor/cpu/cases/resnet50/config_CPUx1x1.yaml"
+    path.write_text(path.read_text() + "tf32: true\n")
+    result = make_plan({"vendor": "cpu", "cases": ["resnet50"]}, check=True, root=project_copy)
+    assert result["ok"], result["errors"]
+    (config,) = result["cases"]
+    assert config["params"]["tf32"] is True and config["standard"] is True and config["non_standard"] == []
+
+
+def test_run_override_of_a_run_only_key_makes_the_config_non_standard():
+    (config,) = plan([{"case": "resnet50", "overrides": {"depths": [1, 1, 1, 1], "batch_size": 8}}])["cases"]
+    assert config["params"]["depths"] == [1, 1, 1, 1]
+    assert config["standard"] is False and config["non_standard"] == ["depths"]
+    (smoke,) = plan([{"case": "bert", "overrides": {"synthetic": "true", "num_layers": 2}}])["cases"]
+    assert smoke["standard"] is False and smoke["non_standard"] == ["num_layers", "synthetic"]
+
+
+def test_run_override_of_a_mutable_key_or_of_a_run_only_key_to_its_default_stays_standard():
+    (config,) = plan([{"case": "resnet50", "overrides": {"lr": 0.2, "image_size": 224}}])["cases"]
+    assert config["params"]["lr"] == 0.2
+    assert config["standard"] is True and config["non_standard"] == []
+
+
+def test_an_inference_config_says_whether_it_is_standard():
+    swap = {"no_validation": True, "exist_onnx_path": "/models/digits.onnx"}
+    standard, swapped = plan([{"case": "resnet50", "task": "inference"},
+                              {"case": "digits_cnn", "task": "inference", "overrides": swap}])["cases"]
+    assert standard["standard"] is True and standard["non_standard"] == []
+    assert swapped["standard"] is False and swapped["non_standard"] == ["exist_onnx_path"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (("run_only: [synthetic]", "run_only: synthetic"), "key 'run_only': must be a list"),
+    (("run_only: [synthetic]", "run_only: [synthetic, depths]"), "key 'run_only.depths': is listed as run_only but "
+                                                                 "is not a param"),
+    (("run_only: [synthetic]", "run_only: [synthetic, lr]"), "key 'run_only.lr': is listed as mutable (a vendor may "
+                                                             "set it) and as run_only"),
+    (("run_only: [synthetic]\n", ""), "key 'run_only': must be a list"),
+])
+def test_case_base_run_only_list_is_checked(tmp_path, monkeypatch, change, message):
+    text = (case_dir("digits_cnn") / "config.yaml").read_text()
+    assert change[0] in text
+    (tmp_path / "config.yaml").write_text(text.replace(change[0], change[1]))
+    monkeypatch.setattr(layering, "case_dir", lambda case: tmp_path)
+    with pytest.raises(ConfigError) as error:
+        layering.load_case_base("digits_cnn", tmp_path)
+    assert str(error.value).startswith("config.yaml: " + message)
 
 
 def test_plan_writes_resolved_configs_into_a_new_run_dir(tmp_path):

@@ -61,6 +61,18 @@ def test_a_vendor_override_warns_on_a_new_key_and_logs_a_change(root: Path):
     assert any(n.startswith("warning:") and "'ort_threads' is not in" in n for n in notes)
 
 
+def test_how_a_vendor_runs_the_case_keeps_it_standard(root: Path):
+    _vendor_file(root, "batch_size: 128\nfp16: true\nort_threads: 2\n")
+    resolved, _ = resolve_inference("digits_cnn", "cpu", root, {"repeat": 1, "flops": "2 * 337536"})
+    assert resolved["standard"] is True and resolved["non_standard"] == []
+
+
+def test_another_flops_figure_or_a_model_file_the_run_did_not_export_is_non_standard(root: Path):
+    _vendor_file(root, "flops: 1.0e9\n")
+    resolved, _ = resolve_inference("digits_cnn", "cpu", root, {"exist_onnx_path": "/models/digits.onnx"})
+    assert resolved["standard"] is False and resolved["non_standard"] == ["exist_onnx_path", "flops"]
+
+
 def test_an_override_that_changes_nothing_stops_the_run(root: Path):
     _vendor_file(root, "batch_size: 64\n")
     with pytest.raises(ConfigError) as error:

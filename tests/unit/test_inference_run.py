@@ -125,7 +125,7 @@ def test_the_summary_prints_an_inference_table_beside_the_training_one(tmp_path:
     table = render_table(summary)
     assert "inference (seed 002; throughput in items/s" in table and "training (" not in table
     row = next(line for line in table.splitlines() if line.startswith("digits_cnn_inference_CPUx1x1"))
-    assert row.split()[4:12] == ["100.0", "200.0", "300.0", "400.0", "0.9800", "0.9700", "99.0%", "9.0"]
+    assert row.split()[4:13] == ["yes", "100.0", "200.0", "300.0", "400.0", "0.9800", "0.9700", "99.0%", "9.0"]
     assert "2.00 / 16.0" in row, "peak / total device memory, GiB"
     assert "## Inference" in render_markdown(summary) and "## Training" not in render_markdown(summary)
 

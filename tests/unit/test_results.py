@@ -81,6 +81,22 @@ def test_mfu_is_withheld_with_a_reason_when_the_model_was_resized(tmp_path):
     assert record["mfu"]["value"] is None and "image_size" in record["mfu"]["reason"]
 
 
+def test_record_says_whether_the_round_ran_the_standard_workload(tmp_path):
+    node(tmp_path / "r" / "c" / "round1")
+    smoke = write_round_record(tmp_path / "r" / "c" / "round1", config(depths=[1, 1, 1, 1], image_size=64), 1)
+    assert smoke["standard"] is False and smoke["non_standard"] == ["depths", "image_size"]
+    node(tmp_path / "r" / "c" / "round2")
+    tuned = write_round_record(tmp_path / "r" / "c" / "round2", config(lr=0.2), 2)
+    assert tuned["standard"] is True and tuned["non_standard"] == []
+
+
+def test_a_config_from_before_the_flag_counts_as_standard(tmp_path):
+    old = {k: v for k, v in config().items() if k not in ("standard", "non_standard")}
+    node(tmp_path / "r" / "c" / "round1")
+    record = write_round_record(tmp_path / "r" / "c" / "round1", old, 1)
+    assert record["standard"] is True and record["non_standard"] == []
+
+
 def records(values, statuses=None):
     statuses = statuses or ["success"] * len(values)
     return [{"case_id": "resnet50_A100x1x8", "case": "resnet50", "vendor": "nvidia", "hardware": "A100",
@@ -105,6 +121,44 @@ def test_table_and_markdown_show_mean_std_and_failures():
     both = summarize_records(records([100.0, 120.0]), "run8")
     assert "110.0 ±14.1" in render_table(both) and "25.00 ±0.00%" in render_table(both)
     assert "| resnet50_A100x1x8 |" in render_markdown(both)
+
+
+def test_a_non_standard_case_is_never_shown_as_a_standard_result():
+    smoke = [{**r, "case_id": "resnet50_smoke", "standard": False, "non_standard": ["depths", "image_size"]}
+             for r in records([50.0])]
+    summary = summarize_records(records([100.0]) + smoke, "run5")
+    standard, non_standard = summary["cases"]
+    assert (standard["standard"], standard["non_standard"]) == (True, [])
+    assert (non_standard["standard"], non_standard["non_standard"]) == (False, ["depths", "image_size"])
+    assert summary["non_standard_cases"] == ["resnet50_smoke"]
+    rows = {line.split()[0]: line for line in render_table(summary).splitlines() if line.startswith("resnet50_")}
+    assert rows["resnet50_A100x1x8"].split()[4] == "yes"
+    assert "  no: depths, image_size  " in rows["resnet50_smoke"]
+    assert "non-standard: not a standard result:\n  resnet50_smoke: changed depths, image_size" in render_table(summary)
+    markdown = render_markdown(summary)
+    assert "| resnet50_smoke | 1 | 1/1 | success | no: depths, image_size |" in markdown
+    assert "| resnet50_A100x1x8 | 1 | 1/1 | success | yes |" in markdown
+    assert "## resnet50_smoke (non-standard)\n\nnon-standard: not a standard result: changed depths" in markdown
+
+
+def test_one_non_standard_round_makes_its_case_non_standard():
+    rounds = records([100.0, 110.0])
+    rounds[1].update(standard=False, non_standard=["synthetic"])
+    (case,) = summarize_records(rounds, "run6")["cases"]
+    assert case["standard"] is False and case["non_standard"] == ["synthetic"]
+
+
+def test_scaling_and_rounds_without_a_record_keep_the_mark(tmp_path):
+    big = [{**r, "case_id": "resnet50_A100x2x8", "nnodes": 2, "standard": False, "non_standard": ["synthetic"]}
+           for r in records([180.0])]
+    table = render_table(summarize_records(records([100.0]) + big, "run4"))
+    assert "\nresnet50_A100x2x8 (non-standard)  16 " in table, "the scaling table marks the case"
+    case_dir = tmp_path / "run3" / "bert_CPUx1x1"
+    case_dir.mkdir(parents=True)
+    (case_dir / "resolved_config.json").write_text(json.dumps(
+        {"case_id": "bert_CPUx1x1", "case": "bert", "repeat": 1, "standard": False, "non_standard": ["synthetic"]}))
+    summary = write_run_summary(tmp_path / "run3")
+    assert summary["non_standard_cases"] == ["bert_CPUx1x1"], "a round that never started is marked too"
 
 
 def test_write_run_summary_rebuilds_from_files(tmp_path):
