@@ -18,6 +18,7 @@ from typing import Any
 from case_runners import __version__
 from case_runners.errors import PerfplayError
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
+from case_runners.scaffold.commands import add_commands
 
 EXIT_BAD_INPUT = 2
 
@@ -347,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true", help="write summary.json and summary.md")
     p.add_argument("--table", action="store_true", help="print the table instead of JSON")
     p.set_defaults(func=cmd_summarize)
+
+    add_commands(sub)  # new-vendor, new-case
     return parser
 
 

@@ -15,9 +15,10 @@ from case_runners.errors import ConfigError
 CASES_DIR = Path(__file__).resolve().parent
 
 
-def list_cases() -> list[str]:
-    """Names of the cases shipped here (folders with config.yaml and case.py)."""
-    return sorted(p.name for p in CASES_DIR.iterdir()
+def list_cases(root: Path | None = None) -> list[str]:
+    """Names of the cases shipped here (folders with config.yaml and case.py); root: those of another checkout."""
+    base = CASES_DIR if root is None else root / "case_runners" / "cases"
+    return sorted(p.name for p in base.iterdir()
                   if p.is_dir() and (p / "config.yaml").is_file() and (p / "case.py").is_file())
 
 

@@ -1,0 +1,321 @@
+"""new-vendor and new-case in a copy of the project: complete folders that load, resolve, monitor and train as
+written; bad input refused with one line, exit status 2 and nothing written, also when a write fails midway."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from case_runners import cli
+from case_runners.cases import list_cases
+from case_runners.config.plan import make_plan
+from case_runners.config.yaml_io import load_mapping
+from case_runners.monitors.base import DEVICE_FIELDS
+from case_runners.monitors.loader import load_vendor_monitor_class
+from case_runners.paths import project_root
+from case_runners.scaffold import CASE_README_SECTIONS, README_SECTIONS, headings, missing_sections
+from case_runners.scaffold.new_case import new_case
+from case_runners.scaffold.new_vendor import new_vendor
+from case_runners.scaffold.writer import Staging
+from case_runners.vendor_runtime import check_hook_source
+from case_runners.vendors import load_vendor
+from process_helpers import run_pids, wait_for
+
+VENDOR_FILES = {"vendor.yaml", "runtime.py", "monitor.py", "README.md", "docker_image/pytorch/Dockerfile",
+                "docker_image/pytorch/pytorch_install.sh"}
+CASE_FILES = {"__init__.py", "case.py", "config.yaml", "data.py", "README.md"}
+RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the project to scaffold into: case_runners/ (a new case must be importable from it), vendor/ and
+    the case pins (the docker image's inputs)."""
+    root = tmp_path / "project"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(project_root() / "case_runners", root / "case_runners", ignore=ignore)
+    shutil.copytree(project_root() / "vendor", root / "vendor", ignore=ignore)
+    shutil.copy(project_root() / "requirements-case.txt", root)
+    return root
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file and folder under root (hidden ones included) with its content: to show nothing changed."""
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"/" for p in sorted(root.rglob("*"))
+            if "__pycache__" not in p.parts}
+
+
+def files_under(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+
+def scaffold(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def in_copy(root: Path, *argv: str, **kwargs) -> subprocess.CompletedProcess:
+    """A Python command that imports the copy's case_runners (where a new case lives), single rank."""
+    env = {k: v for k, v in os.environ.items() if k not in RANK_ENV}
+    env["PYTHONPATH"] = str(root)
+    return subprocess.run([sys.executable, *argv], cwd=root, env=env, capture_output=True, text=True, timeout=600,
+                          **kwargs)
+
+
+@pytest.fixture
+def acme(project: Path, capsys) -> Path:
+    code, out, err = scaffold(capsys, "new-vendor", "acme", "--device", "acme", "--backend", "accl",
+                              "--hardware", "X100", "--root", str(project))
+    assert code == 0, err
+    assert out.splitlines()[-1] == "next: edit the TODO(vendor) lines, then python -m case_runners check-vendor acme"
+    return project
+
+
+# -- new-vendor ------------------------------------------------------------------------------------------------
+
+def test_new_vendor_writes_every_file_and_says_so(acme: Path, capsys) -> None:
+    folder = acme / "vendor" / "acme"
+    expected = VENDOR_FILES | {f"cases/{case}/config_X100x1x1.yaml" for case in list_cases(acme)}
+    assert files_under(folder) == expected
+    assert [p.name for p in (acme / "vendor").iterdir() if p.name.startswith(".")] == []  # no staging left
+    assert os.access(folder / "docker_image/pytorch/pytorch_install.sh", os.X_OK)
+    for text in ("vendor.yaml", "runtime.py", "monitor.py", "README.md", "docker_image/pytorch/Dockerfile"):
+        assert "TODO(vendor)" in (folder / text).read_text(), text
+
+
+def test_new_vendor_printed_each_file(project: Path, capsys) -> None:
+    code, out, _ = scaffold(capsys, "new-vendor", "acme", "--device", "acme", "--backend", "accl", "--root",
+                            str(project))
+    assert code == 0
+    written = {line.removeprefix("wrote vendor/acme/") for line in out.splitlines() if line.startswith("wrote ")}
+    assert written == VENDOR_FILES | {f"cases/{case}/config_ACMEx1x1.yaml" for case in list_cases(project)}
+
+
+def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
+    vendor = load_vendor("acme", acme)
+    assert (vendor["device"], vendor["dist_backend"], vendor["default_hardware"]) == ("acme", "accl", "X100")
+    assert set(vendor["hardware"]["X100"]["peak_flops"].values()) == {None}  # to fill: MFU null until then
+    assert check_hook_source("acme", acme) == ([], ["versions"])
+    for case in list_cases(acme):
+        plan = make_plan({"vendor": "acme", "cases": [{"case": case, "hardware": "X100", "nproc": 1}]}, check=True,
+                         root=acme)
+        assert plan["ok"], plan["errors"]
+        config = load_mapping(acme / f"vendor/acme/cases/{case}/config_X100x1x1.yaml")
+        assert set(config) <= set(load_mapping(acme / f"case_runners/cases/{case}/config.yaml")["mutable"])
+    docker = make_plan({"vendor": "acme", "runtime": "docker", "cases": ["digits_cnn:pytorch:X100"]}, check=True,
+                       root=acme)
+    assert docker["ok"], docker["errors"]
+    assert docker["images"][0]["name"] == "perfplay-acme-pytorch"
+
+
+def test_new_vendor_readme_has_every_section(acme: Path) -> None:
+    text = (acme / "vendor/acme/README.md").read_text()
+    assert missing_sections(text) == [] and headings(text) == list(README_SECTIONS)
+    assert headings(text, 3) == list_cases(acme)  # a results table per case
+    for case in list_cases(acme):
+        section = text.split(f"### {case}\n", 1)[1].split("\n#", 1)[0]
+        for scale in ("1x1", "1x8", "2x8"):
+            assert f"| {scale} | `config_X100x{scale}` |" in section
+        assert "NVIDIA A100: p_whole" in section
+
+
+def test_the_longest_names_keep_every_file_within_the_lint_limits(project: Path) -> None:
+    """What a vendor or case author commits passes `make lint` (yamllint --strict) and keeps lines within 120."""
+    linter = pytest.importorskip("yamllint.linter")
+    from yamllint.config import YamlLintConfig
+
+    longest = "a" * 32
+    written = new_vendor(longest, longest, longest, "A" * 32, root=project)
+    written += new_case(longest, longest, 1.0e-12, root=project)
+    config = YamlLintConfig(file=str(project_root() / ".yamllint"))
+    for path in written:
+        text = path.read_text()
+        if path.suffix == ".yaml":
+            assert list(linter.run(text, config)) == [], f"{path}: {list(linter.run(text, config))}"
+        if path.suffix != ".md":
+            assert max(len(line) for line in text.splitlines()) <= 120, path
+
+
+def test_new_vendor_monitor_samples_every_device_with_none_readings(acme: Path) -> None:
+    monitor = load_vendor_monitor_class("acme", acme)()
+    monitor.open()
+    try:
+        devices = monitor.sample()
+        info = monitor.sys_info()
+    finally:
+        monitor.close()
+    assert devices == [{field: 0 if field == "index" else None for field in DEVICE_FIELDS}]  # no device_count hook
+    assert info["device"] == "acme" and info["count"] == 1
+
+
+def test_new_vendor_monitor_runs_as_a_script(acme: Path, tmp_path: Path) -> None:
+    run_id = f"test-{uuid.uuid4().hex[:10]}"
+    script = acme / "vendor/acme/monitor.py"
+    args = ["-l", str(tmp_path / "logs"), "--run-id", run_id, "--interval", "0.2"]
+
+    def run(operation: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(script), "-o", operation, *args], cwd="/", capture_output=True,
+                              text=True, timeout=60)
+
+    try:
+        started = run("start")
+        assert started.returncode == 0, started.stderr
+        assert run("status").returncode == 0
+        samples = tmp_path / "logs/acme_monitor.jsonl"
+        assert wait_for(lambda: samples.exists() and samples.read_text().count("\n") >= 1)
+        first = json.loads(samples.read_text().splitlines()[0])
+        assert first["devices"][0]["index"] == 0 and first["devices"][0]["util"] is None
+    finally:
+        stopped = run("stop")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert run("status").returncode == 3
+    assert run_pids(run_id) == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["cpu", "--device", "cpu", "--backend", "gloo"], "vendor/cpu already exists"),
+    (["Acme", "--device", "acme", "--backend", "accl"], "vendor name 'Acme' is not a plain identifier"),
+    (["acme-ai", "--device", "acme", "--backend", "accl"], "vendor name 'acme-ai' is not a plain identifier"),
+    (["acme__ai", "--device", "acme", "--backend", "accl"], "vendor name 'acme__ai' is not a plain identifier"),
+    (["../acme", "--device", "acme", "--backend", "accl"], "vendor name '../acme' is not a plain identifier"),
+    (["a" * 33, "--device", "acme", "--backend", "accl"], "is not a plain identifier"),
+    (["host", "--device", "acme", "--backend", "accl"], "vendor name 'host' is reserved"),
+    (["acme", "--device", "Acme:0", "--backend", "accl"], "device 'Acme:0' is not a plain identifier"),
+    (["acme", "--device", "acme", "--backend", "a-ccl"], "backend 'a-ccl' is not a plain identifier"),
+    (["acme", "--device", "acme", "--backend", "accl", "--hardware", "X-100"], "hardware 'X-100' is not a plain"),
+])
+def test_new_vendor_refuses_with_one_line_and_writes_nothing(project: Path, capsys, argv, message) -> None:
+    before = tree(project / "vendor")
+    code, out, err = scaffold(capsys, "new-vendor", *argv, "--root", str(project))
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+    assert tree(project / "vendor") == before
+
+
+@pytest.fixture
+def failing_write(monkeypatch):
+    """Makes Staging.write fail with a full disk on the file named `at`."""
+    real_write = Staging.write
+
+    def fail_at(at: str) -> None:
+        def write(self, staged, relative, *args, **kwargs):
+            if relative == at:
+                raise OSError(28, "No space left on device")
+            return real_write(self, staged, relative, *args, **kwargs)
+
+        monkeypatch.setattr(Staging, "write", write)
+
+    return fail_at
+
+
+def test_a_failed_vendor_write_leaves_nothing(project: Path, failing_write) -> None:
+    before = tree(project)
+    failing_write("runtime.py")
+    with pytest.raises(OSError, match="No space left"):
+        new_vendor("acme", "acme", "accl", root=project)
+    assert tree(project) == before
+
+
+def test_a_failed_case_write_leaves_nothing(project: Path, failing_write) -> None:
+    """The last file, in a folder whose parent (vendor/nvidia/cases/) the scaffold had to make: all of it goes."""
+    shutil.rmtree(project / "vendor/nvidia/cases")
+    before = tree(project)
+    failing_write("config_A100x1x8.yaml")
+    with pytest.raises(OSError, match="No space left"):
+        new_case("toy", root=project)
+    assert tree(project) == before
+
+
+def test_not_a_checkout_is_refused(tmp_path: Path, capsys) -> None:
+    code, _, err = scaffold(capsys, "new-vendor", "acme", "--device", "acme", "--backend", "accl", "--root",
+                            str(tmp_path))
+    assert code == 2 and "is not a perfplay checkout" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- new-case --------------------------------------------------------------------------------------------------
+
+def test_new_case_writes_a_case_that_resolves_and_trains(project: Path, tmp_path: Path, capsys) -> None:
+    code, out, err = scaffold(capsys, "new-case", "toy", "--root", str(project))
+    assert code == 0, err
+    assert files_under(project / "case_runners/cases/toy") == CASE_FILES
+    assert files_under(project / "vendor/cpu/cases/toy") == {"config_CPUx1x1.yaml"}
+    assert files_under(project / "vendor/nvidia/cases/toy") == {"config_A100x1x8.yaml"}
+    assert len([line for line in out.splitlines() if line.startswith("wrote ")]) == 7
+    assert "toy" in list_cases(project) and "toy" not in list_cases()
+    readme = (project / "case_runners/cases/toy/README.md").read_text()
+    assert missing_sections(readme, CASE_README_SECTIONS) == []
+    for path in (project / "case_runners/cases/toy/case.py", project / "case_runners/cases/toy/config.yaml"):
+        assert "TODO(case author)" in path.read_text()
+
+    # The copy's case_runners, where the case is: plan it for cpu (1x1) and for the reference (nvidia A100 1x8).
+    planned = in_copy(project, "-c", "import json, sys\n"
+                      "from case_runners.config.plan import make_plan\n"
+                      "from case_runners.data_check import check_data\n"
+                      "cpu = make_plan({'vendor': 'cpu', 'cases': ['toy'], 'results_dir': sys.argv[1]})\n"
+                      "nvidia = make_plan({'vendor': 'nvidia', 'cases': ['toy:pytorch:A100:1:8']}, check=True)\n"
+                      "print(json.dumps({'errors': cpu['errors'] + nvidia['errors'], "
+                      "'data': check_data(cpu['cases'][0]) if cpu['ok'] else None, "
+                      "'config': cpu['cases'][0]['config_path'] if cpu['ok'] else None}))",
+                      str(tmp_path / "results"))
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert plan["errors"] == [] and plan["data"] == []
+
+    trained = in_copy(project, "-m", "case_runners", "worker", "--config", plan["config"], "--log-dir",
+                      str(tmp_path / "logs"))
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    result = json.loads((tmp_path / "logs/rank0.result.json").read_text())
+    assert result["status"] == "success" and result["metric"] == "accuracy" and result["steps"] > 0
+    assert result["converged"], result  # the stand-in task is learnable: it reaches 0.9 in an epoch or two
+
+
+def test_new_case_with_a_lower_is_better_metric(project: Path, capsys) -> None:
+    code, _, err = scaffold(capsys, "new-case", "toy", "--metric", "wer", "--target", "0.25", "--lower-is-better",
+                            "--root", str(project))
+    assert code == 0, err
+    config = load_mapping(project / "case_runners/cases/toy/config.yaml")
+    assert config["target"] == {"metric": "wer", "value": 0.25, "higher_is_better": False}
+    case = (project / "case_runners/cases/toy/case.py").read_text()
+    assert 'target_metric = "wer"' in case and 'metrics.setdefault(self.target_metric, metrics["eval_loss"])' in case
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["digits_cnn"], "case_runners/cases/digits_cnn already exists"),
+    (["npy_header"], "case_runners/cases/npy_header.py already exists"),
+    (["Toy"], "case name 'Toy' is not a plain identifier"),
+    (["toy.case"], "case name 'toy.case' is not a plain identifier"),
+    (["toy", "--metric", "top-1"], "metric 'top-1' is not a plain identifier"),
+    (["toy", "--target", "nan"], "target 'nan' is not a finite number"),
+    (["toy", "--target", "high"], "target 'high' is not a finite number"),
+])
+def test_new_case_refuses_with_one_line_and_writes_nothing(project: Path, capsys, argv, message) -> None:
+    before = tree(project)
+    code, out, err = scaffold(capsys, "new-case", *argv, "--root", str(project))
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+    assert tree(project) == before
+
+
+def test_new_case_refuses_when_a_vendor_has_its_folder(project: Path, capsys) -> None:
+    (project / "vendor/nvidia/cases/toy").mkdir()
+    before = tree(project)
+    code, _, err = scaffold(capsys, "new-case", "toy", "--root", str(project))
+    assert code == 2 and "vendor/nvidia/cases/toy already exists" in err
+    assert tree(project) == before
+
+
+def test_new_case_needs_the_vendors_it_writes_configs_for(project: Path, capsys) -> None:
+    (project / "vendor/nvidia/vendor.yaml").unlink()
+    before = tree(project)
+    code, _, err = scaffold(capsys, "new-case", "toy", "--root", str(project))
+    assert code == 2 and "vendor/nvidia/vendor.yaml not found" in err
+    assert tree(project) == before
