@@ -13,6 +13,7 @@ from case_runners.config.plan import make_plan
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
 from case_runners.plugin_source import Point, check_source, source_arity
+from case_runners.scaffold import README_SECTIONS, missing_sections
 from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_files import (
     ADAPTER_FILE,
@@ -49,8 +50,8 @@ def check_structure(name: str, root: Path) -> list[Finding]:
         vendor = load_vendor(name, root)
     except ConfigError as exc:
         return [*found, error(exc.file or f"{shown}/{VENDOR_FILE}", str(exc).removeprefix(f"{exc.file}: "))]
-    found.append(ok(f"{shown}/{VENDOR_FILE}", f"device {vendor['device']}, backend {vendor['dist_backend']}, "
-                                              f"hardware {', '.join(vendor['hardware'])}; runtime hook checked"))
+    found.append(ok(f"{shown}/{VENDOR_FILE}", f"device {vendor['device']}, backend {vendor['dist_backend']}, hardware "
+                                              f"{', '.join(vendor['hardware'])}; runtime.py's source fits the contract"))
     found += _readme(folder / README, root)
     for engine in sorted((folder / "engines").glob("*.py")):
         found += _engine(engine, root)
@@ -63,13 +64,9 @@ def check_structure(name: str, root: Path) -> list[Finding]:
 
 
 def _readme(path: Path, root: Path) -> list[Finding]:
-    from case_runners.scaffold import README_SECTIONS
-
     if not path.is_file():
         return []
-    headings = {line.lstrip("#").strip() for line in path.read_text(encoding="utf-8").splitlines()
-                if line.startswith("#")}
-    missing = [s for s in README_SECTIONS if s not in headings]
+    missing = missing_sections(path.read_text(encoding="utf-8"), README_SECTIONS)
     shown = display_path(path, root)
     return [error(shown, f"has no section '{s}' (seed 000 §4.4)") for s in missing] or \
         [ok(shown, f"has the sections {', '.join(README_SECTIONS)}")]

@@ -1,0 +1,107 @@
+"""A new chip is a folder: the test chip (tests/vendor_testchip/, not shipped) is scaffolded with new-vendor, filled in
+as a vendor engineer fills the TODO(vendor) lines, passes check-vendor --functional, and trains digits_cnn 1x2 to
+convergence through ansible-playbook run_case.yml on its own backend (testccl), device probe and extern adapter."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from playbook_run import REPO, checkout_copy, launched_anything, run_playbook
+
+OVERLAY = REPO / "tests" / "vendor_testchip"
+ADAPTED = ["backward", "convert_model", "create_optimizer", "model_to_fp16"]
+PEAK_BF16 = 2.0e11
+
+
+def case_runners(checkout: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "case_runners", *args], cwd=checkout, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """A checkout with vendor/testchip: the scaffold, the overlay's files, digits_cnn only, peaks filled in."""
+    path = checkout_copy(tmp_path_factory.mktemp("new_chip") / "checkout")
+    made = case_runners(path, "new-vendor", "testchip", "--device", "cpu", "--backend", "testccl", "--hardware", "TC1")
+    assert made.returncode == 0, made.stderr
+    vendor = path / "vendor" / "testchip"
+    for item in OVERLAY.iterdir():
+        if item.is_dir():
+            shutil.copytree(item, vendor / item.name, dirs_exist_ok=True)
+        elif item.name != "ABOUT.md":
+            shutil.copy(item, vendor / item.name)
+    for case in ("bert", "resnet50"):  # this chip adapts digits_cnn only
+        shutil.rmtree(vendor / "cases" / case)
+    yaml = vendor / "vendor.yaml"
+    scaffolded = "peak_flops: {fp32: null, tf32: null, fp16: null, bf16: null, int8: null}"
+    assert scaffolded in yaml.read_text()
+    yaml.write_text(yaml.read_text().replace(scaffolded, f"peak_flops: {{fp32: 1.0e11, bf16: {PEAK_BF16}}}"))
+    return path
+
+
+def test_the_scaffolded_and_filled_chip_passes_check_vendor_functional(checkout):
+    done = case_runners(checkout, "check-vendor", "testchip", "--functional")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "check-vendor testchip: 0 error(s), 0 warning(s)"
+    assert any(line.startswith("ok: digits_cnn TC1x1x1: 5 steps") and "adapted: " + ", ".join(ADAPTED) in line
+               for line in lines), done.stdout
+    assert any("monitor.py: start, status and stop work" in line for line in lines), done.stdout
+
+
+def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, results_dir):
+    run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
+        "perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir), "perfplay_run_id": "newchip-1x2",
+        "perfplay_cases": [{"case": "digits_cnn", "nproc": 2}]}))
+    assert run.rc == 0, run.output[-3000:]
+    round_dir = results_dir / "newchip-1x2" / "digits_cnn_TC1x1x2" / "round1"
+    record = json.loads((round_dir / "result.json").read_text())
+    assert record["status"] == "success" and record["metrics"]["converged"], record["reason"]
+    assert record["standard"] is True and record["adapted"] == ADAPTED
+    assert record["metrics"]["precision"] == "bf16", "amp autocasts to the vendor's dtype"
+    assert (record["mfu"]["precision"], record["mfu"]["peak_flops_per_device"]) == ("bf16", PEAK_BF16)
+    assert record["versions"]["testchip_sdk"] == "1.0.0"
+    (node,) = [p for p in round_dir.iterdir() if p.is_dir()]
+    events = [json.loads(line) for line in (node / "rank0.events.jsonl").read_text().splitlines()]
+    submit = next(e["value"] for e in events if e["event"] == "SUBMIT_INFO")
+    assert (submit["dist_backend"], submit["world_size"]) == ("testccl", 2)
+    log = (node / "rank1.out.log").read_text()
+    assert "testchip adapter: backward" in log and "replaces: " + ", ".join(ADAPTED) in log
+    assert record["monitors"][node.name]["testchip"]["samples"] > 0, "the chip's own monitor ran"
+
+
+def test_the_device_probe_bounds_nproc_before_any_rank_starts(checkout, results_dir):
+    configs = checkout / "vendor" / "testchip" / "cases" / "digits_cnn"
+    shutil.copy(configs / "config_TC1x1x2.yaml", configs / "config_TC1x1x4.yaml")  # more than the board has
+    try:
+        run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
+            "perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir),
+            "perfplay_cases": [{"case": "digits_cnn", "nproc": 4}]}))
+    finally:
+        (configs / "config_TC1x1x4.yaml").unlink()
+    assert run.rc != 0
+    assert "a round needs nproc=4 testchip devices, the host has 2 (discovered)" in " ".join(run.output.split())
+    assert launched_anything(results_dir) == [] and list(results_dir.iterdir()) == []
+
+
+def test_a_hook_that_raises_stops_the_run_at_the_host_preflight(checkout, results_dir):
+    made = case_runners(checkout, "new-vendor", "brokenchip", "--device", "cpu", "--backend", "gloo")
+    assert made.returncode == 0, made.stderr
+    (checkout / "vendor" / "brokenchip" / "runtime.py").write_text(textwrap.dedent("""\
+        def setup():
+            raise RuntimeError("brokenchip driver 0.9 is older than the SDK needs")
+        """))
+    run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
+        "perfplay_vendor": "brokenchip", "perfplay_results_dir": str(results_dir),
+        "perfplay_cases": ["digits_cnn"]}))
+    assert run.rc != 0
+    assert ("vendor/brokenchip/runtime.py: setup() raised RuntimeError: brokenchip driver 0.9 is older than the "
+            "SDK needs") in " ".join(run.output.split())
+    assert launched_anything(results_dir) == [] and list(results_dir.iterdir()) == []

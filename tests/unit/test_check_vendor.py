@@ -1,0 +1,113 @@
+"""check-vendor on a vendor's pull request: each finding one line naming the file, exit status 1 on any error."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from case_runners import cli
+from case_runners.paths import project_root
+from case_runners.vendor_check.run import check_vendor
+
+OVERLAY = project_root() / "tests" / "vendor_testchip"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A project copy with vendor/testchip scaffolded and filled in (tests/vendor_testchip)."""
+    root = tmp_path / "project"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for folder in ("case_runners", "vendor"):
+        shutil.copytree(project_root() / folder, root / folder, ignore=ignore)
+    shutil.copy(project_root() / "requirements-case.txt", root)
+    assert cli.main(["new-vendor", "testchip", "--device", "cpu", "--backend", "testccl", "--hardware", "TC1",
+                     "--root", str(root)]) == 0
+    vendor = root / "vendor" / "testchip"
+    shutil.copy(OVERLAY / "runtime.py", vendor)
+    shutil.copy(OVERLAY / "monitor.py", vendor)
+    shutil.copytree(OVERLAY / "cases", vendor / "cases", dirs_exist_ok=True)
+    return root
+
+
+def lines(root: Path, name: str = "testchip") -> list[str]:
+    return [str(f) for f in check_vendor(name, root) if f.level != "ok"]
+
+
+def test_a_filled_in_vendor_has_no_finding_and_the_cli_exits_0(root, capsys):
+    assert lines(root) == []
+    assert cli.main(["check-vendor", "testchip", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "check-vendor testchip: 0 error(s), 0 warning(s)"
+    assert "ok: vendor/testchip/cases/digits_cnn/extern/trainer_adapter.py: adapts convert_model" in out
+
+
+def test_a_vendor_config_may_not_change_the_workload(root):
+    config = root / "vendor" / "testchip" / "cases" / "digits_cnn" / "config_TC1x1x1.yaml"
+    config.write_text(config.read_text() + "synthetic: true\n")
+    (found,) = lines(root)
+    assert found.startswith("error: vendor/testchip/cases/digits_cnn/config_TC1x1x1.yaml: ")
+    assert "key 'synthetic'" in found and "run-only" in found
+
+
+def test_config_names_follow_the_hardware_table(root):
+    cases = root / "vendor" / "testchip" / "cases" / "digits_cnn"
+    shutil.copy(cases / "config_TC1x1x1.yaml", cases / "config_TC9x1x1.yaml")
+    shutil.copy(cases / "config_TC1x1x1.yaml", cases / "config_TC1_1x1.yaml")
+    (cases / "notes.txt").write_text("tuning notes\n")
+    found = lines(root)
+    assert "error: vendor/testchip/cases/digits_cnn/config_TC9x1x1.yaml: hardware 'TC9' is not in vendor.yaml's " \
+           "hardware table (allowed: TC1)" in found
+    assert "error: vendor/testchip/cases/digits_cnn/config_TC1_1x1.yaml: is not named " \
+           "config_<HW>x<nnodes>x<nproc>.yaml" in found
+    assert any(f.startswith("warning: vendor/testchip/cases/digits_cnn/notes.txt: is not a file perfplay reads")
+               for f in found)
+
+
+def test_the_readme_keeps_seed_000s_sections(root):
+    readme = root / "vendor" / "testchip" / "README.md"
+    readme.write_text(readme.read_text().replace("## Software stack", "## Software"))
+    assert lines(root) == ["error: vendor/testchip/README.md: has no section 'Software stack' (seed 000 §4.4)"]
+
+
+def test_an_unfilled_monitor_is_an_error(root):
+    shutil.rmtree(root / "vendor" / "scaffolded", ignore_errors=True)
+    assert cli.main(["new-vendor", "scaffolded", "--device", "cpu", "--backend", "gloo", "--root", str(root)]) == 0
+    found = lines(root, "scaffolded")
+    assert "error: vendor/scaffolded/monitor.py: reports no util (seed 000 §4.3: timestamp, utilisation and " \
+           "memory used are required)" in found, found
+
+
+def test_engines_and_adapters_are_held_to_their_contracts(root):
+    vendor = root / "vendor" / "testchip"
+    (vendor / "engines").mkdir()
+    (vendor / "engines" / "acmert.py").write_text(textwrap.dedent("""\
+        class InferModel:
+            def __init__(self, config):
+                pass
+        """))
+    adapter = vendor / "cases" / "digits_cnn" / "extern" / "trainer_adapter.py"
+    adapter.write_text(adapter.read_text() + "\n\ndef step_optimizer(optimizer):\n    optimizer.step()\n")
+    found = lines(root)
+    assert "error: vendor/testchip/engines/acmert.py: InferModel.__init__ takes 2 positional parameter(s); the " \
+           "caller calls __init__(self, config, onnx_path, model)" in found
+    assert "error: vendor/testchip/engines/acmert.py: InferModel.__call__ is not defined" in found
+    assert any(f.startswith("error: vendor/testchip/cases/digits_cnn/extern/trainer_adapter.py: line ")
+               and "defines 'step_optimizer', which is not a point" in f for f in found), found
+
+
+def test_an_unknown_vendor_or_a_path_is_refused(root, capsys):
+    assert lines(root, "../etc") == ["error: ../etc: is not a vendor name (a folder under vendor/: "
+                                     "^[A-Za-z0-9][A-Za-z0-9_-]*$)"]
+    assert cli.main(["check-vendor", "nosuchchip", "--root", str(root)]) == 1
+    assert "error: vendor/nosuchchip: no vendor.yaml: not a vendor (vendors: cpu, nvidia, testchip)" \
+        in capsys.readouterr().out
+
+
+def test_the_shipped_vendors_pass_where_their_devices_are():
+    assert lines(project_root(), "cpu") == []
+    nvidia = lines(project_root(), "nvidia")
+    assert all(f.startswith("error: vendor/nvidia/monitor.py: -o start failed") for f in nvidia), \
+        "without a GPU only NVML is missing"
