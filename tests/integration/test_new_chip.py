@@ -74,6 +74,8 @@ def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, result
     assert (submit["dist_backend"], submit["world_size"]) == ("testccl", 2)
     log = (node / "rank1.out.log").read_text()
     assert "testchip adapter: backward" in log and "replaces: " + ", ".join(ADAPTED) in log
+    assert "kernel cache /tmp/testchip-kernels" in log, "its environment_variables.sh applies in the host runtime"
+    assert "vendor/testchip/cases/digits_cnn/requirements.txt" in run.output, "its pins are checked in the venv"
     assert record["monitors"][node.name]["testchip"]["samples"] > 0, "the chip's own monitor ran"
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 from .converter import convert
 
 
 def convert_model(model, ctx):
     swapped = convert(model)
-    print(f"testchip adapter: convert_model swapped {swapped} linear layers", flush=True)
+    print(f"testchip adapter: convert_model swapped {swapped} linear layers, kernel cache "
+          f"{os.environ.get('TESTCHIP_KERNEL_CACHE')}", flush=True)
     return model
 
 
