@@ -54,6 +54,7 @@ def test_the_scaffolded_and_filled_chip_passes_check_vendor_functional(checkout)
     assert any(line.startswith("ok: digits_cnn TC1x1x1: 5 steps") and "adapted: " + ", ".join(ADAPTED) in line
                for line in lines), done.stdout
     assert any("monitor.py: start, status and stop work" in line for line in lines), done.stdout
+    assert any(line.startswith("ok: digits_cnn inference: steps a-g, compiler testrt") for line in lines), done.stdout
 
 
 def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, results_dir):

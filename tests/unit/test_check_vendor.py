@@ -29,6 +29,7 @@ def root(tmp_path: Path) -> Path:
     shutil.copy(OVERLAY / "runtime.py", vendor)
     shutil.copy(OVERLAY / "monitor.py", vendor)
     shutil.copytree(OVERLAY / "cases", vendor / "cases", dirs_exist_ok=True)
+    shutil.copytree(OVERLAY / "engines", vendor / "engines")
     return root
 
 
@@ -82,7 +83,6 @@ def test_an_unfilled_monitor_is_an_error(root):
 
 def test_engines_and_adapters_are_held_to_their_contracts(root):
     vendor = root / "vendor" / "testchip"
-    (vendor / "engines").mkdir()
     (vendor / "engines" / "acmert.py").write_text(textwrap.dedent("""\
         class InferModel:
             def __init__(self, config):
