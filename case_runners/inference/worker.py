@@ -25,15 +25,10 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
 
     from case_runners.inference.pipeline import run_pipeline
     from case_runners.training import stop_request
-    from case_runners.training.worker import limit_cpu_threads
-    from case_runners.vendor_runtime import VendorRuntime
+    from case_runners.training.worker import start_rank
 
     stop_request.check("init")
-    runtime = VendorRuntime.for_config(config)
-    runtime.prepare()
-    device = runtime.pick_device(int(os.environ.get("PERFPLAY_DEVICE_INDEX") or env.local_rank))
-    if device.type == "cpu":
-        limit_cpu_threads(env.local_world_size)
+    runtime, device = start_rank(config, env)
     versions = runtime.versions()
     resolved = config["inference"]
     log.event(ev.SUBMIT_INFO, {"vendor": config["vendor"], "case": config["case"], "task": "inference",

@@ -35,7 +35,7 @@ from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import project_root
 from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
 from case_runners.run_ids import RUN_ID_ENV
-from case_runners.training.worker import result_path
+from case_runners.training.worker import DEVICE_INDEX_ENV, result_path
 
 NODE_RESULT = "node_result.json"
 NODE_SCHEMA = "perfplay.node_result/1"
@@ -112,12 +112,12 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
         node_devices = offered[:spec.nproc]
         if spec.vendor_info.get("visible_devices_scope") == "rank":
             env[visible_env] = node_devices[local_rank % len(node_devices)]
-            env["PERFPLAY_DEVICE_INDEX"] = "0"
+            env[DEVICE_INDEX_ENV] = "0"
         else:
             env[visible_env] = ",".join(node_devices)
-            env["PERFPLAY_DEVICE_INDEX"] = str(local_rank)
+            env[DEVICE_INDEX_ENV] = str(local_rank)
     else:
-        env["PERFPLAY_DEVICE_INDEX"] = str(local_rank)
+        env[DEVICE_INDEX_ENV] = str(local_rank)
     for name in nic_env(spec.vendor_info):
         if spec.nic and not base.get(name):  # a value the host sets wins
             env[name] = spec.nic

@@ -180,18 +180,24 @@ def _where(exc: BaseException, folder: Path | None, root: Path | None, shown: st
     return f"line {line}" if file == shown else f"{file} line {line}"
 
 
-def check_adapter_source(root: Path, vendor: str, case: str) -> list[str]:
-    """What the controller can tell from extern/'s source without importing it: trainer_adapter.py against the
-    contract, and a syntax error in any of extern/'s Python files. Each names the file and the line."""
+def adapter_source(root: Path, vendor: str, case: str) -> tuple[list[str], list[str]]:
+    """(problems, points defined) that the controller can tell from extern/'s source without importing it:
+    trainer_adapter.py against the contract, and a syntax error in any of extern/'s Python files. Each problem names
+    the file and the line. No adapter: ([], [])."""
     path = adapter_file(root, vendor, case)
     if not path.is_file():
-        return []
-    problems, _ = check_source(path, POINTS, {}, display_path(path, root))
+        return [], []
+    problems, points = check_source(path, POINTS, {}, display_path(path, root))
     for other in sorted(path.parent.rglob("*.py")):
         if other != path and "__pycache__" not in other.parts:
             _, unparsed = parse_source(other, display_path(other, root))
             problems += [unparsed] if unparsed else []
-    return problems
+    return problems, points
+
+
+def check_adapter_source(root: Path, vendor: str, case: str) -> list[str]:
+    """adapter_source's problems."""
+    return adapter_source(root, vendor, case)[0]
 
 
 def _forget(name: str) -> None:

@@ -34,8 +34,25 @@ def _say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
+DEVICE_INDEX_ENV = "PERFPLAY_DEVICE_INDEX"  # the rank's device among those it sees, set by the launcher
+
+
 def result_path(log_dir: Path, rank: int) -> Path:
     return Path(log_dir) / f"rank{rank}.result.json"
+
+
+def start_rank(config: dict[str, Any], env):
+    """The vendor's runtime prepared (environment, imports, setup(), before torch touches its device) and this rank's
+    device: the launcher's choice (DEVICE_INDEX_ENV) or else the local rank; a CPU's cores shared among the node's
+    ranks. (runtime, device)"""
+    from case_runners.vendor_runtime import VendorRuntime
+
+    runtime = VendorRuntime.for_config(config)
+    runtime.prepare()
+    device = runtime.pick_device(int(os.environ.get(DEVICE_INDEX_ENV) or env.local_rank))
+    if device.type == "cpu":
+        limit_cpu_threads(env.local_world_size)
+    return runtime, device
 
 
 def load_case_builder(case: str):
@@ -65,17 +82,12 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict
     from case_runners.training.case_api import RunContext
     from case_runners.training.dist import init_distributed
     from case_runners.training.trainer import Target, Trainer, seed_everything
-    from case_runners.vendor_runtime import VendorRuntime
     from case_runners.vendors import DEFAULT_AMP_DTYPE
 
     stop_request.check("init")
     params = config["params"]
-    runtime = VendorRuntime.for_config(config)
-    runtime.prepare()  # the vendor's environment, imports and setup(), before torch touches its device
+    runtime, device = start_rank(config, env)
     adapter = load_adapter(config["vendor"], config["case"])  # after the vendor's imports, before the case
-    device = runtime.pick_device(int(os.environ.get("PERFPLAY_DEVICE_INDEX") or env.local_rank))
-    if device.type == "cpu":
-        limit_cpu_threads(env.local_world_size)
     runtime.allow_tf32(bool(params.get("tf32", False)))
     backend = runtime.dist_backend
     versions = runtime.versions()

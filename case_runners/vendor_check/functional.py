@@ -21,7 +21,8 @@ from case_runners.driver import events as ev
 from case_runners.paths import display_path
 from case_runners.results.record import RECORD_NAME, VALID_STATUSES
 from case_runners.vendor_check.findings import Finding, error, ok, warning
-from case_runners.vendor_check.structure import CONFIG_NAME, adapter_points
+from case_runners.training.adapter import adapter_source
+from case_runners.vendor_check.structure import CONFIG_NAME
 from case_runners.vendor_files import EXTERN_DIR, vendor_dir
 
 TRAINING_EVENTS = (ev.INIT_START, ev.INIT_END, ev.TRAIN_START, ev.STEP_END, ev.EVALUATE, ev.TRAIN_END, ev.FINISHED)
@@ -98,7 +99,7 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
 def _adapted(name: str, case: str, record: dict, root: Path, where: str) -> list[Finding]:
     if not (vendor_dir(root, name) / "cases" / case / EXTERN_DIR).is_dir():
         return []
-    _, points = adapter_points(name, case, root)
+    _, points = adapter_source(root, name, case)
     recorded = sorted(record.get("adapted") or [])
     if recorded != sorted(points):
         return [error(where, f"the record says adapted {recorded or 'nothing'}; the extern adapter defines "

@@ -12,8 +12,9 @@ from case_runners.cases import list_cases
 from case_runners.config.plan import make_plan
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
-from case_runners.plugin_source import Point, check_source, source_arity
+from case_runners.plugin_source import Point, source_arity
 from case_runners.scaffold import README_SECTIONS, missing_sections
+from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_files import (
     ADAPTER_FILE,
@@ -135,22 +136,13 @@ def _resolves(root: Path, request: dict, shown: str) -> list[Finding]:
     return [ok(shown, f"resolves ({config['case_id']}, vendor-mutable keys only)")]
 
 
-def adapter_points(vendor: str, case: str, root: Path) -> tuple[list[str], list[str]]:
-    """(problems, points) of the case's extern adapter, from its source."""
-    from case_runners.training.adapter import POINTS, check_adapter_source
-
-    path = adapter_file(root, vendor, case)
-    if not path.is_file():
-        return [], []
-    return check_adapter_source(root, vendor, case), check_source(path, POINTS, {}, display_path(path, root))[1]
-
-
 def _adapter(vendor: str, case: str, root: Path) -> list[Finding]:
-    shown = display_path(adapter_file(root, vendor, case), root)
-    if not adapter_file(root, vendor, case).is_file():
-        return [warning(display_path(adapter_file(root, vendor, case).parent, root),
+    path = adapter_file(root, vendor, case)
+    shown = display_path(path, root)
+    if not path.is_file():
+        return [warning(display_path(path.parent, root),
                         f"has no {ADAPTER_FILE}: nothing of it runs")]
-    problems, points = adapter_points(vendor, case, root)
+    problems, points = adapter_source(root, vendor, case)
     if problems:
         return [error(shown, p.removeprefix(f"{shown}: ")) for p in problems]
     return [ok(shown, f"adapts {', '.join(points) or 'nothing'}")]
