@@ -43,7 +43,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from case_runners.processes import die_with_parent
     die_with_parent()  # started by a launcher: never outlive it
     from case_runners.launch.node import GRACE_S
-    from case_runners.training.worker import main as worker_main
+    from case_runners.rank.worker import main as worker_main
     return worker_main(args.config, args.log_dir, launcher_grace_s=GRACE_S)
 
 

@@ -16,7 +16,7 @@ _BATCH = {"type": "int", "min": 1, "max": 65_536}  # per rank
 _PATH = {"type": "str", "max_length": 4096}
 
 SHARED_PARAMS: dict[str, dict[str, Any]] = {
-    # The trainer's params (training/trainer.py, training/worker.py), in every training case.
+    # The trainer's params (training/trainer.py, training/task.py), in every training case.
     "seed": {"type": "int", "min": 0, "max": 2**32 - 1},  # numpy's seed range
     "batch_size": _BATCH,
     "eval_batch_size": _BATCH,

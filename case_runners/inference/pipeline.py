@@ -26,7 +26,7 @@ from typing import Any
 from case_runners import files
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.inference.config import vendor_engines
-from case_runners.training import stop_request
+from case_runners.rank import stop_request
 
 CASE_FUNCTIONS = ("build_dataloader", "create_model", "evaluator", "model_forward", "export_model", "engine_forward")
 

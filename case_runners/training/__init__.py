@@ -1,1 +1,1 @@
-"""Training pipeline: the case contract, the trainer (timing, stop conditions) and the worker entry."""
+"""Training pipeline: the case contract, the trainer (timing, stop conditions) and the task a rank runs."""

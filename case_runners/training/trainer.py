@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from case_runners.driver import events as ev
-from case_runners.training import stop_request
+from case_runners.rank import stop_request
 from case_runners.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum, any_rank

@@ -16,7 +16,7 @@ from case_runners.config.layering import load_case_base
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
 from case_runners.training.case_api import TrainingCase
-from case_runners.training.worker import main
+from case_runners.rank.worker import main
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = ("bert", "digits_cnn", "resnet50")

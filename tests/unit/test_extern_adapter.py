@@ -25,7 +25,7 @@ from case_runners.results.record import write_round_record
 from case_runners.training import adapter as adapter_module
 from case_runners.training.adapter import (POINTS, STANDARD, AdapterError, check_adapter_source, load_adapter,
                                            package_name, replace_modules)
-from case_runners.training.worker import main
+from case_runners.rank.worker import main
 from case_runners.vendors import load_vendor, vendor_info
 
 ADAPTER = "vendor/acme/cases/digits_cnn/extern/trainer_adapter.py"
@@ -219,7 +219,7 @@ def test_two_ranks_wrap_the_model_with_the_vendor_s_model_to_ddp(tmp_path, proje
         port = str(s.getsockname()[1])
     code = ("import sys; from pathlib import Path; from case_runners.training import adapter; "
             f"adapter.project_root = lambda: Path({str(project)!r}); "
-            "from case_runners.training.worker import main; "
+            "from case_runners.rank.worker import main; "
             f"raise SystemExit(main({str(config)!r}, {str(log_dir)!r}))")
     procs = [subprocess.Popen([sys.executable, "-c", code], cwd=project_root(), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,

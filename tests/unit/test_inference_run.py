@@ -168,7 +168,7 @@ def test_device_memory_is_the_rank_s_own_device_on_a_host_with_several(tmp_path:
     ("", "", None),  # the cpu vendor has no visible-devices variable
 ])
 def test_the_rank_names_its_devices_as_the_monitor_numbers_them(env, value, expected):
-    from case_runners.inference.worker import monitor_devices
+    from case_runners.inference.task import monitor_devices
     assert monitor_devices({"visible_devices_env": env}, {env: value} if env else {}) == expected
 
 

@@ -13,8 +13,8 @@ from process_helpers import communicate_or_kill
 from case_runners.vendors import load_vendor, vendor_info
 from case_runners.config.layering import load_case_base
 from case_runners.driver.events import parse_perflog_lines, read_events
-from case_runners.training.dist_env import DistEnv
-from case_runners.training.worker import main
+from case_runners.rank.env import DistEnv
+from case_runners.rank.worker import main
 
 REPO = Path(__file__).resolve().parents[2]
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -123,7 +123,7 @@ def test_two_ranks_ddp_converge_with_global_samples(tmp_path):
     config = write_config(tmp_path, nproc=2)
     log_dir = tmp_path / "logs"
     port = str(free_port())
-    code = f"from case_runners.training.worker import main; raise SystemExit(main({str(config)!r}, {str(log_dir)!r}))"
+    code = f"from case_runners.rank.worker import main; raise SystemExit(main({str(config)!r}, {str(log_dir)!r}))"
     procs = []
     for rank in range(2):
         env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",

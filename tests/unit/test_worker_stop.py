@@ -21,7 +21,7 @@ from case_runners.config.plan import make_plan
 from case_runners.driver.events import read_events
 from case_runners.launch.node import GRACE_S
 from case_runners.paths import project_root
-from case_runners.training.stop_request import GRACE_SHARE
+from case_runners.rank.stop_request import GRACE_SHARE
 
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 POLL_S = 0.01
@@ -150,7 +150,7 @@ SCRIPT = """\
 import os, signal, sys, time
 from pathlib import Path
 from case_runners.launch.node import GRACE_S
-from case_runners.training import stop_request
+from case_runners.rank import stop_request
 
 result = Path(sys.argv[1])
 stop_request.install(GRACE_S, result.write_text)

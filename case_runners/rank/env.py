@@ -1,6 +1,8 @@
-"""The rank's place in the run as the launcher's environment describes it (RANK, WORLD_SIZE, ...).
+"""What the launcher and a rank agree on: the rank's place in the run as the launcher's environment describes it
+(RANK, WORLD_SIZE, ..., the device index) and where the rank leaves its result.
 
-Standard library only: the worker reads it before importing torch, to know its result file from the start.
+Standard library only: the launcher imports it, and the worker reads it before importing torch, to know its result
+file from the start.
 """
 
 from __future__ import annotations
@@ -8,6 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+
+DEVICE_INDEX_ENV = "PERFPLAY_DEVICE_INDEX"  # the rank's device among those it sees, set by the launcher
+
+
+def result_path(log_dir: Path, rank: int) -> Path:
+    return Path(log_dir) / f"rank{rank}.result.json"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The rank of an inference case: the launcher starts it as it starts a training rank (`case_runners worker`),
-the worker sees task: inference in the resolved config and runs steps a-g here instead of training.
+"""An inference rank's task: the launcher starts it as it starts a training rank (`case_runners worker`), the rank
+runtime sees task: inference in the resolved config and runs steps a-g here instead of training.
 
 The ONNX file and the compiled engine go to <case dir>/inference_work/ beside resolved_config.json, not into the
 node directory (which is collected to the controller): they can be large, and exist_onnx_path can name them.
@@ -15,17 +15,18 @@ from typing import Any
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
 from case_runners.paths import project_root
+from case_runners.rank import stop_request
+from case_runners.rank.env import DistEnv
 
 WORK_DIR = "inference_work"
 
 
-def run(config: dict[str, Any], config_path: str, log: EventLogger, env) -> dict[str, Any]:
+def run(config: dict[str, Any], config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
     """Steps a-g on this rank's device; the rank result (status success, the summary's figures)."""
     import torch
 
     from case_runners.inference.pipeline import run_pipeline
-    from case_runners.training import stop_request
-    from case_runners.training.worker import start_rank
+    from case_runners.rank.start import start_rank
 
     stop_request.check("init")
     runtime, device = start_rank(config, env)

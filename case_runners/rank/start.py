@@ -1,0 +1,31 @@
+"""A rank's start, the same for every task: the vendor's runtime prepared, the rank's device picked, a CPU's
+cores shared among the node's ranks. torch is imported inside, after the vendor's runtime had its say."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from case_runners.rank.env import DEVICE_INDEX_ENV, DistEnv
+
+
+def start_rank(config: dict[str, Any], env: DistEnv):
+    """The vendor's runtime prepared (environment, imports, setup(), before torch touches its device) and this rank's
+    device: the launcher's choice (DEVICE_INDEX_ENV) or else the local rank; a CPU's cores shared among the node's
+    ranks. (runtime, device)"""
+    from case_runners.vendor_runtime import VendorRuntime
+
+    runtime = VendorRuntime.for_config(config)
+    runtime.prepare()
+    device = runtime.pick_device(int(os.environ.get(DEVICE_INDEX_ENV) or env.local_rank))
+    if device.type == "cpu":
+        limit_cpu_threads(env.local_world_size)
+    return runtime, device
+
+
+def limit_cpu_threads(local_world_size: int) -> None:
+    """Share the host's cores among the ranks on it, unless OMP_NUM_THREADS says otherwise."""
+    import torch
+
+    if not os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world_size)))

@@ -1,0 +1,99 @@
+"""One rank: `python -m case_runners worker --config RESOLVED.json --log-dir DIR`, whatever its task.
+
+Reads the resolved config, runs its task (`task` in the config, training by default: TASK_MODULE's run) and writes
+`rank<R>.result.json` in DIR (the task's events go to `rank<R>.events.jsonl`). Returns 0 for success and
+not_converged (both are results), 1 when the run crashed (the traceback is in the result),
+128 + the signal when SIGTERM or SIGINT stopped it (stop_request.py; the phase is in the result).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from case_runners import files
+from case_runners.driver import events as ev
+from case_runners.driver.events import EventLogger
+from case_runners.errors import PerfplayError
+from case_runners.rank import stop_request
+from case_runners.rank.env import DistEnv, result_path
+
+TASK_MODULE = "case_runners.{task}.task"  # a task's package and its run(config, config_path, log, env)
+DEFAULT_TASK = "training"
+
+
+def _say(text: str) -> None:
+    """To the rank's log (stderr), unless there is no room left to say it."""
+    with contextlib.suppress(OSError):
+        print(text, file=sys.stderr, flush=True)
+
+
+def task_runner(config: dict[str, Any]) -> Callable[[dict[str, Any], str, EventLogger, DistEnv], dict[str, Any]]:
+    """The run() of the config's task, found by name: a task imports the rank runtime, never the reverse."""
+    from case_runners.config.selection import TASKS
+
+    task = config.get("task") or DEFAULT_TASK
+    if task not in TASKS:
+        raise PerfplayError(f"unknown task '{task}' in the resolved config (allowed: {', '.join(TASKS)})")
+    return importlib.import_module(TASK_MODULE.format(task=task)).run
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """The rank's result, atomically (whole or absent); files.WriteError names the cause and the path."""
+    files.atomic_write_json(path, data, default=str)
+
+
+def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) -> int:
+    """launcher_grace_s: the launcher's time between SIGTERM and SIGKILL (the `worker` command passes it). Given,
+    SIGTERM and SIGINT stop the rank within part of it (stop_request), for the rest of the process; None, for
+    in-process callers, leaves signal handling alone."""
+    started = time.perf_counter()
+    try:
+        out = files.secure_dir(log_dir)
+    except PerfplayError as e:  # not a directory this user may safely write in: nowhere to leave a result
+        _say(f"error: {e}")
+        return 2
+    env, log, code = DistEnv(), None, 0
+
+    def record(result: dict[str, Any]) -> dict[str, Any]:
+        return {"schema": "perfplay.rank_result/1", "rank": env.rank, "world_size": env.world_size,
+                **result, "e2e_time": time.perf_counter() - started}
+
+    if launcher_grace_s is not None:  # the watchdog's result; it writes no event (the main thread may be writing one)
+        stop_request.install(launcher_grace_s, lambda reason: write_json(
+            result_path(out, env.rank), record({"status": "failed", "reason": reason})))
+    try:
+        env = DistEnv.from_environ()
+        config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+        log = EventLogger(out, env.rank, int(config.get("params", {}).get("log_freq", 10)))
+        result = task_runner(config)(config, config_path, log, env)
+    except stop_request.Stopped as e:
+        result, code = {"status": "failed", "reason": str(e)}, e.request.exit_code
+    except PerfplayError as e:  # a bad input found only on the host (a corrupt ONNX file): its message, no traceback
+        _say(f"error: {e}")
+        result, code = {"status": "failed", "reason": str(e)}, 1
+    except Exception:  # noqa: BLE001 - any crash becomes a "failed" result with its traceback
+        reason = traceback.format_exc()
+        _say(reason)
+        result, code = {"status": "failed", "reason": reason}, 1
+    finally:
+        from case_runners.rank.dist import shutdown_distributed
+        shutdown_distributed()
+    result = record(result)
+    try:
+        log = log or EventLogger(out, env.rank, 10)
+        log.event(ev.FINISHED, {k: v for k, v in result.items() if k not in ("metrics_history", "reason")})
+        stop_request.write_result(lambda: write_json(result_path(out, env.rank), result), code)
+        log.close()
+    except (OSError, PerfplayError) as e:  # a full disk: the launcher names it from the free space it sees
+        _say(f"error: the rank's result could not be written: {e}")
+        code = code or 1
+    stop_request.end_if_requested(code)
+    return code
