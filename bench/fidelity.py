@@ -39,9 +39,9 @@ def bare(steps: int) -> float:
     """The bare loop, in a fresh process with the same thread count as the harness's single rank."""
     code = f"""
 import json, time, torch
-from case_runners.config.plan import make_plan
 from case_runners.cases.resnet50.case import build_case
 from case_runners.driver.events import EventLogger
+from case_runners.plan.run_plan import make_plan
 from case_runners.training.case_api import RunContext
 import tempfile, pathlib
 torch.set_num_threads(os.cpu_count() or 1)

@@ -33,7 +33,7 @@ def _load_json(path: str) -> dict[str, Any]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from case_runners.config.plan import make_plan
+    from case_runners.plan.run_plan import make_plan
     plan = make_plan(_load_json(args.request), check=args.check)
     _print_json(plan)
     return 0 if plan["ok"] else EXIT_BAD_INPUT
@@ -119,7 +119,7 @@ def cmd_check_run_id(args: argparse.Namespace) -> int:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    from case_runners.inference.config import resolve_inference
+    from case_runners.plan.inference_config import resolve_inference
     from case_runners.inference.pipeline import run_pipeline
     from case_runners.paths import project_root
     root = project_root()

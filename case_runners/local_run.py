@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.plan import make_plan
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import ConfigError
 from case_runners.host_check import host_check
 from case_runners.netutil import free_port
 from case_runners.paths import project_root
+from case_runners.plan.run_plan import make_plan
 from case_runners.processes import PARENT_PID_ENV
 from case_runners.results.record import write_round_record
 from case_runners.results.summary import render_table, write_run_summary

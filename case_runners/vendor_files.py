@@ -23,6 +23,11 @@ def vendor_dir(root: Path, vendor: str) -> Path:
     return root / "vendor" / vendor
 
 
+def vendor_engines(root: Path, vendor: str) -> list[str]:
+    """The compilers of a vendor: vendor/<vendor>/engines/<compiler>.py."""
+    return sorted(p.stem for p in (vendor_dir(root, vendor) / "engines").glob("*.py") if p.stem != "__init__")
+
+
 def vendor_case_dir(root: Path, vendor: str, case: str) -> Path:
     return vendor_dir(root, vendor) / "cases" / case
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from case_runners import files
 from case_runners.errors import ConfigError, PerfplayError
-from case_runners.inference.config import vendor_engines
 from case_runners.rank import stop_request
+from case_runners.vendor_files import vendor_engines
 
 CASE_FUNCTIONS = ("build_dataloader", "create_model", "evaluator", "model_forward", "export_model", "engine_forward")
 

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 from case_runners.cases import list_cases
-from case_runners.config.plan import make_plan
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
+from case_runners.plan.run_plan import make_plan
 from case_runners.plugin_source import Point, source_arity
 from case_runners.scaffold import README_SECTIONS, missing_sections
 from case_runners.training.adapter import adapter_source

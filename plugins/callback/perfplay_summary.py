@@ -14,7 +14,7 @@ description:
     C(case_runners.results.summary.render_table(summary)).
   - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode. A run
     directory in which no round was launched (the hosts' preflight failed) is removed, so a rejected run leaves
-    nothing behind (C(case_runners.config.plan.discard_unstarted_run)).
+    nothing behind (C(case_runners.plan.run_plan.discard_unstarted_run)).
   - Works beside any stdout callback, including AWX's; the playbook also publishes the summary with
     C(ansible.builtin.set_stats) for AWX workflows.
 requirements:
@@ -127,7 +127,7 @@ class CallbackModule(CallbackBase):
         """The hosts' preflight failed before any round: remove the run directory the plan made."""
         try:
             _import_case_runners()
-            from case_runners.config.plan import discard_unstarted_run  # pylint: disable=import-outside-toplevel
+            from case_runners.plan.run_plan import discard_unstarted_run  # pylint: disable=import-outside-toplevel
 
             if discard_unstarted_run(Path(self.run_dir)):
                 self._display.display("perfplay: no round was started; removed %s" % self.run_dir)

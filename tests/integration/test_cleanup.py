@@ -15,8 +15,8 @@ import pytest
 from playbook_run import BIN, REPO, playbook_env, run_playbook
 
 from case_runners import pidfiles
-from case_runners.config.plan import make_plan
 from case_runners.launch.node import ROUND_GRACE_S
+from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, list_pids, read_argv, read_stat
 from case_runners.run_ids import RUN_ID_ENV
 from process_helpers import kill_run, run_pids, wait_for

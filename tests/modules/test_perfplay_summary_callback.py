@@ -97,7 +97,7 @@ def test_nothing_when_no_round_was_reached(make_callback, fake_api, tmp_path):
 
 
 def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callback, fake_api, tmp_path):
-    from case_runners.config.plan import make_plan
+    from case_runners.plan.run_plan import make_plan
 
     plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": ["digits_cnn"], "bundle": True})
     callback = make_callback()
@@ -110,7 +110,7 @@ def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callbac
 
 def test_a_run_that_launched_keeps_its_directory(make_callback, fake_api, tmp_path):
     """Interrupted during its first launch: nothing recorded yet on the controller, but the run exists."""
-    from case_runners.config.plan import make_plan
+    from case_runners.plan.run_plan import make_plan
 
     plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": ["digits_cnn"]})
     callback = make_callback()

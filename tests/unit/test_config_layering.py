@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from case_runners.cases import case_dir
-from case_runners.config import layering
-from case_runners.config.plan import make_plan
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
+from case_runners.plan import layering
+from case_runners.plan.run_plan import make_plan
 
 
 def plan(cases, vendor="cpu", **kw):

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.config.plan import make_plan
 from case_runners.container.image import BUILD_DIR, build_args, image_spec, write_context
 from case_runners.container.options import check_container, sdk_options
 from case_runners.container.prepare import PREPARE_LOG, SITE, prepare
-from case_runners.vendor_files import case_requirements
 from case_runners.container.supervise import ENTRY
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
+from case_runners.plan.run_plan import make_plan
+from case_runners.vendor_files import case_requirements
 from case_runners.vendors import load_vendor
 
 REPO = project_root()

@@ -16,11 +16,11 @@ from process_helpers import communicate_or_kill
 from torch import nn
 
 from case_runners.cases.digits_cnn.case import DigitsCNN
-from case_runners.config.layering import load_case_base
-from case_runners.config.plan import make_plan
 from case_runners.driver.events import read_events
 from case_runners.host_check import host_check, runtime_problems
 from case_runners.paths import project_root
+from case_runners.plan.layering import load_case_base
+from case_runners.plan.run_plan import make_plan
 from case_runners.results.record import write_round_record
 from case_runners.training import adapter as adapter_module
 from case_runners.training.adapter import (POINTS, STANDARD, AdapterError, check_adapter_source, load_adapter,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from case_runners import files
-from case_runners.config.plan import make_plan
-from case_runners.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
 from case_runners.errors import ConfigError
+from case_runners.plan.run_plan import make_plan
+from case_runners.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
 
 
 def plan(tmp_path: Path, **request) -> dict:
@@ -84,7 +84,7 @@ def test_a_plan_that_cannot_write_its_run_dir_leaves_nothing(tmp_path, monkeypat
     def full(*_args, **_kwargs):
         raise files.WriteError("no space left on device: x/perfplay-src.tar", "x")
 
-    monkeypatch.setattr("case_runners.config.plan.write_bundle", full)
+    monkeypatch.setattr("case_runners.plan.run_plan.write_bundle", full)
     failed = plan(tmp_path, bundle=True)
     assert not failed["ok"] and "no space left on device" in failed["errors"][0]
     assert list((tmp_path / "results").iterdir()) == [], "no empty or partial run dir is left"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from case_runners.errors import ConfigError
-from case_runners.inference.config import parse_flops, resolve_inference
 from case_runners.inference.pipeline import run_pipeline
 from case_runners.paths import project_root
+from case_runners.plan.inference_config import parse_flops, resolve_inference
 
 REPO = project_root()
 

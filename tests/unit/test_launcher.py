@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from case_runners import pidfiles
-from case_runners.config.plan import make_plan
 from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, rank_env
 from case_runners.paths import project_root
+from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, is_run_process
 from process_helpers import kill_run, run_pids, wait_for
 

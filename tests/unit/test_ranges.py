@@ -12,11 +12,11 @@ import pytest
 import case_runners.cases
 from case_runners.cases import list_cases
 from case_runners.config.constraints import make_constraint
-from case_runners.config.layering import load_case_base
-from case_runners.config.plan import make_plan
 from case_runners.errors import ConfigError
-from case_runners.inference.config import inference_cases, resolve_inference
 from case_runners.paths import project_root
+from case_runners.plan.inference_config import inference_cases, resolve_inference
+from case_runners.plan.layering import load_case_base
+from case_runners.plan.run_plan import make_plan
 
 OVERRIDES = "run overrides (perfplay_cases[0].overrides)"
 RUN_VARS = "run vars"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.config.plan import make_plan
+from case_runners.plan.run_plan import make_plan
 from case_runners.results.record import write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_records, write_run_summary
 

@@ -15,11 +15,11 @@ import pytest
 
 from case_runners import cli
 from case_runners.cases import list_cases
-from case_runners.config.plan import make_plan
 from case_runners.config.yaml_io import load_mapping
 from case_runners.monitors.base import DEVICE_FIELDS
 from case_runners.monitors.loader import load_vendor_monitor_class
 from case_runners.paths import project_root
+from case_runners.plan.run_plan import make_plan
 from case_runners.scaffold import CASE_README_SECTIONS, README_SECTIONS, headings, missing_sections
 from case_runners.scaffold.new_case import new_case
 from case_runners.scaffold.new_vendor import new_vendor
@@ -258,7 +258,7 @@ def test_new_case_writes_a_case_that_resolves_and_trains(project: Path, tmp_path
 
     # The copy's case_runners, where the case is: plan it for cpu (1x1) and for the reference (nvidia A100 1x8).
     planned = in_copy(project, "-c", "import json, sys\n"
-                      "from case_runners.config.plan import make_plan\n"
+                      "from case_runners.plan.run_plan import make_plan\n"
                       "from case_runners.data_check import check_data\n"
                       "cpu = make_plan({'vendor': 'cpu', 'cases': ['toy'], 'results_dir': sys.argv[1]})\n"
                       "nvidia = make_plan({'vendor': 'nvidia', 'cases': ['toy:pytorch:A100:1:8']}, check=True)\n"

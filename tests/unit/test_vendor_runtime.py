@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from case_runners.config.plan import make_plan
 from case_runners.errors import ConfigError
 from case_runners.launch.env_file import sourced
+from case_runners.plan.run_plan import make_plan
 from case_runners.results.record import mfu
 from case_runners.training.trainer import Precision
 from case_runners.vendor_runtime import RuntimeHookError, VendorRuntime, check_hook_source

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from case_runners.config.plan import make_plan
 from case_runners.driver.events import read_events
 from case_runners.launch.node import GRACE_S
 from case_runners.paths import project_root
+from case_runners.plan.run_plan import make_plan
 from case_runners.rank.stop_request import GRACE_SHARE
 
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")

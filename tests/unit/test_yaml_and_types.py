@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from case_runners.config.plan import make_plan
 from case_runners.config.types import coerce
 from case_runners.config.yaml_io import FILE_LIMIT, VALUE_LIMIT, load_mapping
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
+from case_runners.plan.run_plan import make_plan
 
 
 def test_malformed_yaml_names_file_and_line(tmp_path):

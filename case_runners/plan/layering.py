@@ -14,6 +14,7 @@ from typing import Any
 
 from case_runners.cases import case_dir, list_cases
 from case_runners.config.constraints import Constraint, declare_params
+from case_runners.config.resolved import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
 from case_runners.config.selection import BOUNDS, Selection
 from case_runners.config.standard import standard_fields
 from case_runners.config.types import to_float
@@ -21,9 +22,6 @@ from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
 from case_runners.vendors import vendor_info
-
-RESOLVED_SCHEMA = "perfplay.resolved_config/1"
-DEFAULT_TIMEOUT_S = 3600
 
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:

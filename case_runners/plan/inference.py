@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.layering import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA, choose_hardware
+from case_runners.config.resolved import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
 from case_runners.config.selection import Selection
 from case_runners.config.standard import read_standard
 from case_runners.errors import ConfigError
-from case_runners.inference.config import inference_cases, resolve_inference
+from case_runners.plan.inference_config import inference_cases, resolve_inference
+from case_runners.plan.layering import choose_hardware
 from case_runners.vendors import vendor_info
 
 FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass (flops in configurations.yaml)"

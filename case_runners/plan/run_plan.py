@@ -10,12 +10,12 @@ from typing import Any
 from case_runners import files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.constraints import make_constraint
-from case_runners.config.layering import resolve
 from case_runners.config.selection import BOUNDS, TASKS, parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError, PerfplayError
-from case_runners.inference.plan import resolve_inference_selection
 from case_runners.paths import RESOLVED_NAME, project_root
+from case_runners.plan.inference import resolve_inference_selection
+from case_runners.plan.layering import resolve
 from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.training.adapter import check_adapter_source
 from case_runners.vendor_files import case_requirements

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.config.constraints import Constraint, declare_params
-from case_runners.config.layering import load_case_base
 from case_runners.config.standard import standard_fields
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError, raise_all
 from case_runners.paths import display_path
+from case_runners.plan.layering import load_case_base
+from case_runners.vendor_files import vendor_engines
 
 CONFIG_KEYS = ("batch_size", "flops", "fp16", "compiler", "num_workers", "log_freq", "repeat", "no_validation",
                "exist_onnx_path", "exist_compiler_path")
@@ -40,11 +41,6 @@ _NUMBER = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$|^\.[0-9]+([eE][+-]?
 
 def inference_dir(root: Path, case: str) -> Path:
     return root / "case_runners" / "cases" / case / "inference"
-
-
-def vendor_engines(root: Path, vendor: str) -> list[str]:
-    """The compilers of a vendor: vendor/<vendor>/engines/<compiler>.py."""
-    return sorted(p.stem for p in (root / "vendor" / vendor / "engines").glob("*.py") if p.stem != "__init__")
 
 
 def vendor_overrides_path(root: Path, vendor: str, case: str) -> Path:

@@ -1,0 +1,10 @@
+"""The run plan: each selection resolved into its config and checked on the controller before any host is touched.
+
+layering           a training case: case base < vendor hardware config < run overrides
+inference_config   an inference case's three files (seed 002)
+inference          an inference selection into the resolved config's outer shape
+run_plan           the run request: every selection, the runtimes, the run directory (`python -m case_runners plan`)
+
+It sits above the config leaf (case_runners/config: YAML, types, ranges, selections) and the vendors, cases,
+container images and trainer adapters it checks; nothing below imports it.
+"""
