@@ -34,8 +34,8 @@ from case_runners.launch.watchdog import Failure, Link, node_label, own_failure,
 from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import project_root
 from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
-from case_runners.run_ids import RUN_ID_ENV
 from case_runners.rank.env import DEVICE_INDEX_ENV, result_path
+from case_runners.run_ids import RUN_ID_ENV
 
 NODE_RESULT = "node_result.json"
 NODE_SCHEMA = "perfplay.node_result/1"
