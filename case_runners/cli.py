@@ -119,9 +119,9 @@ def cmd_check_run_id(args: argparse.Namespace) -> int:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    from case_runners.plan.inference_config import resolve_inference
     from case_runners.inference.pipeline import run_pipeline
     from case_runners.paths import project_root
+    from case_runners.plan.inference_config import resolve_inference
     root = project_root()
     resolved, notes = resolve_inference(args.case, args.vendor, root)
     for note in notes:
@@ -136,13 +136,6 @@ def cmd_infer(args: argparse.Namespace) -> int:
 def cmd_monitor(args: argparse.Namespace, rest: list[str]) -> int:
     from case_runners.monitors.cli import main as monitor_main
     return monitor_main(rest)
-
-
-def cmd_check_data(args: argparse.Namespace) -> int:
-    from case_runners.data_check import check_data
-    errors = check_data(_load_json(args.config))
-    _print_json({"ok": not errors, "errors": errors})
-    return 0 if not errors else EXIT_BAD_INPUT
 
 
 def cmd_host_check(args: argparse.Namespace) -> int:
@@ -178,12 +171,6 @@ def cmd_check_vendor(args: argparse.Namespace) -> int:
 def cmd_requirements(args: argparse.Namespace) -> int:
     from case_runners.requirements_check import check_requirements
     _print_json(check_requirements(Path(args.requirements)))
-    return 0
-
-
-def cmd_devices(args: argparse.Namespace) -> int:
-    from case_runners.devices import list_devices
-    _print_json(list_devices(args.vendor))
     return 0
 
 
@@ -301,10 +288,6 @@ def build_parser() -> argparse.ArgumentParser:
                        add_help=False)
     p.set_defaults(func=cmd_monitor, passthrough=True)
 
-    p = sub.add_parser("check-data", help="check a case's data dir (JSON result)")
-    p.add_argument("--config", required=True)
-    p.set_defaults(func=cmd_check_data)
-
     p = sub.add_parser("host-check", help="the host preflight: python, devices, data dirs, master port (JSON)")
     p.add_argument("--request", required=True, help="JSON file: vendor, nproc, cases, device_count, master_port")
     p.set_defaults(func=cmd_host_check)
@@ -329,10 +312,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("requirements", help="whether this Python has every pinned requirement (JSON)")
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")
     p.set_defaults(func=cmd_requirements)
-
-    p = sub.add_parser("devices", help="count this host's devices for a vendor (JSON)")
-    p.add_argument("--vendor", required=True)
-    p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("record", help="build a round's record from its node dirs (writes result.json)")
     p.add_argument("--round-dir", required=True)

@@ -27,14 +27,6 @@ class ConfigError(PerfplayError):
         return f"{where}{what}{self.message}{allowed}"
 
 
-class ConfigErrors(PerfplayError):
-    """Several config errors reported at once."""
-
-    def __init__(self, errors: list[ConfigError]) -> None:
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
-
-
 def raise_all(errors: list[ConfigError]) -> None:
     """Raise the one error, or one ConfigError joining several (each keeps its file and key); none: return."""
     if len(errors) == 1:

@@ -6,8 +6,6 @@ Importing this package (and any case's data.py) never imports torch.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from pathlib import Path
 
 from case_runners.errors import ConfigError
@@ -27,9 +25,3 @@ def case_dir(name: str) -> Path:
     if name not in list_cases():
         raise ConfigError("unknown case", key="case", allowed=list_cases())
     return CASES_DIR / name
-
-
-def data_checker(name: str) -> Callable[[str | None, dict], list[str]]:
-    """The case's stdlib-only `check_data_dir(data_dir, params) -> list of problems`."""
-    case_dir(name)
-    return importlib.import_module(f"case_runners.cases.{name}.data").check_data_dir

@@ -21,7 +21,7 @@ DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
 
 
 def write_config(tmp_path: Path, case: str = "digits_cnn", nproc: int = 1, data_dir=None, **overrides) -> Path:
-    """A resolved config (INTERFACES.md shape) for the cpu vendor: case defaults + overrides."""
+    """A resolved config (the shape plan/layering.py resolves) for the cpu vendor: case defaults + overrides."""
     base, _ = load_case_base(case, REPO)
     config = {"schema": "perfplay.resolved_config/1", "case": case, "case_id": f"{case}_CPUx1x{nproc}",
               "framework": "pytorch", "vendor": "cpu", "hardware": "CPU", "nnodes": 1, "nproc": nproc,
