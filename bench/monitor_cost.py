@@ -4,7 +4,7 @@
 
 Both daemons run for --seconds; their CPU time (utime + stime from /proc/<pid>/stat) is read once
 they are up and again at the end, so interpreter start-up is reported apart from the steady cost.
-Also times record() in-process for a finer per-sample figure. Always exits 0; prints PASS/FAIL.
+Also times record() in-process for a finer per-sample figure. Prints PASS/FAIL per monitor; exits 1 when any fails.
 """
 
 from __future__ import annotations
@@ -74,13 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{args.seconds:g} s at one sample every {args.interval:g} s; target < {args.target_pct:g} % of one core")
     print(f"{'monitor':8} {'samples':>7} {'cpu_s':>7} {'ms/sample':>9} {'% core':>7} {'startup_s':>9} "
           f"{'in-proc ms/sample':>17}  verdict")
+    failed = 0
     for name, (cpu, samples, startup) in results.items():
         per_sample = cpu / samples if samples else float("nan")
         percent = 100.0 * cpu / args.seconds
         verdict = "PASS" if samples and percent < args.target_pct else "FAIL"
         print(f"{name:8} {samples:7d} {cpu:7.3f} {1000 * per_sample:9.3f} {percent:7.3f} {startup:9.3f} "
               f"{1000 * in_process_cost(name):17.3f}  {verdict}")
-    return 0
+        failed += verdict == "FAIL"
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -5,19 +5,17 @@ run directory for a whole run, a node directory after a failed round) names it a
 same pid, start time and pid namespace, with the run id in its environment. The members of such a process's
 session that carry the run id (a rank's data-loader workers) go with it. Never a match on argv.
 
-Also removed: the run's containers (by label), stale pid files, and the job files Ansible's async tasks of the
-run left in ~/.ansible_async when the controller did not live to remove them.
+Also removed: the run's containers (by label) and stale pid files.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from case_runners import files, pidfiles
+from case_runners import pidfiles
 from case_runners.processes import (
     ProcessId,
     is_run_process,
@@ -26,11 +24,7 @@ from case_runners.processes import (
     read_stat,
     session_members,
     terminate,
-    wait_gone,
 )
-
-DEFAULT_ASYNC_DIR = "~/.ansible_async"
-JOB_FILE_BYTES = 1 << 22
 
 
 def _ancestors() -> set[int]:
@@ -42,11 +36,11 @@ def _ancestors() -> set[int]:
     return seen
 
 
-def find_run(root: Path | str, run_id: str) -> tuple[list[dict[str, Any]], list[Path], list[dict[str, Any]]]:
-    """(processes, stale pid files, Ansible jobs) of run_id under root: each process as {pid, start, role,
-    pid_file, argv}, session members included; each job as the launcher recorded it ({dir, writer})."""
+def find_run(root: Path | str, run_id: str) -> tuple[list[dict[str, Any]], list[Path]]:
+    """(processes, stale pid files) of run_id under root: each process as {pid, start, role, pid_file, argv},
+    session members included."""
     found: dict[int, dict[str, Any]] = {}
-    stale, jobs = [], []
+    stale: list[Path] = []
     excluded = _ancestors()
     own_ns = pid_namespace()
     for path in pidfiles.find(root, run_id):
@@ -65,9 +59,7 @@ def find_run(root: Path | str, run_id: str) -> tuple[list[dict[str, Any]], list[
         if stat is not None and stat.session == ident.pid:  # a rank leads its own session
             members += [m for m in session_members(ident.pid, run_id) if m.pid != ident.pid]
         _add(found, members, ident, role, path, excluded)
-        if isinstance(doc.get("ansible_job"), dict):
-            jobs.append(doc["ansible_job"])
-    return sorted(found.values(), key=lambda p: p["pid"]), stale, jobs
+    return sorted(found.values(), key=lambda p: p["pid"]), stale
 
 
 def _add(found: dict[int, dict[str, Any]], members: list[ProcessId], leader: ProcessId | None, role: str,
@@ -81,9 +73,9 @@ def _add(found: dict[int, dict[str, Any]], members: list[ProcessId], leader: Pro
 def stop_run(root: Path | str, run_id: str, grace_s: float, *, check: bool = False, containers: bool = False,
              round_name: str | None = None) -> dict[str, Any]:
     """Stop the run's processes under root (SIGTERM, SIGKILL after grace_s), remove its stale pid files, its
-    containers (all of the run's, or only round_name's) and its Ansible job files. check: report, change nothing."""
+    containers (all of the run's, or only round_name's). check: report, change nothing."""
     result: dict[str, Any] = {"containers": [], "engine": None, "processes": [], "terminated": [], "killed": [],
-                              "stale_pid_files": [], "ansible_job_files": []}
+                              "stale_pid_files": []}
     if containers:  # removing a container ends its processes too
         try:
             from case_runners.container.supervise import remove_run_containers
@@ -91,13 +83,10 @@ def stop_run(root: Path | str, run_id: str, grace_s: float, *, check: bool = Fal
             result["engine"] = "ok"
         except Exception as exc:  # noqa: BLE001 - no Docker here: no container of the run either
             result["engine"] = f"{type(exc).__name__}: {exc}"
-    processes, stale, jobs = find_run(root, run_id) if os.path.isdir(root) else ([], [], [])
+    processes, stale = find_run(root, run_id) if os.path.isdir(root) else ([], [])
     result["processes"] = processes
     result["stale_pid_files"] = [str(path) for path in stale]
-    job_dirs = {os.path.expanduser(DEFAULT_ASYNC_DIR)} | {os.path.expanduser(str(job["dir"])) for job in jobs
-                                                          if job.get("dir")}
     if check:
-        result["ansible_job_files"] = [str(p) for d in sorted(job_dirs) for p in job_files(d, run_id)]
         return result
     if processes:
         idents = [ProcessId(p["pid"], p["start"], p["pidns"]) for p in processes]
@@ -105,35 +94,4 @@ def stop_run(root: Path | str, run_id: str, grace_s: float, *, check: bool = Fal
     for path in stale:
         with contextlib.suppress(OSError):
             path.unlink()
-    writers = [w for w in (ProcessId.from_json(job.get("writer")) for job in jobs) if w is not None]
-    wait_gone(writers, grace_s)  # each writes its job's final file once the launcher it waits on has ended
-    for directory in sorted(job_dirs):
-        for path in job_files(directory, run_id):
-            with contextlib.suppress(OSError):
-                path.unlink()
-                result["ansible_job_files"].append(str(path))
     return result
-
-
-def job_files(directory: Path | str, run_id: str) -> list[Path]:
-    """Ansible async job files in `directory` whose result is a launch of run_id (its argv or node result)."""
-    found = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(directory):
-            if not entry.is_file(follow_symlinks=False):
-                continue
-            try:
-                doc = json.loads(files.read_text_nofollow(entry.path, JOB_FILE_BYTES))
-            except (OSError, ValueError):
-                continue
-            if isinstance(doc, dict) and _names_run(doc, run_id):
-                found.append(Path(entry.path))
-    return sorted(found)
-
-
-def _names_run(doc: dict[str, Any], run_id: str) -> bool:
-    node = doc.get("node_result")
-    if isinstance(node, dict) and node.get("run_id") == run_id:
-        return True
-    argv = doc.get("cmd")
-    return isinstance(argv, list) and any(a == "--run-id" and b == run_id for a, b in zip(argv, argv[1:]))

@@ -63,9 +63,17 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.netutil import free_port
     from case_runners.paths import project_root
+    if args.detach:
+        from case_runners.launch import detached
+        from case_runners.run_ids import check_run_id
+        check_run_id(args.run_id, key="--run-id", file=None)
+        launch_args = [a for a in args.argv[1:] if a != "--detach"]
+        _print_json(detached.start(launch_args, Path(args.log_dir)))
+        return 0
     _carry_run_id(args)
-    from case_runners.processes import die_with_parent
-    die_with_parent(signal.SIGTERM)  # started by `case_runners run`: stop (and stop the ranks) if it dies
+    if not args.detached:
+        from case_runners.processes import die_with_parent
+        die_with_parent(signal.SIGTERM)  # started by `case_runners run`: stop (and stop the ranks) if it dies
     spec = spec_from_config(Path(args.config), Path(args.log_dir), node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port,
                             timeout_s=args.timeout, run_id=args.run_id, node_name=args.node_name, nic=args.nic,
@@ -75,18 +83,52 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if spec.nnodes == 1 and not spec.master_port:
         spec.master_port = free_port()
     config = _load_json(args.config)
-    job = {"dir": args.ansible_async_dir, "writer": args.ansible_job_writer} if args.ansible_async_dir else None
     if args.inside_container:
         from case_runners.container.prepare import prepare
         spec.timeout_s -= prepare(config, spec.config_path, project_root(), spec.log_dir)
         result = launch(spec)
     elif (config.get("runtime") or {}).get("kind") == "docker":
         from case_runners.container.supervise import supervise
-        result = supervise(spec, config, project_root(), job)
+        result = supervise(spec, config, project_root())
     else:
-        result = launch(spec, job)
+        result = launch(spec)
     _print_json(result)
     return EXIT_CODES[result["status"]]
+
+
+def _node_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log-dir", required=True, help="the node directory")
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--launcher", type=json.loads, metavar="JSON",
+                   help="the launcher as `launch --detach` printed it: {pid, start, pidns, started_at}")
+
+
+def _launcher(args: argparse.Namespace) -> Any:
+    from case_runners.processes import ProcessId
+    from case_runners.run_ids import check_run_id
+    check_run_id(args.run_id, key="--run-id", file=None)
+    ident = ProcessId.from_json(args.launcher) if args.launcher is not None else None
+    if args.launcher is not None and ident is None:
+        raise PerfplayError(f"--launcher {json.dumps(args.launcher)} is not {{pid, start, pidns}} of a process")
+    return ident
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    from case_runners.launch.waiting import ended, wait
+    ident = _launcher(args)
+    log_dir = Path(args.log_dir)
+    started_at = (args.launcher or {}).get("started_at")
+    _print_json(wait(log_dir, args.run_id, ident, args.for_s, started_at, args.timeout) if ident
+                else ended(log_dir, args.run_id))
+    return 0
+
+
+def cmd_finish(args: argparse.Namespace) -> int:
+    from case_runners.node_end import finish
+    _print_json(finish(Path(args.log_dir), args.run_id, _launcher(args), grace_s=args.grace,
+                       containers=args.containers, round_name=args.round,
+                       archive=Path(args.archive) if args.archive else None))
+    return 0
 
 
 def cmd_image(args: argparse.Namespace) -> int:
@@ -246,9 +288,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds between monitor samples (default 1)")
     p.add_argument("--inside-container", action="store_true",
                    help="(docker runtime) this is the launcher in the node's container: prepare the case first")
-    p.add_argument("--ansible-async-dir", help=argparse.SUPPRESS)  # where Ansible keeps this launch's job file
-    p.add_argument("--ansible-job-writer", type=int, help=argparse.SUPPRESS)  # the process that writes it
+    p.add_argument("--detach", action="store_true",
+                   help="start the launcher in the background and print its identity (JSON); `wait` follows it")
+    p.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)  # the launcher --detach started
     p.set_defaults(func=cmd_launch)
+
+    p = sub.add_parser("wait", help="wait up to --for seconds for a background launcher: its node result once it "
+                                    "has ended, else where the round stands (JSON)")
+    _node_args(p)
+    p.add_argument("--for", dest="for_s", type=float, default=30.0, metavar="SECONDS",
+                   help="return after this long if the launcher still runs (default 30)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="the case timeout, for the progress line")
+    p.set_defaults(func=cmd_wait)
+
+    p = sub.add_parser("finish", help="end a node of a round: stop what is left of it unless it succeeded, pack its "
+                                      "directory (JSON)")
+    _node_args(p)
+    p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL (default 10)")
+    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the round's containers")
+    p.add_argument("--round", help="with --containers: the round (<case_id>/round<N>)")
+    p.add_argument("--archive", help="write the node directory here as a .tar.gz")
+    p.set_defaults(func=cmd_finish)
 
     p = sub.add_parser("image", help="(docker runtime) build a vendor's image unless its tag exists (JSON)")
     p.add_argument("--request", required=True, help="JSON file: vendor, framework, settings (run var perfplay_image)")
@@ -256,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_image)
 
     p = sub.add_parser("cleanup", help="stop what is left of a run on this host: the processes its pid files "
-                                        "name, its containers, its Ansible job files (JSON)")
+                                        "name, its containers (JSON)")
     p.add_argument("--run-id", required=True)
     p.add_argument("--dir", required=True, help="where the run's pid files are: the host's run directory, or one "
                                                 "node directory of a round")

@@ -7,15 +7,16 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: case_launch
-short_description: Run one node of a perfplay case round and return its node result
+short_description: Start one node of a perfplay case round in the background
 description:
-  - Runs C(python -m case_runners launch) on the host, which starts the node's ranks, waits for them
-    (bounded by O(timeout)) and writes C(node_result.json) in O(log_dir).
-  - Fails when the node's status is not C(success) (C(failed), C(timeout) or C(interrupted)); the node
-    result is returned either way, so the round can still be recorded.
-  - Use it with C(async) (case timeout plus a margin) and C(poll), as a round outlives the SSH timeout. On a
-    multi-node round the margin must also cover O(rdzv_timeout), as the case timeout starts with the ranks.
-  - On a multi-node round (the config's C(nnodes) > 1) run it on every host at once, one node each. The
+  - Starts C(python -m case_runners launch --detach) on the host; the node's launcher runs in a session of its
+    own, detached from Ansible, and the module returns at once with its identity (RV(launcher)). M(case_wait)
+    then waits for it by long polls and M(case_finish) ends the node, three module runs per round and host.
+  - The launcher starts the node's ranks and waits for them (bounded by O(timeout)), then writes
+    C(node_result.json) in O(log_dir); its own output goes to C(launcher.log) there.
+  - With O(config_content), writes the resolved config to O(config) first (a host that is not the controller);
+    C(changed) either way, as a launch starts processes.
+  - On a multi-node round (the config's C(nnodes) > 1) run it on every host of the round, one node each. The
     launchers first meet at node 0, which listens on O(master_addr):O(master_port) (the one port to open
     between the hosts) and then picks a free port for torch's TCPStore. A node that does not join within
     O(rdzv_timeout) fails the round on every node, naming the missing node or the unreachable address.
@@ -28,12 +29,10 @@ description:
     the vendor has one) in O(log_dir). They are owned by it and stop when it ends, even if it is killed. It holds
     a pid file there (C(launcher.<run_id>.pid)) and one per rank (C(rank<R>.<run_id>.pid)), which
     M(run_cleanup) trusts only while pid, start time and run id still match. Ranks die with their launcher.
-  - Under C(async), the launcher also records where Ansible keeps this job's file, so that M(run_cleanup) can
-    remove it when the controller did not live to do so.
   - Once started, the launchers exchange heartbeats. A rank that fails on any node, a node that times out or
     is interrupted, or a node silent for O(heartbeat_timeout) stops the ranks of every node, within seconds;
-    the reason of every other node starts with C(stopped) and names the node, host and rank that failed
-    first (see RV(reason)). A node that loses node 0 stops its own ranks.
+    the reason of every other node starts with C(stopped) and names the node, host and rank that failed first.
+    A node that loses node 0 stops its own ranks.
 options:
   project_dir:
     description: perfplay checkout on the host.
@@ -46,6 +45,9 @@ options:
     description: Resolved config (JSON) of the case, on the host.
     type: path
     required: true
+  config_content:
+    description: The resolved config, written to O(config) (mode 0644, its directory 0700) before the launch.
+    type: dict
   log_dir:
     description: Node directory C(<run_dir>/<case_id>/round<N>/<host>_noderank<X>); created if missing.
     type: path
@@ -81,8 +83,8 @@ options:
     type: str
   nic:
     description:
-      - Network interface of the collectives, set as C(GLOO_SOCKET_IFNAME) and C(NCCL_SOCKET_IFNAME) of the
-        ranks unless the environment already sets them.
+      - Network interface of the collectives, set as C(GLOO_SOCKET_IFNAME) and C(<BACKEND>_SOCKET_IFNAME) of
+        the ranks unless the environment already sets them.
       - Default on a multi-node round, the interface that routes to O(master_addr); on a single node, none.
       - An empty string is the same as leaving it out.
     type: str
@@ -119,9 +121,8 @@ attributes:
 author:
   - perfplay contributors
 """
-
 EXAMPLES = r"""
-- name: Run node 0 of round 1
+- name: Start node 0 of round 1
   case_launch:
     project_dir: /opt/perfplay
     python: /opt/perfplay/venv/bin/python
@@ -129,14 +130,14 @@ EXAMPLES = r"""
     log_dir: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1/localhost_noderank0
     run_id: run20250101120000
     timeout: 1800
-  async: 1920
-  poll: 1
+  register: launch
 
-- name: Run this host's node of a two-node round (on both hosts at once)
+- name: Start this host's node of a two-node round (on both hosts at once)
   case_launch:
     project_dir: /opt/perfplay
     python: /opt/perfplay/venv/bin/python
     config: /opt/perfplay/results/run20250101120000/resnet50_A100x2x8/resolved_config.json
+    config_content: "{{ lookup('ansible.builtin.file', 'results/run20250101120000/resnet50_A100x2x8/resolved_config.json') | from_json }}"
     log_dir: "/opt/perfplay/results/run20250101120000/resnet50_A100x2x8/round1/{{ inventory_hostname }}_noderank{{ perfplay_node_rank }}"
     run_id: run20250101120000
     node_rank: "{{ perfplay_node_rank }}"
@@ -147,51 +148,31 @@ EXAMPLES = r"""
     rdzv_timeout: 60
     heartbeat_timeout: 10
     timeout: 3600
-  async: 3780
-  poll: 1
 """
 
 RETURN = r"""
-status:
-  description: Node status.
+started:
+  description: Whether the launcher was started (false only when it could not even start).
   returned: always
-  type: str
-  sample: success
-reason:
-  description: Why the node did not succeed (null on success).
-  returned: always
-  type: str
-  sample: "stopped: node 1 (node2) failed: rank 3 on node2 was killed by SIGKILL"
-node_result:
+  type: bool
+  sample: true
+launcher:
   description:
-    - Content of C(node_result.json) (schema C(perfplay.node_result/1)); empty in check mode.
-    - C(host) and C(node_name) are O(node_name), C(hostname) the host's own name, C(master) node 0's
-      rendezvous address and port, C(torch_port) the C(MASTER_PORT) the ranks used (node 0's pick on a
-      multi-node round), C(nic) the interface of the collectives (null where none was chosen).
+    - The launcher's identity, for M(case_wait) and M(case_finish); null in check mode or when it did not start.
+    - C(started_at) is its start in seconds since the epoch.
   returned: always
   type: dict
-  sample:
-    schema: perfplay.node_result/1
-    node_rank: 0
-    status: success
-    reason: null
-    ranks: {"0": {exit_code: 0, log: rank0.out.log}}
-    duration_s: 42.1
-    host: node01
-    node_name: node01
-    hostname: node01.example.com
-    master: "10.231.77.11:29500"
-    torch_port: 41873
-    nic: ib0
+  sample: {pid: 48211, start: 81234567, pidns: 4026531836, started_at: 1795376237.026}
+log:
+  description: The launcher's own output (C(launcher.log) in O(log_dir)).
+  returned: when launched
+  type: str
+  sample: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1/localhost_noderank0/launcher.log
 cmd:
   description: The argv that was run.
   returned: always
   type: list
   elements: str
-rc:
-  description: Exit code of the launcher (0 success, 1 failed, 124 timeout, 130 interrupted).
-  returned: when launched
-  type: int
 """
 
 import json
@@ -200,19 +181,15 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, ansible_async_job, cli_argv, run_cli, tail
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
-    import os
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, ansible_async_job, cli_argv, run_cli, tail
-
-NODE_RESULT = "node_result.json"
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 
-def launch_argv(params, job=None):
-    job = job or {}
+def launch_argv(params):
     return cli_argv(
         params["python"], "launch",
         config=params["config"],
@@ -228,24 +205,26 @@ def launch_argv(params, job=None):
         heartbeat_timeout=params["heartbeat_timeout"],
         no_monitors=not params["monitors"],
         monitor_interval=params["monitor_interval"],
-        ansible_async_dir=job.get("dir"),
-        ansible_job_writer=job.get("writer"),
+        detach=True,
     )
 
 
-def read_node_result(log_dir):
-    try:
-        with open(os.path.join(log_dir, NODE_RESULT)) as handle:
-            doc = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+def write_config(path, content):
+    """Write the resolved config where the launcher reads it (its directory private to the run's user)."""
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, mode=0o700)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "w") as handle:
+        json.dump(content, handle, indent=2)
+    os.replace(tmp, path)
 
 
 def main():
     argument_spec = dict(
         COMMON_ARGUMENT_SPEC,
         config=dict(type="path", required=True),
+        config_content=dict(type="dict"),
         log_dir=dict(type="path", required=True),
         node_rank=dict(type="int", default=0),
         master_addr=dict(type="str", default="127.0.0.1"),
@@ -262,24 +241,21 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    argv = launch_argv(params, ansible_async_job())
+    argv = launch_argv(params)
     if module.check_mode:
-        module.exit_json(changed=True, status="skipped", reason="check mode", node_result={}, cmd=argv)
-
+        module.exit_json(changed=True, started=False, launcher=None, cmd=argv)
+    if params["config_content"] is not None:
+        try:
+            write_config(params["config"], params["config_content"])
+        except OSError as exc:
+            module.fail_json(msg="cannot write the resolved config %s: %s" % (params["config"], exc),
+                             started=False, launcher=None, cmd=argv)
     env = {str(key): str(value) for key, value in params["env"].items()}
-    result = run_cli(module, argv, params["project_dir"], environ_update=env)
-    node_result = result.doc or read_node_result(params["log_dir"])
-    if node_result is None:
-        module.fail_json(node_result={}, status="failed", reason="the launcher wrote no node result",
-                         **result.failure("case_runners launch"))
-
-    status = node_result.get("status")
-    reason = node_result.get("reason")
-    outcome = dict(changed=True, status=status, reason=reason, node_result=node_result, cmd=argv, rc=result.rc)
-    if status != "success":
-        module.fail_json(msg="node %s: %s: %s" % (params["node_rank"], status, reason),
-                         stderr=tail(result.stderr), **outcome)
-    module.exit_json(**outcome)
+    doc = run_json(module, argv, params["project_dir"], "case_runners launch --detach", environ_update=env).doc
+    if not doc.get("started"):
+        module.fail_json(msg="node %s: %s" % (params["node_rank"], doc.get("reason")), started=False,
+                         launcher=None, log=doc.get("log"), cmd=argv)
+    module.exit_json(changed=True, started=True, launcher=doc["launcher"], log=doc["log"], cmd=argv)
 
 
 if __name__ == "__main__":

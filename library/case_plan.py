@@ -12,6 +12,7 @@ description:
   - Runs C(python -m case_runners plan --request REQUEST.json) in O(project_dir) on the controller
     (with C(--check) in check mode) and returns the resolved configs of every selected case.
   - Validates the run vars that do not reach the plan request (O(clear_caches), O(monitor_interval),
+    O(progress_interval), O(rdzv_timeout), O(heartbeat_timeout),
     O(master_port), O(hosts)) and reports them together with every error of the plan, so a bad run is
     rejected with all its problems at once, each naming the run var or file, the key and the allowed values.
   - Options mirror the run vars C(perfplay_<option>) (O(case_timeout) is C(perfplay_case_timeout));
@@ -79,6 +80,22 @@ options:
     description: Seconds between monitor samples (run var C(perfplay_monitor_interval)); a number > 0.
     type: raw
     default: 1.0
+  progress_interval:
+    description:
+      - Seconds between two progress lines of a running round, per host (run var C(perfplay_progress_interval));
+        1-3600. Each line costs one module run on the host.
+    type: raw
+    default: 30.0
+  rdzv_timeout:
+    description:
+      - Seconds the nodes of a multi-node round have to meet at node 0 (run var C(perfplay_rdzv_timeout)), 1-86400.
+      - Unset, the launcher's default applies (C(PERFPLAY_RDZV_TIMEOUT_S) in the host's environment, else 30).
+    type: raw
+  heartbeat_timeout:
+    description:
+      - Seconds of silence after which a node of a multi-node round counts as lost (run var
+        C(perfplay_heartbeat_timeout)), 1-3600; unset, 10.
+    type: raw
   master_port:
     description:
       - Rendezvous port on the first node of multi-node cases (run var C(perfplay_master_port)), 0-65535.
@@ -223,7 +240,8 @@ run_vars:
   description: The run vars after validation, with their types fixed.
   returned: success
   type: dict
-  sample: {vendor: cpu, runtime: host, clear_caches: false, monitor_interval: 1.0, master_port: 0,
+  sample: {vendor: cpu, runtime: host, clear_caches: false, monitor_interval: 1.0, progress_interval: 30.0,
+           rdzv_timeout: null, heartbeat_timeout: null, master_port: 0,
            hosts: [localhost], min_free_bytes: 1073741824}
 errors:
   description: Every problem found, each naming the run var or file, the key and the allowed values.
@@ -286,6 +304,11 @@ def as_number(option, value, errors, kind, minimum, maximum=None):
     return number
 
 
+def optional(check, option, value, errors, *bounds):
+    """None when the run var is not set (the launcher's default applies), else check(...)."""
+    return None if value in (None, "") else check(option, value, errors, *bounds)
+
+
 def check_run_vars(params):
     """Validate the run vars this module owns; return (normalised values, errors)."""
     errors = []
@@ -294,6 +317,9 @@ def check_run_vars(params):
         runtime=params["runtime"],
         clear_caches=as_bool("clear_caches", params["clear_caches"], errors),
         monitor_interval=as_number("monitor_interval", params["monitor_interval"], errors, float, 0.01, 3600),
+        progress_interval=as_number("progress_interval", params["progress_interval"], errors, float, 1, 3600),
+        rdzv_timeout=optional(as_number, "rdzv_timeout", params["rdzv_timeout"], errors, float, 1, 86400),
+        heartbeat_timeout=optional(as_number, "heartbeat_timeout", params["heartbeat_timeout"], errors, float, 1, 3600),
         master_port=as_number("master_port", params["master_port"], errors, int, 0, 65535),
         hosts=list(params["hosts"]),
     )
@@ -397,6 +423,9 @@ def main():
         hosts=dict(type="list", elements="str", required=True),
         clear_caches=dict(type="raw", default=False),
         monitor_interval=dict(type="raw", default=1.0),
+        progress_interval=dict(type="raw", default=30.0),
+        rdzv_timeout=dict(type="raw"),
+        heartbeat_timeout=dict(type="raw"),
         master_port=dict(type="raw", default=0),
         min_free_bytes=dict(type="raw"),
         bundle=dict(type="bool", default=True),

@@ -15,8 +15,7 @@ description:
     C(PERFPLAY_RUN_ID=<run_id>) in its environment), with the members of its session that carry the run id
     (a rank's data-loader workers). Never matches on a command line.
   - Sends SIGTERM, then SIGKILL to those still alive after O(grace_period) seconds.
-  - Removes stale pid files, and the job files the run's async launches left in C(~/.ansible_async) when the
-    controller did not live to remove them.
+  - Removes stale pid files.
   - With O(containers=true) (docker runtime), first removes the run's containers (label C(perfplay.run_id)), or
     only those of O(round).
 options:
@@ -107,11 +106,6 @@ containers:
   type: list
   elements: str
   sample: [perfplay-run20250101120000-a1b2c3-digits_cnn_CPUx1x2-round1-n0]
-ansible_job_files:
-  description: Ansible async job files of the run's launches (removed unless in check mode).
-  returned: success
-  type: list
-  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -125,7 +119,7 @@ except ImportError:  # imported as a plain file (pytest, ansible-lint): use the 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
-CHANGES = ("terminated", "killed", "stale_pid_files", "containers", "ansible_job_files")
+CHANGES = ("terminated", "killed", "stale_pid_files", "containers")
 
 
 def main():

@@ -135,17 +135,3 @@ def request_file(doc, prefix):
         yield path
     finally:
         os.unlink(path)
-
-
-def ansible_async_job():
-    """``{"dir", "writer"}`` when this module runs as an Ansible async job: the job files' directory and the pid
-    of the process (this module's parent, Ansible's async_wrapper) that writes the job's final file; else None."""
-    parent = os.getppid()
-    try:
-        with open("/proc/%d/cmdline" % parent, "rb") as handle:
-            argv = handle.read().split(b"\0")
-    except OSError:
-        return None
-    if not any(os.path.basename(arg) == b"async_wrapper.py" for arg in argv[:2]):
-        return None
-    return dict(dir=os.path.expanduser(os.environ.get("ANSIBLE_ASYNC_DIR") or "~/.ansible_async"), writer=parent)

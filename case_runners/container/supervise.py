@@ -98,15 +98,14 @@ def round_label(spec: NodeSpec, case_id: str) -> str:
     return f"{case_id}/{spec.log_dir.parent.name}"
 
 
-def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path,
-              ansible_job: dict[str, Any] | None = None) -> dict[str, Any]:
+def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict[str, Any]:
     """Run spec's node in a container of config's image, under the node's monitors (on the host); write and
     return node_result.json."""
     started = time.time()
     signals = _Signals()
     previous = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S, ansible_job):
+        with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S):
             return _run_container(spec, config, project_dir, started, signals)
     except SetupError as exc:
         return write_node_result(spec, "failed", str(exc), started, image=config["runtime"]["image"])

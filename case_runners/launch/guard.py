@@ -16,7 +16,7 @@ from case_runners import files, pidfiles
 from case_runners.errors import PerfplayError
 from case_runners.monitors import daemon
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.processes import ProcessId, identify, own_id
+from case_runners.processes import ProcessId, own_id
 
 LAUNCHER_ROLE = "launcher"
 
@@ -26,21 +26,17 @@ class SetupError(PerfplayError):
 
 
 @contextlib.contextmanager
-def guarded_node(spec: Any, deadline: float, ansible_job: dict[str, Any] | None = None) -> Iterator[ProcessId]:
+def guarded_node(spec: Any, deadline: float) -> Iterator[ProcessId]:
     """Hold the launcher's pid file and run its monitors (spec.monitors) until the block ends; deadline is
     time.time() at which the monitors stop in any case. SetupError when any of it cannot be done."""
     me = own_id()
-    if ansible_job:  # the process that writes Ansible's job file: a cleanup waits for it before removing the file
-        writer = identify(ansible_job["writer"]) if ansible_job.get("writer") else None
-        ansible_job = {"dir": ansible_job["dir"], "writer": writer.to_json() if writer else None}
     with contextlib.ExitStack() as stack:  # unwound in reverse: monitors stopped, then the pid file removed
         try:
             files.secure_dir(spec.log_dir)
             if not spec.inside_container:  # inside, its host-side twin holds the pid file and the monitors
                 stack.enter_context(pidfiles.held(
                     pidfiles.pid_path(spec.log_dir, LAUNCHER_ROLE, spec.run_id), me, spec.run_id,
-                    role=LAUNCHER_ROLE, node_rank=spec.node_rank,
-                    **({"ansible_job": ansible_job} if ansible_job else {})))
+                    role=LAUNCHER_ROLE, node_rank=spec.node_rank))
             for name in spec.monitors:
                 monitor = MonitorSpec(spec.log_dir, name, spec.run_id, spec.monitor_interval, owner=me,
                                       deadline=deadline)

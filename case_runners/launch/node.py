@@ -307,14 +307,14 @@ def monitor_deadline(spec: NodeSpec, started: float) -> float:
     return started + spec.timeout_s + MONITOR_GRACE_S
 
 
-def launch(spec: NodeSpec, ansible_job: dict[str, Any] | None = None) -> dict[str, Any]:
+def launch(spec: NodeSpec) -> dict[str, Any]:
     """Run the node's ranks to completion under its monitors; write and return node_result.json. A node that
     loses the others stops its own ranks and monitors: nobody may be able to reach it to do so."""
     launcher = NodeLauncher(spec)
     previous = {s: signal.signal(s, launcher._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     started = time.time()
     try:
-        with guarded_node(spec, monitor_deadline(spec, started), ansible_job):
+        with guarded_node(spec, monitor_deadline(spec, started)):
             try:
                 status, reason = run(launcher)
             finally:

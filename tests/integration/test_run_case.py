@@ -23,10 +23,26 @@ def only_run_dir(results_dir: Path) -> Path:
     return run_dir
 
 
+PROGRESS = re.compile(r"^  node 0 on localhost, digits_cnn_CPUx1x1 round 1: (starting|initialising|training|evaluating|"
+                      r"finishing)\b.*; \d+ s of 3600 s$", re.M)
+
+
 def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
-    first = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}")
+    first = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
+                         "-e", "perfplay_progress_interval=1")
     assert first.rc == 0, first.output[-5000:]
     assert recap(first.output)["failed"] == 0
+    # The wait is long polls: one calm progress line per poll, never a retry shown as a failure.
+    assert "FAILED" not in first.output and "RETRYING" not in first.output
+    lines = PROGRESS.findall(first.output)
+    assert len(lines) >= 2 and "training" in lines, first.output[-5000:]
+    # A round on a host is three module runs: start, wait, finish (the rest runs on the controller).
+    statuses = first.task_statuses()
+    ran = [name for name, got in statuses.items() if set(got) - {"skipping"}]
+    round_tasks = ran[ran.index("Forget the previous round's failure and launch"):ran.index("Record the round")]
+    assert round_tasks == ["Forget the previous round's failure and launch",
+                           "Check every node of the round is still in the play", "Start this node of the round",
+                           "Wait for this node of the round", "Finish this node of the round"], round_tasks
 
     run_dir = only_run_dir(results_dir)
     summary = json.loads((run_dir / "summary.json").read_text())

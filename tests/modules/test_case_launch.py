@@ -1,4 +1,5 @@
-"""library/case_launch.py: the launcher's argv, node result returned, failed unless success."""
+"""library/case_launch.py, case_wait.py and case_finish.py: the three module runs of a node's round (start in the
+background, long polls, finish), their argv, what they return and when they fail."""
 
 from __future__ import annotations
 
@@ -6,9 +7,21 @@ import json
 
 ARGS = {"project_dir": "/repo", "python": "/venv/bin/python", "config": "/run/c/resolved_config.json",
         "log_dir": "/run/c/round1/localhost_noderank0", "run_id": "run1", "timeout": 60}
+LAUNCHER = {"pid": 4242, "start": 81234567, "pidns": 4026531836, "started_at": 1795376237.0}
+STARTED = {"started": True, "launcher": LAUNCHER, "log": "/run/c/round1/localhost_noderank0/launcher.log",
+           "reason": None}
 SUCCESS = {"schema": "perfplay.node_result/1", "node_rank": 0, "status": "success", "reason": None,
            "ranks": {"0": {"exit_code": 0, "log": "rank0.out.log"}}, "duration_s": 1.5, "host": "h"}
+WAIT = {"project_dir": "/repo", "python": "/venv/bin/python", "log_dir": "/run/c/round1/localhost_noderank0",
+        "run_id": "run1", "launcher": LAUNCHER, "timeout": 60, "for_s": 30}
 
+
+def ended(node_result):
+    return {"finished": True, "status": node_result["status"], "reason": node_result["reason"],
+            "node_result": node_result}
+
+
+# -- case_launch: start --------------------------------------------------------------------------------------------
 
 def test_missing_args(run_module):
     kind, result, cli = run_module("case_launch", {"project_dir": "/repo"})
@@ -23,18 +36,16 @@ def test_bad_type(run_module):
     assert "node_rank" in result["msg"]
 
 
-def test_launches_with_the_documented_argv(run_module):
-    kind, result, cli = run_module("case_launch", dict(ARGS, env={"NCCL_SOCKET_IFNAME": "ib0"}),
-                                   {"launch": SUCCESS})
+def test_starts_the_launcher_in_the_background_and_returns_its_identity(run_module):
+    kind, result, cli = run_module("case_launch", dict(ARGS, env={"NCCL_SOCKET_IFNAME": "ib0"}), {"launch": STARTED})
     assert kind == "exit"
-    assert result["changed"] is True
-    assert result["status"] == "success"
-    assert result["node_result"] == SUCCESS
+    assert result["changed"] is True and result["started"] is True
+    assert result["launcher"] == LAUNCHER
     (call,) = cli.calls
     assert call["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
         "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "0", "--master-addr", "127.0.0.1",
-        "--master-port", "0", "--timeout", "60.0", "--run-id", "run1", "--monitor-interval", "1.0"]
+        "--master-port", "0", "--timeout", "60.0", "--run-id", "run1", "--monitor-interval", "1.0", "--detach"]
     assert call["cwd"] == "/repo"
     assert call["environ_update"] == {"NCCL_SOCKET_IFNAME": "ib0"}
 
@@ -42,72 +53,121 @@ def test_launches_with_the_documented_argv(run_module):
 def test_check_mode_launches_nothing(run_module):
     kind, result, cli = run_module("case_launch", ARGS, check_mode=True)
     assert kind == "exit"
-    assert result["changed"] is True
+    assert result["changed"] is True and result["launcher"] is None
     assert cli.calls == []
 
 
-def test_a_failed_node_fails_the_task_and_keeps_its_result(run_module):
-    timeout = dict(SUCCESS, status="timeout", reason="no exit within 60 s")
-    kind, result, _ = run_module("case_launch", ARGS, {"launch": (124, json.dumps(timeout), "")})
-    assert kind == "fail"
-    assert result["msg"] == "node 0: timeout: no exit within 60 s"
-    assert result["node_result"] == timeout
-    assert result["rc"] == 124
-
-
-def test_falls_back_on_node_result_json(run_module, tmp_path):
-    (tmp_path / "node_result.json").write_text(json.dumps(SUCCESS))
-    kind, result, _ = run_module("case_launch", dict(ARGS, log_dir=str(tmp_path)), {"launch": (0, "noise", "")})
+def test_writes_the_config_a_remote_host_is_given(run_module, tmp_path):
+    config = tmp_path / "run" / "case" / "resolved_config.json"
+    kind, _, _ = run_module("case_launch", dict(ARGS, config=str(config), config_content={"case": "digits_cnn"}),
+                            {"launch": STARTED})
     assert kind == "exit"
-    assert result["status"] == "success"
+    assert json.loads(config.read_text()) == {"case": "digits_cnn"}
+    assert oct(config.parent.stat().st_mode & 0o777) == "0o700"
 
 
-def test_no_result_at_all(run_module, tmp_path):
-    kind, result, _ = run_module("case_launch", dict(ARGS, log_dir=str(tmp_path)), {"launch": (1, "", "boom")})
+def test_a_launcher_that_did_not_start_fails_the_task(run_module):
+    kind, result, _ = run_module("case_launch", ARGS, {"launch": dict(STARTED, started=False, launcher=None,
+                                                                      reason="the launcher exited at once")})
     assert kind == "fail"
-    assert result["status"] == "failed"
+    assert result["msg"] == "node 0: the launcher exited at once"
+
+
+def test_no_answer_at_all(run_module):
+    kind, result, _ = run_module("case_launch", ARGS, {"launch": (2, "", "error: key '--run-id': bad")})
+    assert kind == "fail"
     assert "without a JSON document" in result["msg"]
-    assert result["stderr"] == "boom"
+    assert result["stderr"] == "error: key '--run-id': bad"
 
 
 def test_multi_node_options_reach_the_launcher(run_module):
     args = dict(ARGS, node_rank=1, master_addr="10.231.77.11", master_port=29500, node_name="node2", nic="ib0",
-                rdzv_timeout=60, heartbeat_timeout=5)
-    kind, _, cli = run_module("case_launch", args, {"launch": dict(SUCCESS, node_rank=1)})
+                rdzv_timeout=60, heartbeat_timeout=5, monitors=False, monitor_interval=0.5)
+    kind, _, cli = run_module("case_launch", args, {"launch": STARTED})
     assert kind == "exit"
     (call,) = cli.calls
-    assert call["argv"] == [
-        "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
-        "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "1", "--master-addr", "10.231.77.11",
-        "--master-port", "29500", "--timeout", "60.0", "--run-id", "run1", "--node-name", "node2", "--nic", "ib0",
-        "--rdzv-timeout", "60.0", "--heartbeat-timeout", "5.0", "--monitor-interval", "1.0"]
-
-
-def test_monitors_and_the_async_job_reach_the_launcher(run_module):
-    """Under Ansible's async the launcher is told where the job file is and who writes it, so that a cleanup
-    can remove it when the controller did not live to."""
-    def as_async_job(module):
-        module.ansible_async_job = lambda: {"dir": "/home/u/.ansible_async", "writer": 4242}
-
-    args = dict(ARGS, monitors=False, monitor_interval=0.5)
-    kind, _, cli = run_module("case_launch", args, {"launch": SUCCESS}, patch=as_async_job)
-    assert kind == "exit"
-    argv = cli.calls[0]["argv"]
-    assert argv[argv.index("--run-id"):] == [
-        "--run-id", "run1", "--no-monitors", "--monitor-interval", "0.5",
-        "--ansible-async-dir", "/home/u/.ansible_async", "--ansible-job-writer", "4242"]
+    assert call["argv"][call["argv"].index("--node-rank"):] == [
+        "--node-rank", "1", "--master-addr", "10.231.77.11", "--master-port", "29500", "--timeout", "60.0",
+        "--run-id", "run1", "--node-name", "node2", "--nic", "ib0", "--rdzv-timeout", "60.0",
+        "--heartbeat-timeout", "5.0", "--no-monitors", "--monitor-interval", "0.5", "--detach"]
 
 
 def test_an_empty_nic_or_node_name_is_left_to_the_launcher(run_module):
-    kind, _, cli = run_module("case_launch", dict(ARGS, nic="", node_name=""), {"launch": SUCCESS})
+    kind, _, cli = run_module("case_launch", dict(ARGS, nic="", node_name=""), {"launch": STARTED})
     assert kind == "exit"
     (call,) = cli.calls
     assert not {"--nic", "--node-name", "--rdzv-timeout", "--heartbeat-timeout"} & set(call["argv"])
 
 
+# -- case_wait: one long poll ------------------------------------------------------------------------------------
+
+def test_a_poll_of_a_running_node_reports_progress_and_changes_nothing(run_module):
+    running = {"finished": False, "status": "running", "reason": None, "node_result": None,
+               "progress": {"phase": "training", "step": 120}, "line": "training: step 120; 45 s of 60 s"}
+    kind, result, cli = run_module("case_wait", WAIT, {"wait": running})
+    assert kind == "exit"
+    assert result["changed"] is False and result["finished"] is False
+    assert result["line"] == "training: step 120; 45 s of 60 s"
+    (call,) = cli.calls
+    assert call["argv"] == [
+        "/venv/bin/python", "-m", "case_runners", "wait", "--log-dir", "/run/c/round1/localhost_noderank0",
+        "--run-id", "run1", "--launcher", json.dumps(LAUNCHER), "--timeout", "60.0", "--for", "30.0"]
+
+
+def test_a_node_that_succeeded_ends_the_wait(run_module):
+    kind, result, _ = run_module("case_wait", WAIT, {"wait": ended(SUCCESS)})
+    assert kind == "exit"
+    assert result["finished"] is True and result["node_result"] == SUCCESS
+
+
+def test_a_failed_node_fails_the_wait_and_keeps_its_result(run_module):
+    timeout = dict(SUCCESS, status="timeout", reason="no exit within 60 s")
+    kind, result, _ = run_module("case_wait", WAIT, {"wait": ended(timeout)})
+    assert kind == "fail"
+    assert result["msg"] == "node 0: timeout: no exit within 60 s"
+    assert result["node_result"] == timeout
+
+
 def test_a_stopped_node_fails_with_the_root_cause(run_module):
-    stopped = dict(SUCCESS, status="failed", node_rank=0,
+    stopped = dict(SUCCESS, status="failed",
                    reason="stopped: node 1 (node2) failed: rank 1 on node2 was killed by SIGKILL")
-    kind, result, _ = run_module("case_launch", ARGS, {"launch": (1, json.dumps(stopped), "")})
+    kind, result, _ = run_module("case_wait", WAIT, {"wait": ended(stopped)})
     assert kind == "fail"
     assert result["msg"] == "node 0: failed: stopped: node 1 (node2) failed: rank 1 on node2 was killed by SIGKILL"
+
+
+# -- case_finish -------------------------------------------------------------------------------------------------
+
+FINISH = {"project_dir": "/repo", "python": "/venv/bin/python", "log_dir": "/run/c/round1/h_noderank0",
+          "run_id": "run1", "launcher": LAUNCHER}
+
+
+def finished(cleanup=None, archive=None):
+    return {**ended(SUCCESS), "cleanup": cleanup, "archive": archive}
+
+
+def test_finish_after_a_clean_end_changes_nothing(run_module):
+    kind, result, cli = run_module("case_finish", FINISH, {"finish": finished()})
+    assert kind == "exit" and result["changed"] is False
+    (call,) = cli.calls
+    assert call["argv"] == [
+        "/venv/bin/python", "-m", "case_runners", "finish", "--log-dir", "/run/c/round1/h_noderank0",
+        "--run-id", "run1", "--launcher", json.dumps(LAUNCHER), "--grace", "10.0"]
+
+
+def test_finish_that_stopped_leftovers_or_packed_the_directory_is_a_change(run_module):
+    kind, result, _ = run_module("case_finish", FINISH, {"finish": finished(cleanup={"terminated": [7]})})
+    assert kind == "exit" and result["changed"] is True
+    args = dict(FINISH, archive="/tmp/x/node.tar.gz", containers=True, round="c/round1")
+    kind, result, cli = run_module("case_finish", args,
+                                   {"finish": finished(archive={"path": "/tmp/x/node.tar.gz", "bytes": 10})})
+    assert kind == "exit" and result["changed"] is True
+    argv = cli.calls[0]["argv"]
+    assert argv[argv.index("--grace"):] == ["--grace", "10.0", "--containers", "--round", "c/round1",
+                                            "--archive", "/tmp/x/node.tar.gz"]
+
+
+def test_finish_without_a_launcher_leaves_the_flag_out(run_module):
+    kind, _, cli = run_module("case_finish", {k: v for k, v in FINISH.items() if k != "launcher"},
+                              {"finish": finished()})
+    assert kind == "exit" and "--launcher" not in cli.calls[0]["argv"]

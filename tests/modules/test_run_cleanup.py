@@ -20,8 +20,7 @@ def test_module_rejects_a_negative_grace(run_module):
 
 
 def answer(**doc):
-    base = {"containers": [], "engine": None, "processes": [], "terminated": [], "killed": [], "stale_pid_files": [],
-            "ansible_job_files": []}
+    base = {"containers": [], "engine": None, "processes": [], "terminated": [], "killed": [], "stale_pid_files": []}
     return {"cleanup": {**base, **doc}}
 
 
@@ -31,7 +30,6 @@ def answer(**doc):
     (False, {"processes": [{"pid": 7}], "killed": [7]}, True),
     (False, {"processes": [{"pid": 7}]}, False),  # gone before the signal
     (False, {"stale_pid_files": ["/r/x.pid"]}, True),
-    (False, {"ansible_job_files": ["/root/.ansible_async/j1.2"]}, True),
     (True, {"processes": [{"pid": 7}]}, True),  # check mode: what it would stop
 ])
 def test_module_outcomes(run_module, check_mode, doc, changed):

@@ -118,25 +118,6 @@ def test_check_mode_lists_and_changes_nothing(sleepers, tmp_path):
     assert alive(proc) and path.exists()
 
 
-def test_cleanup_removes_the_run_s_orphaned_ansible_job_files(sleepers, tmp_path):
-    jobs = tmp_path / "async"
-    jobs.mkdir()
-    mine = {"cmd": ["python", "-m", "case_runners", "launch", "--run-id", RUN], "node_result": {"run_id": RUN}}
-    by_argv = {"cmd": ["python", "-m", "case_runners", "launch", "--run-id", RUN], "failed": True}
-    theirs = {"cmd": ["python", "-m", "case_runners", "launch", "--run-id", RUN + "x"]}
-    running = {"started": True, "finished": False, "ansible_job_id": "j1.1"}
-    for name, doc in (("j1.10", mine), ("j2.20", by_argv), ("j3.30", theirs), ("j4.40", running)):
-        (jobs / name).write_text(json.dumps(doc))
-    writer = sleepers()  # the async wrapper that writes the job file: waited for, never signalled
-    launcher = sleepers(run_id=RUN)
-    pid_file(tmp_path / RUN / "node", "launcher", launcher,
-             ansible_job={"dir": str(jobs), "writer": identify(writer.pid).to_json()})
-    writer.kill()  # ends with the launcher, as Ansible's async wrapper does
-    done = cleanup.stop_run(tmp_path / RUN, RUN, grace_s=5)
-    assert sorted(Path(p).name for p in done["ansible_job_files"]) == ["j1.10", "j2.20"]
-    assert sorted(p.name for p in jobs.iterdir()) == ["j3.30", "j4.40"]
-
-
 def test_a_pid_file_is_created_new_and_never_through_a_symlink(tmp_path):
     me = own_id()
     path = pidfiles.pid_path(tmp_path, "launcher", RUN)

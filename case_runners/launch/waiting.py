@@ -1,0 +1,78 @@
+"""The long poll of a background launcher (`wait`), what it answers once the launcher has ended, and the node
+directory packed for the controller to fetch (node_end.finish)."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from case_runners import files
+from case_runners.launch import progress
+from case_runners.launch.detached import LAUNCHER_LOG
+from case_runners.launch.node import NODE_RESULT
+from case_runners.processes import ProcessId, is_same
+
+POLL_S = 0.2
+LOG_TAIL_LINES = 5
+
+
+def read_node_result(log_dir: Path, run_id: str) -> dict[str, Any] | None:
+    """The node's node_result.json when it is this run's, else None."""
+    try:
+        doc = json.loads(files.read_text_nofollow(log_dir / NODE_RESULT, 1 << 22))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("run_id") == run_id else None
+
+
+def _log_tail(log_dir: Path) -> str:
+    try:
+        lines = files.read_text_nofollow(log_dir / LAUNCHER_LOG, 1 << 16).strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(lines[-LOG_TAIL_LINES:])
+
+
+def ended(log_dir: Path, run_id: str) -> dict[str, Any]:
+    """The answer once the launcher has ended: its node result, or a failed one saying it wrote none."""
+    result = read_node_result(log_dir, run_id)
+    if result is None:
+        tail = _log_tail(log_dir)
+        reason = f"the launcher ended without writing {NODE_RESULT}" + (f": {tail}" if tail else "")
+        return {"finished": True, "status": "failed", "reason": reason, "node_result": None}
+    return {"finished": True, "status": result.get("status"), "reason": result.get("reason"), "node_result": result}
+
+
+def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_at: float | None = None,
+         timeout_s: float | None = None) -> dict[str, Any]:
+    """Wait up to for_s for the launcher to end. Ended: its node result. Still running: {finished: false} with
+    where the round stands (progress.progress) and the seconds since its start."""
+    deadline = time.monotonic() + max(0.0, for_s)
+    while is_same(launcher):
+        if time.monotonic() >= deadline:
+            state = progress.progress(log_dir)
+            elapsed = round(time.time() - started_at, 1) if started_at else None
+            return {"finished": False, "status": "running", "reason": None, "node_result": None,
+                    "progress": {**state, "elapsed_s": elapsed, "timeout_s": timeout_s},
+                    "line": line(state, elapsed, timeout_s)}
+        time.sleep(POLL_S)
+    return ended(log_dir, run_id)
+
+
+def line(state: dict[str, Any], elapsed: float | None, timeout_s: float | None) -> str:
+    """'training: epoch 2, step 120, loss 0.312, 812.4 samples/s (rank 0); 45 s of 1800 s'."""
+    clock = f"{elapsed:.0f} s" if elapsed is not None else ""
+    if clock and timeout_s:
+        clock += f" of {timeout_s:g} s"
+    return progress.describe(state) + (f"; {clock}" if clock else "")
+
+
+def pack(log_dir: Path, archive: Path) -> int:
+    """Write log_dir as a gzipped tar (its top folder: the node directory's name); the archive's size."""
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(log_dir, arcname=log_dir.name)
+    return archive.stat().st_size
+

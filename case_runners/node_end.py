@@ -1,0 +1,31 @@
+"""The end of a node of a round (`finish`, after the long polls): stop what is left when the launcher did not end
+cleanly, and pack the node directory for the controller to fetch. Above the launcher: it may remove containers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from case_runners.cleanup import stop_run
+from case_runners.launch.detached import LAUNCHER_LOG
+from case_runners.launch.waiting import ended, pack
+from case_runners.processes import ProcessId, is_same
+
+
+def finish(log_dir: Path, run_id: str, launcher: ProcessId | None, *, grace_s: float, containers: bool = False,
+           round_name: str | None = None, archive: Path | None = None) -> dict[str, Any]:
+    """The node's end: when its launcher is still running or the node did not succeed, stop what is left of the
+    round on this host (cleanup.stop_run, this node directory only); then pack the directory into archive."""
+    running = launcher is not None and is_same(launcher)
+    answer = ended(log_dir, run_id) if not running else \
+        {"finished": False, "status": "failed", "reason": "the launcher was still running", "node_result": None}
+    answer["cleanup"] = None
+    if running or answer["status"] != "success":
+        answer["cleanup"] = stop_run(log_dir, run_id, grace_s, containers=containers, round_name=round_name)
+    log = log_dir / LAUNCHER_LOG
+    if not running and log.is_file() and not log.is_symlink() and log.stat().st_size == 0:
+        log.unlink()  # the launcher said nothing (its node result is in node_result.json)
+    answer["archive"] = None
+    if archive is not None and log_dir.is_dir():
+        answer["archive"] = {"path": str(archive), "bytes": pack(log_dir, archive)}
+    return answer

@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# perfplay: wait for the background launcher of one node of a case round.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: case_wait
+short_description: Wait for one node of a perfplay case round, with a progress line per interval
+description:
+  - Waits for the launcher that M(case_launch) started on the host, by long polls of C(python -m case_runners
+    wait), each returning when the launcher ends or after O(for_s) seconds; never a module process per second.
+  - "Its action plugin (plugins/action/case_wait.py) repeats the poll until the node ends and prints one line per
+    host and poll, such as C(node 0 on node1, digits_cnn_CPUx1x1 round 1: training: epoch 2, step 120, loss 0.31,
+    812.4 samples/s (rank 0); 45 s of 1800 s). A host that stops answering is unreachable at once."
+  - Fails when the node's status is not C(success) (C(failed), C(timeout) or C(interrupted)), and when the
+    launcher still runs O(margin_s) seconds after O(timeout); the node result is returned either way.
+options:
+  project_dir:
+    description: perfplay checkout on the host.
+    type: path
+    required: true
+  python:
+    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
+    type: str
+  log_dir:
+    description: The node directory the launcher writes.
+    type: path
+    required: true
+  run_id:
+    description: The run id of the launch.
+    type: str
+    required: true
+  launcher:
+    description: The launcher's identity, RV(case_launch.launcher).
+    type: dict
+    required: true
+  for_s:
+    description: Seconds one poll waits before it reports progress (run var C(perfplay_progress_interval)).
+    type: float
+    default: 30
+  timeout:
+    description: The case timeout in seconds (the launcher stops the ranks then); shown in the progress line.
+    type: float
+  margin_s:
+    description: (action plugin) Seconds after O(timeout) before the wait gives up on a launcher that has not ended.
+    type: float
+    default: 120
+  label:
+    description: (action plugin) What the progress line names first, for example the node, host, case and round.
+    type: str
+attributes:
+  check_mode:
+    support: full
+    details: Reads only.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: Waits and reads; changes nothing.
+  action:
+    support: full
+    details: The action plugin of the same name repeats the poll and prints the progress lines.
+author:
+  - perfplay contributors
+"""
+
+EXAMPLES = r"""
+- name: Wait for this node of the round
+  case_wait:
+    project_dir: /opt/perfplay
+    python: /opt/perfplay/venv/bin/python
+    log_dir: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1/localhost_noderank0
+    run_id: run20250101120000
+    launcher: "{{ launch.launcher }}"
+    timeout: 1800
+    label: node 0 on localhost, digits_cnn_CPUx1x1 round 1
+"""
+
+RETURN = r"""
+finished:
+  description: Whether the launcher has ended.
+  returned: always
+  type: bool
+  sample: true
+status:
+  description: Node status (C(running) while it runs).
+  returned: always
+  type: str
+  sample: success
+reason:
+  description: Why the node did not succeed (null on success).
+  returned: always
+  type: str
+  sample: "stopped: node 1 (node2) failed: rank 3 on node2 was killed by SIGKILL"
+node_result:
+  description: Content of C(node_result.json) (schema C(perfplay.node_result/1)); null while running.
+  returned: always
+  type: dict
+progress:
+  description: Where the round stands while it runs (phase, epoch, step, loss, samples_per_s, metric, elapsed_s).
+  returned: while running
+  type: dict
+  sample: {phase: training, rank: 0, epoch: 2, step: 120, loss: 0.31, samples_per_s: 812.4, elapsed_s: 45.0}
+line:
+  description: The progress as one line.
+  returned: while running
+  type: str
+  sample: "training: epoch 2, step 120, loss 0.31, 812.4 samples/s (rank 0); 45 s of 1800 s"
+polls:
+  description: (action plugin) How many polls the wait took.
+  returned: always
+  type: int
+  sample: 3
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+
+ARGUMENT_SPEC = dict(
+    COMMON_ARGUMENT_SPEC,
+    log_dir=dict(type="path", required=True),
+    run_id=dict(type="str", required=True),
+    launcher=dict(type="dict", required=True),
+    for_s=dict(type="float", default=30.0),
+    timeout=dict(type="float"),
+    margin_s=dict(type="float", default=120.0),
+    label=dict(type="str"),
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    params = module.params
+    argv = cli_argv(params["python"], "wait", log_dir=params["log_dir"], run_id=params["run_id"],
+                    launcher=json.dumps(params["launcher"]), timeout=params["timeout"])
+    argv += ["--for", str(params["for_s"])]  # `for` is a Python keyword: not a cli_argv flag name
+    doc = run_json(module, argv, params["project_dir"], "case_runners wait").doc
+    outcome = dict(changed=False, finished=bool(doc.get("finished")), status=doc.get("status"),
+                   reason=doc.get("reason"), node_result=doc.get("node_result"))
+    if not outcome["finished"]:
+        module.exit_json(progress=doc.get("progress"), line=doc.get("line"), **outcome)
+    if outcome["status"] != "success":
+        node = (outcome["node_result"] or {}).get("node_rank", "?")
+        module.fail_json(msg="node %s: %s: %s" % (node, outcome["status"], outcome["reason"]), **outcome)
+    module.exit_json(**outcome)
+
+
+if __name__ == "__main__":
+    main()

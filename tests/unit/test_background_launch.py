@@ -1,0 +1,125 @@
+"""A round's node in three commands, as the playbook runs it: `launch --detach` (the launcher in the background),
+`wait` (long polls with progress), `finish` (stop what is left, pack the directory). Real ranks of digits_cnn; every
+process a test starts is killed at its end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from case_runners.plan.run_plan import make_plan
+from case_runners.driver import events as ev
+from case_runners.launch import progress
+from case_runners.paths import project_root
+from case_runners.processes import ProcessId, is_same
+from process_helpers import kill_run, run_pids
+
+
+def cli(*argv: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "case_runners", *argv], cwd=project_root(), capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def config(tmp_path: Path, **overrides) -> Path:
+    plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path / "results"),
+                      "cases": [{"case": "digits_cnn", "overrides": overrides}]})
+    assert plan["ok"], plan["errors"]
+    return Path(plan["cases"][0]["config_path"])
+
+
+@pytest.fixture
+def run_id():
+    rid = f"background-{uuid.uuid4().hex[:8]}"
+    try:
+        yield rid
+    finally:
+        kill_run(rid)
+
+
+def node_args(node: Path, run_id: str, launcher: dict) -> list[str]:
+    return ["--log-dir", str(node), "--run-id", run_id, "--launcher", json.dumps(launcher)]
+
+
+def test_a_background_round_reports_progress_then_its_result_and_is_packed(tmp_path, run_id):
+    node = tmp_path / "round1" / "localhost_noderank0"
+    started = cli("launch", "--detach", "--config", str(config(tmp_path, max_steps=400, log_freq=5)),
+                  "--log-dir", str(node), "--run-id", run_id, "--no-monitors", "--timeout", "600")
+    assert started["started"] and started["log"] == str(node / "launcher.log")
+    launcher = started["launcher"]
+    assert is_same(ProcessId.from_json(launcher)), "the launcher outlives the command that started it"
+
+    polls = []
+    while True:
+        answer = cli("wait", *node_args(node, run_id, launcher), "--for", "2", "--timeout", "600")
+        if answer["finished"]:
+            break
+        polls.append(answer)
+        assert answer["status"] == "running" and answer["line"].endswith(" of 600 s")
+        assert len(polls) < 300, "the round never ended"
+    assert answer["status"] == "success" and answer["node_result"]["run_id"] == run_id
+    training = [p["progress"] for p in polls if p["progress"]["phase"] == "training"]
+    assert training, [p["line"] for p in polls]
+    assert {"epoch", "step", "loss", "samples_per_s"} <= set(training[-1])
+    assert run_pids(run_id) == []
+
+    done = cli("finish", *node_args(node, run_id, launcher), "--archive", str(tmp_path / "node.tar.gz"))
+    assert done["status"] == "success" and done["cleanup"] is None, "nothing to stop after a clean end"
+    with tarfile.open(tmp_path / "node.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {"localhost_noderank0/node_result.json", "localhost_noderank0/rank0.events.jsonl",
+            "localhost_noderank0/launcher.log"} <= names
+
+
+def test_finish_stops_a_launcher_the_wait_gave_up_on(tmp_path, run_id):
+    node = tmp_path / "node"
+    started = cli("launch", "--detach", "--config", str(config(tmp_path, max_steps=100000)),
+                  "--log-dir", str(node), "--run-id", run_id, "--no-monitors")
+    launcher = started["launcher"]
+    answer = cli("wait", *node_args(node, run_id, launcher), "--for", "1")
+    assert answer["finished"] is False
+    done = cli("finish", *node_args(node, run_id, launcher), "--grace", "5")
+    assert done["status"] == "failed" and done["reason"] == "the launcher was still running"
+    assert launcher["pid"] in done["cleanup"]["terminated"] + done["cleanup"]["killed"]
+    assert not is_same(ProcessId.from_json(launcher)) and run_pids(run_id) == []
+
+
+def test_a_launcher_that_ends_without_a_result_is_a_failure_naming_its_log(tmp_path, run_id):
+    node = tmp_path / "node"
+    started = cli("launch", "--detach", "--config", str(tmp_path / "missing.json"), "--log-dir", str(node),
+                  "--run-id", run_id)
+    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for", "120")
+    assert answer["finished"] and answer["status"] == "failed"
+    assert answer["reason"].startswith("the launcher ended without writing node_result.json: ")
+    assert "missing.json" in answer["reason"], "the tail of launcher.log says why"
+
+
+def test_progress_reads_the_first_rank_s_last_events(tmp_path):
+    with ev.EventLogger(tmp_path, 1, log_freq=1, stream=None) as log:
+        log.event(ev.INIT_START)
+    assert progress.progress(tmp_path) == {"phase": "initialising", "rank": 1}
+    with ev.EventLogger(tmp_path, 0, log_freq=1, stream=None) as log:
+        log.event(ev.TRAIN_START)
+        log.event(ev.STEP_END, {"epoch": 1, "loss": 0.5, "rank_core_samples_per_s": 100.0}, step=10)
+        log.event(ev.EVALUATE_BEGIN, {"epoch": 1, "step": 10})
+        log.event(ev.EVALUATE, {"epoch": 1, "step": 10, "accuracy": 0.5, "eval_time": 1.0})
+    state = progress.progress(tmp_path)
+    assert state == {"phase": "training", "rank": 0, "epoch": 1, "step": 10, "loss": 0.5, "samples_per_s": 100.0,
+                     "metric": {"accuracy": 0.5}}
+    assert progress.describe(state) == "training: epoch 1, step 10, loss 0.5, 100.0 samples/s, accuracy 0.5 (rank 0)"
+
+
+def test_progress_survives_a_long_file_and_a_line_being_written(tmp_path):
+    with ev.EventLogger(tmp_path, 0, log_freq=1, stream=None) as log:
+        for step in range(1, 2001):
+            log.event(ev.STEP_END, {"epoch": 1, "loss": 1.0 / step}, step=step)
+    with open(tmp_path / "rank0.events.jsonl", "a") as handle:
+        handle.write('{"event": "STEP_END", "value": {"ep')  # half a line
+    assert progress.progress(tmp_path)["step"] == 2000
