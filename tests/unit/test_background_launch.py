@@ -50,7 +50,9 @@ def node_args(node: Path, run_id: str, launcher: dict) -> list[str]:
 
 def test_a_background_round_reports_progress_then_its_result_and_is_packed(tmp_path, run_id):
     node = tmp_path / "round1" / "localhost_noderank0"
-    started = cli("launch", "--detach", "--config", str(config(tmp_path, max_steps=400, log_freq=5)),
+    # Trains for 6 s whatever the machine's speed: polls every second see it train.
+    long = config(tmp_path, synthetic=True, max_epochs=10000, time_budget_s=6, log_freq=5)
+    started = cli("launch", "--detach", "--config", str(long),
                   "--log-dir", str(node), "--run-id", run_id, "--no-monitors", "--timeout", "600")
     assert started["started"] and started["log"] == str(node / "launcher.log")
     launcher = started["launcher"]
@@ -58,7 +60,7 @@ def test_a_background_round_reports_progress_then_its_result_and_is_packed(tmp_p
 
     polls = []
     while True:
-        answer = cli("wait", *node_args(node, run_id, launcher), "--for", "2", "--timeout", "600")
+        answer = cli("wait", *node_args(node, run_id, launcher), "--for", "1", "--timeout", "600")
         if answer["finished"]:
             break
         polls.append(answer)
