@@ -384,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("summarize", help="summarise a run directory over rounds")
     p.add_argument("run_dir")
-    p.add_argument("--write", action="store_true", help="write summary.json and summary.md")
+    p.add_argument("--write", action="store_true",
+                   help="write summary.json and summary.md where their content changed (listed in \"written\")")
     p.add_argument("--table", action="store_true", help="print the table instead of JSON")
     p.set_defaults(func=cmd_summarize)
 

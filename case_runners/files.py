@@ -168,10 +168,29 @@ def atomic_write_text(path: Path | str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: Path | str, data: Any, **dump: Any) -> None:
-    """`data` as JSON (indent 2 and a final newline unless `dump` says otherwise), written atomically."""
+def json_text(data: Any, **dump: Any) -> str:
+    """`data` as JSON: indent 2 and a final newline unless `dump` says otherwise."""
     dump.setdefault("indent", 2)
-    atomic_write_text(path, json.dumps(data, **dump) + "\n")
+    return json.dumps(data, **dump) + "\n"
+
+
+def atomic_write_json(path: Path | str, data: Any, **dump: Any) -> None:
+    """`data` as json_text, written atomically."""
+    atomic_write_text(path, json_text(data, **dump))
+
+
+def atomic_update_text(path: Path | str, text: str) -> bool:
+    """Write `text` atomically unless `path` holds it already (read without following a symlink); True when
+    written."""
+    data = text.encode("utf-8")
+    try:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as handle:
+            same = handle.read(len(data) + 1) == data
+    except OSError:
+        same = False
+    if not same:
+        atomic_write_bytes(path, data)
+    return not same
 
 
 def _unlink(path: Path) -> None:

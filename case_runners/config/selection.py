@@ -4,7 +4,8 @@ Accepted forms of the run's case list (`perfplay_cases`):
 - a list of mappings: {case, task, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
   (task: training, the default, or inference: the case's seed-002 inference pipeline)
 - FlagPerf's mapping: {"resnet50:pytorch:A100:1:8:3": "/data/imagenet"}
-- a list of strings (a case name, or the FlagPerf key without a data dir), or one such string.
+- a list of strings (a case name, or the FlagPerf key without a data dir), or one such string;
+- any of these written as JSON or YAML text, as an AWX survey's text field gives it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from case_runners.config.constraints import make_constraint
+from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import ConfigError
 
 SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
                   "timeout_s")
 TASKS = ("training", "inference")
+FORMS = ("a list of cases, a case name, or FlagPerf's {'case:framework:hardware:nnodes:nproc:repeat': data_dir} "
+         "mapping; or one of these written as JSON or YAML text")
 # The ranges of a selection's numbers (timeout_s also bounds perfplay_case_timeout and a case's own timeout_s):
 # the controller expands one item per round, and no node has more than 256 devices.
 BOUNDS = {name: make_constraint({"type": "int", "min": 1, "max": high}, None, key=name, file=__name__)
@@ -56,15 +60,18 @@ def parse_selections(raw: Any, source: str = "perfplay_cases",
     `task` is the default of selections that do not name theirs (run var perfplay_task)."""
     items: list[tuple[str, Any]]
     if isinstance(raw, str):
+        try:
+            raw = _from_text(raw, source)
+        except ConfigError as exc:
+            return [], [exc]
+    if isinstance(raw, str):
         items = [(source, raw)]
     elif isinstance(raw, dict):
         items = [(f"{source}['{key}']", _flagperf_key(key, value)) for key, value in raw.items()]
     elif isinstance(raw, list):
         items = [(f"{source}[{i}]", item) for i, item in enumerate(raw)]
     else:
-        return [], [ConfigError("must be a list of cases, a case name, or FlagPerf's "
-                                "{'case:framework:hardware:nnodes:nproc:repeat': data_dir} mapping", key=source,
-                                file="run vars")]
+        return [], [ConfigError(f"must be {FORMS}, not {type(raw).__name__}", key=source, file="run vars")]
     if not items:
         return [], [ConfigError("no case selected", key=source, file="run vars")]
     selections, errors = [], []
@@ -79,6 +86,19 @@ def parse_selections(raw: Any, source: str = "perfplay_cases",
         if selection is not None:
             selections.append(selection)
     return selections, errors
+
+
+def _from_text(text: str, source: str) -> Any:
+    """The selection a string holds, read as JSON or YAML: a list, a mapping or a string (a case name or a FlagPerf
+    key); blank text selects nothing. ConfigError when it is not valid JSON or YAML."""
+    try:
+        data = load_yaml(text, source=f"run vars ({source})", limit=VALUE_LIMIT)
+    except ConfigError as exc:
+        raise ConfigError(f"is not valid JSON or YAML ({exc.message}); expected {FORMS}", key=source,
+                          file="run vars") from None
+    if data is None:
+        return []
+    return data if isinstance(data, (list, dict, str)) else text
 
 
 def _flagperf_key(key: str, data_dir: Any) -> dict[str, Any]:

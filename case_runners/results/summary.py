@@ -23,6 +23,7 @@ from case_runners.paths import RESOLVED_NAME
 from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS, VALID_STATUSES
 
 SUMMARY_SCHEMA = "perfplay.run_summary/1"
+SUMMARY_JSON, SUMMARY_MD = "summary.json", "summary.md"
 STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_metric")
 INFERENCE_STAT_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
                        "validation_accuracy", "inference_accuracy", "agreement", "e2e_time", "compile_s",
@@ -435,13 +436,17 @@ def _num(value: Any, digits: int = 1) -> str:
 
 
 def write_run_summary(run_dir: Path) -> dict[str, Any]:
-    """Write summary.json and summary.md into the run directory (atomically) and return the summary; one that
-    cannot be written is still returned, with the reason in "write_error"."""
+    """Write summary.json and summary.md into the run directory (atomically, each only when its content changed)
+    and return the summary with, beside it (not in the files), "written": the paths written, empty when the
+    files held it already. One that cannot be written is still returned, with the reason in "write_error"."""
     run_dir = Path(run_dir)
     summary = summarize_run(run_dir)
+    written = []
     try:
-        files.atomic_write_json(run_dir / "summary.json", summary)
-        files.atomic_write_text(run_dir / "summary.md", render_markdown(summary))
+        for name, text in ((SUMMARY_JSON, files.json_text(summary)), (SUMMARY_MD, render_markdown(summary))):
+            if files.atomic_update_text(run_dir / name, text):
+                written.append(str(run_dir / name))
     except PerfplayError as exc:
         summary["write_error"] = str(exc)
+    summary["written"] = written
     return summary

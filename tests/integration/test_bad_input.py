@@ -56,6 +56,10 @@ def assert_rejected(run, results_dir: Path, *expected: str) -> None:
                  ["run vars: key 'perfplay_cases[0].repeat': 1000000000 is out of range "
                   "(allowed: 1 <= repeat <= 1000)"],
                  id="repeat-out-of-range"),
+    pytest.param(json.dumps({"perfplay_cases": '[{"case": "digits_cnn", "nproc": 2}'}),  # a survey's text
+                 ["run vars: key 'perfplay_cases': is not valid JSON or YAML (malformed YAML at line 1, column 36",
+                  "expected a list of cases, a case name, or FlagPerf's"],
+                 id="cases-text-not-json-or-yaml"),
     pytest.param('{"perfplay_clear_caches": "maybe", "perfplay_master_port": "x"}',
                  ["2 problem(s)", "run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' "
                   "(allowed: true, false)", "run vars: key 'perfplay_master_port'"],
@@ -107,3 +111,26 @@ def test_immutable_key(repo_copy: Path, results_dir: Path):
     config.write_text("vocab_size: 1000\n")
     run = run_playbook(repo_copy, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}", "-e", cases("bert"))
     assert_rejected(run, results_dir, "vendor/cpu/cases/bert/config_CPUx1x1.yaml", "key 'vocab_size'", "immutable")
+
+
+def test_an_ansible_core_out_of_range_is_the_first_and_only_message(results_dir: Path):
+    """The range the play checks first, moved past the running ansible-core: one message, nothing else run."""
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
+                       "-e", '{"perfplay_ansible_core": {"min": "2.99", "below": "3.0"}}')
+    assert_rejected(run, results_dir, "perfplay needs ansible-core >= 2.99, < 3.0; this is ansible-core 2.19.",
+                    "Run `make` in the checkout (it installs the pinned one into .venv) and use "
+                    ".venv/bin/ansible-playbook.")
+    assert list(run.task_statuses()) == ["Check the ansible-core version"]
+    assert list(results_dir.iterdir()) == []
+
+
+def test_under_awx_a_results_dir_in_the_project_is_a_warning():
+    """AWX deletes the project folder with the job: without perfplay_results_dir the play says so, once."""
+    warning = "WARNING: perfplay_results_dir is not set, so the results go into the project folder"
+    run = run_playbook(REPO, "playbooks/preflight.yml", "-e", "awx_job_id=7")
+    assert run.rc == 0, run.output[-3000:]
+    assert run.output.count(warning) == 1, run.output[-3000:]
+    assert "which AWX deletes with the job. Set perfplay_results_dir to a persistent path" in run.output
+    quiet = run_playbook(REPO, "playbooks/preflight.yml", "-e", "tower_job_id=7",
+                         "-e", f"perfplay_results_dir={REPO / 'results'}")
+    assert quiet.rc == 0 and warning not in quiet.output, quiet.output[-3000:]

@@ -1,4 +1,4 @@
-"""The read-only modules: host_check_info, python_requirements_info, run_summary_info never report a change."""
+"""The read-only modules: host_check_info and python_requirements_info never report a change."""
 
 from __future__ import annotations
 
@@ -70,28 +70,3 @@ def test_python_requirements_info_reports_what_is_missing(run_module, check_mode
     assert result == dict(result, changed=False, satisfied=False, missing=["torch==2.13.0"])
     assert cli.calls[0]["argv"] == [sys.executable, "-m", "case_runners", "requirements", "--requirements",
                                     "/repo/requirements.txt"]
-
-
-@pytest.mark.parametrize("check_mode", [False, True])
-def test_run_summary_info(run_module, check_mode):
-    summary = {"schema": "perfplay.run_summary/1", "run_id": "run1", "ok": True, "cases": []}
-    kind, result, cli = run_module("run_summary_info", dict(COMMON, run_dir="/res/run1"), {"summarize": summary},
-                                   check_mode=check_mode)
-    assert kind == "exit"
-    assert result["changed"] is False
-    assert result["summary"] == summary
-    assert result["failed_rounds"] == []
-    assert cli.calls[0]["argv"] == ["/venv/bin/python", "-m", "case_runners", "summarize", "/res/run1"]
-
-
-def test_run_summary_info_failure(run_module):
-    kind, result, _ = run_module("run_summary_info", dict(COMMON, run_dir="/res/run1"), {"summarize": (1, "", "x")})
-    assert kind == "fail"
-    assert result["rc"] == 1
-
-
-def test_run_summary_info_passes_the_failed_rounds_through(run_module):
-    summary = {"run_id": "run1", "cases": [], "failed_rounds": ["c round 3: timeout: no exit within 60 s"]}
-    kind, result, _ = run_module("run_summary_info", dict(COMMON, run_dir="/res/run1"), {"summarize": summary})
-    assert kind == "exit"
-    assert result["failed_rounds"] == ["c round 3: timeout: no exit within 60 s"]

@@ -1,4 +1,4 @@
-"""plugins/callback/perfplay_summary.py fed fake task results."""
+"""playbooks/callback_plugins/perfplay_summary.py fed fake task results."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from case_runners.results.summary import write_run_summary
+
 REPO = Path(__file__).resolve().parents[2]
+CALLBACK_DIR = REPO / "playbooks" / "callback_plugins"
 
 
 class FakeDisplay:
@@ -33,9 +36,15 @@ def result(action, data):
     return SimpleNamespace(task=SimpleNamespace(action=action), result=data)
 
 
+def summary_result(summary, written=()):
+    """What the run_summary task returns."""
+    return result("run_summary", {"summary": summary, "failed_rounds": [], "written": list(written),
+                                  "changed": bool(written)})
+
+
 @pytest.fixture
 def callback_module():
-    spec = importlib.util.spec_from_file_location("perfplay_summary_cb", REPO / "plugins/callback/perfplay_summary.py")
+    spec = importlib.util.spec_from_file_location("perfplay_summary_cb", CALLBACK_DIR / "perfplay_summary.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -45,7 +54,7 @@ def callback_module():
 def make_callback(callback_module):
     def make(**options):
         callback = callback_module.CallbackModule(display=FakeDisplay())
-        values = {"show_table": True, "write_files": True, **options}
+        values = {"show_table": True, **options}
         callback.get_option = values.__getitem__
         return callback
 
@@ -53,50 +62,65 @@ def make_callback(callback_module):
 
 
 @pytest.fixture
-def fake_api(callback_module, monkeypatch):
-    calls = []
-
-    def write_run_summary(run_dir):
-        calls.append(("write", run_dir))
-        return {"run_id": run_dir.name, "cases": []}
-
-    def summarize_run(run_dir):
-        calls.append(("summarize", run_dir))
-        return {"run_id": run_dir.name, "cases": []}
+def fake_table(callback_module, monkeypatch):
+    rendered = []
 
     def render_table(summary):
+        rendered.append(summary)
         return f"TABLE {summary['run_id']}"
 
-    monkeypatch.setattr(callback_module, "_summary_api", lambda: (write_run_summary, summarize_run, render_table))
-    return calls
+    monkeypatch.setattr(callback_module, "_render_table", render_table)
+    return rendered
 
 
-def test_prints_the_table_after_rounds(make_callback, fake_api, tmp_path):
+def test_prints_the_table_of_the_run_summary_task(make_callback, fake_table, tmp_path):
     callback = make_callback()
-    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path / "run1"), "changed": True}))
+    run_dir = tmp_path / "run1"
+    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(run_dir), "changed": True}))
     callback.v2_runner_on_ok(result("ansible.builtin.debug", {"msg": "x"}))
     callback.v2_runner_on_failed(result("round_result", {"failed": True}))
+    callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}, [str(run_dir / "summary.json")]))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_api == [("write", tmp_path / "run1")]
-    assert callback._display.lines[:2] == ["== PERFPLAY SUMMARY", "TABLE run1"]
+    assert fake_table == [{"run_id": "run1", "cases": []}]
+    assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1", f"summary: {run_dir / 'summary.json'}"]
 
 
-def test_nothing_when_preflight_failed(make_callback, fake_api):
+def test_the_task_named_by_its_full_name(make_callback, fake_table):
+    callback = make_callback()
+    callback.v2_runner_on_ok(result("perfplay.local.run_summary", {"summary": {"run_id": "run1"}}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1"]
+
+
+def test_nothing_when_preflight_failed(make_callback, fake_table):
     callback = make_callback()
     callback.v2_runner_on_failed(result("case_plan", {"failed": True, "errors": ["bad"]}))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_api == []
+    assert fake_table == []
     assert callback._display.lines == []
 
 
-def test_nothing_when_no_round_was_reached(make_callback, fake_api, tmp_path):
+def test_nothing_without_a_summary(make_callback, fake_table, tmp_path):
+    """No round reached, check mode (the summary task is skipped), or a failed summary task."""
     callback = make_callback()
     callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
+    callback.v2_runner_on_ok(result("round_result", {"record": {}}))
+    callback.v2_runner_on_failed(result("run_summary", {"failed": True, "msg": "boom"}))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_api == []
+    assert fake_table == []
+    assert callback._display.lines == []
 
 
-def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callback, fake_api, tmp_path):
+def test_results_of_ansible_core_before_2_19_are_read_too(make_callback, fake_table):
+    """Only private names there: the version check's failure must not bring callback errors with it."""
+    callback = make_callback()
+    old = SimpleNamespace(_task=SimpleNamespace(action="ansible.builtin.assert"), _result={"failed": True})
+    callback.v2_runner_on_failed(old)
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.lines == [] and callback._display.warnings == []
+
+
+def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callback, fake_table, tmp_path):
     from case_runners.plan.run_plan import make_plan
 
     plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": ["digits_cnn"], "bundle": True})
@@ -108,7 +132,7 @@ def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callbac
     assert callback._display.lines == [f"perfplay: no round was started; removed {plan['run_dir']}"]
 
 
-def test_a_run_that_launched_keeps_its_directory(make_callback, fake_api, tmp_path):
+def test_a_run_that_launched_keeps_its_directory(make_callback, fake_table, tmp_path):
     """Interrupted during its first launch: nothing recorded yet on the controller, but the run exists."""
     from case_runners.plan.run_plan import make_plan
 
@@ -120,57 +144,47 @@ def test_a_run_that_launched_keeps_its_directory(make_callback, fake_api, tmp_pa
     assert Path(plan["run_dir"]).is_dir()
 
 
-def test_check_mode_plan_has_no_run_dir(make_callback, fake_api):
+def test_show_table_off_prints_nothing(make_callback, fake_table):
+    callback = make_callback(show_table=False)
+    callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert fake_table == [] and callback._display.lines == []
+
+
+def test_a_table_that_cannot_be_rendered_is_a_warning(make_callback, callback_module, monkeypatch):
+    def broken(summary):
+        raise ImportError("no case_runners")
+
+    monkeypatch.setattr(callback_module, "_render_table", broken)
     callback = make_callback()
-    callback.v2_runner_on_ok(result("case_plan", {"run_dir": None}))
-    callback.v2_runner_on_ok(result("round_result", {"record": {}}))
+    callback.v2_runner_on_ok(summary_result({"run_id": "run1", "run_dir": "/r/run1", "cases": []}))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_api == []
-
-
-def test_options_toggle_output(make_callback, fake_api, tmp_path):
-    callback = make_callback(show_table=False, write_files=False)
-    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
-    callback.v2_runner_on_ok(result("round_result", {}))
-    callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_api == [("summarize", tmp_path)]
+    assert "no case_runners" in callback._display.warnings[0]
     assert callback._display.lines == []
 
 
-def test_a_broken_summary_is_a_warning(make_callback, callback_module, monkeypatch, tmp_path):
-    def broken():
-        raise ImportError("no case_runners")
-
-    monkeypatch.setattr(callback_module, "_summary_api", broken)
-    callback = make_callback()
-    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
-    callback.v2_runner_on_ok(result("round_result", {}))
-    callback.v2_playbook_on_stats(SimpleNamespace())
-    assert "no case_runners" in callback._display.warnings[0]
-
-
-def test_real_summary_api_writes_files(make_callback, tmp_path):
+def test_real_table_of_an_empty_run(make_callback, tmp_path):
     """Against the checkout's case_runners.results.summary: an empty run still summarises."""
-    callback = make_callback()
     run_dir = tmp_path / "run20250101000000"
     run_dir.mkdir()
-    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(run_dir)}))
-    callback.v2_runner_on_ok(result("round_result", {}))
+    summary = write_run_summary(run_dir)
+    callback = make_callback()
+    callback.v2_runner_on_ok(summary_result(summary, summary["written"]))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.warnings == []
-    assert json.loads((run_dir / "summary.json").read_text())["run_id"] == run_dir.name
-    assert (run_dir / "summary.md").exists()
     assert "perfplay summary: run20250101000000" in callback._display.lines[1]
 
 
 def test_options_come_from_documentation(monkeypatch):
-    """Loaded the way ansible-playbook loads it: defaults, and the env toggle, from DOCUMENTATION."""
+    """Loaded the way ansible-playbook loads it: needs no enabling; defaults, and the env toggle, from
+    DOCUMENTATION."""
     from ansible.plugins.loader import callback_loader
 
-    callback_loader.add_directory(str(REPO / "plugins" / "callback"))
+    callback_loader.add_directory(str(CALLBACK_DIR))
     callback = callback_loader.get("perfplay_summary")
+    assert callback.CALLBACK_NEEDS_ENABLED is False
     callback.set_options()
-    assert (callback.get_option("show_table"), callback.get_option("write_files")) == (True, True)
+    assert callback.get_option("show_table") is True
     monkeypatch.setenv("PERFPLAY_SUMMARY_SHOW_TABLE", "false")
     callback.set_options()
     assert callback.get_option("show_table") is False
@@ -191,7 +205,7 @@ def _record(nnodes, nproc, round_no, p_train, node_p_train, status="success"):
                            "per_node": {n["host"]: n["p_train"] for n in nodes}}}
 
 
-def test_real_summary_prints_per_node_and_scaling(make_callback, tmp_path):
+def test_real_table_prints_per_node_and_scaling(make_callback, tmp_path):
     """A run at 1x1, 1x2 and 2x2: the printed table has the per-node line and the scaling table."""
     run_dir = tmp_path / "run20250101000000"
     records = [_record(1, 1, 1, 14000.0, [14000.0]), _record(1, 2, 1, 20000.0, [20000.0]),
@@ -201,9 +215,9 @@ def test_real_summary_prints_per_node_and_scaling(make_callback, tmp_path):
         path = run_dir / record["case_id"] / f"round{record['round']}"
         path.mkdir(parents=True)
         (path / "result.json").write_text(json.dumps(record))
+    summary = write_run_summary(run_dir)  # as the run_summary task does
     callback = make_callback()
-    callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(run_dir)}))
-    callback.v2_runner_on_ok(result("round_result", {}))
+    callback.v2_runner_on_ok(summary_result(summary, summary["written"]))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.warnings == []
     lines = callback._display.lines[1].splitlines()

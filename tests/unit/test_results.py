@@ -173,6 +173,19 @@ def test_write_run_summary_rebuilds_from_files(tmp_path):
     assert "# perfplay run run9" in (run_dir / "summary.md").read_text()
 
 
+def test_write_run_summary_writes_only_what_changed(tmp_path):
+    run_dir = tmp_path / "run9"
+    run_dir.mkdir()
+    files = [str(run_dir / "summary.json"), str(run_dir / "summary.md")]
+    assert write_run_summary(run_dir)["written"] == files
+    assert "written" not in json.loads((run_dir / "summary.json").read_text()), "the write's outcome is not saved"
+    assert write_run_summary(run_dir)["written"] == []
+    (run_dir / "summary.md").unlink()
+    (run_dir / "summary.md").symlink_to(run_dir / "summary.json")
+    assert write_run_summary(run_dir)["written"] == files[1:], "a symlink is replaced, never read or followed"
+    assert not (run_dir / "summary.md").is_symlink()
+
+
 def test_orchestration_errors_fail_a_round_that_looked_fine(tmp_path):
     round_dir = tmp_path / "r" / "c" / "round1"
     node(round_dir, ranks=range(8))

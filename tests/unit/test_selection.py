@@ -39,3 +39,60 @@ def test_every_bad_selection_is_reported_at_once():
 def test_wrong_container_type_is_explained():
     _, errors = parse_selections(42)
     assert "must be a list of cases" in str(errors[0])
+
+
+SURVEY_YAML = """\
+- case: digits_cnn
+  nproc: 2
+  overrides: {max_steps: 5}
+- resnet50
+"""
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param('[{"case": "digits_cnn", "nproc": 2, "overrides": {"max_steps": 5}}, "resnet50"]', id="json"),
+    pytest.param(SURVEY_YAML, id="yaml"),
+])
+def test_a_list_written_as_text_is_read_as_the_list(text):
+    """An AWX survey's text field gives perfplay_cases as a string."""
+    sels, errors = parse_selections(text)
+    assert errors == []
+    assert [(s.case, s.nproc, s.overrides, s.source) for s in sels] == [
+        ("digits_cnn", 2, {"max_steps": 5}, "perfplay_cases[0]"), ("resnet50", 1, {}, "perfplay_cases[1]")]
+
+
+def test_a_flagperf_mapping_written_as_text():
+    (sel,), errors = parse_selections('{"resnet50:pytorch:A100:2:8:3": "/data/imagenet"}')
+    assert errors == [] and (sel.case_id, sel.repeat, sel.data_dir) == ("resnet50_A100x2x8", 3, "/data/imagenet")
+
+
+@pytest.mark.parametrize("text", ["digits_cnn", " digits_cnn\n", '"digits_cnn"'])
+def test_a_case_name_stays_a_case_name(text):
+    (sel,), errors = parse_selections(text)
+    assert errors == [] and sel.case == "digits_cnn"
+
+
+def test_blank_text_selects_nothing():
+    _, errors = parse_selections("  \n")
+    assert [str(e) for e in errors] == ["run vars: key 'perfplay_cases': no case selected"]
+
+
+@pytest.mark.parametrize("text, where", [
+    ('[{"case": "digits_cnn", "nproc": 2}', "line 1, column 36"),
+    ("- case: digits_cnn\n nproc: 2\n", "line 2"),
+    ("{case: digits_cnn, case: resnet50}", "duplicate key 'case'"),
+])
+def test_bad_text_names_perfplay_cases_and_the_allowed_forms(text, where):
+    sels, errors = parse_selections(text)
+    assert sels == [] and len(errors) == 1
+    message = str(errors[0])
+    assert message.startswith("run vars: key 'perfplay_cases': is not valid JSON or YAML (")
+    assert where in message
+    assert message.endswith("expected a list of cases, a case name, or FlagPerf's "
+                            "{'case:framework:hardware:nnodes:nproc:repeat': data_dir} mapping; "
+                            "or one of these written as JSON or YAML text")
+
+
+def test_errors_inside_text_name_the_item():
+    _, errors = parse_selections('[{"case": "digits_cnn", "repeat": "abc"}]')
+    assert "perfplay_cases[0].repeat" in str(errors[0]) and "'abc'" in str(errors[0])

@@ -1,17 +1,20 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# perfplay: the summary of a run directory, over all its rounds.
+# perfplay: the summary of a run directory, over all its rounds, written beside them.
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: run_summary_info
-short_description: Summarise a perfplay run directory
+module: run_summary
+short_description: Summarise a perfplay run directory and write summary.json and summary.md into it
 description:
-  - Runs C(python -m case_runners summarize RUN_DIR) on the controller and returns the summary
+  - Runs C(python -m case_runners summarize RUN_DIR --write) on the controller and returns the summary
     (schema C(perfplay.run_summary/1)), per case the mean and standard deviation over its rounds.
-  - Read-only; the C(perfplay_summary) callback writes C(summary.json) and C(summary.md).
+  - Writes C(<run_dir>/summary.json) and C(<run_dir>/summary.md), each only when its content changed, whatever
+    callbacks Ansible runs with (C(ansible-playbook), C(ansible-runner), AWX). A summary that cannot be written
+    (a full disk) is a warning, never a failure of the run.
+  - The C(perfplay_summary) callback prints the returned summary as a table at the end of the play.
 options:
   project_dir:
     description: perfplay checkout on the controller.
@@ -21,24 +24,25 @@ options:
     description: Python that can import C(case_runners). Defaults to the module's own interpreter.
     type: str
   run_dir:
-    description: The run directory, C(<results_dir>/run<YYYYmmddHHMMSS>).
+    description: The run directory, C(<results_dir>/<run_id>).
     type: path
     required: true
 attributes:
   check_mode:
-    support: full
-    details: Read-only, runs in check mode too.
+    support: partial
+    details: Returns the summary and writes nothing; does not predict whether the files would change.
   diff_mode:
     support: none
   idempotent:
     support: full
+    details: A second call finds both files up to date and reports no change.
 author:
   - perfplay contributors
 """
 
 EXAMPLES = r"""
 - name: Summarise the run
-  run_summary_info:
+  run_summary:
     project_dir: "{{ playbook_dir | dirname }}"
     python: "{{ ansible_playbook_python }}"
     run_dir: /opt/perfplay/results/run20250101120000
@@ -52,7 +56,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 summary:
-  description: The run summary (schema C(perfplay.run_summary/1)).
+  description: The run summary (schema C(perfplay.run_summary/1)), as written to C(summary.json).
   returned: success
   type: dict
   sample:
@@ -68,6 +72,12 @@ failed_rounds:
   type: list
   elements: str
   sample: ["digits_cnn_CPUx1x2 round 2: timeout: localhost (node 0): no exit within 600 s"]
+written:
+  description: The files written by this call; empty when they held the summary already, and in check mode.
+  returned: success
+  type: list
+  elements: str
+  sample: [/opt/perfplay/results/run20250101120000/summary.json, /opt/perfplay/results/run20250101120000/summary.md]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -85,9 +95,14 @@ except ImportError:  # imported as a plain file (pytest, ansible-lint): use the 
 def main():
     argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    argv = cli_argv(module.params["python"], "summarize", module.params["run_dir"])
-    result = run_json(module, argv, module.params["project_dir"], "case_runners summarize", check_rc=True)
-    module.exit_json(changed=False, summary=result.doc, failed_rounds=result.doc.get("failed_rounds", []))
+    argv = cli_argv(module.params["python"], "summarize", module.params["run_dir"], write=not module.check_mode)
+    summary = run_json(module, argv, module.params["project_dir"], "case_runners summarize", check_rc=True).doc
+    written = summary.pop("written", [])
+    write_error = summary.pop("write_error", None)
+    if write_error:
+        module.warn("summary.json and summary.md not written: %s" % write_error)
+    module.exit_json(changed=bool(written), summary=summary, failed_rounds=summary.get("failed_rounds", []),
+                     written=written)
 
 
 if __name__ == "__main__":

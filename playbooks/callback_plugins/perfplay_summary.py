@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# perfplay: print the run summary at the end of the playbook.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: perfplay_summary
+type: aggregate
+short_description: Print a perfplay run's summary as a table at the end of the play
+description:
+  - Prints the summary returned by the C(run_summary) task (which writes C(summary.json) and C(summary.md)) as
+    C(case_runners.results.summary.render_table(summary)) once the play has ended.
+  - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode. A run
+    directory in which no round was launched (the hosts' preflight failed) is removed, so a rejected run leaves
+    nothing behind (C(case_runners.config.plan.discard_unstarted_run)).
+  - Lives beside perfplay's playbooks (C(playbooks/callback_plugins/)) and needs no enabling, so Ansible loads it
+    whatever C(ANSIBLE_CALLBACK_PLUGINS) and stdout callback are set, as C(ansible-runner) and AWX set theirs.
+requirements:
+  - C(case_runners) importable from the repository root (the directory two levels above this file)
+options:
+  show_table:
+    description: Print the summary table to the display.
+    type: bool
+    default: true
+    ini:
+      - section: callback_perfplay_summary
+        key: show_table
+    env:
+      - name: PERFPLAY_SUMMARY_SHOW_TABLE
+"""
+
+import sys
+from pathlib import Path
+
+from ansible.plugins.callback import CallbackBase
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PLAN_ACTION = "case_plan"
+SUMMARY_ACTION = "run_summary"
+LAUNCH_ACTIONS = ("case_launch", "case_wait", "case_finish", "round_result")  # a round was reached
+
+
+def _action_and_data(result):
+    """``(short action name, result dict)`` of a task result. ansible-core before 2.19 (which the play rejects
+    with its first task) has only the private names: read them there, so that rejection is all it prints."""
+    task = getattr(result, "task", None) or result._task
+    data = getattr(result, "result", None)
+    return (task.action or "").rsplit(".", 1)[-1], data if data is not None else result._result
+
+
+def _import_case_runners():
+    if str(PROJECT_ROOT) not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT))
+
+
+def _render_table(summary):
+    """The checkout's ``case_runners.results.summary.render_table(summary)``."""
+    _import_case_runners()
+    from case_runners.results.summary import render_table  # pylint: disable=import-outside-toplevel
+
+    return render_table(summary)
+
+
+class CallbackModule(CallbackBase):
+    """Aggregate callback: the summary table of a perfplay run."""
+
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "perfplay_summary"
+    CALLBACK_NEEDS_ENABLED = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.run_dir = None
+        self.launched = False
+        self.summary = None
+        self.written = []
+
+    def _collect(self, result):
+        action, data = _action_and_data(result)
+        if action == PLAN_ACTION and data.get("run_dir"):
+            self.run_dir = data["run_dir"]
+        self.launched = self.launched or action in LAUNCH_ACTIONS
+        if action == SUMMARY_ACTION and data.get("summary") is not None:
+            self.summary, self.written = data["summary"], data.get("written") or []
+
+    def v2_runner_on_ok(self, result):
+        self._collect(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._collect(result)
+
+    def v2_runner_on_unreachable(self, result):
+        self._collect(result)
+
+    def v2_playbook_on_stats(self, stats):
+        if self.run_dir and not self.launched:
+            self._discard_unstarted()
+        if self.summary is None or not self.get_option("show_table"):
+            return
+        try:
+            table = _render_table(self.summary)
+        except Exception as exc:  # pylint: disable=broad-except  # a report must never fail the run
+            self._display.warning("perfplay_summary: no table for %s: %s" % (self.summary.get("run_dir"), exc))
+            return
+        self._display.banner("PERFPLAY SUMMARY")
+        self._display.display(table)
+        if self.written:
+            self._display.display("summary: %s" % ", ".join(self.written))
+
+    def _discard_unstarted(self):
+        """The hosts' preflight failed before any round: remove the run directory the plan made."""
+        try:
+            _import_case_runners()
+            from case_runners.config.plan import discard_unstarted_run  # pylint: disable=import-outside-toplevel
+
+            if discard_unstarted_run(Path(self.run_dir)):
+                self._display.display("perfplay: no round was started; removed %s" % self.run_dir)
+        except Exception as exc:  # pylint: disable=broad-except  # a report must never fail the run
+            self._display.warning("perfplay_summary: could not remove %s: %s" % (self.run_dir, exc))
