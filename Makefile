@@ -53,12 +53,12 @@ lint: $(VENV)/.installed-dev
 ## bench: harness overhead, monitor cost, p_core fidelity, control plane on 2-16 hosts, container overhead (root),
 ## inference whole/core and onnxruntime vs torch eager
 bench: $(VENV)/.installed
-	$(PY) bench/monitor_cost.py
-	$(PY) bench/fidelity.py
-	$(PY) bench/harness_overhead.py
-	$(PY) bench/control_plane.py
-	$(PY) bench/container_overhead.py
-	$(PY) bench/inference.py
+	$(PY) -m bench.monitor_cost
+	$(PY) -m bench.fidelity
+	$(PY) -m bench.harness_overhead
+	$(PY) -m bench.control_plane
+	$(PY) -m bench.container_overhead
+	$(PY) -m bench.inference
 
 ## constraints: rewrite constraints.txt from the venv, after a pin in requirements*.txt changed and was installed
 constraints: $(VENV)/.installed-dev
