@@ -47,6 +47,7 @@ test: $(VENV)/.installed-dev lint
 	$(PY) -m pytest tests/docker
 
 lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ansible-lint
 

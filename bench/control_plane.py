@@ -95,7 +95,8 @@ def main() -> int:
     print(f"\ncontrol plane (median of {args.repeats}; ranks' own time excluded)")
     print("hosts  control s  vs 2 hosts  wall s  ranks s")
     for n, row in rows:
-        print(f"{n:<5}  {row['control']:<9.2f}  {row['control'] / base:<10.2f}  {row['wall']:<6.2f}  {row['ranks']:.2f}")
+        print(f"{n:<5}  {row['control']:<9.2f}  {row['control'] / base:<10.2f}  {row['wall']:<6.2f}  "
+              f"{row['ranks']:.2f}")
     ratio = rows[-1][1]["control"] / base
     verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     print(f"\n{rows[-1][0]} hosts / {rows[0][0]} hosts: {ratio:.2f}x (target <= {TARGET_RATIO}x): {verdict}")

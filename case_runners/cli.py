@@ -99,7 +99,8 @@ def cmd_image(args: argparse.Namespace) -> int:
         raise PerfplayError(f"unknown image request keys {unknown} (allowed: framework, log, settings, vendor)")
     root = project_root()
     spec = image_spec(root, load_vendor(request["vendor"], root), request["framework"], request.get("settings"))
-    _print_json(ensure_image(root, spec, check=args.check, log_path=Path(request["log"]) if request.get("log") else None))
+    log_path = Path(request["log"]) if request.get("log") else None
+    _print_json(ensure_image(root, spec, check=args.check, log_path=log_path))
     return 0
 
 
@@ -126,7 +127,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     resolved, notes = resolve_inference(args.case, args.vendor, root)
     for note in notes:
         print(note, file=sys.stderr)
-    with contextlib.redirect_stdout(sys.stderr):  # stdout is the JSON document; progress and exporters' chatter go to stderr
+    # stdout is the JSON document; progress and exporters' chatter go to stderr
+    with contextlib.redirect_stdout(sys.stderr):
         result = run_pipeline(resolved, root, Path(args.work_dir), args.data_dir,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
     _print_json({"config": resolved, "notes": notes, "result": result})

@@ -137,7 +137,7 @@ EXAMPLES = r"""
     project_dir: /opt/perfplay
     python: /opt/perfplay/venv/bin/python
     config: /opt/perfplay/results/run20250101120000/resnet50_A100x2x8/resolved_config.json
-    log_dir: "/opt/perfplay/results/run20250101120000/resnet50_A100x2x8/round1/{{ inventory_hostname }}_noderank{{ perfplay_node_rank }}"
+    log_dir: "{{ round_dir }}/{{ inventory_hostname }}_noderank{{ perfplay_node_rank }}"
     run_id: run20250101120000
     node_rank: "{{ perfplay_node_rank }}"
     node_name: "{{ inventory_hostname }}"
@@ -147,6 +147,8 @@ EXAMPLES = r"""
     rdzv_timeout: 60
     heartbeat_timeout: 10
     timeout: 3600
+  vars:
+    round_dir: /opt/perfplay/results/run20250101120000/resnet50_A100x2x8/round1
   async: 3780
   poll: 1
 """

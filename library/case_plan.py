@@ -178,7 +178,8 @@ rounds:
     config: {description: Resolved config path on the controller (null in check mode)., type: str}
     rel_dir: {description: Round directory relative to the run directory, C(<case_id>/round<N>)., type: str}
     hosts: {description: The hosts of this round, node rank = index., type: list}
-    master_port: {description: "Rendezvous port; 0: picked by node 0 at preflight (multi-node) or by the launcher.", type: int}
+    master_port: {description: "Rendezvous port; 0: picked by node 0 at preflight (multi-node) or by the launcher.",
+                  type: int}
   sample:
     - case_id: digits_cnn_CPUx1x1
       case: digits_cnn

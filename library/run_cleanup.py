@@ -82,7 +82,8 @@ processes:
   type: list
   elements: dict
   sample: [{pid: 4242, start: 81234567, pidns: 4026531836, role: launcher,
-            pid_file: /opt/perfplay/results/run20250101120000-a1b2c3/digits_cnn_CPUx1x1/round1/node1_noderank0/launcher.run20250101120000-a1b2c3.pid,
+            pid_file: "/opt/perfplay/results/run20250101120000-a1b2c3/digits_cnn_CPUx1x1/round1/node1_noderank0/\
+              launcher.run20250101120000-a1b2c3.pid",
             argv: [/opt/perfplay/venv/bin/python, -m, case_runners, launch]}]
 terminated:
   description: Pids that exited after SIGTERM.

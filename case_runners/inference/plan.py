@@ -13,7 +13,8 @@ from case_runners.errors import ConfigError
 from case_runners.inference.config import inference_cases, resolve_inference
 from case_runners.vendors import vendor_info
 
-FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass (flops in configurations.yaml)"
+FLOPS_CONVENTION = ("1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass "
+                    "(flops in configurations.yaml)")
 
 
 def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Path,

@@ -20,8 +20,8 @@ from case_runners.data_check import check_data
 from case_runners.driver import events as ev
 from case_runners.paths import display_path
 from case_runners.results.record import RECORD_NAME, VALID_STATUSES
-from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.training.adapter import adapter_source
+from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_check.structure import CONFIG_NAME
 from case_runners.vendor_files import EXTERN_DIR, vendor_dir
 

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playbook_run import BIN, REPO, playbook_env, run_playbook
 
 from case_runners import pidfiles
 from case_runners.config.plan import make_plan
 from case_runners.launch.node import ROUND_GRACE_S
 from case_runners.processes import identify, list_pids, read_argv, read_stat
 from case_runners.run_ids import RUN_ID_ENV
+from playbook_run import BIN, REPO, playbook_env, run_playbook
 from process_helpers import kill_run, run_pids, wait_for
 
 LONG = {"synthetic": True, "max_epochs": 10000, "time_budget_s": 600}

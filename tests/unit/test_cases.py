@@ -10,13 +10,13 @@ import pytest
 import torch
 from torch import nn
 
-from case_runners.vendors import load_vendor, vendor_info
 from case_runners.cases import case_dir, data_checker, list_cases
 from case_runners.config.layering import load_case_base
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
 from case_runners.training.case_api import TrainingCase
 from case_runners.training.worker import main
+from case_runners.vendors import load_vendor, vendor_info
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = ("bert", "digits_cnn", "resnet50")

@@ -12,8 +12,8 @@ import pytest
 
 from case_runners import files
 from case_runners.config.plan import make_plan
-from case_runners.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
 from case_runners.errors import ConfigError
+from case_runners.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
 
 
 def plan(tmp_path: Path, **request) -> dict:

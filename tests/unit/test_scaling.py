@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from process_helpers import communicate_or_kill
 
-from case_runners.vendors import load_vendor, vendor_info
 from case_runners.config.layering import load_case_base
 from case_runners.config.plan import make_plan
 from case_runners.results.record import build_round_record, write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_run, write_run_summary
 from case_runners.training.worker import main as worker_main
+from case_runners.vendors import load_vendor, vendor_info
+from process_helpers import communicate_or_kill
 
 REPO = Path(__file__).resolve().parents[2]
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -301,7 +301,8 @@ def test_two_real_ranks_make_a_node_whose_throughput_is_the_sum_of_theirs(tmp_pa
     config_path = write_worker_config(tmp_path, 2, max_steps=6, log_freq=2)
     round_dir = tmp_path / "run1" / "digits_cnn_CPUx1x2" / "round1"
     node_dir = round_dir / "localhost_noderank0"
-    code = f"from case_runners.training.worker import main; raise SystemExit(main({str(config_path)!r}, {str(node_dir)!r}))"
+    code = ("from case_runners.training.worker import main; "
+            f"raise SystemExit(main({str(config_path)!r}, {str(node_dir)!r}))")
     port = str(free_port())
     procs = []
     for rank in range(2):
