@@ -2,19 +2,36 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# Every install pins the whole dependency tree (constraints.txt).
+PIP    := $(PY) -m pip install --quiet -c constraints.txt
 PLAYBOOK_ARGS ?=
+# The oldest Python perfplay runs on: pyproject.toml's requires-python.
+PYTHON_MIN := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench constraints check-python clean
 
-$(VENV)/.installed: requirements.txt requirements-case.txt requirements-agent.txt
+# The venv holds the requirements and perfplay itself, editable (the `perfplay` command, case_runners importable
+# from vendor/ and bench/ scripts); pip and setuptools (its build backend) at their pins first.
+$(VENV)/.installed: pyproject.toml constraints.txt requirements.txt requirements-case.txt requirements-agent.txt \
+                    requirements-controller.txt
+	@$(MAKE) --no-print-directory check-python
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PIP) pip setuptools
+	$(PIP) -r requirements.txt
+	$(PIP) --no-deps --no-build-isolation --editable .
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PIP) -r requirements-dev.txt
 	touch $@
+
+## check-python: PYTHON is at least pyproject's requires-python, or one line says which to set
+comma := ,
+NEEDS := perfplay needs Python >= $(PYTHON_MIN); $(PYTHON) is
+check-python:
+	@command -v $(PYTHON) >/dev/null || { echo "$(NEEDS) not installed: set PYTHON=python$(PYTHON_MIN)" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(v[:3] < ($(subst .,$(comma),$(PYTHON_MIN)),) and \
+	"$(NEEDS) %d.%d.%d: set PYTHON=python$(PYTHON_MIN)" % v[:3])'
 
 ## run: the default standard case through ansible-playbook on localhost; prints the summary
 run: $(VENV)/.installed
@@ -30,6 +47,7 @@ test: $(VENV)/.installed-dev lint
 	$(PY) -m pytest tests/docker
 
 lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ansible-lint
 
@@ -38,8 +56,13 @@ lint: $(VENV)/.installed-dev
 # Every script runs; the target fails when any of them missed its target.
 BENCHES := monitor_cost fidelity harness_overhead control_plane container_overhead inference
 bench: $(VENV)/.installed
-	@missed=""; for b in $(BENCHES); do $(PY) bench/$$b.py || missed="$$missed $$b"; done; \
+	@missed=""; for b in $(BENCHES); do $(PY) -m bench.$$b || missed="$$missed $$b"; done; \
 	if [ -n "$$missed" ]; then echo "bench: missed its target:$$missed"; exit 1; fi
 
+## constraints: rewrite constraints.txt from the venv, after a pin in requirements*.txt changed and was installed
+constraints: $(VENV)/.installed-dev
+	$(PY) -m tests.dependency_tree >constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ansible
+	rm -rf $(VENV) .pytest_cache .ansible build perfplay.egg-info

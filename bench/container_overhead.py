@@ -18,10 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from alternation import added_costs, alternate, timed
+from bench.alternation import added_costs, alternate, timed
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "docker"))
 VENV_BIN = Path(sys.executable).parent
 TARGET_PER_ROUND_S = 3.0
 
@@ -52,7 +51,7 @@ def main() -> int:
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("container_overhead: needs root (dockerd); run it as root")
-    from docker_env import engine, image_settings
+    from tests.docker.docker_env import engine, image_settings
     engine("up")
     settings = image_settings()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}

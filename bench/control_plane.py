@@ -26,11 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.integration.playbook_run import checkout_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 HOSTS_SH = ROOT / "tests" / "cluster" / "hosts.sh"
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
-from playbook_run import checkout_copy  # noqa: E402
 STATE = Path(os.environ.get("PERFPLAY_CLUSTER_DIR", "/tmp/perfplay-cluster"))
 TARGET_RATIO = 1.5
 TARGET_CPU_PER_HOST_ROUND_S = 0.5

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from alternation import added_costs, alternate
+from bench.alternation import added_costs, alternate
 
 VENV_BIN = Path(sys.executable).parent
 TARGET_PER_ROUND_S = 1.5

@@ -16,11 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from case_runners.inference.pipeline import run_pipeline
+from case_runners.plan.inference_config import resolve_inference
 
-from case_runners.inference.pipeline import run_pipeline  # noqa: E402
-from case_runners.plan.inference_config import resolve_inference  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 TARGET_WHOLE_OVER_CORE = 0.8
 

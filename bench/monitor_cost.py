@@ -1,6 +1,6 @@
 """What the monitors cost: CPU time of the host and cpu-vendor monitor daemons at 1 sample/s.
 
-    python bench/monitor_cost.py [--seconds 20] [--interval 1.0] [--target-pct 1.0]
+    python -m bench.monitor_cost [--seconds 20] [--interval 1.0] [--target-pct 1.0]
 
 Both daemons run for --seconds; their CPU time (utime + stime from /proc/<pid>/stat) is read once
 they are up and again at the end, so interpreter start-up is reported apart from the steady cost.
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from case_runners.monitors import daemon  # noqa: E402
-from case_runners.monitors.loader import load_monitor  # noqa: E402
-from case_runners.monitors.spec import MonitorSpec  # noqa: E402
+from case_runners.monitors import daemon
+from case_runners.monitors.loader import load_monitor
+from case_runners.monitors.spec import MonitorSpec
 
 MONITORS = ("host", "cpu")
 

@@ -1,4 +1,4 @@
-"""The checkout a remote host runs: case_runners/, vendor/ and requirements.txt in one tar.
+"""The checkout a remote host runs: case_runners/, vendor/, the requirements and constraints.txt in one tar.
 
 The same files give the same bytes (sorted names, no owner names, no compression timestamp), so Ansible's
 copy sees no change on a second run. Modification times are kept: Python's bytecode cache relies on them.
@@ -13,7 +13,8 @@ from pathlib import Path
 from case_runners import files
 
 BUNDLE_NAME = "perfplay-src.tar"
-CONTENTS = ("case_runners", "vendor", "requirements.txt", "requirements-case.txt", "requirements-agent.txt")
+CONTENTS = ("case_runners", "vendor", "requirements.txt", "requirements-case.txt", "requirements-agent.txt",
+            "requirements-controller.txt", "constraints.txt")
 SKIPPED = ("__pycache__", ".pytest_cache")
 
 

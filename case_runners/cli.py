@@ -141,7 +141,8 @@ def cmd_image(args: argparse.Namespace) -> int:
         raise PerfplayError(f"unknown image request keys {unknown} (allowed: framework, log, settings, vendor)")
     root = project_root()
     spec = image_spec(root, load_vendor(request["vendor"], root), request["framework"], request.get("settings"))
-    _print_json(ensure_image(root, spec, check=args.check, log_path=Path(request["log"]) if request.get("log") else None))
+    log_path = Path(request["log"]) if request.get("log") else None
+    _print_json(ensure_image(root, spec, check=args.check, log_path=log_path))
     return 0
 
 
@@ -168,7 +169,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     resolved, notes = resolve_inference(args.case, args.vendor, root)
     for note in notes:
         print(note, file=sys.stderr)
-    with contextlib.redirect_stdout(sys.stderr):  # stdout is the JSON document; progress and exporters' chatter go to stderr
+    # stdout is the JSON document; progress and exporters' chatter go to stderr
+    with contextlib.redirect_stdout(sys.stderr):
         result = run_pipeline(resolved, root, Path(args.work_dir), args.data_dir,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
     _print_json({"config": resolved, "notes": notes, "result": result})
@@ -230,7 +232,13 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     if args.table:
         print(render_table(summary))
     else:
-        _print_json(summary)
+        _print_json({**summary, "table": render_table(summary)})
+    return 0
+
+
+def cmd_discard_run(args: argparse.Namespace) -> int:
+    from case_runners.plan.run_plan import discard_unstarted_run
+    _print_json({"removed": discard_unstarted_run(Path(args.run_dir))})
     return 0
 
 
@@ -386,8 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--write", action="store_true",
                    help="write summary.json and summary.md where their content changed (listed in \"written\")")
-    p.add_argument("--table", action="store_true", help="print the table instead of JSON")
+    p.add_argument("--table", action="store_true", help="print the table instead of JSON (which holds it as 'table')")
     p.set_defaults(func=cmd_summarize)
+
+    p = sub.add_parser("discard-run", help="remove a run directory in which no round started (JSON)")
+    p.add_argument("run_dir")
+    p.set_defaults(func=cmd_discard_run)
 
     add_commands(sub)  # new-vendor, new-case
     return parser

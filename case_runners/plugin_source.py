@@ -108,7 +108,8 @@ def check_callable(obj: object, point: Point) -> str | None:
                                                                         kinds.POSITIONAL_OR_KEYWORD)]
     required = sum(1 for p in positional if p.default is kinds.empty)
     varargs = any(p.kind is kinds.VAR_POSITIONAL for p in signature.parameters.values())
-    kwonly = [p.name for p in signature.parameters.values() if p.kind is kinds.KEYWORD_ONLY and p.default is kinds.empty]
+    kwonly = [p.name for p in signature.parameters.values()
+              if p.kind is kinds.KEYWORD_ONLY and p.default is kinds.empty]
     wrong = _arity_problem(required, len(positional), varargs, kwonly, point)
     return f"{point.name} {wrong}" if wrong else None
 

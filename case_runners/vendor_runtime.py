@@ -143,8 +143,9 @@ class VendorRuntime:
             self.prepare()
             module = self._torch_module()
         except ImportError as exc:
-            raise RuntimeHookError(f"cannot count '{self.device_type}' devices without torch ({exc}): give "
-                                   f"{self.shown} a device_count(), or set the host var perfplay_device_count")
+            message = (f"cannot count '{self.device_type}' devices without torch ({exc}): give {self.shown} a "
+                       "device_count(), or set the host var perfplay_device_count")
+            raise RuntimeHookError(message) from exc
         if module is None or not hasattr(module, "device_count"):
             raise RuntimeHookError(f"torch has no module torch.{self.device_type} to count devices with: give "
                                    f"{self.shown} a device_count()")

@@ -97,11 +97,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_cli
-except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_cli
 
 

@@ -136,9 +136,9 @@ EXAMPLES = r"""
   case_launch:
     project_dir: /opt/perfplay
     python: /opt/perfplay/venv/bin/python
-    config: /opt/perfplay/results/run20250101120000/resnet50_A100x2x8/resolved_config.json
-    config_content: "{{ lookup('ansible.builtin.file', 'results/run20250101120000/resnet50_A100x2x8/resolved_config.json') | from_json }}"
-    log_dir: "/opt/perfplay/results/run20250101120000/resnet50_A100x2x8/round1/{{ inventory_hostname }}_noderank{{ perfplay_node_rank }}"
+    config: /var/tmp/perfplay/run20250101120000/resnet50_A100x2x8/resolved_config.json
+    config_content: "{{ lookup('ansible.builtin.file', case_dir ~ '/resolved_config.json') | from_json }}"
+    log_dir: "/var/tmp/perfplay/run20250101120000/resnet50_A100x2x8/round1/{{ node_dir }}"
     run_id: run20250101120000
     node_rank: "{{ perfplay_node_rank }}"
     node_name: "{{ inventory_hostname }}"
@@ -182,10 +182,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
-except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 

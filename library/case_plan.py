@@ -196,7 +196,8 @@ rounds:
     config: {description: Resolved config path on the controller (null in check mode)., type: str}
     rel_dir: {description: Round directory relative to the run directory, C(<case_id>/round<N>)., type: str}
     hosts: {description: The hosts of this round, node rank = index., type: list}
-    master_port: {description: "Rendezvous port; 0: picked by node 0 at preflight (multi-node) or by the launcher.", type: int}
+    master_port: {description: "Rendezvous port; 0: picked by node 0 at preflight (multi-node) or by the launcher.",
+                  type: int}
   sample:
     - case_id: digits_cnn_CPUx1x1
       case: digits_cnn
@@ -258,11 +259,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
-except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
 
 RUN_VARS = "run vars"

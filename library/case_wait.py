@@ -11,9 +11,9 @@ short_description: Wait for one node of a perfplay case round, with a progress l
 description:
   - Waits for the launcher that M(case_launch) started on the host, by long polls of C(python -m case_runners
     wait), each returning when the launcher ends or after O(for_s) seconds; never a module process per second.
-  - "Its action plugin (playbooks/action_plugins/case_wait.py) repeats the poll until the node ends and prints one line per
-    host and poll, such as C(node 0 on node1, digits_cnn_CPUx1x1 round 1: training: epoch 2, step 120, loss 0.31,
-    812.4 samples/s (rank 0); 45 s of 1800 s). A host that stops answering is unreachable at once."
+  - "Its action plugin (playbooks/action_plugins/case_wait.py) repeats the poll until the node ends and prints one
+    line per host and poll, such as C(node 0 on node1, digits_cnn_CPUx1x1 round 1: training: epoch 2, step 120,
+    loss 0.31, 812.4 samples/s (rank 0); 45 s of 1800 s). A host that stops answering is unreachable at once."
   - Fails when the node's status is not C(success) (C(failed), C(timeout) or C(interrupted)), and when the
     launcher still runs O(margin_s) seconds after O(timeout); the node result is returned either way.
 options:
@@ -116,16 +116,12 @@ polls:
 """
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 try:
     from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
-except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 ARGUMENT_SPEC = dict(

@@ -81,7 +81,8 @@ processes:
   type: list
   elements: dict
   sample: [{pid: 4242, start: 81234567, pidns: 4026531836, role: launcher,
-            pid_file: /opt/perfplay/results/run20250101120000-a1b2c3/digits_cnn_CPUx1x1/round1/node1_noderank0/launcher.run20250101120000-a1b2c3.pid,
+            pid_file: "/opt/perfplay/results/run20250101120000-a1b2c3/digits_cnn_CPUx1x1/round1/node1_noderank0/\
+              launcher.run20250101120000-a1b2c3.pid",
             argv: [/opt/perfplay/venv/bin/python, -m, case_runners, launch]}]
 terminated:
   description: Pids that exited after SIGTERM.
@@ -112,11 +113,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
-except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 CHANGES = ("terminated", "killed", "stale_pid_files", "containers")

@@ -55,6 +55,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+table:
+  description: The summary as the table the C(perfplay_summary) callback prints.
+  returned: always
+  type: str
 summary:
   description: The run summary (schema C(perfplay.run_summary/1)), as written to C(summary.json).
   returned: success
@@ -84,11 +88,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
-except ImportError:  # imported as a plain file (pytest, ansible-lint): use the checkout's module_utils/
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 
@@ -97,12 +97,13 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     argv = cli_argv(module.params["python"], "summarize", module.params["run_dir"], write=not module.check_mode)
     summary = run_json(module, argv, module.params["project_dir"], "case_runners summarize", check_rc=True).doc
+    table = summary.pop("table", None)
     written = summary.pop("written", [])
     write_error = summary.pop("write_error", None)
     if write_error:
         module.warn("summary.json and summary.md not written: %s" % write_error)
-    module.exit_json(changed=bool(written), summary=summary, failed_rounds=summary.get("failed_rounds", []),
-                     written=written)
+    module.exit_json(changed=bool(written), summary=summary, table=table,
+                     failed_rounds=summary.get("failed_rounds", []), written=written)
 
 
 if __name__ == "__main__":

@@ -77,8 +77,8 @@ def forward_loop(run_batch: Callable, dataloader: Any, evaluator: Callable, conf
             if step % int(config["log_freq"]) == 0:
                 log(f"{what}: repeat {epoch + 1} step {step}: {items / (time.perf_counter() - started):.1f} items/s")
     whole = time.perf_counter() - started
-    return {"items": items, "whole_s": whole, "core_s": core, "foo_s": foo_total, "accuracy": correct / max(evaluated, 1),
-            "predictions": predictions}
+    return {"items": items, "whole_s": whole, "core_s": core, "foo_s": foo_total,
+            "accuracy": correct / max(evaluated, 1), "predictions": predictions}
 
 
 def torch_forward(model: Any, dataloader: Any, evaluator: Callable, config: dict[str, Any]) -> dict[str, Any]:

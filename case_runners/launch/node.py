@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from case_runners import files, pidfiles
+from case_runners import files, pidfiles, vendor_files
 from case_runners.errors import PerfplayError
-from case_runners import vendor_files
 from case_runners.launch import env_file, rendezvous
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
@@ -337,7 +336,8 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
 
 
 def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *,
-                      torch_port: int | None = None, ranks: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+                      torch_port: int | None = None, ranks: dict[str, Any] | None = None,
+                      **extra: Any) -> dict[str, Any]:
     """Write and return the node's node_result.json (started: time.time() at the node's start). A result that
     cannot be written is still returned (the launcher prints it), with the reason in "write_error"."""
     result = {

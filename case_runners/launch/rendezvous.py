@@ -125,7 +125,8 @@ def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nno
                     raise fail("failed", f"rendezvous: {peer.label} {VERBS[status]}: {message['fail']}")
         for peer in peers.values():
             if peer.channel.silent_for() > heartbeat_timeout:
-                raise fail("failed", f"rendezvous: {peer.label} lost contact (no heartbeat for {heartbeat_timeout:g} s)")
+                raise fail("failed", f"rendezvous: {peer.label} lost contact "
+                                     f"(no heartbeat for {heartbeat_timeout:g} s)")
             peer.channel.heartbeat_if_due()
 
     for channel in pending:

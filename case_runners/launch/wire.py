@@ -26,7 +26,8 @@ class Channel:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = sock
         try:
-            self.peer = "%s:%s" % sock.getpeername()[:2]
+            host, port = sock.getpeername()[:2]
+            self.peer = f"{host}:{port}"
         except OSError:  # reset already: the first read reports it
             self.peer = "?"
         self.buffer = b""
@@ -59,7 +60,7 @@ class Channel:
         """The complete messages that have arrived (call when select says readable); ChannelClosed at EOF."""
         try:
             data = self.sock.recv(65536)
-        except (BlockingIOError, socket.timeout):
+        except (TimeoutError, BlockingIOError):
             return []
         except OSError as exc:
             self.close()

@@ -10,7 +10,6 @@ owner (the launcher of its round) ends when the owner ends, and every daemon end
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import select
 import signal

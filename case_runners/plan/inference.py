@@ -14,7 +14,8 @@ from case_runners.plan.inference_config import inference_cases, resolve_inferenc
 from case_runners.plan.layering import choose_hardware
 from case_runners.vendors import vendor_info
 
-FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass (flops in configurations.yaml)"
+FLOPS_CONVENTION = ("1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass "
+                    "(flops in configurations.yaml)")
 
 
 def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Path,

@@ -125,7 +125,8 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
 
 
 def inference_cases(root: Path) -> list[str]:
-    return sorted(p.parent.parent.name for p in (root / "case_runners" / "cases").glob("*/inference/configurations.yaml"))
+    found = (root / "case_runners" / "cases").glob("*/inference/configurations.yaml")
+    return sorted(p.parent.parent.name for p in found)
 
 
 def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], params: dict[str, Any],

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
-from case_runners.config.standard import (NON_STANDARD, NON_STANDARD_CASES, NOT_STANDARD_NOTE, STANDARD,
-                                          read_standard)
+from case_runners.config.standard import NON_STANDARD, NON_STANDARD_CASES, NOT_STANDARD_NOTE, STANDARD, read_standard
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
 from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS, VALID_STATUSES

@@ -82,8 +82,15 @@ from typing import TYPE_CHECKING, Any
 
 from case_runners.errors import PerfplayError
 from case_runners.paths import display_path, project_root
-from case_runners.plugin_source import (Point, check_source, contract, last_line, loaded_points, parse_source,
-                                        unknown_functions)
+from case_runners.plugin_source import (
+    Point,
+    check_source,
+    contract,
+    last_line,
+    loaded_points,
+    parse_source,
+    unknown_functions,
+)
 from case_runners.vendor_files import adapter_file
 
 if TYPE_CHECKING:

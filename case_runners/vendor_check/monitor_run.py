@@ -5,6 +5,7 @@ what it wrote: one JSON line per sample with a timestamp and, per device, the fi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,9 +24,11 @@ STATUS_NOT_RUNNING = 3  # case_runners.monitors.cli
 
 
 def _call(script: Path, operation: str, log_dir: Path, root: Path) -> subprocess.CompletedProcess:
+    """The script as a vendor runs it, with the checked checkout's case_runners importable."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, str(script), "-o", operation, "-l", str(log_dir), "--interval",
-                           str(INTERVAL_S)], cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=120, check=False)
+                           str(INTERVAL_S)], cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120, check=False)
 
 
 def _said(done: subprocess.CompletedProcess) -> str:

@@ -51,8 +51,9 @@ def check_structure(name: str, root: Path) -> list[Finding]:
         vendor = load_vendor(name, root)
     except ConfigError as exc:
         return [*found, error(exc.file or f"{shown}/{VENDOR_FILE}", str(exc).removeprefix(f"{exc.file}: "))]
-    found.append(ok(f"{shown}/{VENDOR_FILE}", f"device {vendor['device']}, backend {vendor['dist_backend']}, hardware "
-                                              f"{', '.join(vendor['hardware'])}; runtime.py's source fits the contract"))
+    found.append(ok(f"{shown}/{VENDOR_FILE}",
+                    f"device {vendor['device']}, backend {vendor['dist_backend']}, hardware "
+                    f"{', '.join(vendor['hardware'])}; runtime.py's source fits the contract"))
     found += _readme(folder / README, root)
     for engine in sorted((folder / "engines").glob("*.py")):
         found += _engine(engine, root)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # perfplay: the action of case_finish. With fetch_to, the node directory travels as one archive: packed by the module
 # in the remote temporary directory, fetched, unpacked into fetch_to on the controller, removed on both sides.
 

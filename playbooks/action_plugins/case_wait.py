@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # perfplay: the action of case_wait. Repeats the module's long poll until the node ends, printing one progress line
 # per host and poll; no `until:` loop, so a healthy wait never shows as "FAILED - RETRYING".
 

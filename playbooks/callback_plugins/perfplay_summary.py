@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # perfplay: print the run summary at the end of the playbook.
 
 from __future__ import annotations
@@ -8,15 +7,15 @@ name: perfplay_summary
 type: aggregate
 short_description: Print a perfplay run's summary as a table at the end of the play
 description:
-  - Prints the summary returned by the C(run_summary) task (which writes C(summary.json) and C(summary.md)) as
-    C(case_runners.results.summary.render_table(summary)) once the play has ended.
+  - Prints the summary table returned by the C(run_summary) task (which writes C(summary.json) and C(summary.md))
+    once the play has ended.
   - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode. A run
     directory in which no round was launched (the hosts' preflight failed) is removed, so a rejected run leaves
-    nothing behind (C(case_runners.config.plan.discard_unstarted_run)).
+    nothing behind (C(python -m case_runners discard-run), run from the checkout).
   - Lives beside perfplay's playbooks (C(playbooks/callback_plugins/)) and needs no enabling, so Ansible loads it
     whatever C(ANSIBLE_CALLBACK_PLUGINS) and stdout callback are set, as C(ansible-runner) and AWX set theirs.
 requirements:
-  - C(case_runners) importable from the repository root (the directory two levels above this file)
+  - The Python that runs Ansible can run C(python -m case_runners) from the repository root (two levels up)
 options:
   show_table:
     description: Print the summary table to the display.
@@ -29,6 +28,8 @@ options:
       - name: PERFPLAY_SUMMARY_SHOW_TABLE
 """
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,19 +49,6 @@ def _action_and_data(result):
     return (task.action or "").rsplit(".", 1)[-1], data if data is not None else result._result
 
 
-def _import_case_runners():
-    if str(PROJECT_ROOT) not in sys.path:
-        sys.path.insert(0, str(PROJECT_ROOT))
-
-
-def _render_table(summary):
-    """The checkout's ``case_runners.results.summary.render_table(summary)``."""
-    _import_case_runners()
-    from case_runners.results.summary import render_table  # pylint: disable=import-outside-toplevel
-
-    return render_table(summary)
-
-
 class CallbackModule(CallbackBase):
     """Aggregate callback: the summary table of a perfplay run."""
 
@@ -74,6 +62,7 @@ class CallbackModule(CallbackBase):
         self.run_dir = None
         self.launched = False
         self.summary = None
+        self.table = None
         self.written = []
 
     def _collect(self, result):
@@ -83,6 +72,7 @@ class CallbackModule(CallbackBase):
         self.launched = self.launched or action in LAUNCH_ACTIONS
         if action == SUMMARY_ACTION and data.get("summary") is not None:
             self.summary, self.written = data["summary"], data.get("written") or []
+            self.table = data.get("table")
 
     def v2_runner_on_ok(self, result):
         self._collect(result)
@@ -98,23 +88,20 @@ class CallbackModule(CallbackBase):
             self._discard_unstarted()
         if self.summary is None or not self.get_option("show_table"):
             return
-        try:
-            table = _render_table(self.summary)
-        except Exception as exc:  # pylint: disable=broad-except  # a report must never fail the run
-            self._display.warning("perfplay_summary: no table for %s: %s" % (self.summary.get("run_dir"), exc))
+        if not self.table:
+            self._display.warning("perfplay_summary: no table for %s" % self.summary.get("run_dir"))
             return
         self._display.banner("PERFPLAY SUMMARY")
-        self._display.display(table)
+        self._display.display(self.table)
         if self.written:
             self._display.display("summary: %s" % ", ".join(self.written))
 
     def _discard_unstarted(self):
         """The hosts' preflight failed before any round: remove the run directory the plan made."""
         try:
-            _import_case_runners()
-            from case_runners.config.plan import discard_unstarted_run  # pylint: disable=import-outside-toplevel
-
-            if discard_unstarted_run(Path(self.run_dir)):
+            done = subprocess.run([sys.executable, "-m", "case_runners", "discard-run", self.run_dir],
+                                  cwd=str(PROJECT_ROOT), capture_output=True, text=True, check=True, timeout=120)
+            if json.loads(done.stdout).get("removed"):
                 self._display.display("perfplay: no round was started; removed %s" % self.run_dir)
         except Exception as exc:  # pylint: disable=broad-except  # a report must never fail the run
             self._display.warning("perfplay_summary: could not remove %s: %s" % (self.run_dir, exc))

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # perfplay: Ansible's worker processes end with the controller that forked them.
 
 from __future__ import annotations

@@ -10,8 +10,19 @@ import time
 from pathlib import Path
 
 import yaml
-from cluster import (REPO, Cluster, cases_arg, interrupt, leftovers, rank_pid, round_record, start_on,
-                     training_started, wait_for)
+
+from cluster import (
+    REPO,
+    Cluster,
+    cases_arg,
+    interrupt,
+    leftovers,
+    rank_pid,
+    round_record,
+    start_on,
+    training_started,
+    wait_for,
+)
 from playbook_run import run_playbook
 
 # Runs until its time budget unless a fault stops it first (synthetic data never reaches the target).

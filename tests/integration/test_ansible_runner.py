@@ -10,6 +10,7 @@ from pathlib import Path
 
 import ansible_runner
 import pytest
+
 from playbook_run import BIN, checkout_copy
 
 CASES_TEXT = """\

@@ -4,7 +4,6 @@ nothing running beyond its round's bound, and cleanup then removes the job file 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -12,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playbook_run import BIN, REPO, playbook_env, run_playbook
 
 from case_runners.launch.node import ROUND_GRACE_S
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, list_pids, read_argv, read_stat
 from case_runners.run_ids import RUN_ID_ENV
+from playbook_run import BIN, REPO, playbook_env, run_playbook
 from process_helpers import kill_run, run_pids, wait_for
 
 LONG = {"synthetic": True, "max_epochs": 10000, "time_budget_s": 600}

@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from playbook_run import REPO, run_playbook
 
+from playbook_run import REPO, run_playbook
 from process_helpers import kill_run, require_root, run_pids
 
 FULL = "no space left on device"

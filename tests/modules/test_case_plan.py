@@ -93,7 +93,8 @@ def test_every_error_is_listed_and_nothing_is_created(run_module):
     assert [check for _, check in requests] == [True], "a rejected run never runs the creating plan"
     assert len(result["errors"]) == 4
     assert plan_errors[0] in result["msg"]
-    assert "run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' (allowed: true, false)" in result["msg"]
+    assert ("run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' (allowed: true, false)"
+            in result["msg"])
     assert "key 'perfplay_master_port': expected an integer 0..65535, got 'abc'" in result["msg"]
     assert "key 'perfplay_monitor_interval': 0.0 is out of range" in result["msg"]
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from case_runners.results.summary import write_run_summary
+from case_runners.results.summary import render_table, write_run_summary
 
 REPO = Path(__file__).resolve().parents[2]
 CALLBACK_DIR = REPO / "playbooks" / "callback_plugins"
@@ -36,10 +36,10 @@ def result(action, data):
     return SimpleNamespace(task=SimpleNamespace(action=action), result=data)
 
 
-def summary_result(summary, written=()):
+def summary_result(summary, written=(), table=None):
     """What the run_summary task returns."""
-    return result("run_summary", {"summary": summary, "failed_rounds": [], "written": list(written),
-                                  "changed": bool(written)})
+    return result("run_summary", {"summary": summary, "table": table or f"TABLE {summary['run_id']}",
+                                  "failed_rounds": [], "written": list(written), "changed": bool(written)})
 
 
 @pytest.fixture
@@ -61,19 +61,7 @@ def make_callback(callback_module):
     return make
 
 
-@pytest.fixture
-def fake_table(callback_module, monkeypatch):
-    rendered = []
-
-    def render_table(summary):
-        rendered.append(summary)
-        return f"TABLE {summary['run_id']}"
-
-    monkeypatch.setattr(callback_module, "_render_table", render_table)
-    return rendered
-
-
-def test_prints_the_table_of_the_run_summary_task(make_callback, fake_table, tmp_path):
+def test_prints_the_table_of_the_run_summary_task(make_callback, tmp_path):
     callback = make_callback()
     run_dir = tmp_path / "run1"
     callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(run_dir), "changed": True}))
@@ -81,37 +69,35 @@ def test_prints_the_table_of_the_run_summary_task(make_callback, fake_table, tmp
     callback.v2_runner_on_failed(result("round_result", {"failed": True}))
     callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}, [str(run_dir / "summary.json")]))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_table == [{"run_id": "run1", "cases": []}]
     assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1", f"summary: {run_dir / 'summary.json'}"]
 
 
-def test_the_task_named_by_its_full_name(make_callback, fake_table):
+def test_the_task_named_by_its_full_name(make_callback):
     callback = make_callback()
-    callback.v2_runner_on_ok(result("perfplay.local.run_summary", {"summary": {"run_id": "run1"}}))
+    callback.v2_runner_on_ok(result("perfplay.local.run_summary",
+                                    {"summary": {"run_id": "run1"}, "table": "TABLE run1"}))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1"]
 
 
-def test_nothing_when_preflight_failed(make_callback, fake_table):
+def test_nothing_when_preflight_failed(make_callback):
     callback = make_callback()
     callback.v2_runner_on_failed(result("case_plan", {"failed": True, "errors": ["bad"]}))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_table == []
     assert callback._display.lines == []
 
 
-def test_nothing_without_a_summary(make_callback, fake_table, tmp_path):
+def test_nothing_without_a_summary(make_callback, tmp_path):
     """No round reached, check mode (the summary task is skipped), or a failed summary task."""
     callback = make_callback()
     callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
     callback.v2_runner_on_ok(result("round_result", {"record": {}}))
     callback.v2_runner_on_failed(result("run_summary", {"failed": True, "msg": "boom"}))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_table == []
     assert callback._display.lines == []
 
 
-def test_results_of_ansible_core_before_2_19_are_read_too(make_callback, fake_table):
+def test_results_of_ansible_core_before_2_19_are_read_too(make_callback):
     """Only private names there: the version check's failure must not bring callback errors with it."""
     callback = make_callback()
     old = SimpleNamespace(_task=SimpleNamespace(action="ansible.builtin.assert"), _result={"failed": True})
@@ -120,7 +106,7 @@ def test_results_of_ansible_core_before_2_19_are_read_too(make_callback, fake_ta
     assert callback._display.lines == [] and callback._display.warnings == []
 
 
-def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callback, fake_table, tmp_path):
+def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callback, tmp_path):
     from case_runners.plan.run_plan import make_plan
 
     plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": ["digits_cnn"], "bundle": True})
@@ -132,7 +118,7 @@ def test_a_run_whose_hosts_failed_preflight_leaves_no_run_directory(make_callbac
     assert callback._display.lines == [f"perfplay: no round was started; removed {plan['run_dir']}"]
 
 
-def test_a_run_that_launched_keeps_its_directory(make_callback, fake_table, tmp_path):
+def test_a_run_that_launched_keeps_its_directory(make_callback, tmp_path):
     """Interrupted during its first launch: nothing recorded yet on the controller, but the run exists."""
     from case_runners.plan.run_plan import make_plan
 
@@ -144,22 +130,18 @@ def test_a_run_that_launched_keeps_its_directory(make_callback, fake_table, tmp_
     assert Path(plan["run_dir"]).is_dir()
 
 
-def test_show_table_off_prints_nothing(make_callback, fake_table):
+def test_show_table_off_prints_nothing(make_callback):
     callback = make_callback(show_table=False)
     callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert fake_table == [] and callback._display.lines == []
+    assert callback._display.lines == []
 
 
-def test_a_table_that_cannot_be_rendered_is_a_warning(make_callback, callback_module, monkeypatch):
-    def broken(summary):
-        raise ImportError("no case_runners")
-
-    monkeypatch.setattr(callback_module, "_render_table", broken)
+def test_a_summary_without_its_table_is_a_warning(make_callback):
     callback = make_callback()
-    callback.v2_runner_on_ok(summary_result({"run_id": "run1", "run_dir": "/r/run1", "cases": []}))
+    callback.v2_runner_on_ok(result("run_summary", {"summary": {"run_id": "run1", "run_dir": "/r/run1"}}))
     callback.v2_playbook_on_stats(SimpleNamespace())
-    assert "no case_runners" in callback._display.warnings[0]
+    assert callback._display.warnings == ["perfplay_summary: no table for /r/run1"]
     assert callback._display.lines == []
 
 
@@ -169,7 +151,7 @@ def test_real_table_of_an_empty_run(make_callback, tmp_path):
     run_dir.mkdir()
     summary = write_run_summary(run_dir)
     callback = make_callback()
-    callback.v2_runner_on_ok(summary_result(summary, summary["written"]))
+    callback.v2_runner_on_ok(summary_result(summary, summary["written"], render_table(summary)))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.warnings == []
     assert "perfplay summary: run20250101000000" in callback._display.lines[1]
@@ -217,7 +199,7 @@ def test_real_table_prints_per_node_and_scaling(make_callback, tmp_path):
         (path / "result.json").write_text(json.dumps(record))
     summary = write_run_summary(run_dir)  # as the run_summary task does
     callback = make_callback()
-    callback.v2_runner_on_ok(summary_result(summary, summary["written"]))
+    callback.v2_runner_on_ok(summary_result(summary, summary["written"], render_table(summary)))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.warnings == []
     lines = callback._display.lines[1].splitlines()

@@ -8,6 +8,7 @@ import sys
 
 from ansible.module_utils import _internal
 from ansible.module_utils.common.warnings import get_warning_messages
+
 from module_harness import REPO
 
 COMMON = {"project_dir": "/repo", "python": "/venv/bin/python"}

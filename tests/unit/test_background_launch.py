@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.plan.run_plan import make_plan
 from case_runners.driver import events as ev
 from case_runners.launch import progress
 from case_runners.paths import project_root
+from case_runners.plan.run_plan import make_plan
 from case_runners.processes import ProcessId, is_same
 from process_helpers import kill_run, run_pids
 

@@ -70,7 +70,8 @@ def test_the_image_is_named_after_vendor_and_framework():
 def test_bad_image_settings_name_the_key_and_the_allowed_values():
     with pytest.raises(ConfigError) as bad_key:
         image_spec(REPO, load_vendor("cpu"), "pytorch", {"pip_mirror": "x"})
-    assert "key 'perfplay_image.pip_mirror': unknown image setting (allowed: base_image, ca_bundle" in str(bad_key.value)
+    assert "key 'perfplay_image.pip_mirror': unknown image setting (allowed: base_image, ca_bundle" \
+        in str(bad_key.value)
     with pytest.raises(ConfigError) as no_dockerfile:
         image_spec(REPO, load_vendor("cpu"), "paddle", {})
     assert "vendor 'cpu' has no vendor/cpu/docker_image/paddle/Dockerfile" in str(no_dockerfile.value)
@@ -138,7 +139,8 @@ def test_a_docker_plan_puts_the_image_in_every_config():
 def test_the_entry_shell_sources_the_environment_file_before_the_launcher(tmp_path: Path):
     env_file = tmp_path / "environment_variables.sh"
     env_file.write_text("export PERFPLAY_PROBE=sourced\n")
-    argv = ["bash", "-c", ENTRY, "perfplay-entry", sys.executable, "-c", "import os; print(os.environ['PERFPLAY_PROBE'])"]
+    argv = ["bash", "-c", ENTRY, "perfplay-entry", sys.executable, "-c",
+            "import os; print(os.environ['PERFPLAY_PROBE'])"]
     out = subprocess.run(argv, env={**os.environ, "PERFPLAY_ENV_FILE": str(env_file)}, capture_output=True, text=True)
     assert out.stdout.strip() == "sourced"
     env_file.write_text("return 1\n")

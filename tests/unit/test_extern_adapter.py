@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from process_helpers import communicate_or_kill
 from torch import nn
 
 from case_runners.cases.digits_cnn.case import DigitsCNN
@@ -21,12 +20,20 @@ from case_runners.host_check import host_check, runtime_problems
 from case_runners.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
+from case_runners.rank.worker import main
 from case_runners.results.record import write_round_record
 from case_runners.training import adapter as adapter_module
-from case_runners.training.adapter import (POINTS, STANDARD, AdapterError, check_adapter_source, load_adapter,
-                                           package_name, replace_modules)
-from case_runners.rank.worker import main
+from case_runners.training.adapter import (
+    POINTS,
+    STANDARD,
+    AdapterError,
+    check_adapter_source,
+    load_adapter,
+    package_name,
+    replace_modules,
+)
 from case_runners.vendors import load_vendor, vendor_info
+from process_helpers import communicate_or_kill
 
 ADAPTER = "vendor/acme/cases/digits_cnn/extern/trainer_adapter.py"
 PACKAGE = package_name("acme", "digits_cnn")
@@ -370,8 +377,8 @@ def test_the_plan_takes_a_good_adapter(project_copy):
 
 def test_the_host_preflight_imports_each_host_case_s_adapter(project):
     make_extern(project, "import apex_not_installed_here\n", vendor="cpu")
-    expected = (f"vendor/cpu/cases/digits_cnn/extern/trainer_adapter.py: importing it failed at line 1: "
-                f"ModuleNotFoundError: No module named 'apex_not_installed_here'")
+    expected = ("vendor/cpu/cases/digits_cnn/extern/trainer_adapter.py: importing it failed at line 1: "
+                "ModuleNotFoundError: No module named 'apex_not_installed_here'")
     config = {**case_config(), "vendor": "cpu", "runtime": {"kind": "host"}}
     assert host_check({"vendor": "cpu", "nproc": 1, "cases": [config, {**config, "case_id": "other"}]}
                       )["problems"] == [expected]

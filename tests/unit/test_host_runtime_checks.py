@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
 from case_runners.bundle import write_bundle
 from case_runners.host_check import check_master_port, host_check

@@ -144,7 +144,8 @@ def test_no_validation_runs_the_given_onnx_without_a_model(standard, tmp_path: P
     result = run_pipeline(_with(standard, no_validation=True, exist_onnx_path=onnx_path), REPO, tmp_path,
                           log=lambda _: None)
     assert result["steps"] == ["a", "b", "e", "f", "g"]
-    assert result["p_validation_core"] is None and result["inference_accuracy"] == standard["result"]["inference_accuracy"]
+    assert result["p_validation_core"] is None
+    assert result["inference_accuracy"] == standard["result"]["inference_accuracy"]
 
 
 def test_exist_compiler_path_skips_the_compile(standard, tmp_path: Path):
@@ -190,7 +191,8 @@ def test_resnet50_reads_imagenet_val_in_imagefolder_layout(tmp_path: Path):
         folder = tmp_path / "imagenet" / "val" / name
         folder.mkdir(parents=True)
         for k in range(2):
-            Image.new("RGB", (48 + k * 8, 40), (80 * index, 40 * k, 200)).save(folder / f"ILSVRC2012_val_{index}{k}.JPEG")
+            image = Image.new("RGB", (48 + k * 8, 40), (80 * index, 40 * k, 200))
+            image.save(folder / f"ILSVRC2012_val_{index}{k}.JPEG")
     _, result = _tiny_resnet(tmp_path, str(tmp_path / "imagenet"))
     assert result["steps"] == ["a", "b", "c", "d", "e", "f", "g"]
     assert result["inference_items"] == 6, "every image of val/ was read (repeat 1)"

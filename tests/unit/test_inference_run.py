@@ -29,7 +29,8 @@ def test_an_inference_selection_resolves_to_a_config_the_launch_and_record_under
     assert config["params"]["batch_size"] == 16 and config["params"]["train_epochs"] == 15
     assert config["flops_per_sample"] == 2 * 337536
     assert config["provenance"]["batch_size"] == "run overrides (perfplay_cases[0].overrides)"
-    assert "info: run overrides (perfplay_cases[0].overrides): key 'batch_size' changed from 64 to 16" in config["notes"]
+    assert ("info: run overrides (perfplay_cases[0].overrides): key 'batch_size' changed from 64 to 16"
+            in config["notes"])
 
 
 def test_training_and_inference_of_one_case_run_side_by_side():
@@ -112,7 +113,8 @@ def test_the_record_has_seed_002_s_figures_mfu_on_the_engine_core_and_the_device
     assert fp16["metrics"]["device_memory"]["peak_used_bytes"] is None
     null = _round(tmp_path / "run3", config, {**RANK, "compiler": None, "p_inference_whole": None,
                                               "p_inference_core": None, "steps": ["a", "b", "c", "g"]}, None)
-    assert null["mfu"]["basis"] == "p_validation_core" and null["mfu"]["value"] == pytest.approx(200.0 * 2 * 337536 / 1e9)
+    assert null["mfu"]["basis"] == "p_validation_core"
+    assert null["mfu"]["value"] == pytest.approx(200.0 * 2 * 337536 / 1e9)
 
 
 def test_the_summary_prints_an_inference_table_beside_the_training_one(tmp_path: Path):

@@ -266,8 +266,10 @@ def test_standalone_vendor_script(new_spec) -> None:
     script = project_root() / "vendor" / "cpu" / "monitor.py"
     args = ["-l", str(spec.log_dir), "--run-id", spec.run_id, "--interval", str(INTERVAL)]
 
+    env = dict(os.environ, PYTHONPATH=str(project_root()))  # case_runners importable, as make's editable install does
+
     def run(operation: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script), "-o", operation, *args], cwd="/",
+        return subprocess.run([sys.executable, str(script), "-o", operation, *args], cwd="/", env=env,
                               capture_output=True, text=True, timeout=60)
 
     assert run("start").returncode == 0

@@ -207,7 +207,8 @@ def test_a_record_that_cannot_be_written_is_a_failed_round_naming_the_full_disk(
     monkeypatch.setattr(os, "fsync", full)
     record = write_round_record(round_dir, config(), 1)
     assert record["status"] == "failed"
-    assert record["reason"] == f"the round record could not be written: no space left on device: {round_dir}/result.json"
+    assert record["reason"] == \
+        f"the round record could not be written: no space left on device: {round_dir}/result.json"
     assert not (round_dir / "result.json").exists() and not list(round_dir.glob(".result.json.*"))
 
 

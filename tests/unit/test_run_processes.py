@@ -4,7 +4,6 @@ and root daemons started with `--uid 0`)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

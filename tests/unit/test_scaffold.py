@@ -161,9 +161,11 @@ def test_new_vendor_monitor_runs_as_a_script(acme: Path, tmp_path: Path) -> None
     script = acme / "vendor/acme/monitor.py"
     args = ["-l", str(tmp_path / "logs"), "--run-id", run_id, "--interval", "0.2"]
 
+    env = dict(os.environ, PYTHONPATH=str(acme))  # the copy's case_runners importable
+
     def run(operation: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script), "-o", operation, *args], cwd="/", capture_output=True,
-                              text=True, timeout=60)
+        return subprocess.run([sys.executable, str(script), "-o", operation, *args], cwd="/", env=env,
+                              capture_output=True, text=True, timeout=60)
 
     try:
         started = run("start")

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from process_helpers import communicate_or_kill
 
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
@@ -22,6 +21,7 @@ from case_runners.rank.worker import main as worker_main
 from case_runners.results.record import build_round_record, write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_run, write_run_summary
 from case_runners.vendors import load_vendor, vendor_info
+from process_helpers import communicate_or_kill
 
 REPO = Path(__file__).resolve().parents[2]
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from process_helpers import require_root
 
 REPO = Path(__file__).resolve().parents[2]

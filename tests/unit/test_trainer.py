@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from process_helpers import communicate_or_kill
 
 from case_runners.driver.events import parse_perflog_lines, read_events
 from case_runners.plan.layering import load_case_base
 from case_runners.rank.env import DistEnv
 from case_runners.rank.worker import main
 from case_runners.vendors import load_vendor, vendor_info
+from process_helpers import communicate_or_kill
 
 REPO = Path(__file__).resolve().parents[2]
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")

@@ -45,7 +45,8 @@ def hook(root: Path, name: str = "acme") -> VendorRuntime:
 def test_any_device_and_backend_name_is_taken_and_only_its_form_is_checked(tmp_path):
     make_vendor(tmp_path, device="sdaa", backend="tccl")
     vendor = load_vendor("acme", tmp_path)
-    assert (vendor["device"], vendor["dist_backend"], vendor_info(vendor, "X1")["amp_dtype"]) == ("sdaa", "tccl", "bf16")
+    assert (vendor["device"], vendor["dist_backend"]) == ("sdaa", "tccl")
+    assert vendor_info(vendor, "X1")["amp_dtype"] == "bf16"
     make_vendor(tmp_path, device="SDAA card", name="bad")
     with pytest.raises(ConfigError, match=r"vendor/bad/vendor.yaml: key 'device': 'SDAA card' is not a torch name"):
         load_vendor("bad", tmp_path)

@@ -2,22 +2,19 @@
 "management library" is /proc (utilisation, memory), read in-process, shared by the board's devices.
 
 Plugin: the AcceleratorMonitor below, loaded by case_runners.monitors.loader; the daemon calls open() once, sample()
-every interval, close() at the end, and writes sys_info() once. Standalone (FlagPerf vendor-monitor contract):
-    python vendor/<vendor>/monitor.py -o start|stop|restart|status -l DIR [--run-id ID] [--interval S]
+every interval, close() at the end, and writes sys_info() once. Standalone (FlagPerf vendor-monitor contract),
+with perfplay installed in the venv (make does):
+    .venv/bin/python vendor/<vendor>/monitor.py -o start|stop|restart|status -l DIR [--run-id ID] [--interval S]
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
-if __name__ == "__main__":  # run as a script: make the repository's case_runners importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from case_runners.monitors.base import AcceleratorMonitor  # noqa: E402
-from case_runners.monitors.counters import CpuUtilization, read_cpu_model, read_memory  # noqa: E402
-from case_runners.vendor_runtime import VendorRuntime  # noqa: E402
+from case_runners.monitors.base import AcceleratorMonitor
+from case_runners.monitors.counters import CpuUtilization, read_cpu_model, read_memory
+from case_runners.vendor_runtime import VendorRuntime
 
 # As in vendor.yaml:
 VENDOR = "testchip"

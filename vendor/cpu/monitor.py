@@ -2,8 +2,8 @@
 
 util from /proc/stat, memory = system RAM, temperature from hwmon coretemp/k10temp or a CPU thermal
 zone, power and energy from RAPL package counters; None where this host does not expose them.
-Standalone (FlagPerf vendor-monitor contract):
-    python vendor/cpu/monitor.py -o start|stop|restart|status -l DIR [--run-id ID] [--interval S]
+Standalone (FlagPerf vendor-monitor contract), with perfplay installed in the venv (make does):
+    .venv/bin/python vendor/cpu/monitor.py -o start|stop|restart|status -l DIR [--run-id ID] [--interval S]
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __name__ == "__main__":  # run as a script: make the repository's case_runners importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from case_runners.monitors.base import AcceleratorMonitor  # noqa: E402
-from case_runners.monitors.counters import (  # noqa: E402
+from case_runners.monitors.base import AcceleratorMonitor
+from case_runners.monitors.counters import (
     CpuUtilization,
     RaplEnergy,
     count_cpu_packages,

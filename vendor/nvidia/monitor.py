@@ -1,21 +1,17 @@
 """NVIDIA accelerator monitor: NVML in-process (nvidia-ml-py), no nvidia-smi.
 
 Plugin: NvmlMonitor, loaded by case_runners.monitors.loader.
-Standalone (FlagPerf vendor-monitor contract):
-    python vendor/nvidia/monitor.py -o start|stop|restart|status -l DIR [--run-id ID] [--interval S]
+Standalone (FlagPerf vendor-monitor contract), with perfplay installed in the venv (make does):
+    .venv/bin/python vendor/nvidia/monitor.py -o start|stop|restart|status -l DIR [--run-id ID] [--interval S]
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
-if __name__ == "__main__":  # run as a script: make the repository's case_runners importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from case_runners.monitors.base import AcceleratorMonitor  # noqa: E402
+from case_runners.monitors.base import AcceleratorMonitor
 
 T = TypeVar("T")
 
