@@ -68,7 +68,7 @@ def test_the_execution_environment_builds_its_context(tmp_path: Path):
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     containerfile = (context / "Containerfile").read_text()
-    refs = f'ARG ANSIBLE_INSTALL_REFS="{_pin("requirements.txt", "ansible-core")} '
+    refs = f'ARG ANSIBLE_INSTALL_REFS="{_pin("requirements-controller.txt", "ansible-core")} '
     assert refs + f'{_pin("requirements-dev.txt", "ansible-runner")}"' in containerfile
     assert 'ARG PYCMD="/usr/bin/python3.11"' in containerfile
     python = (context / "_build" / "requirements.txt").read_text()
@@ -89,7 +89,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 def test_the_pinned_ansible_core_is_in_the_range_the_play_checks():
     bounds = _ansible_core_range()
-    pinned = _pin("requirements.txt", "ansible-core").split("==")[1]
+    pinned = _pin("requirements-controller.txt", "ansible-core").split("==")[1]
     assert _version(bounds["min"]) <= _version(pinned) < _version(bounds["below"])
 
 
