@@ -132,7 +132,7 @@ def _standard_files(standard) -> tuple[str, str]:
     pytest.param({"no_validation": True, "exist_onnx_path": "foo", "exist_compiler_path": "{compiled}"},
                  ["a", "b", "f", "g"], id="exist-compiler-path"),
 ])
-def test_each_switch_skips_the_steps_seed_002_says(standard, checkout: Path, tmp_path: Path, switches: dict,
+def test_each_switch_skips_its_steps(standard, checkout: Path, tmp_path: Path, switches: dict,
                                                     steps: list[str]):
     onnx, compiled = _standard_files(standard)
     overrides = {k: v.format(onnx=onnx, compiled=compiled) if isinstance(v, str) else v for k, v in switches.items()}
