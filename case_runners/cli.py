@@ -256,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cases", nargs="+", help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat")
     p.add_argument("--vendor", default="cpu")
     p.add_argument("--task", choices=("training", "inference"), default="training",
-                   help="inference: the cases' inference pipeline (seed 002, steps a-g)")
+                   help="inference: the cases' inference pipeline (steps a-g: torch validation, ONNX "
+                        "export, the vendor's engine)")
     p.add_argument("--hardware")
     p.add_argument("--nproc", type=int)
     p.add_argument("--repeat", type=int)
@@ -339,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", default="perfplay_run_id", help="the name to put in the message")
     p.set_defaults(func=cmd_check_run_id)
 
-    p = sub.add_parser("infer", help="an inference case on this host, steps a-g of seed 002 (JSON)")
+    p = sub.add_parser("infer", help="an inference case on this host: the inference pipeline, steps a-g (JSON)")
     p.add_argument("case")
     p.add_argument("--vendor", default="cpu")
     p.add_argument("--work-dir", required=True, help="where the ONNX file and the compiled engine go")
@@ -365,8 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, help="a resolved config (resolved_config.json)")
     p.set_defaults(func=cmd_check_runtime)
 
-    p = sub.add_parser("check-vendor", help="check a vendor folder (seed 000 §4): files, configs, README, monitor, "
-                                            "engines, extern; --functional runs its cases (exit 1 on an error)")
+    p = sub.add_parser("check-vendor", help="check a vendor folder against the vendor folder layout "
+                                            "(docs/adapting-a-chip.md): files, configs, README, monitor, engines, "
+                                            "extern; --functional runs its cases (exit 1 on an error)")
     p.add_argument("name", help="vendor/<name>/")
     p.add_argument("--functional", action="store_true",
                    help="also run every adapted case at 1x1 for a few steps and every inference case through a-g")

@@ -21,8 +21,8 @@ def check_data(config: dict[str, Any]) -> list[str]:
 
 
 def check_inference_files(config: dict[str, Any]) -> list[str]:
-    """An inference case's exist_compiler_path must be a file on this host (exist_onnx_path may be a placeholder,
-    seed 002; the engine checks it at step e)."""
+    """An inference case's exist_compiler_path must be a file on this host (exist_onnx_path may be a placeholder
+    then; the engine checks it at step e)."""
     if config.get("task") != "inference":
         return []
     path = config["params"].get("exist_compiler_path")

@@ -1,4 +1,4 @@
-"""Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (DESIGN.md, seed 000 §4).
+"""Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (DESIGN.md; docs/adapting-a-chip.md).
 
 vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, engines/<compiler>.py, docker_image/<framework>/ and, per case,
 vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, environment_variables.sh, requirements.txt,
@@ -50,7 +50,7 @@ def adapter_file(root: Path, vendor: str, case: str) -> Path:
 def case_requirements(root: Path, config: dict[str, Any]) -> list[Path]:
     """The case's requirements files, in install order: the standard case's requirements.txt
     (case_runners/cases/<case>/[inference/]requirements.txt), which vendor/<v>/cases/<case>/<v>_requirements.txt
-    replaces when present (seed 002: a vendor that needs other pins), then the vendor case's requirements.txt."""
+    replaces when present (a vendor that needs other pins), then the vendor case's requirements.txt."""
     standard = root / "case_runners" / "cases" / config["case"]
     if config.get("task") == "inference":
         standard /= "inference"

@@ -1,5 +1,5 @@
 """Standard cases: one folder each with case.py, config.yaml, data.py and README.md (training), and inference/
-with configurations.yaml, parameters.yaml and the six functions of seed 002 (inference).
+with configurations.yaml, parameters.yaml and the six functions of the inference pipeline.
 
 Importing this package (and any case's data.py) never imports torch.
 """

@@ -2,7 +2,7 @@
 
 Accepted forms of the run's case list (`perfplay_cases`):
 - a list of mappings: {case, task, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
-  (task: training, the default, or inference: the case's seed-002 inference pipeline)
+  (task: training, the default, or inference: the case's inference pipeline, steps a-g)
 - FlagPerf's mapping: {"resnet50:pytorch:A100:1:8:3": "/data/imagenet"}
 - a list of strings (a case name, or the FlagPerf key without a data dir), or one such string;
 - any of these written as JSON or YAML text, as an AWX survey's text field gives it.

@@ -1,4 +1,4 @@
-"""Inside the container, before the node's ranks start (FlagPerf's seed 000 §4): the vendor case's
+"""Inside the container, before the node's ranks start (as FlagPerf does): the vendor case's
 environment_variables.sh is sourced (by the container's entry shell), the case's requirements installed when
 not already satisfied (case_requirements: a vendor's <vendor>_requirements.txt replaces the standard case's
 requirements.txt), and its csrc/setup.py built. What was done goes to container_prepare.log.

@@ -1,4 +1,4 @@
-"""The inference pipeline of seed 002, steps a-g, and the switches that skip them.
+"""The inference pipeline (FlagPerf's), steps a-g, and the switches that skip them.
 
     a. init              the resolved config (configurations + parameters), the work dir
     b. data and model    case.build_dataloader; case.create_model (None with no_validation)
@@ -173,7 +173,7 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
 def _check_onnx(path: str, compiled_given: bool) -> None:
     """A named ONNX file must exist and parse (unless the engine loads a compiled file instead)."""
     if compiled_given and not Path(path).is_file():
-        return  # seed 002: exist_onnx_path may be any placeholder when the compiled engine is given
+        return  # exist_onnx_path may be any placeholder when the compiled engine is given
     if not Path(path).is_file():
         raise ConfigError(f"ONNX file {path} does not exist", key="exist_onnx_path")
     import onnx

@@ -30,7 +30,7 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
     errors = [hardware_error] if hardware_error else []
     for key in ("nnodes", "nproc"):
         if getattr(sel, key) != 1:
-            errors.append(ConfigError(f"an inference case runs one process on one device (seed 002); got "
+            errors.append(ConfigError(f"an inference case runs one process on one device; got "
                                       f"{getattr(sel, key)}", key=f"{sel.source}.{key}", file="run vars", allowed=[1]))
     if sel.framework != "pytorch":
         errors.append(ConfigError(f"inference case '{sel.case}' is written for pytorch", key=f"{sel.source}.framework",

@@ -1,4 +1,4 @@
-"""An inference case's config, FlagPerf's way (seed 002): three files, strict override rules.
+"""An inference case's config, FlagPerf's way: three files, strict override rules.
 
 - `case_runners/cases/<case>/inference/configurations.yaml`: the same keys in every case (CONFIG_KEYS);
 - `case_runners/cases/<case>/inference/parameters.yaml`: the case's own, hardware-independent params,
@@ -133,7 +133,7 @@ def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any]
                  constraints: dict[str, Constraint], *, vendor_file: bool,
                  files: tuple[str, str, str]) -> list[ConfigError]:
     """Lay one file of overrides over config in place; return the errors. Neither may set a parameter, nor a
-    value out of its key's range. The vendor's <vendor>_configurations.yaml (seed 002): a new key is a warning, a
+    value out of its key's range. The vendor's <vendor>_configurations.yaml: a new key is a warning, a
     key set to the value it has an error. The run's overrides: only keys the config has, and a value it already
     has changes nothing."""
     base_file, params_file, over_file = files

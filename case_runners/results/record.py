@@ -1,5 +1,6 @@
 """The round record: one per case and round, built from what every node of the round left behind.
-An inference round (task: inference) has its own metrics (seed 002's four throughputs, both accuracies).
+An inference round (task: inference) has its own metrics (the inference pipeline's four throughputs, both
+accuracies).
 Whether the round ran the case's standard workload is copied from the resolved config (config/standard.py).
 
 Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.

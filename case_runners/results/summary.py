@@ -265,7 +265,7 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 
 def inference_rows(summary: dict[str, Any]) -> list[list[str]]:
-    """One row per inference case: seed 002's four throughputs (items/s), both accuracies, agreement, memory."""
+    """One row per inference case: the four throughputs (items/s), both accuracies, agreement, memory."""
     rows = []
     for case in summary["cases"]:
         if case.get("task") != "inference":
@@ -342,7 +342,7 @@ def render_table(summary: dict[str, Any]) -> str:
     if inference:
         line, *body = _columns(list(INFERENCE_COLUMNS), inference)
         lines += ([""] if training else []) + [
-            "inference (seed 002; throughput in items/s: whole = data + compute + evaluation, core = compute; "
+            "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
     failures = [f"  {c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
                 for c in summary["cases"] for r in c["rounds"] if r["status"] != "success"]
@@ -365,7 +365,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines += ["| " + " | ".join(row) + " |" for row in training]
     inference = inference_rows(summary)
     if inference:
-        lines += ["", "## Inference", "", "Seed 002's throughputs in items/s: whole = data + compute + evaluation, "
+        lines += ["", "## Inference", "", "Throughputs in items/s: whole = data + compute + evaluation, "
                   "core = compute only; val = the framework (torch) path, inf = the vendor's engine; agree = share of "
                   "predictions on which both paths agree; MFU on the engine's core throughput (the framework's when "
                   "compiler is null); memory = the vendor monitor's peak used / total, GiB.", "",

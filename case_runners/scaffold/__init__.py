@@ -1,7 +1,7 @@
 """Scaffolds: `new-vendor` and `new-case` write a complete, valid folder to start an adaptation or a case from.
 
-A vendor (seed 000 §4): vendor/<vendor>/ with vendor.yaml, runtime.py, monitor.py, docker_image/pytorch/, a 1x1
-config per standard training case and a README. A case (seed 003): case_runners/cases/<case>/ with case.py,
+A vendor: vendor/<vendor>/ with vendor.yaml, runtime.py, monitor.py, docker_image/pytorch/, a 1x1
+config per standard training case and a README. A case: case_runners/cases/<case>/ with case.py,
 config.yaml, data.py and a README, plus its configs for the cpu vendor (runs here) and for nvidia at 1x8 (the
 reference). What is left to fill is marked `TODO(vendor):` or `TODO(case author):`; the folder is valid as
 written: the vendor loads and every case resolves, the monitor runs, the case trains.
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
-# The `## ` sections of vendor/<vendor>/README.md (seed 000 §4.4: the chip, the software stack, the results at
+# The `## ` sections of vendor/<vendor>/README.md (the chip, the software stack, the results at
 # 1x1, 1x8 and 2x8 beside NVIDIA's, what was adapted). Results has a `### <case>` section per case.
 README_SECTIONS = ("Chip and server", "Software stack", "How to run", "Monitor", "Results", "Adaptation notes")
-# The `## ` sections of case_runners/cases/<case>/README.md (seed 003: the case document, with the reference
+# The `## ` sections of case_runners/cases/<case>/README.md (the case document, with the reference
 # results on NVIDIA at 1x1, 1x8 and 2x8).
 CASE_README_SECTIONS = ("Data", "FLOPs per sample", "Parameters", "Run", "Reference results")
 

@@ -1,8 +1,8 @@
-"""`new-case NAME [--metric M] [--target V] [--lower-is-better]`: a standard training case to write from (seed 003).
+"""`new-case NAME [--metric M] [--target V] [--lower-is-better]`: a standard training case to write from.
 
     case_runners/cases/<case>/{__init__.py, case.py, config.yaml, data.py, README.md}
     vendor/cpu/cases/<case>/config_CPUx1x1.yaml        so that it runs here, as written
-    vendor/nvidia/cases/<case>/config_A100x1x8.yaml    the reference configuration (seed 003: 1x8 first)
+    vendor/nvidia/cases/<case>/config_A100x1x8.yaml    the reference configuration (1x8 first)
 
 As written it is a stand-in that resolves, trains and converges: a two-layer MLP on a synthetic task it can learn,
 with `TODO(case author):` where the real model, dataset, evaluator and FLOPs go.
@@ -23,7 +23,7 @@ METRIC_RULE = "letters, digits and _, starting with a letter, e.g. accuracy, acc
 DEFAULT_METRIC = "accuracy"
 DEFAULT_TARGETS = {True: 0.9, False: 0.5}  # the stand-in task reaches both: accuracy >= 0.9, eval_loss <= 0.5
 LOCAL = ("cpu", "CPU", 1, 1)          # vendor, hardware, nnodes, nproc: a config that runs on this host
-REFERENCE = ("nvidia", "A100", 1, 8)  # the reference configuration of a standard case (seed 003)
+REFERENCE = ("nvidia", "A100", 1, 8)  # the reference configuration of a standard case: NVIDIA at 1x8
 CASE_FILES = ("__init__.py", "case.py", "config.yaml", "data.py", "README.md")
 
 

@@ -5,7 +5,7 @@
     monitor.py                          a monitor that runs (None readings) with the library calls to fill
     docker_image/pytorch/               Dockerfile and pytorch_install.sh (the cpu vendor's pattern)
     cases/<case>/config_<HW>x1x1.yaml   per standard training case: the case's defaults, mutable keys only
-    README.md                           seed 000 §4.4: chip, software stack, results beside NVIDIA's, adaptations
+    README.md                           chip, software stack, results beside NVIDIA's, adaptations
 """
 
 from __future__ import annotations

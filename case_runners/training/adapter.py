@@ -18,8 +18,8 @@ Points, each called with exactly these positional arguments; where a point is ab
     model_to_fp16(model, ctx) -> nn.Module
         amp only, on the device, before the optimizer is made (standard: the model as it is; autocast casts)
     create_optimizer(model, ctx, standard) -> (optimizer, scheduler or None)
-        standard() returns the case's own pair for model, to wrap or tune. Seed 000: the optimizer's type stays the
-        case's; both class names are recorded (optimizer, standard_optimizer)
+        standard() returns the case's own pair for model, to wrap or tune. The optimizer's type stays the case's
+        (a standard result); both class names are recorded (optimizer, standard_optimizer)
     create_grad_scaler(ctx) -> scaler or None
         amp only (standard: torch.amp.GradScaler with fp16, None with bf16)
     model_to_ddp(model, ctx) -> nn.Module

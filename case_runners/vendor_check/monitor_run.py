@@ -1,6 +1,6 @@
-"""The vendor's monitor run as seed 000 §2 asks: `python vendor/<v>/monitor.py -o start|status|stop -l DIR`, and
+"""The vendor's monitor run as FlagPerf runs one: `python vendor/<v>/monitor.py -o start|status|stop -l DIR`, and
 what it wrote: one JSON line per sample with a timestamp and, per device, the fields of the plugin API
-(case_runners/monitors/base.py); utilisation and memory used are required (seed 000 §4.3)."""
+(case_runners/monitors/base.py); utilisation and memory used are required."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def _samples(logs: list[Path], shown: str) -> list[Finding]:
             problems.append(error(shown, f"a device sample lacks the field '{field}' (None where not available)"))
     for field in REQUIRED_FIELDS:
         if devices and all(d.get(field) is None for d in devices):
-            problems.append(error(shown, f"reports no {field} (seed 000 §4.3: timestamp, utilisation and memory "
-                                         f"used are required)"))
+            problems.append(error(shown, f"reports no {field} (a vendor monitor must report utilisation and "
+                                         f"memory used; perfplay adds the timestamp)"))
     return problems or [ok(shown, f"start, status and stop work; {len(lines)} samples with "
                                   f"{', '.join(DEVICE_FIELDS)}")]

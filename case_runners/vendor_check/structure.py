@@ -1,5 +1,5 @@
-"""What check-vendor reads without running anything: the files seed 000 §4 asks for, vendor.yaml, the runtime hook,
-the config file names against the hardware table, every config resolved (vendor-mutable keys only), the README's
+"""What check-vendor reads without running anything: the files of the vendor folder layout, vendor.yaml, the runtime
+hook, the config file names against the hardware table, every config resolved (vendor-mutable keys only), the README's
 sections, the engines' InferModel contract and the extern adapters' points."""
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def check_structure(name: str, root: Path) -> list[Finding]:
     shown = display_path(folder, root)
     if not (folder / VENDOR_FILE).is_file():
         return [error(shown, f"no {VENDOR_FILE}: not a vendor (vendors: {', '.join(vendor_names(root))})")]
-    found = [error(f"{shown}/{rel}", "is missing (seed 000 §4)") for rel in REQUIRED if not (folder / rel).is_file()]
+    found = [error(f"{shown}/{rel}", "is missing (the vendor folder layout: docs/adapting-a-chip.md)")
+             for rel in REQUIRED if not (folder / rel).is_file()]
     try:
         vendor = load_vendor(name, root)
     except ConfigError as exc:
@@ -70,12 +71,13 @@ def _readme(path: Path, root: Path) -> list[Finding]:
         return []
     missing = missing_sections(path.read_text(encoding="utf-8"), README_SECTIONS)
     shown = display_path(path, root)
-    return [error(shown, f"has no section '{s}' (seed 000 §4.4)") for s in missing] or \
+    return [error(shown, f"has no section '{s}' (the vendor README: docs/adapting-a-chip.md)") for s in missing] or \
         [ok(shown, f"has the sections {', '.join(README_SECTIONS)}")]
 
 
 def _engine(path: Path, root: Path) -> list[Finding]:
-    """An engine: one class InferModel whose __init__(config, onnx_path, model) and __call__(inputs) seed 002 calls."""
+    """An engine: one class InferModel whose __init__(config, onnx_path, model) and __call__(inputs) the inference
+    pipeline calls."""
     shown = display_path(path, root)
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=shown)
@@ -83,7 +85,7 @@ def _engine(path: Path, root: Path) -> list[Finding]:
         return [error(shown, f"line {exc.lineno}: {exc.msg}")]
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "InferModel"]
     if not classes:
-        return [error(shown, "defines no class InferModel (seed 002's engine contract)")]
+        return [error(shown, "defines no class InferModel (the engine contract: docs/adapting-a-chip.md)")]
     methods = {n.name: n for n in classes[0].body if isinstance(n, ast.FunctionDef)}
     problems = []
     for point in ENGINE_POINTS:

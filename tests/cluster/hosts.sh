@@ -387,7 +387,7 @@ cmd_up() {
 perfplay test cluster up: $n host(s) node1..node$n ($(host_ip 1)..$(host_ip "$n")), user $user, $((SECONDS - t1)) s (+$((t1 - t0)) s teardown/venv)
   inventory: $STATE/inventory.yml   (hosts: $STATE/hosts.txt, group perfplay_hosts)
   host venv: $STATE/venv            (per-host /opt/perfplay: $STATE/hosts/nodeI/opt)
-  use:       cd $REPO && ansible-playbook -i $STATE/inventory.yml run_case.yml ...
+  use:       cd $REPO && .venv/bin/ansible-playbook -i $STATE/inventory.yml run_case.yml ...
   ssh:       ssh -i $STATE/id_ed25519 -o UserKnownHostsFile=$STATE/known_hosts $user@$(host_ip 1)
   stop:      $0 down
 EOF

@@ -1,5 +1,5 @@
-"""ansible-playbook run_case.yml with task: inference on localhost (cpu vendor): seed 002's steps a-g, its four
-switches and its override rules, run through the playbook as a user runs them."""
+"""ansible-playbook run_case.yml with task: inference on localhost (cpu vendor): the inference pipeline's steps a-g, its
+four switches and its override rules, run through the playbook as a user runs them."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_resnet50_reads_imagenet_val_and_the_summary_shows_both_cases(standard):
     assert rec["metrics"]["validation_items"] == 8 and rec["metrics"]["agreement"] >= 0.99
     summary = json.loads((results / "run_standard" / "summary.json").read_text())
     assert {c["case_id"]: c["status"] for c in summary["cases"]} == {DIGITS: "success", RESNET: "success"}
-    assert "inference (seed 002; throughput in items/s" in run.output
+    assert "inference (throughput in items/s" in run.output
     assert "## Inference" in (results / "run_standard" / "summary.md").read_text()
 
 
@@ -132,7 +132,7 @@ def _standard_files(standard) -> tuple[str, str]:
     pytest.param({"no_validation": True, "exist_onnx_path": "foo", "exist_compiler_path": "{compiled}"},
                  ["a", "b", "f", "g"], id="exist-compiler-path"),
 ])
-def test_each_switch_skips_the_steps_seed_002_says(standard, checkout: Path, tmp_path: Path, switches: dict,
+def test_each_switch_skips_its_steps(standard, checkout: Path, tmp_path: Path, switches: dict,
                                                     steps: list[str]):
     onnx, compiled = _standard_files(standard)
     overrides = {k: v.format(onnx=onnx, compiled=compiled) if isinstance(v, str) else v for k, v in switches.items()}

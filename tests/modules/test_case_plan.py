@@ -169,7 +169,7 @@ def test_cli_crash_without_json_fails_with_its_stderr(run_module):
 
 
 def test_a_key_a_vendor_adds_to_an_inference_case_is_a_warning(run_module):
-    """Seed 002: a new key in <vendor>_configurations.yaml is a warning; a changed key only a note."""
+    """Inference overrides: a new key in <vendor>_configurations.yaml is a warning; a changed key only a note."""
     notes = ["warning: vendor/cpu/cases/digits_cnn/cpu_configurations.yaml: key 'probe' is not in "
              "case_runners/cases/digits_cnn/inference/configurations.yaml; added as 7",
              "info: vendor/cpu/cases/digits_cnn/cpu_configurations.yaml: key 'batch_size' changed from 64 to 32"]

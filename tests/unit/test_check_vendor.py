@@ -67,18 +67,19 @@ def test_config_names_follow_the_hardware_table(root):
                for f in found)
 
 
-def test_the_readme_keeps_seed_000s_sections(root):
+def test_the_readme_keeps_the_required_sections(root):
     readme = root / "vendor" / "testchip" / "README.md"
     readme.write_text(readme.read_text().replace("## Software stack", "## Software"))
-    assert lines(root) == ["error: vendor/testchip/README.md: has no section 'Software stack' (seed 000 §4.4)"]
+    assert lines(root) == ["error: vendor/testchip/README.md: has no section 'Software stack' (the vendor README: "
+                           "docs/adapting-a-chip.md)"]
 
 
 def test_an_unfilled_monitor_is_an_error(root):
     shutil.rmtree(root / "vendor" / "scaffolded", ignore_errors=True)
     assert cli.main(["new-vendor", "scaffolded", "--device", "cpu", "--backend", "gloo", "--root", str(root)]) == 0
     found = lines(root, "scaffolded")
-    assert "error: vendor/scaffolded/monitor.py: reports no util (seed 000 §4.3: timestamp, utilisation and " \
-           "memory used are required)" in found, found
+    assert "error: vendor/scaffolded/monitor.py: reports no util (a vendor monitor must report utilisation and " \
+           "memory used; perfplay adds the timestamp)" in found, found
 
 
 def test_engines_and_adapters_are_held_to_their_contracts(root):

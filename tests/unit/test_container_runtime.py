@@ -149,8 +149,8 @@ def test_the_entry_shell_sources_the_environment_file_before_the_launcher(tmp_pa
 
 
 def test_a_vendor_requirements_file_replaces_the_standard_case_s(tmp_path: Path):
-    """Seed 002: <vendor>_requirements.txt replaces the standard case's requirements.txt; the vendor case's own
-    requirements.txt (seed 000) is installed after either."""
+    """<vendor>_requirements.txt replaces the standard case's requirements.txt; the vendor case's own
+    requirements.txt is installed after either."""
     project = tmp_path / "project"
     standard = project / "case_runners" / "cases" / "resnet50" / "inference"
     vendor_dir = project / "vendor" / "cpu" / "cases" / "resnet50"

@@ -1,4 +1,4 @@
-"""Inference cases (seed 002): the config files and their override rules, safe FLOPs expressions, and the
+"""Inference cases: the config files and their override rules, safe FLOPs expressions, and the
 pipeline's steps a-g under each switch, on the digits case with ONNX Runtime."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The test chip's inference engine "testrt" (seed 002's InferModel contract): the torch model run in inference
+"""The test chip's inference engine "testrt" (the InferModel engine contract): the torch model run in inference
 mode, standing in for a vendor's graph compiler."""
 
 from __future__ import annotations

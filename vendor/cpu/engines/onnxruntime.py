@@ -1,6 +1,6 @@
 """ONNX Runtime on the CPU: the cpu vendor's inference engine, the reference every engine is compared with.
 
-InferModel contract (seed 002): __init__(config, onnx_path, model) builds the engine once (not timed);
+InferModel contract (docs/adapting-a-chip.md): __init__(config, onnx_path, model) builds the engine once (not timed);
 __call__(inputs) takes the case's inputs (CPU tensors) and returns (outputs as CPU tensors, foo_time), foo_time
 being seconds spent on anything but inference (0.0 here).
 

@@ -1,6 +1,6 @@
 """torch.compile (TorchInductor) on the case's torch model: the nvidia vendor's in-process compiler.
 
-InferModel contract (seed 002): __init__(config, onnx_path, model) prepares the engine once (not timed);
+InferModel contract (docs/adapting-a-chip.md): __init__(config, onnx_path, model) prepares the engine once (not timed);
 __call__(inputs) returns (outputs as CPU tensors, foo_time). Inductor compiles on the first call of each input
 shape (as torch-tensorrt does in FlagPerf): that call is a warm-up whose time is foo_time, so compilation is
 reported, not mixed into the core throughput.
@@ -18,7 +18,7 @@ import torch
 
 
 class InferModel:
-    needs_onnx = False  # seed 002: set exist_onnx_path to anything but null to skip the export
+    needs_onnx = False  # set exist_onnx_path to anything but null to skip the export
 
     def __init__(self, config: dict[str, Any], onnx_path: str | None, model: torch.nn.Module | None = None) -> None:
         if model is None:

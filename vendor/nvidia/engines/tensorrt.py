@@ -1,4 +1,4 @@
-"""NVIDIA TensorRT 10: the standard engine of seed 002. Parses the ONNX file, builds an engine (fp16 when the
+"""NVIDIA TensorRT 10: the standard engine of the inference cases. Parses the ONNX file, builds an engine (fp16 when the
 config says so) with one optimisation profile for batch sizes 1..batch_size, serializes it next to the ONNX
 file as <name>.plan, reloads it and executes it with execute_async_v3 on torch-owned CUDA buffers.
 exist_compiler_path loads a serialized engine (.plan/.engine/.trt) instead of building one.
