@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import __version__
+from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.errors import PerfplayError
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.scaffold.commands import add_commands
@@ -219,9 +220,9 @@ def cmd_requirements(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from case_runners.results.record import write_round_record
+    from case_runners.results.record import compact_record, write_round_record
     record = write_round_record(Path(args.round_dir), _load_json(args.config), args.round, args.run_id, args.error)
-    _print_json(record)
+    _print_json({"record": record, "compact": compact_record(record, args.error)})
     return 0
 
 
@@ -255,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary")
     p.add_argument("cases", nargs="+", help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat")
     p.add_argument("--vendor", default="cpu")
-    p.add_argument("--task", choices=("training", "inference"), default="training",
+    p.add_argument("--task", choices=TASKS, default=TRAINING,
                    help="inference: the cases' inference pipeline (steps a-g: torch validation, ONNX "
                         "export, the vendor's engine)")
     p.add_argument("--hardware")
@@ -383,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")
     p.set_defaults(func=cmd_requirements)
 
-    p = sub.add_parser("record", help="build a round's record from its node dirs (writes result.json)")
+    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as result.json and print "
+                                      "it with its compact digest (JSON: record, compact)")
     p.add_argument("--round-dir", required=True)
     p.add_argument("--config", required=True)
     p.add_argument("--round", type=int, required=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from case_runners.config.resolved import INFERENCE
+
 VENDOR_FILE = "vendor.yaml"
 RUNTIME_FILE = "runtime.py"
 MONITOR_FILE = "monitor.py"
@@ -52,8 +54,8 @@ def case_requirements(root: Path, config: dict[str, Any]) -> list[Path]:
     (case_runners/cases/<case>/[inference/]requirements.txt), which vendor/<v>/cases/<case>/<v>_requirements.txt
     replaces when present (a vendor that needs other pins), then the vendor case's requirements.txt."""
     standard = root / "case_runners" / "cases" / config["case"]
-    if config.get("task") == "inference":
-        standard /= "inference"
+    if config.get("task") == INFERENCE:
+        standard /= "inference"  # the folder of the case's inference pipeline
     case_dir = config_case_dir(root, config)
     replacement = case_dir / f"{config['vendor']}_requirements.txt"
     found = [replacement if replacement.is_file() else standard / "requirements.txt", case_dir / "requirements.txt"]

@@ -22,6 +22,7 @@ from case_runners.container.options import sdk_options
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.node import NODE_RESULT, NodeSpec, monitor_deadline, write_node_result
 from case_runners.processes import PARENT_PID_ENV
+from case_runners.records.names import FAILED, INTERRUPTED, TIMEOUT
 from case_runners.run_ids import RUN_ID_ENV
 from case_runners.vendor_files import env_file
 
@@ -108,7 +109,7 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict
         with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S):
             return _run_container(spec, config, project_dir, started, signals)
     except SetupError as exc:
-        return write_node_result(spec, "failed", str(exc), started, image=config["runtime"]["image"])
+        return write_node_result(spec, FAILED, str(exc), started, image=config["runtime"]["image"])
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -118,7 +119,7 @@ def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, st
                    signals: _Signals) -> dict[str, Any]:
     runtime = config["runtime"]
     name = container_name(spec, config["case_id"])
-    status, reason, exit_code = "failed", None, None
+    status, reason, exit_code = FAILED, None, None
     try:
         client = docker_client()
         _remove(client, name)  # a leftover of this very round (its supervisor was killed)
@@ -163,8 +164,8 @@ def _wait(client: Any, cid: str, limit_s: float, signals: _Signals) -> tuple[int
         if not state["Running"] and state["Status"] != "created":
             return state["ExitCode"], stopped
         if stopped is None and (signals.received or time.monotonic() > deadline):
-            stopped = ("interrupted", f"launcher received {signal.Signals(signals.received).name}") \
-                if signals.received else ("timeout", f"container still running {limit_s:g} s after its start")
+            stopped = (INTERRUPTED, f"launcher received {signal.Signals(signals.received).name}") \
+                if signals.received else (TIMEOUT, f"container still running {limit_s:g} s after its start")
             client.api.stop(cid, timeout=STOP_GRACE_S)
         time.sleep(POLL_S)
 

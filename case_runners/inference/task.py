@@ -17,6 +17,7 @@ from case_runners.driver.events import EventLogger
 from case_runners.paths import project_root
 from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv
+from case_runners.records import names
 
 WORK_DIR = "inference_work"
 
@@ -32,7 +33,7 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env: DistEnv
     runtime, device = start_rank(config, env)
     versions = runtime.versions()
     resolved = config["inference"]
-    log.event(ev.SUBMIT_INFO, {"vendor": config["vendor"], "case": config["case"], "task": "inference",
+    log.event(ev.SUBMIT_INFO, {"vendor": config["vendor"], "case": config["case"], "task": names.INFERENCE,
                                "case_id": config["case_id"], "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
                                "configurations": resolved["configurations"], "parameters": resolved["parameters"],
@@ -46,7 +47,7 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env: DistEnv
                            log=lambda line: print(line, flush=True), device=str(device),
                            on_step=lambda step, info: log.event(ev.INFERENCE_STEP, {"step": step, **info}),
                            synchronize=runtime.synchronizer(device))
-    return {"status": "success", "task": "inference", "device": str(device), **summary,
+    return {"status": names.SUCCESS, "task": names.INFERENCE, "device": str(device), **summary,
             "monitor_devices": monitor_devices(config.get("vendor_info", {}), os.environ),
             "torch_peak_memory_bytes": runtime.peak_memory_bytes(device), "versions": versions}
 

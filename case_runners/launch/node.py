@@ -34,6 +34,7 @@ from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import project_root
 from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
 from case_runners.rank.env import DEVICE_INDEX_ENV, result_path
+from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
 from case_runners.run_ids import RUN_ID_ENV
 
 NODE_RESULT = "node_result.json"
@@ -42,7 +43,7 @@ POLL_S = 0.05
 GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
 ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
 MONITOR_GRACE_S = 2 * GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
-EXIT_CODES = {"success": 0, "failed": 1, "timeout": 124, "interrupted": 130}
+EXIT_CODES = {SUCCESS: 0, FAILED: 1, TIMEOUT: 124, INTERRUPTED: 130}
 RDZV_TIMEOUT_S = 30.0
 HEARTBEAT_TIMEOUT_S = 10.0
 
@@ -186,7 +187,7 @@ class NodeLauncher:
         except (OSError, ValueError):
             full = files.disk_full_reason(self.spec.log_dir)
             return f": {full}" if full else ""
-        reason = str(result.get("reason") or "").strip() if result.get("status") == "failed" else ""
+        reason = str(result.get("reason") or "").strip() if result.get("status") == FAILED else ""
         return ": " + reason.splitlines()[-1] if reason else ""
 
     def failure(self, status: str, reason: str, urgent: bool = True) -> Failure:
@@ -199,11 +200,11 @@ class NodeLauncher:
         while True:
             interrupted = self.interrupted()
             if interrupted:
-                return self.conclude(self.failure("interrupted", interrupted))
+                return self.conclude(self.failure(INTERRUPTED, interrupted))
             running = False
             for r in self.ranks:
                 if r.exit_code is None and self.reap(r) not in (None, 0):
-                    own.append(self.failure("failed", f"rank {r.rank} on {self.spec.node_name} "
+                    own.append(self.failure(FAILED, f"rank {r.rank} on {self.spec.node_name} "
                                                       f"{describe_exit(r.exit_code)}{self.rank_cause(r)}",
                                             urgent=r.exit_code < 0))
                 running = running or r.exit_code is None
@@ -220,10 +221,10 @@ class NodeLauncher:
             if not running and not own and (link is None or link.peers_done()):
                 if link:
                     link.finish()
-                return "success", None
+                return SUCCESS, None
             if time.monotonic() > self.deadline:
                 return self.conclude(self.failure(
-                    "timeout", f"case timeout of {self.spec.timeout_s:g} s reached; ranks stopped"))
+                    TIMEOUT, f"case timeout of {self.spec.timeout_s:g} s reached; ranks stopped"))
             if link is None:
                 time.sleep(POLL_S)
 
@@ -261,10 +262,10 @@ def meet(spec: NodeSpec, launcher: NodeLauncher) -> Link:
                   run_id=spec.run_id, nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout=spec.rdzv_timeout_s,
                   heartbeat_timeout=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
     if not 0 <= spec.node_rank < spec.nnodes:
-        raise rendezvous.RendezvousError("failed", f"node rank {spec.node_rank} of {spec.node_name} is outside "
+        raise rendezvous.RendezvousError(FAILED, f"node rank {spec.node_rank} of {spec.node_name} is outside "
                                                    f"0..{spec.nnodes - 1} (nnodes={spec.nnodes})")
     if not spec.master_port:
-        raise rendezvous.RendezvousError("failed", f"a round of {spec.nnodes} nodes needs a fixed master port "
+        raise rendezvous.RendezvousError(FAILED, f"a round of {spec.nnodes} nodes needs a fixed master port "
                                                    "(run var perfplay_master_port), not 0")
     link = rendezvous.host(**common) if spec.node_rank == 0 else rendezvous.join(node_rank=spec.node_rank, **common)
     spec.torch_port = link.torch_port
@@ -297,7 +298,7 @@ def run(launcher: NodeLauncher) -> tuple[str, str | None]:
     except rendezvous.RendezvousError as exc:
         return exc.status, exc.reason
     except (NoInterfaceError, PerfplayError) as exc:  # WriteError, a failing environment_variables.sh
-        return launcher.conclude(launcher.failure("failed", str(exc)))
+        return launcher.conclude(launcher.failure(FAILED, str(exc)))
     return launcher.wait()
 
 
@@ -321,7 +322,7 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
                 if launcher.link:
                     launcher.link.close()
     except SetupError as exc:
-        status, reason = "failed", str(exc)
+        status, reason = FAILED, str(exc)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -14,6 +14,7 @@ from case_runners.launch import progress
 from case_runners.launch.detached import LAUNCHER_LOG
 from case_runners.launch.node import NODE_RESULT
 from case_runners.processes import ProcessId, is_same
+from case_runners.records.names import FAILED, RUNNING
 
 POLL_S = 0.2
 LOG_TAIL_LINES = 5
@@ -42,7 +43,7 @@ def ended(log_dir: Path, run_id: str) -> dict[str, Any]:
     if result is None:
         tail = _log_tail(log_dir)
         reason = f"the launcher ended without writing {NODE_RESULT}" + (f": {tail}" if tail else "")
-        return {"finished": True, "status": "failed", "reason": reason, "node_result": None}
+        return {"finished": True, "status": FAILED, "reason": reason, "node_result": None}
     return {"finished": True, "status": result.get("status"), "reason": result.get("reason"), "node_result": result}
 
 
@@ -55,7 +56,7 @@ def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_
         if time.monotonic() >= deadline:
             state = progress.progress(log_dir)
             elapsed = round(time.time() - started_at, 1) if started_at else None
-            return {"finished": False, "status": "running", "reason": None, "node_result": None,
+            return {"finished": False, "status": RUNNING, "reason": None, "node_result": None,
                     "progress": {**state, "elapsed_s": elapsed, "timeout_s": timeout_s},
                     "line": line(state, elapsed, timeout_s)}
         time.sleep(POLL_S)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
+from case_runners.config.resolved import DEFAULT_TIMEOUT_S, INFERENCE, RESOLVED_SCHEMA
 from case_runners.config.selection import Selection
 from case_runners.config.standard import read_standard
 from case_runners.errors import ConfigError
@@ -45,7 +45,7 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
     conf = resolved["configurations"]
     return {
         "schema": RESOLVED_SCHEMA,
-        "task": "inference",
+        "task": INFERENCE,
         "case": sel.case,
         "case_id": sel.case_id,
         "framework": sel.framework,

@@ -10,7 +10,8 @@ from typing import Any
 from case_runners import files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.constraints import make_constraint
-from case_runners.config.selection import BOUNDS, TASKS, parse_selections
+from case_runners.config.resolved import INFERENCE, TASKS, TRAINING
+from case_runners.config.selection import BOUNDS, parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.paths import RESOLVED_NAME, project_root
@@ -73,21 +74,21 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     except ConfigError as exc:
         errors.append(ConfigError(exc.message, key="perfplay_vendor", file="run vars", allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
-    task = request.get("task") or "training"
+    task = request.get("task") or TRAINING
     if task not in TASKS:
         errors.append(ConfigError(f"unknown task '{task}'", key="perfplay_task", file="run vars", allowed=TASKS))
-        task = "training"
+        task = TRAINING
     selections, selection_errors = parse_selections(request.get("cases"), task=task)
     errors += selection_errors
     cases: list[dict[str, Any]] = []
     adapters_checked: set[str] = set()
     if vendor is not None:
         for sel in selections:
-            resolver = resolve_inference_selection if sel.task == "inference" else resolve
+            resolver = resolve_inference_selection if sel.task == INFERENCE else resolve
             config, case_errors = resolver(sel, vendor, root, timeout)
             errors += case_errors
             if config is not None:
-                if config.get("task", "training") == "training" and config["case"] not in adapters_checked:
+                if config.get("task", TRAINING) == TRAINING and config["case"] not in adapters_checked:
                     adapters_checked.add(config["case"])  # the vendor's extern/ adapter, from its source
                     errors += [ConfigError(p) for p in check_adapter_source(root, config["vendor"], config["case"])]
                 # The vendor case's pip requirements (also installed into the host venv with the host runtime).

@@ -24,9 +24,9 @@ from case_runners.driver.events import EventLogger
 from case_runners.errors import PerfplayError
 from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv, result_path
+from case_runners.records import names
 
 TASK_MODULE = "case_runners.{task}.task"  # a task's package and its run(config, config_path, log, env)
-DEFAULT_TASK = "training"
 
 
 def _say(text: str) -> None:
@@ -37,11 +37,9 @@ def _say(text: str) -> None:
 
 def task_runner(config: dict[str, Any]) -> Callable[[dict[str, Any], str, EventLogger, DistEnv], dict[str, Any]]:
     """The run() of the config's task, found by name: a task imports the rank runtime, never the reverse."""
-    from case_runners.config.selection import TASKS
-
-    task = config.get("task") or DEFAULT_TASK
-    if task not in TASKS:
-        raise PerfplayError(f"unknown task '{task}' in the resolved config (allowed: {', '.join(TASKS)})")
+    task = config.get("task") or names.TRAINING
+    if task not in names.TASKS:
+        raise PerfplayError(f"unknown task '{task}' in the resolved config (allowed: {', '.join(names.TASKS)})")
     return importlib.import_module(TASK_MODULE.format(task=task)).run
 
 
@@ -68,21 +66,21 @@ def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) 
 
     if launcher_grace_s is not None:  # the watchdog's result; it writes no event (the main thread may be writing one)
         stop_request.install(launcher_grace_s, lambda reason: write_json(
-            result_path(out, env.rank), record({"status": "failed", "reason": reason})))
+            result_path(out, env.rank), record({"status": names.FAILED, "reason": reason})))
     try:
         env = DistEnv.from_environ()
         config = json.loads(Path(config_path).read_text(encoding="utf-8"))
         log = EventLogger(out, env.rank, int(config.get("params", {}).get("log_freq", 10)))
         result = task_runner(config)(config, config_path, log, env)
     except stop_request.Stopped as e:
-        result, code = {"status": "failed", "reason": str(e)}, e.request.exit_code
+        result, code = {"status": names.FAILED, "reason": str(e)}, e.request.exit_code
     except PerfplayError as e:  # a bad input found only on the host (a corrupt ONNX file): its message, no traceback
         _say(f"error: {e}")
-        result, code = {"status": "failed", "reason": str(e)}, 1
+        result, code = {"status": names.FAILED, "reason": str(e)}, 1
     except Exception:  # noqa: BLE001 - any crash becomes a "failed" result with its traceback
         reason = traceback.format_exc()
         _say(reason)
-        result, code = {"status": "failed", "reason": reason}, 1
+        result, code = {"status": names.FAILED, "reason": reason}, 1
     finally:
         from case_runners.rank.dist import shutdown_distributed
         shutdown_distributed()

@@ -16,25 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
-from case_runners.config.standard import read_standard
+from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
+from case_runners.records import names
 
 ROUND_SCHEMA = "perfplay.round_record/1"
 RECORD_NAME = "result.json"
 FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; training FLOPs per sample = 3 x forward (forward + backward)"
-INFERENCE_METRIC_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
-                         "validation_accuracy", "inference_accuracy", "agreement", "validation_items",
-                         "inference_items", "e2e_time", "pipeline_time_s", "compile_s", "foo_time_s", "steps",
-                         "compiler", "precision", "batch_size", "device", "onnx_path", "compiled_path",
-                         "flops_per_item", "flops_per_s", "torch_peak_memory_bytes")
-METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_time", "train_no_eval_time",
-               "core_time", "converged", "final_metric", "target", "metric", "samples", "steps", "epochs",
-               "stop_reason", "precision", "amp", "device", "peak_memory_bytes")
-THROUGHPUT_BASIS = "p_train"
 NO_NODE_RESULT = "the node's launcher wrote no node_result.json"
-VALID_STATUSES = ("success", "not_converged")  # a missed target is a valid result, not a failure
-NODE_RATE_KEYS = ("p_whole", "p_train", "p_core")  # per node: sum over its ranks of rank_<key>
 _NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
 _RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
 
@@ -55,7 +45,7 @@ def node_dirs(round_dir: Path) -> list[tuple[str, int, Path]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def mfu(metrics: dict[str, Any], config: dict[str, Any], basis: str = "p_core") -> dict[str, Any]:
+def mfu(metrics: dict[str, Any], config: dict[str, Any], basis: str = names.MFU_BASIS) -> dict[str, Any]:
     """Model FLOPs utilisation from the throughput `basis`, with the convention and the peak it used."""
     peaks = config["vendor_info"]["hardware"].get("peak_flops") or {}
     precision = metrics.get("precision") or "fp32"
@@ -97,16 +87,16 @@ def node_throughput(node_ranks: list[dict[str, Any]], nproc: int) -> dict[str, A
     A figure is null (with "throughput_reason") unless all nproc ranks of the node reported it.
     """
     out: dict[str, Any] = {"ranks": len(node_ranks)}
-    for key, source in (("samples", "rank_samples"), *((k, f"rank_{k}") for k in NODE_RATE_KEYS)):
+    for key, source in (("samples", "rank_samples"), *((k, f"rank_{k}") for k in names.NODE_THROUGHPUTS)):
         values = [r.get(source) for r in node_ranks]
         complete = len(values) == nproc and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                 for v in values)
         out[key] = sum(values) if complete else None
-    if out[THROUGHPUT_BASIS] is None:
-        missing = [r.get("rank") for r in node_ranks
-                   if not isinstance(r.get(f"rank_{THROUGHPUT_BASIS}"), (int, float))]
+    basis = names.THROUGHPUT_BASIS
+    if out[basis] is None:
+        missing = [r.get("rank") for r in node_ranks if not isinstance(r.get(f"rank_{basis}"), (int, float))]
         out["throughput_reason"] = (f"{len(node_ranks)} of {nproc} ranks left a result" if len(node_ranks) != nproc
-                                    else f"rank(s) {', '.join(map(str, missing))} reported no rank_{THROUGHPUT_BASIS}")
+                                    else f"rank(s) {', '.join(map(str, missing))} reported no rank_{basis}")
     return out
 
 
@@ -114,21 +104,21 @@ def throughput_block(nodes: list[dict[str, Any]], metrics: dict[str, Any]) -> di
     """Global throughput (rank 0's, authoritative) beside each node's, keyed by host
     (by node directory where two nodes share a host name)."""
     hosts = [n["host"] for n in nodes]
-    names = [n["host"] if hosts.count(n["host"]) == 1 else n["dir"] for n in nodes]
-    return {"basis": THROUGHPUT_BASIS, "unit": "samples/s",
-            "total": metrics.get(THROUGHPUT_BASIS),
-            "per_node": {name: n.get(THROUGHPUT_BASIS) for name, n in zip(names, nodes)},
-            "total_p_core": metrics.get("p_core"),
-            "per_node_p_core": {name: n.get("p_core") for name, n in zip(names, nodes)}}
+    labels = [n["host"] if hosts.count(n["host"]) == 1 else n["dir"] for n in nodes]
+    return {"basis": names.THROUGHPUT_BASIS, "unit": "samples/s",
+            "total": metrics.get(names.THROUGHPUT_BASIS),
+            "per_node": {name: n.get(names.THROUGHPUT_BASIS) for name, n in zip(labels, nodes)},
+            "total_p_core": metrics.get(names.MFU_BASIS),
+            "per_node_p_core": {name: n.get(names.MFU_BASIS) for name, n in zip(labels, nodes)}}
 
 
 def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
                        run_id: str | None = None) -> dict[str, Any]:
     nodes, ranks, monitors = [], [], {}
-    inference = config.get("task") == "inference"  # one rank: no per-node throughputs
+    inference = config.get("task") == names.INFERENCE  # one rank: no per-node throughputs
     for host, node_rank, path in node_dirs(round_dir):
         node = _read_json(path / "node_result.json") or {
-            "status": "failed", "reason": NO_NODE_RESULT}
+            "status": names.FAILED, "reason": NO_NODE_RESULT}
         node_ranks = []
         for file in sorted(path.glob("rank*.result.json")):
             rank_result = _read_json(file)
@@ -143,8 +133,8 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
     ranks.sort(key=lambda r: r.get("rank", 0))
     status, reason = _status(nodes, ranks, config)
     rank0 = next((r for r in ranks if r.get("rank") == 0), {})
-    metrics = {key: rank0.get(key) for key in (INFERENCE_METRIC_KEYS if inference else METRIC_KEYS)}
-    metrics["device_memory"] = device_memory(monitors, nodes, config["vendor"], rank0.get("monitor_devices"))
+    metrics = {key: rank0.get(key) for key in names.metric_keys(config.get("task"))}
+    metrics[names.DEVICE_MEMORY] = device_memory(monitors, nodes, config["vendor"], rank0.get("monitor_devices"))
     record = {
         "schema": ROUND_SCHEMA,
         "run_id": run_id or round_dir.parent.parent.name,
@@ -158,7 +148,7 @@ def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
         "round": round_no,
         "status": status,
         "reason": reason,
-        "task": config.get("task", "training"),
+        "task": config.get("task", names.TRAINING),
         "adapted": rank0.get("adapted") or [],  # trainer points rank 0 ran from the vendor's extern/ adapter
         "versions": rank0.get("versions"),  # the software stack of rank 0 (torch, and the vendor hook's)
         **read_standard(config),
@@ -184,23 +174,23 @@ def _inference_blocks(metrics: dict[str, Any], config: dict[str, Any]) -> dict[s
 def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, str | None]:
     expected = config["nnodes"]
     if not nodes:
-        return "failed", "no node of this round left any output"
-    for wanted in ("timeout", "interrupted", "failed"):
+        return names.FAILED, "no node of this round left any output"
+    for wanted in (names.TIMEOUT, names.INTERRUPTED, names.FAILED):
         bad = [n for n in nodes if n["status"] == wanted]
         if bad:
-            return ("failed" if wanted == "interrupted" else wanted), \
+            return (names.FAILED if wanted == names.INTERRUPTED else wanted), \
                 f"{bad[0]['host']} (node {bad[0]['node_rank']}): {bad[0]['reason']}"
     if len(nodes) < expected:
-        return "failed", f"only {len(nodes)} of {expected} nodes left output"
+        return names.FAILED, f"only {len(nodes)} of {expected} nodes left output"
     rank0 = next((r for r in ranks if r.get("rank") == 0), None)
     if rank0 is None:
-        return "failed", "rank 0 wrote no result"
-    if rank0.get("status") == "not_converged":
-        return "not_converged", (f"{rank0.get('metric')} {rank0.get('final_metric')} did not reach "
+        return names.FAILED, "rank 0 wrote no result"
+    if rank0.get("status") == names.NOT_CONVERGED:
+        return names.NOT_CONVERGED, (f"{rank0.get('metric')} {rank0.get('final_metric')} did not reach "
                                  f"{rank0.get('target')} (stopped: {rank0.get('stop_reason')})")
-    if rank0.get("status") != "success":
-        return "failed", rank0.get("reason") or f"rank 0 status {rank0.get('status')}"
-    return "success", None
+    if rank0.get("status") != names.SUCCESS:
+        return names.FAILED, rank0.get("reason") or f"rank 0 status {rank0.get('status')}"
+    return names.SUCCESS, None
 
 
 def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int, run_id: str | None = None,
@@ -212,13 +202,31 @@ def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int, r
     if errors:
         record["orchestration_errors"] = list(errors)
         said = "; ".join(errors)
-        if record["status"] in VALID_STATUSES:
-            record.update(status="failed", reason=said)
+        if record["status"] in names.VALID_STATUSES:
+            record.update(status=names.FAILED, reason=said)
         elif not record["per_node"] or any(n["reason"] == NO_NODE_RESULT for n in record["per_node"]):
             record["reason"] = f"{record['reason']}; {said}"  # what the launcher could not write, Ansible heard
     try:
         files.secure_dir(round_dir)
         files.atomic_write_json(round_dir / RECORD_NAME, record)
     except PerfplayError as exc:
-        record.update(status="failed", reason=f"the round record could not be written: {exc}", write_error=str(exc))
+        record.update(status=names.FAILED, reason=f"the round record could not be written: {exc}",
+                      write_error=str(exc))
     return record
+
+
+def compact_record(record: dict[str, Any], errors: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The few fields of a round record a dashboard or a downstream AWX node needs (the play publishes it with
+    set_stats as perfplay_rounds): which round, its status, whether it was standard, its main figures, MFU and the
+    orchestration's errors."""
+    metrics = record.get("metrics") or {}
+    fields = read_standard(record)
+    compact = {"case_id": record.get("case_id"), "round": record.get("round"), "status": record.get("status"),
+               "reason": record.get("reason"), STANDARD: fields[STANDARD], NON_STANDARD: fields[NON_STANDARD]}
+    shown = names.COMPACT_TRAINING
+    if record.get("task") == names.INFERENCE:
+        compact["task"], shown = names.INFERENCE, names.COMPACT_INFERENCE
+    compact.update((key, metrics.get(key)) for key in shown)
+    compact["mfu"] = (record.get("mfu") or {}).get("value")
+    compact["errors"] = list(errors)
+    return compact

@@ -19,22 +19,18 @@ from case_runners import files
 from case_runners.config.standard import NON_STANDARD, NON_STANDARD_CASES, NOT_STANDARD_NOTE, STANDARD, read_standard
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
-from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS, VALID_STATUSES
+from case_runners.records import names
+from case_runners.results.record import RECORD_NAME
 
 SUMMARY_SCHEMA = "perfplay.run_summary/1"
 SUMMARY_JSON, SUMMARY_MD = "summary.json", "summary.md"
-STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_metric")
-INFERENCE_STAT_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
-                       "validation_accuracy", "inference_accuracy", "agreement", "e2e_time", "compile_s",
-                       "device_memory_peak_bytes")
 INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
                      "val acc", "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
 GIB = 1024 ** 3
 COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"), ("std", STANDARD),
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
-NODE_STAT_KEYS = ("p_train", "p_core")
-SCALING_BASIS = THROUGHPUT_BASIS
+SCALING_BASIS = names.THROUGHPUT_BASIS
 
 
 def mean_std(values: list[float]) -> dict[str, float | int | None]:
@@ -58,7 +54,7 @@ def load_records(run_dir: Path) -> list[dict[str, Any]]:
             records.append(record)
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            records.append(_stand_in(path.parent.parent, path.parent, "unreadable", f"{path}: {why}"))
+            records.append(_stand_in(path.parent.parent, path.parent, names.UNREADABLE, f"{path}: {why}"))
     for config_path in sorted(run_dir.glob(f"*/{RESOLVED_NAME}")):
         case_dir = config_path.parent
         try:
@@ -70,10 +66,10 @@ def load_records(run_dir: Path) -> list[dict[str, Any]]:
             if round_dir in seen:
                 continue
             if round_dir.is_dir():
-                records.append(_stand_in(case_dir, round_dir, "interrupted",
+                records.append(_stand_in(case_dir, round_dir, names.INTERRUPTED,
                                          "the round started but left no record (the run was interrupted)"))
             else:
-                records.append(_stand_in(case_dir, round_dir, "missing", "the round never started"))
+                records.append(_stand_in(case_dir, round_dir, names.MISSING, "the round never started"))
     return records
 
 
@@ -85,7 +81,8 @@ def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> dict
         config = {}
     number = round_dir.name.removeprefix("round")
     return {"case_id": config.get("case_id", case_dir.name), "case": config.get("case", case_dir.name),
-            "task": config.get("task", "training"), "vendor": config.get("vendor"), "hardware": config.get("hardware"),
+            "task": config.get("task", names.TRAINING), "vendor": config.get("vendor"),
+            "hardware": config.get("hardware"),
             "nnodes": config.get("nnodes", 1), "nproc": config.get("nproc", 1), "framework": config.get("framework"),
             "round": int(number) if number.isdigit() else 0, "status": status, "reason": reason,
             **read_standard(config),
@@ -94,13 +91,13 @@ def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> dict
 
 
 def _stat_keys(record: dict[str, Any]) -> tuple[str, ...]:
-    return INFERENCE_STAT_KEYS if record.get("task") == "inference" else STAT_KEYS
+    return names.SUMMARY_INFERENCE_STATS if record.get("task") == names.INFERENCE else names.SUMMARY_TRAINING_STATS
 
 
 def _round_values(record: dict[str, Any]) -> dict[str, Any]:
     metrics = record["metrics"]
-    memory = metrics.get("device_memory") or {}
-    return {**metrics, "device_memory_peak_bytes": memory.get("peak_used_bytes")}
+    memory = metrics.get(names.DEVICE_MEMORY) or {}
+    return {**metrics, names.DEVICE_MEMORY_PEAK: memory.get("peak_used_bytes")}
 
 
 def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) -> dict[str, Any]:
@@ -108,7 +105,7 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
     for record in sorted(records, key=lambda r: (r["case_id"], r["round"])):
         keys = _stat_keys(record)
         entry = cases.setdefault(record["case_id"], {
-            "case_id": record["case_id"], "case": record["case"], "task": record.get("task", "training"),
+            "case_id": record["case_id"], "case": record["case"], "task": record.get("task", names.TRAINING),
             "vendor": record["vendor"], "hardware": record["hardware"], "nnodes": record["nnodes"],
             "nproc": record["nproc"], "framework": record.get("framework"),
             "metric": record["metrics"].get("metric"), "target": record["metrics"].get("target"),
@@ -120,15 +117,15 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
         values = _round_values(record)
         entry["rounds"].append({"round": record["round"], "status": record["status"], "reason": record["reason"],
                                 **{k: values.get(k) for k in keys + ("converged",)}})
-        if record["status"] in VALID_STATUSES:
+        if record["status"] in names.VALID_STATUSES:
             for key in keys:
                 if _number(values.get(key)):
                     entry["_values"][key].append(float(values[key]))
             if record.get("mfu", {}).get("value") is not None:
                 entry["_mfu"].append(record["mfu"]["value"])
             _collect_nodes(entry["_nodes"], record)
-        if record.get("task") == "inference":
-            entry["memory_total_bytes"] = (record["metrics"].get("device_memory") or {}).get("total_bytes")
+        if record.get("task") == names.INFERENCE:
+            entry["memory_total_bytes"] = (record["metrics"].get(names.DEVICE_MEMORY) or {}).get("total_bytes")
             entry["mfu_basis"] = (record.get("mfu") or {}).get("basis")
     summary_cases = []
     for entry in cases.values():
@@ -137,20 +134,20 @@ def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) 
         entry["stats"] = {key: mean_std(v) for key, v in values.items()}
         entry["stats"]["mfu"] = mean_std(mfu_values)
         entry["per_node"] = [{"node_rank": rank, "host": "/".join(node["hosts"]), "ranks": max(node["ranks"]),
-                              "stats": {key: mean_std(node["values"][key]) for key in NODE_STAT_KEYS}}
+                              "stats": {key: mean_std(node["values"][key]) for key in names.SUMMARY_NODE_STATS}}
                              for rank, node in sorted(nodes.items())]
-        entry["succeeded"] = statuses.count("success")
+        entry["succeeded"] = statuses.count(names.SUCCESS)
         entry["converged"] = sum(1 for r in entry["rounds"] if r.get("converged"))
-        entry["status"] = "success" if set(statuses) == {"success"} else \
+        entry["status"] = names.SUCCESS if set(statuses) == {names.SUCCESS} else \
             ",".join(sorted(set(statuses)))
         summary_cases.append(entry)
     failed = [f"{c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
-              for c in summary_cases for r in c["rounds"] if r["status"] not in VALID_STATUSES]
+              for c in summary_cases for r in c["rounds"] if r["status"] not in names.VALID_STATUSES]
     return {"schema": SUMMARY_SCHEMA, "run_id": run_id, "cases": summary_cases,
-            "ok": all(c["status"] == "success" for c in summary_cases) and bool(summary_cases),
+            "ok": all(c["status"] == names.SUCCESS for c in summary_cases) and bool(summary_cases),
             "failed_rounds": failed,
             NON_STANDARD_CASES: [c["case_id"] for c in summary_cases if not c[STANDARD]],
-            "scaling": scaling([c for c in summary_cases if c["task"] == "training"])}
+            "scaling": scaling([c for c in summary_cases if c["task"] == names.TRAINING])}
 
 
 def _number(value: Any) -> bool:
@@ -160,14 +157,14 @@ def _number(value: Any) -> bool:
 def _collect_nodes(nodes: dict[int, dict[str, Any]], record: dict[str, Any]) -> None:
     """Add a valid round's per-node throughputs (records from before per-node figures add nothing)."""
     for node in record.get("per_node") or []:
-        if THROUGHPUT_BASIS not in node:
+        if names.THROUGHPUT_BASIS not in node:
             continue
         entry = nodes.setdefault(node["node_rank"], {"hosts": [], "ranks": [],
-                                                     "values": {k: [] for k in NODE_STAT_KEYS}})
+                                                     "values": {k: [] for k in names.SUMMARY_NODE_STATS}})
         if node["host"] not in entry["hosts"]:
             entry["hosts"].append(node["host"])
         entry["ranks"].append(node.get("ranks") or 0)
-        for key in NODE_STAT_KEYS:
+        for key in names.SUMMARY_NODE_STATS:
             if _number(node.get(key)):
                 entry["values"][key].append(float(node[key]))
 
@@ -254,7 +251,7 @@ def _non_standard_notes(summary: dict[str, Any]) -> list[str]:
 def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     rows = []
     for case in summary["cases"]:
-        if case.get("task", "training") != "training":
+        if case.get("task", names.TRAINING) != names.TRAINING:
             continue
         s = case["stats"]
         rows.append([case["case_id"], str(len(case["rounds"])), f"{case['succeeded']}/{len(case['rounds'])}",
@@ -268,7 +265,7 @@ def inference_rows(summary: dict[str, Any]) -> list[list[str]]:
     """One row per inference case: the four throughputs (items/s), both accuracies, agreement, memory."""
     rows = []
     for case in summary["cases"]:
-        if case.get("task") != "inference":
+        if case.get("task") != names.INFERENCE:
             continue
         s = case["stats"]
         memory = s["device_memory_peak_bytes"]
@@ -345,7 +342,7 @@ def render_table(summary: dict[str, Any]) -> str:
             "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
     failures = [f"  {c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
-                for c in summary["cases"] for r in c["rounds"] if r["status"] != "success"]
+                for c in summary["cases"] for r in c["rounds"] if r["status"] != names.SUCCESS]
     if failures:
         lines += ["", "failures:", *failures]
     non_standard = _non_standard_notes(summary)
@@ -379,19 +376,18 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines += ["", f"## {_label(case)}", ""]
         if not case[STANDARD]:
             lines += [f"{NOT_STANDARD_NOTE}: {_why(case)}.", ""]
-        if case.get("task") == "inference":
-            keys = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core")
+        if case.get("task") == names.INFERENCE:
+            keys = names.INFERENCE_THROUGHPUTS
             lines += ["| round | status | val whole | val core | inf whole | inf core | val acc | inf acc | "
                       "reason |", "|---|---|---|---|---|---|---|---|---|"]
             for r in case["rounds"]:
-                cells = [_num(r.get(k)) for k in keys] + [_num(r.get(k), 4) for k in ("validation_accuracy",
-                                                                                      "inference_accuracy")]
+                cells = [_num(r.get(k)) for k in keys] + [_num(r.get(k), 4) for k in names.INFERENCE_ACCURACIES]
                 lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) + f" | {r['reason'] or ''} |")
             continue
         lines += ["| round | status | p_whole | p_train | p_core | e2e s | "
                   f"{case['metric']} | reason |", "|---|---|---|---|---|---|---|---|"]
         for r in case["rounds"]:
-            cells = [_num(r.get(k)) for k in ("p_whole", "p_train", "p_core", "e2e_time")]
+            cells = [_num(r.get(k)) for k in (*names.THROUGHPUTS, "e2e_time")]
             lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) +
                          f" | {_num(r.get('final_metric'), 4)} | {r['reason'] or ''} |")
         lines += _per_node_markdown(case)

@@ -26,6 +26,7 @@ import torch
 
 from case_runners.driver import events as ev
 from case_runners.rank import stop_request
+from case_runners.records import names
 from case_runners.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum, any_rank
@@ -286,7 +287,7 @@ class Trainer:
             if self.time_budget_s > 0 else (lambda: False)
         while stop is None:
             if self.max_epochs and epoch >= self.max_epochs:
-                stop = "max_epochs"
+                stop = names.MAX_EPOCHS
                 break
             epoch += 1
             self.case.set_epoch(epoch)
@@ -310,12 +311,12 @@ class Trainer:
                                             "rank_core_samples_per_s": samples / core_time if core_time else None},
                               step=step)
                 if self.max_steps and step >= self.max_steps:
-                    stop = "max_steps"
+                    stop = names.MAX_STEPS
                 # Ranks agree on the budget at log steps (one tiny collective), every step on one rank.
                 elif (self.ctx.world_size == 1 or step % self.log_freq == 0) and any_rank(over_budget(), self.device):
-                    stop = "time_budget"
+                    stop = names.TIME_BUDGET
                 if self.eval_every_steps and step % self.eval_every_steps == 0 and evaluate():
-                    stop = "target_reached"
+                    stop = names.TARGET_REACHED
                 if stop:
                     break
             if step == steps_before_epoch:
@@ -323,9 +324,9 @@ class Trainer:
             log.event(ev.EPOCH_END, {"epoch": epoch, "step": step})
             if stop is None and self.eval_every_epochs and epoch % self.eval_every_epochs == 0 \
                     and evaluated_at != step and evaluate():
-                stop = "target_reached"
+                stop = names.TARGET_REACHED
             if stop is None and any_rank(over_budget(), self.device):
-                stop = "time_budget"
+                stop = names.TIME_BUDGET
         if evaluated_at != step:
             evaluate()
         self.sync()
@@ -344,7 +345,7 @@ class Trainer:
 
         return {
             "schema": RESULT_SCHEMA, "rank": self.ctx.rank, "world_size": self.ctx.world_size,
-            "status": "success" if converged else "not_converged", "stop_reason": stop,
+            "status": names.SUCCESS if converged else names.NOT_CONVERGED, "stop_reason": stop,
             "converged": converged, "metric": self.target.metric, "final_metric": metric,
             "target": self.target.value, "samples": int(global_samples), "steps": step, "epochs": epoch,
             "init_time": self.init_time, "train_time": train_time, "train_no_eval_time": train_no_eval,

@@ -19,7 +19,8 @@ from case_runners.data_check import check_data
 from case_runners.driver import events as ev
 from case_runners.paths import display_path
 from case_runners.plan.layering import load_case_base
-from case_runners.results.record import RECORD_NAME, VALID_STATUSES
+from case_runners.records import names
+from case_runners.results.record import RECORD_NAME
 from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_check.structure import CONFIG_NAME
@@ -81,8 +82,8 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
             return [error(where, f"left no round record (exit code {code}): {said}")]
         found = []
         status = record["status"]
-        if status not in VALID_STATUSES or (status == "not_converged"
-                                             and record["metrics"].get("stop_reason") != "max_steps"):
+        if status not in names.VALID_STATUSES or (status == names.NOT_CONVERGED
+                                                   and record["metrics"].get("stop_reason") != names.MAX_STEPS):
             found.append(error(where, f"round {status}: {record.get('reason')}"))
         missing = [e for e in TRAINING_EVENTS if e not in _events(node)]
         if missing:
@@ -109,12 +110,12 @@ def _adapted(name: str, case: str, record: dict, root: Path, where: str) -> list
 
 def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> list[Finding]:
     where = f"{case} inference"
-    argv = [case, "--task", "inference", "--vendor", name, *(["--data-dir", data_dir] if data_dir else [])]
+    argv = [case, "--task", names.INFERENCE, "--vendor", name, *(["--data-dir", data_dir] if data_dir else [])]
     with tempfile.TemporaryDirectory(prefix="perfplay-check-") as tmp:
         code, said, record, node = _run(root, argv, Path(tmp))
         if record is None:
             return [error(where, f"left no round record (exit code {code}): {said}")]
-        if record["status"] != "success":
+        if record["status"] != names.SUCCESS:
             return [error(where, f"round {record['status']}: {record.get('reason')}")]
         missing = [e for e in INFERENCE_EVENTS if e not in _events(node)]
         if missing:

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from case_runners.plan.run_plan import make_plan
-from case_runners.results.record import write_round_record
+from case_runners.records import names
+from case_runners.results.record import compact_record, write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_records, write_run_summary
 
 
@@ -192,6 +193,33 @@ def test_orchestration_errors_fail_a_round_that_looked_fine(tmp_path):
     record = write_round_record(round_dir, config(), 1, errors=["gpu1: Collect the node directory: unreachable"])
     assert (record["status"], record["reason"]) == ("failed", "gpu1: Collect the node directory: unreachable")
     assert record["orchestration_errors"] == ["gpu1: Collect the node directory: unreachable"]
+
+
+def test_the_compact_digest_holds_the_round_and_its_main_figures(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round2"
+    node(round_dir, ranks=range(8))
+    record = write_round_record(round_dir, config(image_size=64), 2, errors=["gpu2: unreachable"])
+    assert compact_record(record, ["gpu2: unreachable"]) == {
+        "case_id": "resnet50_A100x1x8", "round": 2, "status": "failed", "reason": "gpu2: unreachable",
+        "standard": False, "non_standard": ["image_size"], "p_whole": 900.0, "p_train": 950.0, "p_core": 1000.0,
+        "e2e_time": 100.0, "final_metric": 76.0, "converged": True, "mfu": None, "errors": ["gpu2: unreachable"]}
+    inference = {"case_id": "i", "round": 1, "status": "success", "reason": None, "task": "inference",
+                 "metrics": {key: 1.0 for key in names.INFERENCE_METRICS}, "mfu": {"value": 0.5}}
+    digest = compact_record(inference)
+    assert digest["task"] == "inference" and digest["mfu"] == 0.5 and digest["errors"] == []
+    assert [k for k in digest if k in names.INFERENCE_METRICS] == list(names.COMPACT_INFERENCE)
+
+
+def test_the_names_shown_are_names_recorded():
+    """Every selection of metrics the summary and the digest show is of the metrics a round record holds."""
+    assert set(names.SUMMARY_TRAINING_STATS) <= set(names.TRAINING_METRICS)
+    assert set(names.COMPACT_TRAINING) <= set(names.TRAINING_METRICS)
+    assert set(names.SUMMARY_NODE_STATS) <= set(names.NODE_THROUGHPUTS)
+    assert set(names.SUMMARY_INFERENCE_STATS) - set(names.INFERENCE_METRICS) == {names.DEVICE_MEMORY_PEAK}
+    assert set(names.COMPACT_INFERENCE) <= set(names.INFERENCE_METRICS)
+    assert names.THROUGHPUT_BASIS in names.THROUGHPUTS and names.MFU_BASIS in names.THROUGHPUTS
+    assert set(names.VALID_STATUSES) <= set(names.ROUND_STATUSES) <= set(names.SUMMARY_ROUND_STATUSES)
+    assert set(names.RANK_STATUSES) - set(names.ROUND_STATUSES) == set()
 
 
 def test_a_record_that_cannot_be_written_is_a_failed_round_naming_the_full_disk(tmp_path, monkeypatch):
