@@ -83,7 +83,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
                             inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
         spec.master_port = free_port()
-    config = _load_json(args.config)
+    config = _load_json(args.config)  # valid: spec_from_config read it as a ResolvedConfig
     if args.inside_container:
         from case_runners.container.prepare import prepare
         spec.timeout_s -= prepare(config, spec.config_path, project_root(), spec.log_dir)
@@ -93,8 +93,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
         result = supervise(spec, config, project_root())
     else:
         result = launch(spec)
-    _print_json(result)
-    return EXIT_CODES[result["status"]]
+    _print_json(result.to_json())
+    return EXIT_CODES[result.status]
 
 
 def _node_args(p: argparse.ArgumentParser) -> None:
@@ -220,20 +220,23 @@ def cmd_requirements(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from case_runners.records.resolved import ResolvedConfig
     from case_runners.results.record import compact_record, write_round_record
-    record = write_round_record(Path(args.round_dir), _load_json(args.config), args.round, args.run_id, args.error)
-    _print_json({"record": record, "compact": compact_record(record, args.error)})
+    record = write_round_record(Path(args.round_dir), ResolvedConfig.load(args.config), args.round, args.run_id,
+                                args.error)
+    _print_json({"record": record.to_json(), "compact": compact_record(record, args.error)})
     return 0
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
     from case_runners.results.summary import render_table, summarize_run, write_run_summary
     run_dir = Path(args.run_dir)
-    summary = write_run_summary(run_dir) if args.write else summarize_run(run_dir)
+    summary, written = write_run_summary(run_dir) if args.write else (summarize_run(run_dir), None)
     if args.table:
         print(render_table(summary))
     else:
-        _print_json({**summary, "table": render_table(summary)})
+        _print_json({**summary.to_json(), **({"written": written} if written is not None else {}),
+                     "table": render_table(summary)})
     return 0
 
 

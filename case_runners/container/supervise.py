@@ -8,7 +8,7 @@ directory read-write, each at its host path, so every path in the config means t
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import re
 import signal
@@ -20,9 +20,11 @@ from case_runners import files
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
 from case_runners.launch.guard import SetupError, guarded_node
-from case_runners.launch.node import NODE_RESULT, NodeSpec, monitor_deadline, write_node_result
+from case_runners.launch.node import NodeSpec, monitor_deadline, save_node_result, write_node_result
 from case_runners.processes import PARENT_PID_ENV
 from case_runners.records.names import FAILED, INTERRUPTED, TIMEOUT
+from case_runners.records.node import NODE_RESULT, NodeResult
+from case_runners.records.schema import RecordError
 from case_runners.run_ids import RUN_ID_ENV
 from case_runners.vendor_files import env_file
 
@@ -71,7 +73,7 @@ def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run:
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or f"uid{os.getuid()}"
     env.update({RUN_ID_ENV: spec.run_id}, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", HOME="/tmp", USER=user, LOGNAME=user)
-    sourced = env_file(project_dir, config)
+    sourced = env_file(project_dir, config["vendor"], config["case"])
     if sourced:
         env["PERFPLAY_ENV_FILE"] = str(sourced)
     return env
@@ -99,7 +101,7 @@ def round_label(spec: NodeSpec, case_id: str) -> str:
     return f"{case_id}/{spec.log_dir.parent.name}"
 
 
-def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict[str, Any]:
+def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> NodeResult:
     """Run spec's node in a container of config's image, under the node's monitors (on the host); write and
     return node_result.json."""
     started = time.time()
@@ -116,7 +118,7 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict
 
 
 def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, started: float,
-                   signals: _Signals) -> dict[str, Any]:
+                   signals: _Signals) -> NodeResult:
     runtime = config["runtime"]
     name = container_name(spec, config["case_id"])
     status, reason, exit_code = FAILED, None, None
@@ -139,9 +141,8 @@ def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, st
             container.remove(force=True)
         inside = _read_node_result(spec.log_dir)
         if inside:
-            inside.update(container=name, image=runtime["image"], container_duration_s=round(time.time() - started, 3))
-            files.atomic_write_json(spec.log_dir / NODE_RESULT, inside)
-            return inside
+            return save_node_result(spec.log_dir, dataclasses.replace(
+                inside, container=name, image=runtime["image"], container_duration_s=round(time.time() - started, 3)))
         if stopped_why:
             status, reason = stopped_why
         elif state.get("OOMKilled"):
@@ -170,12 +171,12 @@ def _wait(client: Any, cid: str, limit_s: float, signals: _Signals) -> tuple[int
         time.sleep(POLL_S)
 
 
-def _read_node_result(log_dir: Path) -> dict[str, Any] | None:
+def _read_node_result(log_dir: Path) -> NodeResult | None:
+    """The node result the launcher in the container wrote, if it wrote a valid one."""
     try:
-        doc = json.loads((log_dir / NODE_RESULT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return NodeResult.load(log_dir / NODE_RESULT)
+    except RecordError:
         return None
-    return doc if isinstance(doc, dict) else None
 
 
 def _remove(client: Any, name: str) -> None:

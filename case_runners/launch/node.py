@@ -14,7 +14,7 @@ ranks of every node, each node's reason naming the root cause. Stdlib only: no t
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import os
 import signal
 import socket
@@ -35,10 +35,12 @@ from case_runners.paths import project_root
 from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
 from case_runners.rank.env import DEVICE_INDEX_ENV, result_path
 from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
+from case_runners.records.node import NODE_RESULT, NodeResult, RankExit
+from case_runners.records.rank import FailedRankResult, RankResult
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.schema import ABSENT, RecordError
 from case_runners.run_ids import RUN_ID_ENV
 
-NODE_RESULT = "node_result.json"
-NODE_SCHEMA = "perfplay.node_result/1"
 POLL_S = 0.05
 GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
 ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
@@ -183,11 +185,11 @@ class NodeLauncher:
         """': <why>' from the rank's result when it failed and said why (a traceback's last line), or the full disk
         that kept it from saying; else ''."""
         try:
-            result = json.loads(result_path(self.spec.log_dir, rank.rank).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            result = RankResult.load(result_path(self.spec.log_dir, rank.rank))
+        except RecordError:
             full = files.disk_full_reason(self.spec.log_dir)
             return f": {full}" if full else ""
-        reason = str(result.get("reason") or "").strip() if result.get("status") == FAILED else ""
+        reason = result.reason.strip() if isinstance(result, FailedRankResult) else ""
         return ": " + reason.splitlines()[-1] if reason else ""
 
     def failure(self, status: str, reason: str, urgent: bool = True) -> Failure:
@@ -307,7 +309,7 @@ def monitor_deadline(spec: NodeSpec, started: float) -> float:
     return started + spec.timeout_s + MONITOR_GRACE_S
 
 
-def launch(spec: NodeSpec) -> dict[str, Any]:
+def launch(spec: NodeSpec) -> NodeResult:
     """Run the node's ranks to completion under its monitors; write and return node_result.json. A node that
     loses the others stops its own ranks and monitors: nobody may be able to reach it to do so."""
     launcher = NodeLauncher(spec)
@@ -331,37 +333,31 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
               file=sys.stderr, flush=True)
     return write_node_result(spec, status, reason, started,
                              torch_port=spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
-                             ranks={str(r.rank): {"exit_code": r.exit_code, "log": f"rank{r.rank}.out.log"}
+                             ranks={str(r.rank): RankExit(exit_code=r.exit_code, log=f"rank{r.rank}.out.log")
                                     for r in launcher.ranks},
                              environment_file=str(spec.env_file) if spec.env_file else None)
 
 
 def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *,
-                      torch_port: int | None = None, ranks: dict[str, Any] | None = None,
-                      **extra: Any) -> dict[str, Any]:
-    """Write and return the node's node_result.json (started: time.time() at the node's start). A result that
-    cannot be written is still returned (the launcher prints it), with the reason in "write_error"."""
-    result = {
-        "schema": NODE_SCHEMA,
-        "host": spec.node_name,
-        "node_name": spec.node_name,
-        "hostname": socket.gethostname(),
-        "node_rank": spec.node_rank,
-        "run_id": spec.run_id,
-        "status": status,
-        "reason": reason,
-        "duration_s": round(time.time() - started, 3),
-        "master": spec.master,
-        "torch_port": torch_port,
-        "nic": spec.nic,
-        "ranks": ranks or {},
-        **extra,
-    }
+                      torch_port: int | None = None, ranks: dict[str, RankExit] | None = None,
+                      **extra: Any) -> NodeResult:
+    """Write and return the node's node_result.json (started: time.time() at the node's start; `extra`: the
+    optional fields of NodeResult). A result that cannot be written is still returned (the launcher prints it),
+    with the reason in write_error."""
+    result = NodeResult(host=spec.node_name, node_name=spec.node_name, hostname=socket.gethostname(),
+                        node_rank=spec.node_rank, run_id=spec.run_id, status=status, reason=reason,
+                        duration_s=round(time.time() - started, 3), master=spec.master, torch_port=torch_port,
+                        nic=spec.nic, ranks=ranks or {}, **extra)
+    return save_node_result(spec.log_dir, result)
+
+
+def save_node_result(log_dir: Path, result: NodeResult) -> NodeResult:
+    """Write `result` as log_dir's node_result.json; the result, with write_error when it could not be written."""
     try:
-        files.atomic_write_json(spec.log_dir / NODE_RESULT, result)
+        files.atomic_write_json(log_dir / NODE_RESULT, result.to_json())
     except files.WriteError as exc:
-        result["write_error"] = str(exc)
-    return result
+        return dataclasses.replace(result, write_error=str(exc))
+    return dataclasses.replace(result, write_error=ABSENT)
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -372,9 +368,9 @@ def env_seconds(name: str, default: float) -> float:
         raise PerfplayError(f"environment variable {name}={raw!r} is not a number of seconds") from None
 
 
-def round_monitors(config: dict[str, Any]) -> tuple[str, ...]:
+def round_monitors(config: ResolvedConfig) -> tuple[str, ...]:
     """The monitors of a round of this config: the host's, and the vendor's when it has one."""
-    return ("host", *([config["vendor"]] if config.get("vendor_info", {}).get("monitor") else []))
+    return ("host", *([config.vendor] if config.vendor_info.monitor else []))
 
 
 def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master_addr: str, master_port: int,
@@ -382,14 +378,15 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                      rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None,
                      monitors: bool = True, monitor_interval: float = 1.0,
                      inside_container: bool = False) -> NodeSpec:
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config = ResolvedConfig.load(config_path)
     return NodeSpec(config_path=config_path.resolve(), log_dir=log_dir.resolve(), node_rank=node_rank,
                     master_addr=master_addr, master_port=master_port,
-                    timeout_s=float(timeout_s or config["timeout_s"]), run_id=run_id,
-                    nnodes=int(config["nnodes"]), nproc=int(config["nproc"]), vendor_info=config["vendor_info"],
+                    timeout_s=float(timeout_s or config.timeout_s), run_id=run_id,
+                    nnodes=config.nnodes, nproc=config.nproc, vendor_info=config.vendor_info.to_json(),
                     node_name=node_name or socket.gethostname(), nic=nic or None,
                     rdzv_timeout_s=rdzv_timeout_s or env_seconds("PERFPLAY_RDZV_TIMEOUT_S", RDZV_TIMEOUT_S),
                     heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
                     monitors=round_monitors(config) if monitors and not inside_container else (),
                     monitor_interval=monitor_interval, inside_container=inside_container,
-                    env_file=None if inside_container else vendor_files.env_file(project_root(), config))
+                    env_file=None if inside_container else vendor_files.env_file(project_root(), config.vendor,
+                                                                                 config.case))

@@ -14,13 +14,14 @@ from typing import Any
 
 from case_runners.cases import case_dir, list_cases
 from case_runners.config.constraints import Constraint, declare_params
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
+from case_runners.config.resolved import DEFAULT_TIMEOUT_S
 from case_runners.config.selection import BOUNDS, Selection
 from case_runners.config.standard import standard_fields
 from case_runners.config.types import to_float
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
+from case_runners.records.resolved import ResolvedConfig, Target, VendorInfo
 from case_runners.vendors import vendor_info
 
 
@@ -40,6 +41,10 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
         if unknown:
             raise ConfigError(f"is listed as {listed} but is not a param", key=f"{listed}.{unknown[0]}", file=shown,
                               allowed=base["params"])
+    problems = Target.problems(base["target"], "target")
+    if problems:
+        raise ConfigError(f"must be {{metric, value, higher_is_better}}: {'; '.join(problems)}", key="target",
+                          file=shown)
     both = sorted(set(base["mutable"]) & set(base["run_only"]))
     if both:
         raise ConfigError("is listed as mutable (a vendor may set it) and as run_only (only a run override may): "
@@ -84,7 +89,7 @@ def choose_hardware(sel: Selection, vendor: dict[str, Any], root: Path) -> Confi
 
 
 def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
-            default_timeout_s: int | None = None) -> tuple[dict[str, Any] | None, list[ConfigError]]:
+            default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None, list[ConfigError]]:
     """Resolve a selection against a loaded vendor; return (config, errors)."""
     cases = list_cases()
     if sel.case not in cases:
@@ -130,25 +135,12 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         return None, errors
     changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
     non_standard = [k for k in base["run_only"] if params[k] != base["params"][k]]
-    config = {
-        "schema": RESOLVED_SCHEMA,
-        "case": sel.case,
-        "case_id": sel.case_id,
-        "framework": sel.framework,
-        "vendor": vendor["name"],
-        "hardware": sel.hardware,
-        "nnodes": sel.nnodes,
-        "nproc": sel.nproc,
-        "repeat": sel.repeat,
-        "data_dir": sel.data_dir,
-        "timeout_s": timeout,
-        "sources": [base_file, vendor_shown] + ([overrides_file] if sel.overrides else []),
-        **standard_fields(non_standard),
-        "provenance": provenance,
-        "params": params,
-        "target": base["target"],
-        "flops_per_sample": None if changed else flops,
-        "flops_note": f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
-        "vendor_info": vendor_info(vendor, sel.hardware),
-    }
+    config = ResolvedConfig(
+        case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"], hardware=sel.hardware,
+        nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
+        sources=[base_file, vendor_shown] + ([overrides_file] if sel.overrides else []), provenance=provenance,
+        **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
+        flops_per_sample=None if changed else flops,
+        flops_note=f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
+        vendor_info=VendorInfo(**vendor_info(vendor, sel.hardware)))
     return config, []

@@ -27,27 +27,11 @@ import torch
 from case_runners.driver import events as ev
 from case_runners.rank import stop_request
 from case_runners.records import names
+from case_runners.records.resolved import Target
 from case_runners.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum, any_rank
 from case_runners.vendor_runtime import VendorRuntime
-
-RESULT_SCHEMA = "perfplay.rank_result/1"
-
-
-@dataclass(frozen=True)
-class Target:
-    metric: str
-    value: float
-    higher_is_better: bool = True
-
-    @classmethod
-    def from_config(cls, target: dict[str, Any]) -> Target:
-        return cls(metric=str(target["metric"]), value=float(target["value"]),
-                   higher_is_better=bool(target.get("higher_is_better", True)))
-
-    def reached(self, value: float) -> bool:
-        return value >= self.value if self.higher_is_better else value <= self.value
 
 
 def seed_everything(seed: int) -> None:
@@ -343,8 +327,8 @@ class Trainer:
         def rate(seconds: float, count: float = global_samples) -> float:
             return count / seconds if seconds > 0 else 0.0
 
+        # The rank result's fields (records/rank.py TrainingRankResult) but those of the task and the rank runtime.
         return {
-            "schema": RESULT_SCHEMA, "rank": self.ctx.rank, "world_size": self.ctx.world_size,
             "status": names.SUCCESS if converged else names.NOT_CONVERGED, "stop_reason": stop,
             "converged": converged, "metric": self.target.metric, "final_metric": metric,
             "target": self.target.value, "samples": int(global_samples), "steps": step, "epochs": epoch,

@@ -20,6 +20,7 @@ from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, is_run_process
 from process_helpers import kill_run, run_pids, wait_for
+from record_helpers import rank_result
 
 
 def resolved(tmp_path: Path, nproc: int, **overrides) -> Path:
@@ -223,7 +224,8 @@ def test_a_failed_rank_s_own_reason_follows_its_exit_in_the_node_s_reason(tmp_pa
     launcher, rank = NodeLauncher(spec), Rank(0, 0, process=None, log=None)
     assert launcher.rank_cause(rank) == "", "no result: nothing to add"
     (tmp_path / "rank0.result.json").write_text(json.dumps(
-        {"status": "failed", "reason": "Traceback (most recent call last):\n  ...\nValueError: bad shard\n"}))
+        {"schema": "perfplay.rank_result/1", "rank": 0, "world_size": 1, "status": "failed",
+         "reason": "Traceback (most recent call last):\n  ...\nValueError: bad shard\n", "e2e_time": 1.0}))
     assert launcher.rank_cause(rank) == ": ValueError: bad shard"
-    (tmp_path / "rank0.result.json").write_text(json.dumps({"status": "success", "reason": None}))
+    (tmp_path / "rank0.result.json").write_text(json.dumps(rank_result()))
     assert launcher.rank_cause(rank) == ""
