@@ -228,6 +228,13 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_record(args: argparse.Namespace) -> int:
+    from case_runners.records.check import report
+    lines, code = report(args.paths)
+    print("\n".join(lines))
+    return code
+
+
 def cmd_summarize(args: argparse.Namespace) -> int:
     from case_runners.results.summary import render_table, summarize_run, write_run_summary
     run_dir = Path(args.run_dir)
@@ -396,6 +403,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--error", action="append", default=[],
                    help="a problem the orchestration met in this round (a host that failed a task): fails the round")
     p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("check-record", help="check that files are valid perfplay documents (resolved config, rank "
+                                            "or node result, round record, run summary), each of the kind its "
+                                            "schema names: one line per valid file, exit 1 naming every problem")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.set_defaults(func=cmd_check_record)
 
     p = sub.add_parser("summarize", help="summarise a run directory over rounds")
     p.add_argument("run_dir")
