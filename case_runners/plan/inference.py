@@ -44,11 +44,12 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
     if errors:
         return None, errors
     conf = resolved["configurations"]
+    hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     return ResolvedConfig(
         task=INFERENCE, case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"],
-        hardware=sel.hardware, nnodes=1, nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
+        hardware=hardware, nnodes=1, nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
         timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S, sources=resolved["sources"],
         provenance=resolved["provenance"], **read_standard(resolved), notes=notes, inference=resolved,
         params={**conf, **resolved["parameters"]}, target=None, flops_per_sample=conf["flops"],
         flops_convention=FLOPS_CONVENTION, flops_note=None,
-        vendor_info=VendorInfo(**vendor_info(vendor, sel.hardware))), []
+        vendor_info=VendorInfo(**vendor_info(vendor, hardware))), []

@@ -135,12 +135,13 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         return None, errors
     changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
     non_standard = [k for k in base["run_only"] if params[k] != base["params"][k]]
+    hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     config = ResolvedConfig(
-        case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"], hardware=sel.hardware,
+        case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"], hardware=hardware,
         nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
         sources=[base_file, vendor_shown] + ([overrides_file] if sel.overrides else []), provenance=provenance,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
         flops_per_sample=None if changed else flops,
         flops_note=f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
-        vendor_info=VendorInfo(**vendor_info(vendor, sel.hardware)))
+        vendor_info=VendorInfo(**vendor_info(vendor, hardware)))
     return config, []

@@ -204,14 +204,14 @@ def _decode_document(cls: type[D], doc: Any, where: str, found: list[Problem]) -
     if not isinstance(doc, dict):
         found.append(f"{_at(where)}expected an object, got {described(doc)}")
         return None
-    cls = cls.variant(doc)
-    wrong_kind = schema_problems(doc, cls.SCHEMA) if cls.SCHEMA else []
+    kind = cls.variant(doc)
+    wrong_kind = schema_problems(doc, kind.SCHEMA) if kind.SCHEMA else []
     if wrong_kind:  # another kind's document, or another version's: its keys are not this one's to judge
         found += wrong_kind
         return None
-    hints = _hints(cls)
-    fields = dataclasses.fields(cls)
-    known = {f.name for f in fields} | ({SCHEMA_KEY} if cls.SCHEMA else set())
+    hints = _hints(kind)
+    fields = dataclasses.fields(kind)
+    known = {f.name for f in fields} | ({SCHEMA_KEY} if kind.SCHEMA else set())
     unknown = [k for k in doc if k not in known]
     for key in unknown:
         found.append(f"key '{key_name(where, key)}': unknown (allowed: {', '.join(sorted(known))})")
@@ -234,8 +234,8 @@ def _decode_document(cls: type[D], doc: Any, where: str, found: list[Problem]) -
             extra = item.metadata.get("check")
             if extra is not None:
                 found += extra(value, key)
-    found += cls.more_problems(doc, where)
-    return cls(**values)
+    found += kind.more_problems(doc, where)
+    return kind(**values)
 
 
 def _at(where: str) -> str:

@@ -153,10 +153,10 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int,
         node_ranks, node_invalid = _rank_results(path)
         invalid.update(node_invalid)
         ranks += [(host, node_rank, r) for r in node_ranks]
-        common = dict(host=host, node_rank=node_rank, status=status, reason=reason, duration_s=duration_s,
-                      dir=path.name)
-        nodes.append(NodeEntry(**common) if inference else
-                     TrainingNodeEntry(**common, **node_throughput(node_ranks, config.nproc)))
+        entry: dict[str, Any] = dict(host=host, node_rank=node_rank, status=status, reason=reason,
+                                     duration_s=duration_s, dir=path.name)
+        nodes.append(NodeEntry(**entry) if inference else
+                     TrainingNodeEntry(**entry, **node_throughput(node_ranks, config.nproc)))
         monitors[path.name] = {log.name.removesuffix("_monitor.jsonl"): summarize_monitor_log(log)
                                for log in sorted(path.glob("*_monitor.jsonl"))}
     ranks.sort(key=lambda item: item[2].rank)
@@ -165,25 +165,25 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int,
     metrics = {key: getattr(rank0, key, None) for key in names.metric_keys(config.task_name)}
     metrics[names.DEVICE_MEMORY] = device_memory(monitors, nodes, config.vendor,
                                                  getattr(rank0, "monitor_devices", None)).to_json()
-    kind = InferenceRoundRecord if inference else TrainingRoundRecord
-    throughput: InferenceThroughput | TrainingThroughput
-    if inference:  # the engine's core throughput, or the framework's without one
-        path = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
-        basis = f"p_{path}_core"
-        throughput = InferenceThroughput(basis=basis, unit="items/s", total=metrics.get(basis),
-                                         whole=metrics.get(f"p_{path}_whole"))
-    else:
-        basis = names.MFU_BASIS
-        throughput = throughput_block([n for n in nodes if isinstance(n, TrainingNodeEntry)], metrics)
-    return kind(
+    common: dict[str, Any] = dict(
         run_id=run_id or round_dir.parent.parent.name, case_id=config.case_id, case=config.case, vendor=config.vendor,
         hardware=config.hardware, framework=config.framework, nnodes=config.nnodes, nproc=config.nproc,
         round=round_no, status=status, reason=reason, task=config.task_name,
         adapted=list(getattr(rank0, "adapted", None) or []),  # trainer points rank 0 ran from the vendor's adapter
         versions=getattr(rank0, "versions", None),  # the software stack of rank 0 (torch, and the vendor hook's)
-        **config.standard_fields(), metrics=metrics, mfu=mfu(metrics, config, basis), throughput=throughput,
-        per_node=nodes, per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks],
-        monitors=monitors, params=config.params)
+        **config.standard_fields(), metrics=metrics,
+        per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks], monitors=monitors,
+        params=config.params)
+    if inference:  # MFU and throughput on the engine's core throughput, or the framework's without one
+        side = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
+        basis = f"p_{side}_core"
+        return InferenceRoundRecord(
+            **common, mfu=mfu(metrics, config, basis), per_node=nodes,
+            throughput=InferenceThroughput(basis=basis, unit="items/s", total=metrics.get(basis),
+                                           whole=metrics.get(f"p_{side}_whole")))
+    training_nodes = [n for n in nodes if isinstance(n, TrainingNodeEntry)]
+    return TrainingRoundRecord(**common, mfu=mfu(metrics, config), per_node=training_nodes,
+                               throughput=throughput_block(training_nodes, metrics))
 
 
 def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str | None,
@@ -238,7 +238,7 @@ def compact_record(record: RoundRecord, errors: list[str] | tuple[str, ...] = ()
     orchestration's errors."""
     compact: dict[str, Any] = {"case_id": record.case_id, "round": record.round, "status": record.status,
                                "reason": record.reason, **record.standard_fields()}
-    shown = names.COMPACT_TRAINING
+    shown: tuple[str, ...] = names.COMPACT_TRAINING
     if record.task == names.INFERENCE:
         compact["task"], shown = names.INFERENCE, names.COMPACT_INFERENCE
     compact.update((key, record.metrics.get(key)) for key in shown)

@@ -117,7 +117,7 @@ def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> Stan
     """A round with no readable record, described from the case's resolved config (as far as it can be read)."""
     config = _config(case_dir)
     number = round_dir.name.removeprefix("round")
-    common = dict(round=int(number) if number.isdigit() else 0, status=status, reason=reason)
+    common: dict[str, Any] = dict(round=int(number) if number.isdigit() else 0, status=status, reason=reason)
     if config is None:
         return StandIn(case_id=case_dir.name, case=case_dir.name, task=names.TRAINING, vendor=None, hardware=None,
                        nnodes=1, nproc=1, framework=None, **common, **read_standard({}),
@@ -249,7 +249,7 @@ def scaling(cases: list[SummaryCase], basis: str = SCALING_BASIS) -> list[Scalin
                              reason=reason)
             if reason is None and value is None:
                 row.reason = f"no valid {basis} (no round with status success or not_converged)"
-            elif reason is None and base_value:
+            elif value is not None and base_value:
                 row.speedup = value / base_value
                 row.efficiency = row.speedup / (devices / base_devices)
             rows.append(row)
