@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -82,11 +83,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
                             monitors=not args.no_monitors, monitor_interval=args.monitor_interval,
                             inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
-        spec.master_port = free_port()
+        spec = dataclasses.replace(spec, master_port=free_port())
     config = _load_json(args.config)  # valid: spec_from_config read it as a ResolvedConfig
     if args.inside_container:
         from case_runners.container.prepare import prepare
-        spec.timeout_s -= prepare(config, spec.config_path, project_root(), spec.log_dir)
+        spec = dataclasses.replace(spec, timeout_s=spec.timeout_s - prepare(config, spec.config_path, project_root(),
+                                                                              spec.log_dir))
         result = launch(spec)
     elif (config.get("runtime") or {}).get("kind") == "docker":
         from case_runners.container.supervise import supervise

@@ -111,7 +111,7 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> Node
         with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S):
             return _run_container(spec, config, project_dir, started, signals)
     except SetupError as exc:
-        return write_node_result(spec, FAILED, str(exc), started, image=config["runtime"]["image"])
+        return write_node_result(spec, FAILED, str(exc), started, nic=spec.nic, image=config["runtime"]["image"])
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -152,7 +152,7 @@ def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, st
                      f"(see {CONTAINER_LOG})"
     except Exception as exc:  # the engine refused (image missing, bad option, engine down), or a full disk
         reason = f"container {name}: {exc}"
-    return write_node_result(spec, status, reason, started, container=name, image=runtime["image"],
+    return write_node_result(spec, status, reason, started, nic=spec.nic, container=name, image=runtime["image"],
                              exit_code=exit_code)
 
 

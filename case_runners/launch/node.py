@@ -60,8 +60,9 @@ class Rank:
     exit_code: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class NodeSpec:
+    """What a node's launcher is asked to run, fixed before it starts (what it learns on the way: RunState)."""
     config_path: Path
     log_dir: Path
     node_rank: int
@@ -73,10 +74,9 @@ class NodeSpec:
     nproc: int
     vendor_info: dict[str, Any] = field(default_factory=dict)
     node_name: str = field(default_factory=socket.gethostname)
-    nic: str | None = None  # network interface of the collectives (None: the host's default)
+    nic: str | None = None  # --nic: the collectives' network interface (None: chosen at the start, see RunState)
     rdzv_timeout_s: float = RDZV_TIMEOUT_S
     heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
-    torch_port: int | None = None  # MASTER_PORT of the ranks; master_port itself on a single node
     monitors: tuple[str, ...] = ()  # "host" and/or vendor names, run for the length of the round
     monitor_interval: float = 1.0
     inside_container: bool = False  # the launcher in a node's container: its host-side twin owns pid file and monitors
@@ -87,6 +87,14 @@ class NodeSpec:
         return f"{self.master_addr}:{self.master_port}"
 
 
+@dataclass
+class RunState:
+    """What a node's launcher learns as its round starts: torch's port (node 0 picks it at the rendezvous of a
+    multi-node round) and the network interface of the collectives (spec.nic, or the one that routes to node 0)."""
+    torch_port: int | None = None  # MASTER_PORT of the ranks; None: spec.master_port (a single node)
+    nic: str | None = None  # None: the host's default
+
+
 def nic_env(vendor_info: dict[str, Any]) -> tuple[str, ...]:
     """The variables naming the collectives' network interface: gloo's (torch's own store and CPU collectives)
     and, by the common convention, the vendor backend's <BACKEND>_SOCKET_IFNAME (NCCL_, HCCL_, ...)."""
@@ -94,14 +102,14 @@ def nic_env(vendor_info: dict[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(("GLOO_SOCKET_IFNAME", f"{backend}_SOCKET_IFNAME")))
 
 
-def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str, str]:
+def rank_env(spec: NodeSpec, state: RunState, local_rank: int, base: dict[str, str]) -> dict[str, str]:
     """The environment of one rank: torch.distributed's variables, device visibility, threads."""
     env = dict(base)
     rank = spec.node_rank * spec.nproc + local_rank
     env.update(
         RANK=str(rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(spec.nnodes * spec.nproc),
         LOCAL_WORLD_SIZE=str(spec.nproc), NODE_RANK=str(spec.node_rank), GROUP_RANK=str(spec.node_rank),
-        MASTER_ADDR=spec.master_addr, MASTER_PORT=str(spec.torch_port or spec.master_port),
+        MASTER_ADDR=spec.master_addr, MASTER_PORT=str(state.torch_port or spec.master_port),
         **{RUN_ID_ENV: spec.run_id},
         PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(filter(None, [str(project_root()),
                                                                         base.get("PYTHONPATH")])),
@@ -121,8 +129,8 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
     else:
         env[DEVICE_INDEX_ENV] = str(local_rank)
     for name in nic_env(spec.vendor_info):
-        if spec.nic and not base.get(name):  # a value the host sets wins
-            env[name] = spec.nic
+        if state.nic and not base.get(name):  # a value the host sets wins
+            env[name] = state.nic
     if spec.vendor_info.get("device") == "cpu" and "OMP_NUM_THREADS" not in base:
         # Share the cores between the node's ranks instead of oversubscribing them.
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // spec.nproc))
@@ -136,6 +144,7 @@ class NodeLauncher:
         self.ranks: list[Rank] = []
         self.signal_received: int | None = None
         self.link: Link | None = None  # to the other nodes' launchers (nnodes > 1)
+        self.state = RunState()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.signal_received = signum
@@ -156,7 +165,7 @@ class NodeLauncher:
         for local_rank in range(spec.nproc):
             rank = spec.node_rank * spec.nproc + local_rank
             log = files.open_text(spec.log_dir / f"rank{rank}.out.log")
-            env = {**rank_env(spec, local_rank, base), PARENT_PID_ENV: str(os.getpid())}
+            env = {**rank_env(spec, self.state, local_rank, base), PARENT_PID_ENV: str(os.getpid())}
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        env=env, cwd=project_root(), start_new_session=True)
             entry = Rank(rank, local_rank, process, log, identify(process.pid))
@@ -259,19 +268,18 @@ def describe_exit(code: int) -> str:
 
 
 def meet(spec: NodeSpec, launcher: NodeLauncher) -> Link:
-    """The rendezvous of a multi-node round: this node's link to the others, torch's port set in spec."""
-    common = dict(master_addr=spec.master_addr, master_port=spec.master_port, node_name=spec.node_name,
-                  run_id=spec.run_id, nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout=spec.rdzv_timeout_s,
-                  heartbeat_timeout=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
+    """The rendezvous of a multi-node round: this node's link to the others (torch's port in its torch_port)."""
+    common: dict[str, Any] = dict(
+        master_addr=spec.master_addr, master_port=spec.master_port, node_name=spec.node_name, run_id=spec.run_id,
+        nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout=spec.rdzv_timeout_s,
+        heartbeat_timeout=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
     if not 0 <= spec.node_rank < spec.nnodes:
         raise rendezvous.RendezvousError(FAILED, f"node rank {spec.node_rank} of {spec.node_name} is outside "
                                                    f"0..{spec.nnodes - 1} (nnodes={spec.nnodes})")
     if not spec.master_port:
         raise rendezvous.RendezvousError(FAILED, f"a round of {spec.nnodes} nodes needs a fixed master port "
                                                    "(run var perfplay_master_port), not 0")
-    link = rendezvous.host(**common) if spec.node_rank == 0 else rendezvous.join(node_rank=spec.node_rank, **common)
-    spec.torch_port = link.torch_port
-    return link
+    return rendezvous.host(**common) if spec.node_rank == 0 else rendezvous.join(node_rank=spec.node_rank, **common)
 
 
 def choose_nic(spec: NodeSpec, environ: dict[str, str]) -> str | None:
@@ -295,7 +303,8 @@ def run(launcher: NodeLauncher) -> tuple[str, str | None]:
     try:
         if spec.nnodes > 1:
             launcher.link = meet(spec, launcher)
-        spec.nic = choose_nic(spec, dict(os.environ))
+            launcher.state.torch_port = launcher.link.torch_port
+        launcher.state.nic = choose_nic(spec, dict(os.environ))
         launcher.start()
     except rendezvous.RendezvousError as exc:
         return exc.status, exc.reason
@@ -331,14 +340,14 @@ def launch(spec: NodeSpec) -> NodeResult:
     if reason and spec.nnodes > 1:  # the task's stderr shows why this host stopped
         print(f"perfplay launch: {node_label(spec.node_rank, spec.node_name)}: {status}: {reason}",
               file=sys.stderr, flush=True)
-    return write_node_result(spec, status, reason, started,
-                             torch_port=spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
+    return write_node_result(spec, status, reason, started, nic=launcher.state.nic,
+                             torch_port=launcher.state.torch_port or (spec.master_port if spec.nnodes == 1 else None),
                              ranks={str(r.rank): RankExit(exit_code=r.exit_code, log=f"rank{r.rank}.out.log")
                                     for r in launcher.ranks},
                              environment_file=str(spec.env_file) if spec.env_file else None)
 
 
-def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *,
+def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *, nic: str | None,
                       torch_port: int | None = None, ranks: dict[str, RankExit] | None = None,
                       **extra: Any) -> NodeResult:
     """Write and return the node's node_result.json (started: time.time() at the node's start; `extra`: the
@@ -347,7 +356,7 @@ def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: 
     result = NodeResult(host=spec.node_name, node_name=spec.node_name, hostname=socket.gethostname(),
                         node_rank=spec.node_rank, run_id=spec.run_id, status=status, reason=reason,
                         duration_s=round(time.time() - started, 3), master=spec.master, torch_port=torch_port,
-                        nic=spec.nic, ranks=ranks or {}, **extra)
+                        nic=nic, ranks=ranks or {}, **extra)
     return save_node_result(spec.log_dir, result)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from case_runners import pidfiles
-from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, rank_env
+from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, RunState, rank_env
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, is_run_process
@@ -207,13 +207,13 @@ def spec(scope: str, nproc: int = 4, env: str = "CUDA_VISIBLE_DEVICES") -> NodeS
 
 @pytest.mark.parametrize(("scope", "visible", "index"), [("node", "0,1,2,3", "2"), ("rank", "2", "0")])
 def test_visible_devices_per_vendor_scope(scope, visible, index):
-    env = rank_env(spec(scope), local_rank=2, base={})
+    env = rank_env(spec(scope), RunState(), local_rank=2, base={})
     assert env["CUDA_VISIBLE_DEVICES"] == visible and env["PERFPLAY_DEVICE_INDEX"] == index
     assert (env["RANK"], env["WORLD_SIZE"], env["NODE_RANK"], env["LOCAL_RANK"]) == ("6", "8", "1", "2")
 
 
 def test_a_host_restricted_device_list_is_honoured():
-    env = rank_env(spec("node", nproc=2), local_rank=1, base={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
+    env = rank_env(spec("node", nproc=2), RunState(), local_rank=1, base={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
     assert env["CUDA_VISIBLE_DEVICES"] == "4,5" and env["PERFPLAY_DEVICE_INDEX"] == "1"
 
 
