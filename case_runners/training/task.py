@@ -41,7 +41,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     params = config.params
     runtime, device = start_rank(config, env)
     adapter = load_adapter(config.vendor, config.case)  # after the vendor's imports, before the case
-    runtime.allow_tf32(bool(params.get("tf32", False)))
+    runtime.allow_tf32(bool(params["tf32"]))  # the trainer's params: config/shared_params.py TRAINER_PARAMS
     backend = runtime.dist_backend
     versions = runtime.versions()
     log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case,
@@ -52,7 +52,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
                                "adapter": adapter.shown})
     init_distributed(env, backend, device)
     stop_request.check("init (case)")
-    seed_everything(int(params.get("seed", 0)))
+    seed_everything(int(params["seed"]))
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
                      device=device, data_dir=config.data_dir, log=log, runtime=runtime,
                      pin_memory=device.type != "cpu")

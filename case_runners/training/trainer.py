@@ -79,16 +79,16 @@ class Trainer:
         self.case, self.params, self.ctx, self.target = case, params, ctx, target
         self.log = ctx.log
         self.device = ctx.device
-        self.precision = Precision(bool(params.get("amp", False)), ctx.device.type, amp_dtype,
-                                   bool(params.get("tf32", False)))
+        # The trainer's params, with their defaults, are declared once: config/shared_params.py TRAINER_PARAMS.
+        self.precision = Precision(bool(params["amp"]), ctx.device.type, amp_dtype, bool(params["tf32"]))
         self.runtime = ctx.runtime or VendorRuntime(None, ctx.device.type, "gloo")  # torch's defaults
         self.sync = self.runtime.synchronizer(ctx.device)
-        self.max_epochs = int(params.get("max_epochs", 0))
-        self.max_steps = int(params.get("max_steps", 0))
-        self.time_budget_s = float(params.get("time_budget_s", 0))
-        self.log_freq = max(1, int(params.get("log_freq", 10)))
-        self.eval_every_epochs = int(params.get("eval_every_epochs", 1))
-        self.eval_every_steps = int(params.get("eval_every_steps", 0))
+        self.max_epochs = int(params["max_epochs"])
+        self.max_steps = int(params["max_steps"])
+        self.time_budget_s = float(params["time_budget_s"])
+        self.log_freq = int(params["log_freq"])
+        self.eval_every_epochs = int(params["eval_every_epochs"])
+        self.eval_every_steps = int(params["eval_every_steps"])
         self.history: list[dict[str, float]] = []
         self.adapter = adapter
         self.adapter_ctx = AdapterContext(
