@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import __version__
+from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.errors import PerfplayError
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.scaffold.commands import add_commands
@@ -81,19 +83,20 @@ def cmd_launch(args: argparse.Namespace) -> int:
                             monitors=not args.no_monitors, monitor_interval=args.monitor_interval,
                             inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
-        spec.master_port = free_port()
-    config = _load_json(args.config)
+        spec = dataclasses.replace(spec, master_port=free_port())
+    config = _load_json(args.config)  # valid: spec_from_config read it as a ResolvedConfig
     if args.inside_container:
         from case_runners.container.prepare import prepare
-        spec.timeout_s -= prepare(config, spec.config_path, project_root(), spec.log_dir)
+        spec = dataclasses.replace(spec, timeout_s=spec.timeout_s - prepare(config, spec.config_path, project_root(),
+                                                                              spec.log_dir))
         result = launch(spec)
     elif (config.get("runtime") or {}).get("kind") == "docker":
         from case_runners.container.supervise import supervise
         result = supervise(spec, config, project_root())
     else:
         result = launch(spec)
-    _print_json(result)
-    return EXIT_CODES[result["status"]]
+    _print_json(result.to_json())
+    return EXIT_CODES[result.status]
 
 
 def _node_args(p: argparse.ArgumentParser) -> None:
@@ -219,20 +222,30 @@ def cmd_requirements(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from case_runners.results.record import write_round_record
-    record = write_round_record(Path(args.round_dir), _load_json(args.config), args.round, args.run_id, args.error)
-    _print_json(record)
+    from case_runners.records.resolved import ResolvedConfig
+    from case_runners.results.record import compact_record, write_round_record
+    record = write_round_record(Path(args.round_dir), ResolvedConfig.load(args.config), args.round, args.run_id,
+                                args.error)
+    _print_json({"record": record.to_json(), "compact": compact_record(record, args.error)})
     return 0
+
+
+def cmd_check_record(args: argparse.Namespace) -> int:
+    from case_runners.records.check import report
+    lines, code = report(args.paths)
+    print("\n".join(lines))
+    return code
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
     from case_runners.results.summary import render_table, summarize_run, write_run_summary
     run_dir = Path(args.run_dir)
-    summary = write_run_summary(run_dir) if args.write else summarize_run(run_dir)
+    summary, written = write_run_summary(run_dir) if args.write else (summarize_run(run_dir), None)
     if args.table:
         print(render_table(summary))
     else:
-        _print_json({**summary, "table": render_table(summary)})
+        _print_json({**summary.to_json(), **({"written": written} if written is not None else {}),
+                     "table": render_table(summary)})
     return 0
 
 
@@ -255,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary")
     p.add_argument("cases", nargs="+", help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat")
     p.add_argument("--vendor", default="cpu")
-    p.add_argument("--task", choices=("training", "inference"), default="training",
+    p.add_argument("--task", choices=TASKS, default=TRAINING,
                    help="inference: the cases' inference pipeline (steps a-g: torch validation, ONNX "
                         "export, the vendor's engine)")
     p.add_argument("--hardware")
@@ -383,7 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")
     p.set_defaults(func=cmd_requirements)
 
-    p = sub.add_parser("record", help="build a round's record from its node dirs (writes result.json)")
+    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as result.json and print "
+                                      "it with its compact digest (JSON: record, compact)")
     p.add_argument("--round-dir", required=True)
     p.add_argument("--config", required=True)
     p.add_argument("--round", type=int, required=True)
@@ -391,6 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--error", action="append", default=[],
                    help="a problem the orchestration met in this round (a host that failed a task): fails the round")
     p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("check-record", help="check that files are valid perfplay documents (resolved config, rank "
+                                            "or node result, round record, run summary), each of the kind its "
+                                            "schema names: one line per valid file, exit 1 naming every problem")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.set_defaults(func=cmd_check_record)
 
     p = sub.add_parser("summarize", help="summarise a run directory over rounds")
     p.add_argument("run_dir")

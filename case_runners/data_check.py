@@ -6,6 +6,8 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from case_runners.config.resolved import INFERENCE
+
 
 def check_data(config: dict[str, Any]) -> list[str]:
     """Problems with the case's data dir, each naming the path and the expected format; [] when fine.
@@ -14,7 +16,7 @@ def check_data(config: dict[str, Any]) -> list[str]:
     if params.get("synthetic"):
         return []
     module = importlib.import_module(f"case_runners.cases.{config['case']}.data")
-    if config.get("task") == "inference":
+    if config.get("task") == INFERENCE:
         check = getattr(module, "check_inference_data_dir", module.check_data_dir)
         return list(check(config["data_dir"], params)) if config.get("data_dir") else []
     return list(module.check_data_dir(config.get("data_dir"), params))
@@ -23,7 +25,7 @@ def check_data(config: dict[str, Any]) -> list[str]:
 def check_inference_files(config: dict[str, Any]) -> list[str]:
     """An inference case's exist_compiler_path must be a file on this host (exist_onnx_path may be a placeholder
     then; the engine checks it at step e)."""
-    if config.get("task") != "inference":
+    if config.get("task") != INFERENCE:
         return []
     path = config["params"].get("exist_compiler_path")
     if path is None or Path(path).is_file():

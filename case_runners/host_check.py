@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
+from case_runners.config.resolved import TRAINING
 from case_runners.data_check import check_data, check_inference_files
 from case_runners.devices import list_devices
 from case_runners.errors import PerfplayError
@@ -48,7 +49,7 @@ def check_devices(vendor: str, nproc: int, device_count: int | None) -> tuple[di
 def adapter_problems(config: dict[str, Any], root: Path | None = None) -> list[str]:
     """A training case's vendor adapter (extern/trainer_adapter.py) that does not import here or breaks the
     contract; run after the vendor hook's prepare(), as the rank imports it."""
-    if config.get("task", "training") != "training":
+    if config.get("task", TRAINING) != TRAINING:
         return []
     from case_runners.training.adapter import load_adapter  # stdlib at import; torch only in the vendor's files
 

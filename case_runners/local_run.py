@@ -17,6 +17,7 @@ from case_runners.netutil import free_port
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import PARENT_PID_ENV
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import write_round_record
 from case_runners.results.summary import render_table, write_run_summary
 from case_runners.run_ids import RUN_ID_ENV
@@ -88,12 +89,12 @@ def run_local(args: argparse.Namespace) -> int:
                 break
             round_dir = run_dir / config["case_id"] / f"round{round_no}"
             interrupted = _launch(config, round_dir / f"{host}_noderank0", run_id, args) == 130
-            record = write_round_record(round_dir, config, round_no, run_id)
-            print(f"{config['case_id']} round {round_no}: {record['status']}"
-                  + (f" ({record['reason']})" if record["reason"] else ""), file=sys.stderr)
-    summary = write_run_summary(run_dir)
+            record = write_round_record(round_dir, ResolvedConfig.from_json(config), round_no, run_id)
+            print(f"{record.case_id} round {round_no}: {record.status}"
+                  + (f" ({record.reason})" if record.reason else ""), file=sys.stderr)
+    summary, _ = write_run_summary(run_dir)
     print(render_table(summary))
     print(f"results: {run_dir}")
-    if summary.get("write_error"):
-        print(f"warning: summary.json and summary.md not written: {summary['write_error']}", file=sys.stderr)
-    return 130 if interrupted else 1 if summary["failed_rounds"] else 0
+    if isinstance(summary.write_error, str):
+        print(f"warning: summary.json and summary.md not written: {summary.write_error}", file=sys.stderr)
+    return 130 if interrupted else 1 if summary.failed_rounds else 0

@@ -10,6 +10,7 @@ from case_runners.cleanup import stop_run
 from case_runners.launch.detached import LAUNCHER_LOG
 from case_runners.launch.waiting import ended, pack
 from case_runners.processes import ProcessId, is_same
+from case_runners.records.names import FAILED, SUCCESS
 
 
 def finish(log_dir: Path, run_id: str, launcher: ProcessId | None, *, grace_s: float, containers: bool = False,
@@ -18,9 +19,9 @@ def finish(log_dir: Path, run_id: str, launcher: ProcessId | None, *, grace_s: f
     round on this host (cleanup.stop_run, this node directory only); then pack the directory into archive."""
     running = launcher is not None and is_same(launcher)
     answer = ended(log_dir, run_id) if not running else \
-        {"finished": False, "status": "failed", "reason": "the launcher was still running", "node_result": None}
+        {"finished": False, "status": FAILED, "reason": "the launcher was still running", "node_result": None}
     answer["cleanup"] = None
-    if running or answer["status"] != "success":
+    if running or answer["status"] != SUCCESS:
         answer["cleanup"] = stop_run(log_dir, run_id, grace_s, containers=containers, round_name=round_name)
     log = log_dir / LAUNCHER_LOG
     if not running and log.is_file() and not log.is_symlink() and log.stat().st_size == 0:

@@ -9,7 +9,8 @@ Stdlib only.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from case_runners.config.resolved import INFERENCE
 
 VENDOR_FILE = "vendor.yaml"
 RUNTIME_FILE = "runtime.py"
@@ -32,14 +33,9 @@ def vendor_case_dir(root: Path, vendor: str, case: str) -> Path:
     return vendor_dir(root, vendor) / "cases" / case
 
 
-def config_case_dir(root: Path, config: dict[str, Any]) -> Path:
-    """vendor/<vendor>/cases/<case>/ of a resolved config."""
-    return vendor_case_dir(root, config["vendor"], config["case"])
-
-
-def env_file(root: Path, config: dict[str, Any]) -> Path | None:
+def env_file(root: Path, vendor: str, case: str) -> Path | None:
     """The vendor case's environment_variables.sh, sourced before its ranks start (host and container)."""
-    path = config_case_dir(root, config) / ENV_FILE
+    path = vendor_case_dir(root, vendor, case) / ENV_FILE
     return path if path.is_file() else None
 
 
@@ -47,14 +43,15 @@ def adapter_file(root: Path, vendor: str, case: str) -> Path:
     return vendor_case_dir(root, vendor, case) / EXTERN_DIR / ADAPTER_FILE
 
 
-def case_requirements(root: Path, config: dict[str, Any]) -> list[Path]:
-    """The case's requirements files, in install order: the standard case's requirements.txt
-    (case_runners/cases/<case>/[inference/]requirements.txt), which vendor/<v>/cases/<case>/<v>_requirements.txt
-    replaces when present (a vendor that needs other pins), then the vendor case's requirements.txt."""
-    standard = root / "case_runners" / "cases" / config["case"]
-    if config.get("task") == "inference":
-        standard /= "inference"
-    case_dir = config_case_dir(root, config)
-    replacement = case_dir / f"{config['vendor']}_requirements.txt"
+def case_requirements(root: Path, vendor: str, case: str, task: str | None) -> list[Path]:
+    """The requirements files of a case of `task` (training when None), in install order: the standard case's
+    requirements.txt (case_runners/cases/<case>/[inference/]requirements.txt), which
+    vendor/<v>/cases/<case>/<v>_requirements.txt replaces when present (a vendor that needs other pins), then the
+    vendor case's requirements.txt."""
+    standard = root / "case_runners" / "cases" / case
+    if task == INFERENCE:
+        standard /= "inference"  # the folder of the case's inference pipeline
+    case_dir = vendor_case_dir(root, vendor, case)
+    replacement = case_dir / f"{vendor}_requirements.txt"
     found = [replacement if replacement.is_file() else standard / "requirements.txt", case_dir / "requirements.txt"]
     return [f for f in found if f.is_file()]

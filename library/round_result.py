@@ -14,8 +14,9 @@ description:
   - A failed round is a valid record (C(status) says why); the module fails only when no record could
     be built. A record that cannot be written (a full disk) is returned with C(status=failed), the reason
     naming the cause and the path, and the play goes on to the next round.
-  - Also returns C(compact), a small digest of the record for C(ansible.builtin.set_stats) (AWX artifacts); for
-    an inference round (C(task=inference)) its four throughputs and two accuracies instead of the training figures.
+  - Also returns C(compact), a small digest of the record for C(ansible.builtin.set_stats) (AWX artifacts), as
+    C(case_runners record) builds it; for an inference round (C(task=inference)) its four throughputs and two
+    accuracies instead of the training figures.
 options:
   project_dir:
     description: perfplay checkout on the controller.
@@ -49,7 +50,7 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Writes nothing and predicts C(changed=true).
+    details: Writes nothing and predicts C(changed=true); C(record) and C(compact) are empty.
   diff_mode:
     support: none
   idempotent:
@@ -79,7 +80,7 @@ record:
 compact:
   description: >-
     Digest of the record for C(set_stats); C(standard) is false, with the keys that changed the workload in
-    C(non_standard), when the round did not run the case's standard workload.
+    C(non_standard), when the round did not run the case's standard workload. Empty in check mode.
   returned: success
   type: dict
   sample:
@@ -106,26 +107,6 @@ try:
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
-COMPACT_METRICS = ("p_whole", "p_train", "p_core", "e2e_time", "final_metric", "converged")
-COMPACT_INFERENCE_METRICS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
-                             "validation_accuracy", "inference_accuracy", "e2e_time")
-
-
-def compact_record(record, case_id, round_no, errors):
-    """The few fields a dashboard or a downstream AWX node needs."""
-    metrics = record.get("metrics") or {}
-    compact = dict(case_id=record.get("case_id", case_id), round=record.get("round", round_no),
-                   status=record.get("status"), reason=record.get("reason"),
-                   # the record's fields of case_runners/config/standard.py (modules do not import case_runners)
-                   standard=record.get("standard", True), non_standard=list(record.get("non_standard") or []))
-    inference = record.get("task") == "inference"
-    if inference:
-        compact["task"] = "inference"
-    compact.update((key, metrics.get(key)) for key in (COMPACT_INFERENCE_METRICS if inference else COMPACT_METRICS))
-    compact["mfu"] = (record.get("mfu") or {}).get("value")
-    compact["errors"] = list(errors)
-    return compact
-
 
 def main():
     argument_spec = dict(
@@ -141,11 +122,9 @@ def main():
     argv = cli_argv(params["python"], "record", round_dir=params["round_dir"], config=params["config"],
                     round=params["round"], run_id=params["run_id"], error=params["errors"])
     if module.check_mode:
-        module.exit_json(changed=True, record={}, cmd=argv,
-                         compact=compact_record({}, None, params["round"], params["errors"]))
-    result = run_json(module, argv, params["project_dir"], "case_runners record", check_rc=True)
-    module.exit_json(changed=True, record=result.doc,
-                     compact=compact_record(result.doc, None, params["round"], params["errors"]))
+        module.exit_json(changed=True, record={}, compact={}, cmd=argv)
+    doc = run_json(module, argv, params["project_dir"], "case_runners record", check_rc=True).doc
+    module.exit_json(changed=True, record=doc.get("record"), compact=doc.get("compact"))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """The resolved config's outer shape, the same for every task (plan/layering.py for training, plan/inference.py for
-inference): its schema and its default case timeout."""
+inference): its schema, its tasks and its default case timeout."""
 
 from __future__ import annotations
 
 RESOLVED_SCHEMA = "perfplay.resolved_config/1"
 DEFAULT_TIMEOUT_S = 3600  # a case's timeout when neither the case nor the run gives one
+TRAINING = "training"  # the task of a config without one
+INFERENCE = "inference"  # the case's inference pipeline, steps a-g
+TASKS = (TRAINING, INFERENCE)

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from case_runners.config.constraints import make_constraint
+from case_runners.config.resolved import INFERENCE, TASKS, TRAINING
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import ConfigError
 
 SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
                   "timeout_s")
-TASKS = ("training", "inference")
 FORMS = ("a list of cases, a case name, or FlagPerf's {'case:framework:hardware:nnodes:nproc:repeat': data_dir} "
          "mapping; or one of these written as JSON or YAML text")
 # The ranges of a selection's numbers (timeout_s also bounds perfplay_case_timeout and a case's own timeout_s):
@@ -42,7 +42,7 @@ class Selection:
     data_dir: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     timeout_s: int | None = None
-    task: str = "training"
+    task: str = TRAINING
 
     @property
     def config_name(self) -> str:
@@ -50,12 +50,12 @@ class Selection:
 
     @property
     def case_id(self) -> str:
-        infix = "_inference" if self.task == "inference" else ""
+        infix = f"_{INFERENCE}" if self.task == INFERENCE else ""
         return f"{self.case}{infix}_{self.hardware}x{self.nnodes}x{self.nproc}"
 
 
 def parse_selections(raw: Any, source: str = "perfplay_cases",
-                     task: str = "training") -> tuple[list[Selection], list[ConfigError]]:
+                     task: str = TRAINING) -> tuple[list[Selection], list[ConfigError]]:
     """Normalise every accepted form into Selections; collect every error instead of stopping at the first.
     `task` is the default of selections that do not name theirs (run var perfplay_task)."""
     items: list[tuple[str, Any]]

@@ -1,5 +1,11 @@
-"""The ranges of the params many cases share, declared once: a case's config.yaml (or inference file) gives
-only their defaults. A case's own params carry their range next to their default (case_runners/config/constraints.py).
+"""The params many cases share, declared once: their ranges, and the trainer's params with their defaults.
+
+A case's config.yaml (or inference file) gives only the default of a shared param, if it needs another than the
+one here; a case's own params carry their range next to their default (case_runners/config/constraints.py).
+
+The trainer's params (TRAINER_PARAMS) are in every training case, with the defaults here: a case's config.yaml
+names one only to give it another default (every case gives its batch sizes, which have none). A vendor config
+may set any of them but those of TRAINER_RUN_ONLY, which change the workload: only a run override may.
 
 Bounds are generous: they reject what cannot be meant (a negative batch, NaN, a trillion steps), not what is
 unusual. Per rank where it matters; steps and epochs count the whole run; 0 means "off" where the case says so.
@@ -15,22 +21,27 @@ _EPOCHS = {"type": "int", "min": 0, "max": 10_000}
 _BATCH = {"type": "int", "min": 1, "max": 65_536}  # per rank
 _PATH = {"type": "str", "max_length": 4096}
 
-SHARED_PARAMS: dict[str, dict[str, Any]] = {
-    # The trainer's params (training/trainer.py, training/task.py), in every training case.
-    "seed": {"type": "int", "min": 0, "max": 2**32 - 1},  # numpy's seed range
-    "batch_size": _BATCH,
+# The trainer's (training/trainer.py, training/task.py) and its cases' data loaders and schedules.
+TRAINER_PARAMS: dict[str, dict[str, Any]] = {
+    "seed": {"type": "int", "min": 0, "max": 2**32 - 1, "default": 1234},  # numpy's seed range
+    "batch_size": _BATCH,  # no default: every case gives its own
     "eval_batch_size": _BATCH,
-    "max_epochs": _EPOCHS,
-    "max_steps": _STEPS,
-    "warmup_steps": _STEPS,
-    "time_budget_s": {"type": "int", "min": 0, "max": 7 * 24 * 3600},
-    "amp": {"type": "bool"},
-    "tf32": {"type": "bool"},  # allow TF32 (or the chip's equivalent) for fp32 matmuls and convolutions
-    "log_freq": {"type": "int", "min": 1, "max": 1_000_000},
-    "eval_every_epochs": _EPOCHS,
-    "eval_every_steps": _STEPS,
-    "synthetic": {"type": "bool"},
-    "num_workers": {"type": "int", "min": 0, "max": 256},  # data loader processes per rank
+    "max_epochs": {**_EPOCHS, "default": 0},  # 0 = off
+    "max_steps": {**_STEPS, "default": 0},  # 0 = off
+    "warmup_steps": {**_STEPS, "default": 0},
+    "time_budget_s": {"type": "int", "min": 0, "max": 7 * 24 * 3600, "default": 0},  # 0 = off; bounds the training
+    "amp": {"type": "bool", "default": False},
+    "tf32": {"type": "bool", "default": False},  # allow TF32 (or the chip's equivalent) for fp32 matmuls and convs
+    "log_freq": {"type": "int", "min": 1, "max": 1_000_000, "default": 10},
+    "eval_every_epochs": {**_EPOCHS, "default": 1},  # 0 = off
+    "eval_every_steps": {**_STEPS, "default": 0},  # 0 = off
+    "synthetic": {"type": "bool", "default": False},  # random samples of the data's shapes (need not converge)
+    "num_workers": {"type": "int", "min": 0, "max": 256, "default": 0},  # data loader processes per rank
+}
+TRAINER_RUN_ONLY = ("synthetic",)  # the trainer params only a run override may set: they change the workload
+
+SHARED_PARAMS: dict[str, dict[str, Any]] = {
+    **TRAINER_PARAMS,
     # Optimiser and data params with the same meaning in every case that has them.
     "lr": {"type": "float", "above": 0, "max": 10},
     "weight_decay": {"type": "float", "min": 0, "max": 1},

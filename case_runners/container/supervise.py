@@ -8,7 +8,7 @@ directory read-write, each at its host path, so every path in the config means t
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import re
 import signal
@@ -20,8 +20,11 @@ from case_runners import files
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
 from case_runners.launch.guard import SetupError, guarded_node
-from case_runners.launch.node import NODE_RESULT, NodeSpec, monitor_deadline, write_node_result
+from case_runners.launch.node import NodeSpec, monitor_deadline, save_node_result, write_node_result
 from case_runners.processes import PARENT_PID_ENV
+from case_runners.records.names import FAILED, INTERRUPTED, TIMEOUT
+from case_runners.records.node import NODE_RESULT, NodeResult
+from case_runners.records.schema import RecordError
 from case_runners.run_ids import RUN_ID_ENV
 from case_runners.vendor_files import env_file
 
@@ -70,7 +73,7 @@ def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run:
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or f"uid{os.getuid()}"
     env.update({RUN_ID_ENV: spec.run_id}, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", HOME="/tmp", USER=user, LOGNAME=user)
-    sourced = env_file(project_dir, config)
+    sourced = env_file(project_dir, config["vendor"], config["case"])
     if sourced:
         env["PERFPLAY_ENV_FILE"] = str(sourced)
     return env
@@ -98,7 +101,7 @@ def round_label(spec: NodeSpec, case_id: str) -> str:
     return f"{case_id}/{spec.log_dir.parent.name}"
 
 
-def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict[str, Any]:
+def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> NodeResult:
     """Run spec's node in a container of config's image, under the node's monitors (on the host); write and
     return node_result.json."""
     started = time.time()
@@ -108,17 +111,17 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> dict
         with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S):
             return _run_container(spec, config, project_dir, started, signals)
     except SetupError as exc:
-        return write_node_result(spec, "failed", str(exc), started, image=config["runtime"]["image"])
+        return write_node_result(spec, FAILED, str(exc), started, nic=spec.nic, image=config["runtime"]["image"])
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
 
 
 def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, started: float,
-                   signals: _Signals) -> dict[str, Any]:
+                   signals: _Signals) -> NodeResult:
     runtime = config["runtime"]
     name = container_name(spec, config["case_id"])
-    status, reason, exit_code = "failed", None, None
+    status, reason, exit_code = FAILED, None, None
     try:
         client = docker_client()
         _remove(client, name)  # a leftover of this very round (its supervisor was killed)
@@ -138,9 +141,8 @@ def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, st
             container.remove(force=True)
         inside = _read_node_result(spec.log_dir)
         if inside:
-            inside.update(container=name, image=runtime["image"], container_duration_s=round(time.time() - started, 3))
-            files.atomic_write_json(spec.log_dir / NODE_RESULT, inside)
-            return inside
+            return save_node_result(spec.log_dir, dataclasses.replace(
+                inside, container=name, image=runtime["image"], container_duration_s=round(time.time() - started, 3)))
         if stopped_why:
             status, reason = stopped_why
         elif state.get("OOMKilled"):
@@ -150,7 +152,7 @@ def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, st
                      f"(see {CONTAINER_LOG})"
     except Exception as exc:  # the engine refused (image missing, bad option, engine down), or a full disk
         reason = f"container {name}: {exc}"
-    return write_node_result(spec, status, reason, started, container=name, image=runtime["image"],
+    return write_node_result(spec, status, reason, started, nic=spec.nic, container=name, image=runtime["image"],
                              exit_code=exit_code)
 
 
@@ -163,18 +165,18 @@ def _wait(client: Any, cid: str, limit_s: float, signals: _Signals) -> tuple[int
         if not state["Running"] and state["Status"] != "created":
             return state["ExitCode"], stopped
         if stopped is None and (signals.received or time.monotonic() > deadline):
-            stopped = ("interrupted", f"launcher received {signal.Signals(signals.received).name}") \
-                if signals.received else ("timeout", f"container still running {limit_s:g} s after its start")
+            stopped = (INTERRUPTED, f"launcher received {signal.Signals(signals.received).name}") \
+                if signals.received else (TIMEOUT, f"container still running {limit_s:g} s after its start")
             client.api.stop(cid, timeout=STOP_GRACE_S)
         time.sleep(POLL_S)
 
 
-def _read_node_result(log_dir: Path) -> dict[str, Any] | None:
+def _read_node_result(log_dir: Path) -> NodeResult | None:
+    """The node result the launcher in the container wrote, if it wrote a valid one."""
     try:
-        doc = json.loads((log_dir / NODE_RESULT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return NodeResult.load(log_dir / NODE_RESULT)
+    except RecordError:
         return None
-    return doc if isinstance(doc, dict) else None
 
 
 def _remove(client: Any, name: str) -> None:

@@ -14,15 +14,19 @@ from typing import Any
 
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
+from case_runners.errors import PerfplayError
 from case_runners.paths import project_root
 from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv
+from case_runners.records import names
+from case_runners.records.resolved import ResolvedConfig
 
 WORK_DIR = "inference_work"
 
 
-def run(config: dict[str, Any], config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
-    """Steps a-g on this rank's device; the rank result (status success, the summary's figures)."""
+def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
+    """Steps a-g on this rank's device; the fields of its result (records/rank.py InferenceRankResult) but rank,
+    world_size and e2e_time."""
     import torch
 
     from case_runners.inference.pipeline import run_pipeline
@@ -31,29 +35,31 @@ def run(config: dict[str, Any], config_path: str, log: EventLogger, env: DistEnv
     stop_request.check("init")
     runtime, device = start_rank(config, env)
     versions = runtime.versions()
-    resolved = config["inference"]
-    log.event(ev.SUBMIT_INFO, {"vendor": config["vendor"], "case": config["case"], "task": "inference",
-                               "case_id": config["case_id"], "config_path": config_path,
+    resolved = config.inference
+    if not isinstance(resolved, dict):
+        raise PerfplayError(f"{config_path}: an inference config needs its resolved files (key 'inference')")
+    notes = config.notes or []
+    log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case, "task": names.INFERENCE,
+                               "case_id": config.case_id, "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
                                "configurations": resolved["configurations"], "parameters": resolved["parameters"],
                                "python": sys.executable, "torch": torch.__version__, "versions": versions})
-    for note in config.get("notes") or []:
+    for note in notes:
         print(note, flush=True)
-    log.event(ev.LAUNCH_INFERENCE, {"case": config["case"], "compiler": resolved["configurations"]["compiler"],
-                                    "notes": config.get("notes") or []})
+    log.event(ev.LAUNCH_INFERENCE, {"case": config.case, "compiler": resolved["configurations"]["compiler"],
+                                    "notes": notes})
     runtime.reset_peak_memory(device)
-    summary = run_pipeline(resolved, project_root(), Path(config_path).parent / WORK_DIR, config.get("data_dir"),
+    summary = run_pipeline(resolved, project_root(), Path(config_path).parent / WORK_DIR, config.data_dir,
                            log=lambda line: print(line, flush=True), device=str(device),
                            on_step=lambda step, info: log.event(ev.INFERENCE_STEP, {"step": step, **info}),
                            synchronize=runtime.synchronizer(device))
-    return {"status": "success", "task": "inference", "device": str(device), **summary,
-            "monitor_devices": monitor_devices(config.get("vendor_info", {}), os.environ),
+    return {"status": names.SUCCESS, "task": names.INFERENCE, "device": str(device), **summary,
+            "monitor_devices": monitor_devices(config.vendor_info.visible_devices_env, os.environ),
             "torch_peak_memory_bytes": runtime.peak_memory_bytes(device), "versions": versions}
 
 
-def monitor_devices(vendor_info: dict[str, Any], environ: Any) -> list[int] | None:
-    """The device indices this rank was given (the launcher's visible-devices variable), as the vendor monitor
-    numbers devices; None when the vendor has no such variable or it names devices by UUID."""
-    variable = vendor_info.get("visible_devices_env")
+def monitor_devices(variable: str | None, environ: Any) -> list[int] | None:
+    """The device indices this rank was given (in `variable`, the launcher's visible-devices variable), as the
+    vendor monitor numbers devices; None when the vendor has no such variable or it names devices by UUID."""
     values = [v.strip() for v in str(environ.get(variable, "") if variable else "").split(",") if v.strip()]
     return [int(v) for v in values] if values and all(v.isdigit() for v in values) else None

@@ -14,7 +14,7 @@ ranks of every node, each node's reason naming the root cause. Stdlib only: no t
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import os
 import signal
 import socket
@@ -34,15 +34,18 @@ from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import project_root
 from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
 from case_runners.rank.env import DEVICE_INDEX_ENV, result_path
+from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
+from case_runners.records.node import NODE_RESULT, NodeResult, RankExit
+from case_runners.records.rank import FailedRankResult, RankResult
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.schema import ABSENT, RecordError
 from case_runners.run_ids import RUN_ID_ENV
 
-NODE_RESULT = "node_result.json"
-NODE_SCHEMA = "perfplay.node_result/1"
 POLL_S = 0.05
 GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
 ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
 MONITOR_GRACE_S = 2 * GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
-EXIT_CODES = {"success": 0, "failed": 1, "timeout": 124, "interrupted": 130}
+EXIT_CODES = {SUCCESS: 0, FAILED: 1, TIMEOUT: 124, INTERRUPTED: 130}
 RDZV_TIMEOUT_S = 30.0
 HEARTBEAT_TIMEOUT_S = 10.0
 
@@ -57,8 +60,9 @@ class Rank:
     exit_code: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class NodeSpec:
+    """What a node's launcher is asked to run, fixed before it starts (what it learns on the way: RunState)."""
     config_path: Path
     log_dir: Path
     node_rank: int
@@ -70,10 +74,9 @@ class NodeSpec:
     nproc: int
     vendor_info: dict[str, Any] = field(default_factory=dict)
     node_name: str = field(default_factory=socket.gethostname)
-    nic: str | None = None  # network interface of the collectives (None: the host's default)
+    nic: str | None = None  # --nic: the collectives' network interface (None: chosen at the start, see RunState)
     rdzv_timeout_s: float = RDZV_TIMEOUT_S
     heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
-    torch_port: int | None = None  # MASTER_PORT of the ranks; master_port itself on a single node
     monitors: tuple[str, ...] = ()  # "host" and/or vendor names, run for the length of the round
     monitor_interval: float = 1.0
     inside_container: bool = False  # the launcher in a node's container: its host-side twin owns pid file and monitors
@@ -84,6 +87,14 @@ class NodeSpec:
         return f"{self.master_addr}:{self.master_port}"
 
 
+@dataclass
+class RunState:
+    """What a node's launcher learns as its round starts: torch's port (node 0 picks it at the rendezvous of a
+    multi-node round) and the network interface of the collectives (spec.nic, or the one that routes to node 0)."""
+    torch_port: int | None = None  # MASTER_PORT of the ranks; None: spec.master_port (a single node)
+    nic: str | None = None  # None: the host's default
+
+
 def nic_env(vendor_info: dict[str, Any]) -> tuple[str, ...]:
     """The variables naming the collectives' network interface: gloo's (torch's own store and CPU collectives)
     and, by the common convention, the vendor backend's <BACKEND>_SOCKET_IFNAME (NCCL_, HCCL_, ...)."""
@@ -91,14 +102,14 @@ def nic_env(vendor_info: dict[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(("GLOO_SOCKET_IFNAME", f"{backend}_SOCKET_IFNAME")))
 
 
-def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str, str]:
+def rank_env(spec: NodeSpec, state: RunState, local_rank: int, base: dict[str, str]) -> dict[str, str]:
     """The environment of one rank: torch.distributed's variables, device visibility, threads."""
     env = dict(base)
     rank = spec.node_rank * spec.nproc + local_rank
     env.update(
         RANK=str(rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(spec.nnodes * spec.nproc),
         LOCAL_WORLD_SIZE=str(spec.nproc), NODE_RANK=str(spec.node_rank), GROUP_RANK=str(spec.node_rank),
-        MASTER_ADDR=spec.master_addr, MASTER_PORT=str(spec.torch_port or spec.master_port),
+        MASTER_ADDR=spec.master_addr, MASTER_PORT=str(state.torch_port or spec.master_port),
         **{RUN_ID_ENV: spec.run_id},
         PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(filter(None, [str(project_root()),
                                                                         base.get("PYTHONPATH")])),
@@ -118,8 +129,8 @@ def rank_env(spec: NodeSpec, local_rank: int, base: dict[str, str]) -> dict[str,
     else:
         env[DEVICE_INDEX_ENV] = str(local_rank)
     for name in nic_env(spec.vendor_info):
-        if spec.nic and not base.get(name):  # a value the host sets wins
-            env[name] = spec.nic
+        if state.nic and not base.get(name):  # a value the host sets wins
+            env[name] = state.nic
     if spec.vendor_info.get("device") == "cpu" and "OMP_NUM_THREADS" not in base:
         # Share the cores between the node's ranks instead of oversubscribing them.
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // spec.nproc))
@@ -133,6 +144,7 @@ class NodeLauncher:
         self.ranks: list[Rank] = []
         self.signal_received: int | None = None
         self.link: Link | None = None  # to the other nodes' launchers (nnodes > 1)
+        self.state = RunState()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.signal_received = signum
@@ -153,7 +165,7 @@ class NodeLauncher:
         for local_rank in range(spec.nproc):
             rank = spec.node_rank * spec.nproc + local_rank
             log = files.open_text(spec.log_dir / f"rank{rank}.out.log")
-            env = {**rank_env(spec, local_rank, base), PARENT_PID_ENV: str(os.getpid())}
+            env = {**rank_env(spec, self.state, local_rank, base), PARENT_PID_ENV: str(os.getpid())}
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        env=env, cwd=project_root(), start_new_session=True)
             entry = Rank(rank, local_rank, process, log, identify(process.pid))
@@ -182,11 +194,11 @@ class NodeLauncher:
         """': <why>' from the rank's result when it failed and said why (a traceback's last line), or the full disk
         that kept it from saying; else ''."""
         try:
-            result = json.loads(result_path(self.spec.log_dir, rank.rank).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            result = RankResult.load(result_path(self.spec.log_dir, rank.rank))
+        except RecordError:
             full = files.disk_full_reason(self.spec.log_dir)
             return f": {full}" if full else ""
-        reason = str(result.get("reason") or "").strip() if result.get("status") == "failed" else ""
+        reason = result.reason.strip() if isinstance(result, FailedRankResult) else ""
         return ": " + reason.splitlines()[-1] if reason else ""
 
     def failure(self, status: str, reason: str, urgent: bool = True) -> Failure:
@@ -199,11 +211,11 @@ class NodeLauncher:
         while True:
             interrupted = self.interrupted()
             if interrupted:
-                return self.conclude(self.failure("interrupted", interrupted))
+                return self.conclude(self.failure(INTERRUPTED, interrupted))
             running = False
             for r in self.ranks:
                 if r.exit_code is None and self.reap(r) not in (None, 0):
-                    own.append(self.failure("failed", f"rank {r.rank} on {self.spec.node_name} "
+                    own.append(self.failure(FAILED, f"rank {r.rank} on {self.spec.node_name} "
                                                       f"{describe_exit(r.exit_code)}{self.rank_cause(r)}",
                                             urgent=r.exit_code < 0))
                 running = running or r.exit_code is None
@@ -220,10 +232,10 @@ class NodeLauncher:
             if not running and not own and (link is None or link.peers_done()):
                 if link:
                     link.finish()
-                return "success", None
+                return SUCCESS, None
             if time.monotonic() > self.deadline:
                 return self.conclude(self.failure(
-                    "timeout", f"case timeout of {self.spec.timeout_s:g} s reached; ranks stopped"))
+                    TIMEOUT, f"case timeout of {self.spec.timeout_s:g} s reached; ranks stopped"))
             if link is None:
                 time.sleep(POLL_S)
 
@@ -256,19 +268,18 @@ def describe_exit(code: int) -> str:
 
 
 def meet(spec: NodeSpec, launcher: NodeLauncher) -> Link:
-    """The rendezvous of a multi-node round: this node's link to the others, torch's port set in spec."""
-    common = dict(master_addr=spec.master_addr, master_port=spec.master_port, node_name=spec.node_name,
-                  run_id=spec.run_id, nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout=spec.rdzv_timeout_s,
-                  heartbeat_timeout=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
+    """The rendezvous of a multi-node round: this node's link to the others (torch's port in its torch_port)."""
+    common: dict[str, Any] = dict(
+        master_addr=spec.master_addr, master_port=spec.master_port, node_name=spec.node_name, run_id=spec.run_id,
+        nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout=spec.rdzv_timeout_s,
+        heartbeat_timeout=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
     if not 0 <= spec.node_rank < spec.nnodes:
-        raise rendezvous.RendezvousError("failed", f"node rank {spec.node_rank} of {spec.node_name} is outside "
+        raise rendezvous.RendezvousError(FAILED, f"node rank {spec.node_rank} of {spec.node_name} is outside "
                                                    f"0..{spec.nnodes - 1} (nnodes={spec.nnodes})")
     if not spec.master_port:
-        raise rendezvous.RendezvousError("failed", f"a round of {spec.nnodes} nodes needs a fixed master port "
+        raise rendezvous.RendezvousError(FAILED, f"a round of {spec.nnodes} nodes needs a fixed master port "
                                                    "(run var perfplay_master_port), not 0")
-    link = rendezvous.host(**common) if spec.node_rank == 0 else rendezvous.join(node_rank=spec.node_rank, **common)
-    spec.torch_port = link.torch_port
-    return link
+    return rendezvous.host(**common) if spec.node_rank == 0 else rendezvous.join(node_rank=spec.node_rank, **common)
 
 
 def choose_nic(spec: NodeSpec, environ: dict[str, str]) -> str | None:
@@ -292,12 +303,13 @@ def run(launcher: NodeLauncher) -> tuple[str, str | None]:
     try:
         if spec.nnodes > 1:
             launcher.link = meet(spec, launcher)
-        spec.nic = choose_nic(spec, dict(os.environ))
+            launcher.state.torch_port = launcher.link.torch_port
+        launcher.state.nic = choose_nic(spec, dict(os.environ))
         launcher.start()
     except rendezvous.RendezvousError as exc:
         return exc.status, exc.reason
     except (NoInterfaceError, PerfplayError) as exc:  # WriteError, a failing environment_variables.sh
-        return launcher.conclude(launcher.failure("failed", str(exc)))
+        return launcher.conclude(launcher.failure(FAILED, str(exc)))
     return launcher.wait()
 
 
@@ -306,7 +318,7 @@ def monitor_deadline(spec: NodeSpec, started: float) -> float:
     return started + spec.timeout_s + MONITOR_GRACE_S
 
 
-def launch(spec: NodeSpec) -> dict[str, Any]:
+def launch(spec: NodeSpec) -> NodeResult:
     """Run the node's ranks to completion under its monitors; write and return node_result.json. A node that
     loses the others stops its own ranks and monitors: nobody may be able to reach it to do so."""
     launcher = NodeLauncher(spec)
@@ -321,46 +333,40 @@ def launch(spec: NodeSpec) -> dict[str, Any]:
                 if launcher.link:
                     launcher.link.close()
     except SetupError as exc:
-        status, reason = "failed", str(exc)
+        status, reason = FAILED, str(exc)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     if reason and spec.nnodes > 1:  # the task's stderr shows why this host stopped
         print(f"perfplay launch: {node_label(spec.node_rank, spec.node_name)}: {status}: {reason}",
               file=sys.stderr, flush=True)
-    return write_node_result(spec, status, reason, started,
-                             torch_port=spec.torch_port or (spec.master_port if spec.nnodes == 1 else None),
-                             ranks={str(r.rank): {"exit_code": r.exit_code, "log": f"rank{r.rank}.out.log"}
+    return write_node_result(spec, status, reason, started, nic=launcher.state.nic,
+                             torch_port=launcher.state.torch_port or (spec.master_port if spec.nnodes == 1 else None),
+                             ranks={str(r.rank): RankExit(exit_code=r.exit_code, log=f"rank{r.rank}.out.log")
                                     for r in launcher.ranks},
                              environment_file=str(spec.env_file) if spec.env_file else None)
 
 
-def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *,
-                      torch_port: int | None = None, ranks: dict[str, Any] | None = None,
-                      **extra: Any) -> dict[str, Any]:
-    """Write and return the node's node_result.json (started: time.time() at the node's start). A result that
-    cannot be written is still returned (the launcher prints it), with the reason in "write_error"."""
-    result = {
-        "schema": NODE_SCHEMA,
-        "host": spec.node_name,
-        "node_name": spec.node_name,
-        "hostname": socket.gethostname(),
-        "node_rank": spec.node_rank,
-        "run_id": spec.run_id,
-        "status": status,
-        "reason": reason,
-        "duration_s": round(time.time() - started, 3),
-        "master": spec.master,
-        "torch_port": torch_port,
-        "nic": spec.nic,
-        "ranks": ranks or {},
-        **extra,
-    }
+def write_node_result(spec: NodeSpec, status: str, reason: str | None, started: float, *, nic: str | None,
+                      torch_port: int | None = None, ranks: dict[str, RankExit] | None = None,
+                      **extra: Any) -> NodeResult:
+    """Write and return the node's node_result.json (started: time.time() at the node's start; `extra`: the
+    optional fields of NodeResult). A result that cannot be written is still returned (the launcher prints it),
+    with the reason in write_error."""
+    result = NodeResult(host=spec.node_name, node_name=spec.node_name, hostname=socket.gethostname(),
+                        node_rank=spec.node_rank, run_id=spec.run_id, status=status, reason=reason,
+                        duration_s=round(time.time() - started, 3), master=spec.master, torch_port=torch_port,
+                        nic=nic, ranks=ranks or {}, **extra)
+    return save_node_result(spec.log_dir, result)
+
+
+def save_node_result(log_dir: Path, result: NodeResult) -> NodeResult:
+    """Write `result` as log_dir's node_result.json; the result, with write_error when it could not be written."""
     try:
-        files.atomic_write_json(spec.log_dir / NODE_RESULT, result)
+        files.atomic_write_json(log_dir / NODE_RESULT, result.to_json())
     except files.WriteError as exc:
-        result["write_error"] = str(exc)
-    return result
+        return dataclasses.replace(result, write_error=str(exc))
+    return dataclasses.replace(result, write_error=ABSENT)
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -371,9 +377,9 @@ def env_seconds(name: str, default: float) -> float:
         raise PerfplayError(f"environment variable {name}={raw!r} is not a number of seconds") from None
 
 
-def round_monitors(config: dict[str, Any]) -> tuple[str, ...]:
+def round_monitors(config: ResolvedConfig) -> tuple[str, ...]:
     """The monitors of a round of this config: the host's, and the vendor's when it has one."""
-    return ("host", *([config["vendor"]] if config.get("vendor_info", {}).get("monitor") else []))
+    return ("host", *([config.vendor] if config.vendor_info.monitor else []))
 
 
 def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master_addr: str, master_port: int,
@@ -381,14 +387,15 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                      rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None,
                      monitors: bool = True, monitor_interval: float = 1.0,
                      inside_container: bool = False) -> NodeSpec:
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config = ResolvedConfig.load(config_path)
     return NodeSpec(config_path=config_path.resolve(), log_dir=log_dir.resolve(), node_rank=node_rank,
                     master_addr=master_addr, master_port=master_port,
-                    timeout_s=float(timeout_s or config["timeout_s"]), run_id=run_id,
-                    nnodes=int(config["nnodes"]), nproc=int(config["nproc"]), vendor_info=config["vendor_info"],
+                    timeout_s=float(timeout_s or config.timeout_s), run_id=run_id,
+                    nnodes=config.nnodes, nproc=config.nproc, vendor_info=config.vendor_info.to_json(),
                     node_name=node_name or socket.gethostname(), nic=nic or None,
                     rdzv_timeout_s=rdzv_timeout_s or env_seconds("PERFPLAY_RDZV_TIMEOUT_S", RDZV_TIMEOUT_S),
                     heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
                     monitors=round_monitors(config) if monitors and not inside_container else (),
                     monitor_interval=monitor_interval, inside_container=inside_container,
-                    env_file=None if inside_container else vendor_files.env_file(project_root(), config))
+                    env_file=None if inside_container else vendor_files.env_file(project_root(), config.vendor,
+                                                                                 config.case))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from case_runners.launch.watchdog import VERBS, CoordinatorLink, MemberLink, Peer, node_label
 from case_runners.launch.wire import Channel, ChannelClosed, readable
 from case_runners.netutil import bind_tcp, free_port
+from case_runners.records.names import FAILED, INTERRUPTED
 
 TICK_S = 0.1
 RETRY_S = 0.5
@@ -45,7 +46,7 @@ def listen(addr: str, port: int, backlog: int) -> socket.socket:
     try:
         return bind_tcp(addr, port, backlog)
     except OSError as exc:
-        raise RendezvousError("failed", f"master port {port} on {addr} is in use or not bindable: "
+        raise RendezvousError(FAILED, f"master port {port} on {addr} is in use or not bindable: "
                                         f"{exc.strerror or exc} (run var perfplay_master_port)") from None
 
 
@@ -62,7 +63,7 @@ def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nno
 
     def fail(status: str, reason: str, abort_reason: str | None = None) -> RendezvousError:
         for peer in peers.values():
-            peer.channel.send({"abort": abort_reason or reason, "status": "failed"})
+            peer.channel.send({"abort": abort_reason or reason, "status": FAILED})
             peer.channel.close()
         for channel in pending:
             channel.close()
@@ -93,11 +94,11 @@ def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nno
     while len(peers) < nnodes - 1:
         reason = interrupted()
         if reason:
-            raise fail("interrupted", reason, f"rendezvous: {me} was interrupted: {reason}")
+            raise fail(INTERRUPTED, reason, f"rendezvous: {me} was interrupted: {reason}")
         if time.monotonic() > deadline:
             missing = ", ".join(str(k) for k in range(1, nnodes) if k not in peers)
             also = f"; rejected: {'; '.join(rejected)}" if rejected else ""
-            raise fail("failed", f"rendezvous: node(s) {missing} did not join {me} at {where} "
+            raise fail(FAILED, f"rendezvous: node(s) {missing} did not join {me} at {where} "
                                  f"within {rdzv_timeout:g} s{also}")
         for ready in readable([listener, *pending, *(p.channel for p in peers.values())], TICK_S):
             if ready is listener:
@@ -114,18 +115,18 @@ def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nno
                 if peer is None:
                     pending.remove(ready)
                     continue
-                raise fail("failed", f"rendezvous: {peer.label} lost contact ({closed})") from None
+                raise fail(FAILED, f"rendezvous: {peer.label} lost contact ({closed})") from None
             for message in messages:
                 if peer is None and isinstance(message.get("join"), dict):
                     pending.remove(ready)
                     admit(ready, message["join"])
                     break
                 if peer is not None and "fail" in message:
-                    status = message.get("status") if message.get("status") in VERBS else "failed"
-                    raise fail("failed", f"rendezvous: {peer.label} {VERBS[status]}: {message['fail']}")
+                    status = message.get("status") if message.get("status") in VERBS else FAILED
+                    raise fail(FAILED, f"rendezvous: {peer.label} {VERBS[status]}: {message['fail']}")
         for peer in peers.values():
             if peer.channel.silent_for() > heartbeat_timeout:
-                raise fail("failed", f"rendezvous: {peer.label} lost contact "
+                raise fail(FAILED, f"rendezvous: {peer.label} lost contact "
                                      f"(no heartbeat for {heartbeat_timeout:g} s)")
             peer.channel.heartbeat_if_due()
 
@@ -145,10 +146,10 @@ def connect(addr: str, port: int, timeout: float, interrupted: Interrupted) -> s
     while True:
         reason = interrupted()
         if reason:
-            raise RendezvousError("interrupted", reason)
+            raise RendezvousError(INTERRUPTED, reason)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise RendezvousError("failed", f"rendezvous: cannot reach node 0 at {addr}:{port} within "
+            raise RendezvousError(FAILED, f"rendezvous: cannot reach node 0 at {addr}:{port} within "
                                             f"{timeout:g} s ({last}) — check perfplay_master_port and the firewall")
         try:
             return socket.create_connection((addr, port), timeout=min(remaining, 2.0))
@@ -177,26 +178,26 @@ def join(*, master_addr: str, master_port: int, node_rank: int, node_name: str, 
     while True:
         reason = interrupted()
         if reason:
-            channel.send({"fail": reason, "status": "interrupted", "urgent": True})
-            raise fail("interrupted", reason)
+            channel.send({"fail": reason, "status": INTERRUPTED, "urgent": True})
+            raise fail(INTERRUPTED, reason)
         if time.monotonic() > deadline:
             what = "start or abort of the round" if welcomed else "answer to the join"
-            raise fail("failed", f"rendezvous: no {what} of {me} from {coordinator} at {where} "
+            raise fail(FAILED, f"rendezvous: no {what} of {me} from {coordinator} at {where} "
                                  f"within {waiting:.0f} s")
         if readable([channel], TICK_S):
             try:
                 messages = channel.receive()
             except ChannelClosed as closed:
                 if welcomed:
-                    raise fail("failed", f"rendezvous: lost contact with {coordinator} at {where} ({closed})") from None
-                raise fail("failed", f"rendezvous: {coordinator} at {where} closed the connection before "
+                    raise fail(FAILED, f"rendezvous: lost contact with {coordinator} at {where} ({closed})") from None
+                raise fail(FAILED, f"rendezvous: {coordinator} at {where} closed the connection before "
                                      f"answering the join of {me} ({closed})") from None
             for message in messages:
                 if "reject" in message:
                     coordinator = node_label(0, str(message.get("node_name")))
-                    raise fail("failed", f"rendezvous: {coordinator} at {where} rejected {me}: {message['reject']}")
+                    raise fail(FAILED, f"rendezvous: {coordinator} at {where} rejected {me}: {message['reject']}")
                 if "abort" in message:
-                    raise fail("failed", str(message["abort"]))
+                    raise fail(FAILED, str(message["abort"]))
                 if isinstance(message.get("welcome"), dict):
                     welcomed = True
                     coordinator = node_label(0, str(message["welcome"].get("node_name")))
@@ -206,7 +207,7 @@ def join(*, master_addr: str, master_port: int, node_rank: int, node_name: str, 
                     return MemberLink(channel, coordinator, where, heartbeat_timeout,
                                       int(message["go"]["torch_port"]))
         if welcomed and channel.silent_for() > heartbeat_timeout:
-            raise fail("failed", f"rendezvous: lost contact with {coordinator} at {where} "
+            raise fail(FAILED, f"rendezvous: lost contact with {coordinator} at {where} "
                                  f"(no heartbeat for {heartbeat_timeout:g} s)")
         if welcomed:
             channel.heartbeat_if_due()

@@ -12,20 +12,29 @@ from typing import Any
 from case_runners import files
 from case_runners.launch import progress
 from case_runners.launch.detached import LAUNCHER_LOG
-from case_runners.launch.node import NODE_RESULT
 from case_runners.processes import ProcessId, is_same
+from case_runners.records.names import FAILED, RUNNING
+from case_runners.records.node import NODE_RESULT, NodeResult
+from case_runners.records.schema import RecordError
 
 POLL_S = 0.2
 LOG_TAIL_LINES = 5
 
 
-def read_node_result(log_dir: Path, run_id: str) -> dict[str, Any] | None:
-    """The node's node_result.json when it is this run's, else None."""
+def read_node_result(log_dir: Path, run_id: str) -> NodeResult | None:
+    """The node's node_result.json when there is one of this run; RecordError when it is not a valid one."""
+    path = log_dir / NODE_RESULT
     try:
-        doc = json.loads(files.read_text_nofollow(log_dir / NODE_RESULT, 1 << 22))
-    except (OSError, ValueError):
+        text = files.read_text_nofollow(path, 1 << 22)
+    except OSError:
         return None
-    return doc if isinstance(doc, dict) and doc.get("run_id") == run_id else None
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise RecordError(str(path), [f"is not JSON ({exc})"]) from None
+    if isinstance(doc, dict) and doc.get("run_id") != run_id:
+        return None  # another run's, left behind
+    return NodeResult.from_json(doc, str(path))
 
 
 def _log_tail(log_dir: Path) -> str:
@@ -38,12 +47,16 @@ def _log_tail(log_dir: Path) -> str:
 
 def ended(log_dir: Path, run_id: str) -> dict[str, Any]:
     """The answer once the launcher has ended: its node result, or a failed one saying it wrote none."""
-    result = read_node_result(log_dir, run_id)
+    try:
+        result = read_node_result(log_dir, run_id)
+    except RecordError as exc:
+        return {"finished": True, "status": FAILED, "reason": f"the launcher's node result is not valid: {exc}",
+                "node_result": None}
     if result is None:
         tail = _log_tail(log_dir)
         reason = f"the launcher ended without writing {NODE_RESULT}" + (f": {tail}" if tail else "")
-        return {"finished": True, "status": "failed", "reason": reason, "node_result": None}
-    return {"finished": True, "status": result.get("status"), "reason": result.get("reason"), "node_result": result}
+        return {"finished": True, "status": FAILED, "reason": reason, "node_result": None}
+    return {"finished": True, "status": result.status, "reason": result.reason, "node_result": result.to_json()}
 
 
 def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_at: float | None = None,
@@ -55,7 +68,7 @@ def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_
         if time.monotonic() >= deadline:
             state = progress.progress(log_dir)
             elapsed = round(time.time() - started_at, 1) if started_at else None
-            return {"finished": False, "status": "running", "reason": None, "node_result": None,
+            return {"finished": False, "status": RUNNING, "reason": None, "node_result": None,
                     "progress": {**state, "elapsed_s": elapsed, "timeout_s": timeout_s},
                     "line": line(state, elapsed, timeout_s)}
         time.sleep(POLL_S)

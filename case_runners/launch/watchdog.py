@@ -21,9 +21,10 @@ import time
 from dataclasses import dataclass, field
 
 from case_runners.launch.wire import Channel, ChannelClosed, readable
+from case_runners.records.names import FAILED, INTERRUPTED, TIMEOUT
 
 SETTLE_S = 1.0
-VERBS = {"failed": "failed", "timeout": "timed out", "interrupted": "was interrupted"}
+VERBS = {FAILED: "failed", TIMEOUT: "timed out", INTERRUPTED: "was interrupted"}
 
 
 def node_label(node_rank: int, node_name: str) -> str:
@@ -56,7 +57,7 @@ def settled(failures: list[Failure]) -> bool:
 
 def aborted_status(status: str) -> str:
     """The status of a node stopped for another node's reason: a timeout stays a timeout."""
-    return "timeout" if status == "timeout" else "failed"
+    return TIMEOUT if status == TIMEOUT else FAILED
 
 
 @dataclass
@@ -105,7 +106,7 @@ class CoordinatorLink:
         if peer.state != "running":
             return
         if "fail" in message:
-            status = message.get("status") if message.get("status") in VERBS else "failed"
+            status = message.get("status") if message.get("status") in VERBS else FAILED
             peer.state = "failed"
             self.failures.append(Failure(status, str(message["fail"]),
                                          f"{peer.label} {VERBS[status]}: {message['fail']}",
@@ -116,7 +117,7 @@ class CoordinatorLink:
     def _lost(self, peer: Peer, why: str) -> None:
         peer.state = "lost"
         peer.channel.close()
-        self.failures.append(Failure("failed", f"lost contact ({why})", f"{peer.label} lost contact ({why})",
+        self.failures.append(Failure(FAILED, f"lost contact ({why})", f"{peer.label} lost contact ({why})",
                                      True, False))
 
     def peers_done(self) -> bool:
@@ -175,7 +176,7 @@ class MemberLink:
 
     def _lost(self, why: str) -> None:
         self.channel.close()
-        self.outcome = ("failed", f"lost contact with {self.coordinator} at {self.master} ({why})")
+        self.outcome = (FAILED, f"lost contact with {self.coordinator} at {self.master} ({why})")
 
     def peers_done(self) -> bool:
         return True

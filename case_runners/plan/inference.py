@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
+from case_runners.config.resolved import DEFAULT_TIMEOUT_S, INFERENCE
 from case_runners.config.selection import Selection
 from case_runners.config.standard import read_standard
 from case_runners.errors import ConfigError
 from case_runners.plan.inference_config import inference_cases, resolve_inference
 from case_runners.plan.layering import choose_hardware
+from case_runners.records.resolved import ResolvedConfig, VendorInfo
 from case_runners.vendors import vendor_info
 
 FLOPS_CONVENTION = ("1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass "
@@ -19,7 +20,7 @@ FLOPS_CONVENTION = ("1 multiply-add = 2 FLOPs; inference FLOPs per item = one fo
 
 
 def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Path,
-                                default_timeout_s: int | None = None) -> tuple[dict[str, Any] | None,
+                                default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None,
                                                                                  list[ConfigError]]:
     """(config, errors) for a selection with task: inference."""
     cases = inference_cases(root)
@@ -43,28 +44,12 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
     if errors:
         return None, errors
     conf = resolved["configurations"]
-    return {
-        "schema": RESOLVED_SCHEMA,
-        "task": "inference",
-        "case": sel.case,
-        "case_id": sel.case_id,
-        "framework": sel.framework,
-        "vendor": vendor["name"],
-        "hardware": sel.hardware,
-        "nnodes": 1,
-        "nproc": 1,
-        "repeat": sel.repeat,
-        "data_dir": sel.data_dir,
-        "timeout_s": sel.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S,
-        "sources": resolved["sources"],
-        "provenance": resolved["provenance"],
-        **read_standard(resolved),
-        "notes": notes,
-        "inference": resolved,
-        "params": {**conf, **resolved["parameters"]},
-        "target": None,
-        "flops_per_sample": conf["flops"],
-        "flops_convention": FLOPS_CONVENTION,
-        "flops_note": None,
-        "vendor_info": vendor_info(vendor, sel.hardware),
-    }, []
+    hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
+    return ResolvedConfig(
+        task=INFERENCE, case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"],
+        hardware=hardware, nnodes=1, nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
+        timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S, sources=resolved["sources"],
+        provenance=resolved["provenance"], **read_standard(resolved), notes=notes, inference=resolved,
+        params={**conf, **resolved["parameters"]}, target=None, flops_per_sample=conf["flops"],
+        flops_convention=FLOPS_CONVENTION, flops_note=None,
+        vendor_info=VendorInfo(**vendor_info(vendor, hardware))), []

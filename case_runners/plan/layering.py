@@ -14,19 +14,23 @@ from typing import Any
 
 from case_runners.cases import case_dir, list_cases
 from case_runners.config.constraints import Constraint, declare_params
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S, RESOLVED_SCHEMA
+from case_runners.config.resolved import DEFAULT_TIMEOUT_S
 from case_runners.config.selection import BOUNDS, Selection
+from case_runners.config.shared_params import SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
 from case_runners.config.standard import standard_fields
 from case_runners.config.types import to_float
 from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import ConfigError
+from case_runners.errors import ConfigError, raise_all
 from case_runners.paths import display_path
+from case_runners.records.resolved import ResolvedConfig, Target, VendorInfo
 from case_runners.vendors import vendor_info
 
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
-    """The case's base config.yaml, checked for the keys every case must declare; its "params" are the defaults,
-    "constraints" their ranges. ConfigError for a param without a range or a default out of it, and for a
+    """The case's base config.yaml, checked for the keys every case must declare, with the trainer's params
+    (config/shared_params.py) it does not give; its "params" are the defaults, "constraints" their ranges, and its
+    "mutable" and "run_only" lists the trainer params' and its own. ConfigError for a param without a range or a
+    default out of it, a trainer param given its own default again or listed as mutable or run-only again, and a
     `mutable` or `run_only` entry that is not a param or is in both lists."""
     path = case_dir(case) / "config.yaml"
     shown = display_path(path, root)
@@ -35,17 +39,45 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
                       ("flops_depend_on", list)):
         if not isinstance(base.get(key), kind):
             raise ConfigError(f"must be a {kind.__name__}", key=key, file=shown)
+    base["params"], base["mutable"], base["run_only"] = _with_trainer_params(base, shown)
     for listed in ("mutable", "run_only"):
         unknown = sorted(set(base[listed]) - set(base["params"]), key=str)
         if unknown:
             raise ConfigError(f"is listed as {listed} but is not a param", key=f"{listed}.{unknown[0]}", file=shown,
                               allowed=base["params"])
+    problems = Target.problems(base["target"], "target")
+    if problems:
+        raise ConfigError(f"must be {{metric, value, higher_is_better}}: {'; '.join(problems)}", key="target",
+                          file=shown)
     both = sorted(set(base["mutable"]) & set(base["run_only"]))
     if both:
         raise ConfigError("is listed as mutable (a vendor may set it) and as run_only (only a run override may): "
                           "keep it in one", key=f"run_only.{both[0]}", file=shown)
     base["params"], base["constraints"] = declare_params(base["params"], file=shown, prefix="params.")
     return base, shown
+
+
+def _with_trainer_params(base: dict[str, Any], shown: str) -> tuple[dict[str, Any], list[Any], list[Any]]:
+    """A case's params, mutable and run_only with the trainer's (TRAINER_PARAMS, declared once): its params the
+    trainer's defaults and its own, each list the trainer's and its own."""
+    errors = [ConfigError(f"is a trainer param: {SHARED_FILE} says who may set it", key=f"{listed}.{name}",
+                          file=shown) for listed in ("mutable", "run_only") for name in base[listed]
+              if name in TRAINER_PARAMS]
+    errors += [ConfigError(f"repeats the trainer's default ({SHARED_FILE}): leave it out", key=f"params.{name}",
+                           file=shown) for name, value in base["params"].items()
+               if name in TRAINER_PARAMS and "default" in TRAINER_PARAMS[name]
+               and _same(value, TRAINER_PARAMS[name]["default"])]
+    errors += [ConfigError(f"is missing: the trainer's {name} has no default, every case gives its own",
+                           key=f"params.{name}", file=shown)
+               for name, spec in TRAINER_PARAMS.items() if "default" not in spec and name not in base["params"]]
+    raise_all(errors)
+    defaults = {name: spec["default"] for name, spec in TRAINER_PARAMS.items() if "default" in spec}
+    mutable = [name for name in TRAINER_PARAMS if name not in TRAINER_RUN_ONLY]
+    return {**defaults, **base["params"]}, [*mutable, *base["mutable"]], [*TRAINER_RUN_ONLY, *base["run_only"]]
+
+
+def _same(value: Any, default: Any) -> bool:
+    return type(value) is type(default) and value == default  # 0 is not false, 1.0 not 1
 
 
 def apply_layer(params: dict[str, Any], provenance: dict[str, str], layer: dict[str, Any], *,
@@ -84,7 +116,7 @@ def choose_hardware(sel: Selection, vendor: dict[str, Any], root: Path) -> Confi
 
 
 def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
-            default_timeout_s: int | None = None) -> tuple[dict[str, Any] | None, list[ConfigError]]:
+            default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None, list[ConfigError]]:
     """Resolve a selection against a loaded vendor; return (config, errors)."""
     cases = list_cases()
     if sel.case not in cases:
@@ -130,25 +162,13 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         return None, errors
     changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
     non_standard = [k for k in base["run_only"] if params[k] != base["params"][k]]
-    config = {
-        "schema": RESOLVED_SCHEMA,
-        "case": sel.case,
-        "case_id": sel.case_id,
-        "framework": sel.framework,
-        "vendor": vendor["name"],
-        "hardware": sel.hardware,
-        "nnodes": sel.nnodes,
-        "nproc": sel.nproc,
-        "repeat": sel.repeat,
-        "data_dir": sel.data_dir,
-        "timeout_s": timeout,
-        "sources": [base_file, vendor_shown] + ([overrides_file] if sel.overrides else []),
-        **standard_fields(non_standard),
-        "provenance": provenance,
-        "params": params,
-        "target": base["target"],
-        "flops_per_sample": None if changed else flops,
-        "flops_note": f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
-        "vendor_info": vendor_info(vendor, sel.hardware),
-    }
+    hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
+    config = ResolvedConfig(
+        case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"], hardware=hardware,
+        nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
+        sources=[base_file, vendor_shown] + ([overrides_file] if sel.overrides else []), provenance=provenance,
+        **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
+        flops_per_sample=None if changed else flops,
+        flops_note=f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
+        vendor_info=VendorInfo(**vendor_info(vendor, hardware)))
     return config, []

@@ -10,12 +10,14 @@ from typing import Any
 from case_runners import files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.constraints import make_constraint
-from case_runners.config.selection import BOUNDS, TASKS, parse_selections
+from case_runners.config.resolved import INFERENCE, TASKS, TRAINING
+from case_runners.config.selection import BOUNDS, parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.paths import RESOLVED_NAME, project_root
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
+from case_runners.records.resolved import ResolvedConfig, Runtime
 from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.training.adapter import check_adapter_source
 from case_runners.vendor_files import case_requirements
@@ -73,34 +75,35 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     except ConfigError as exc:
         errors.append(ConfigError(exc.message, key="perfplay_vendor", file="run vars", allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
-    task = request.get("task") or "training"
+    task = request.get("task") or TRAINING
     if task not in TASKS:
         errors.append(ConfigError(f"unknown task '{task}'", key="perfplay_task", file="run vars", allowed=TASKS))
-        task = "training"
+        task = TRAINING
     selections, selection_errors = parse_selections(request.get("cases"), task=task)
     errors += selection_errors
-    cases: list[dict[str, Any]] = []
+    cases: list[ResolvedConfig] = []
     adapters_checked: set[str] = set()
     if vendor is not None:
         for sel in selections:
-            resolver = resolve_inference_selection if sel.task == "inference" else resolve
+            resolver = resolve_inference_selection if sel.task == INFERENCE else resolve
             config, case_errors = resolver(sel, vendor, root, timeout)
             errors += case_errors
             if config is not None:
-                if config.get("task", "training") == "training" and config["case"] not in adapters_checked:
-                    adapters_checked.add(config["case"])  # the vendor's extern/ adapter, from its source
-                    errors += [ConfigError(p) for p in check_adapter_source(root, config["vendor"], config["case"])]
+                if config.task_name == TRAINING and config.case not in adapters_checked:
+                    adapters_checked.add(config.case)  # the vendor's extern/ adapter, from its source
+                    errors += [ConfigError(p) for p in check_adapter_source(root, config.vendor, config.case)]
                 # The vendor case's pip requirements (also installed into the host venv with the host runtime).
-                config["requirements"] = [str(p.relative_to(root)) for p in case_requirements(root, config)]
+                config.requirements = [str(p.relative_to(root)) for p in
+                                       case_requirements(root, config.vendor, config.case, config.task_name)]
                 cases.append(config)
     images, image_errors = _runtimes(cases, runtime, vendor, request.get("image"), root)
     errors += image_errors
-    ids = [c["case_id"] for c in cases]
+    ids = [c.case_id for c in cases]
     errors += [ConfigError("is selected twice; give each selection a different hardware, nnodes or nproc",
                            key=f"case {cid}") for cid in sorted({i for i in ids if ids.count(i) > 1})]
     result: dict[str, Any] = {"ok": not errors, "errors": [str(e) for e in errors], "run_id": None,
-                              "run_dir": None, "cases": cases, "bundle": None, "images": images,
-                              "min_free_bytes": min_free}
+                              "run_dir": None, "cases": [c.to_json() for c in cases], "bundle": None,
+                              "images": images, "min_free_bytes": min_free}
     if errors or check:
         return result
     try:
@@ -111,10 +114,10 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
                                                                   key="perfplay_results_dir", file="run vars"))]}
     try:
         for config in cases:
-            case_dir = run_dir / config["case_id"]
+            case_dir = run_dir / config.case_id
             os.mkdir(case_dir, files.NEW_DIR_MODE)
-            config["config_path"] = str(case_dir / RESOLVED_NAME)
-            files.atomic_write_json(case_dir / RESOLVED_NAME, config)
+            config.config_path = str(case_dir / RESOLVED_NAME)
+            files.atomic_write_json(case_dir / RESOLVED_NAME, config.to_json())
         if request.get("bundle"):
             bundle = run_dir / BUNDLE_NAME
             result["bundle"] = {"path": str(bundle), "sha256": write_bundle(root, bundle)}
@@ -124,7 +127,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         return {**result, "ok": False, "bundle": None, "errors": [str(ConfigError(
             f"cannot write the run directory ({cause}); nothing was kept", key="perfplay_results_dir",
             file="run vars"))]}
-    result.update(run_id=run_dir.name, run_dir=str(run_dir))
+    result.update(run_id=run_dir.name, run_dir=str(run_dir), cases=[c.to_json() for c in cases])
     return result
 
 
@@ -162,26 +165,26 @@ def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) ->
     return [error(low)] if low else []
 
 
-def _runtimes(cases: list[dict[str, Any]], runtime: str, vendor: dict[str, Any] | None, image: Any,
+def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: dict[str, Any] | None, image: Any,
               root: Path) -> tuple[list[dict[str, Any]], list[ConfigError]]:
-    """Set each case's "runtime"; with docker, the image spec of each framework. (images, errors)"""
+    """Set each case's runtime; with docker, the image spec of each framework. (images, errors)"""
     if image not in (None, "", {}) and not isinstance(image, dict):
         return [], [ConfigError("must be a mapping of image settings", key="perfplay_image", file="run vars",
                                 allowed=BUILD_KEYS)]
     if runtime != "docker" or vendor is None:
         for config in cases:
-            config["runtime"] = {"kind": "host"}
+            config.runtime = Runtime(kind="host")
         return [], []
     specs: dict[str, dict[str, Any]] = {}
     for config in cases:
-        framework = config["framework"]
+        framework = config.framework
         if framework not in specs:
             try:
                 specs[framework] = image_spec(root, vendor, framework, image or {})
             except ConfigError as exc:
                 return [], [exc]
-        config["runtime"] = {"kind": "docker", "image": specs[framework]["ref"],
-                             "run": (vendor.get("container") or {}).get("run") or {}}
+        config.runtime = Runtime(kind="docker", image=specs[framework]["ref"],
+                                 run=(vendor.get("container") or {}).get("run") or {})
     return list(specs.values()), []
 
 

@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from case_runners.records.rank import result_name
+
 DEVICE_INDEX_ENV = "PERFPLAY_DEVICE_INDEX"  # the rank's device among those it sees, set by the launcher
 
 
 def result_path(log_dir: Path, rank: int) -> Path:
-    return Path(log_dir) / f"rank{rank}.result.json"
+    return Path(log_dir) / result_name(rank)
 
 
 @dataclass(frozen=True)

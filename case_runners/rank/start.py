@@ -4,18 +4,18 @@ cores shared among the node's ranks. torch is imported inside, after the vendor'
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from case_runners.rank.env import DEVICE_INDEX_ENV, DistEnv
+from case_runners.records.resolved import ResolvedConfig
 
 
-def start_rank(config: dict[str, Any], env: DistEnv):
+def start_rank(config: ResolvedConfig, env: DistEnv):
     """The vendor's runtime prepared (environment, imports, setup(), before torch touches its device) and this rank's
     device: the launcher's choice (DEVICE_INDEX_ENV) or else the local rank; a CPU's cores shared among the node's
     ranks. (runtime, device)"""
     from case_runners.vendor_runtime import VendorRuntime
 
-    runtime = VendorRuntime.for_config(config)
+    runtime = VendorRuntime(config.vendor, config.vendor_info.device, config.vendor_info.dist_backend)
     runtime.prepare()
     device = runtime.pick_device(int(os.environ.get(DEVICE_INDEX_ENV) or env.local_rank))
     if device.type == "cpu":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import sys
 import time
 import traceback
@@ -24,9 +23,11 @@ from case_runners.driver.events import EventLogger
 from case_runners.errors import PerfplayError
 from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv, result_path
+from case_runners.records import names
+from case_runners.records.rank import RankResult, build_rank_result
+from case_runners.records.resolved import ResolvedConfig
 
 TASK_MODULE = "case_runners.{task}.task"  # a task's package and its run(config, config_path, log, env)
-DEFAULT_TASK = "training"
 
 
 def _say(text: str) -> None:
@@ -35,19 +36,18 @@ def _say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def task_runner(config: dict[str, Any]) -> Callable[[dict[str, Any], str, EventLogger, DistEnv], dict[str, Any]]:
-    """The run() of the config's task, found by name: a task imports the rank runtime, never the reverse."""
-    from case_runners.config.selection import TASKS
-
-    task = config.get("task") or DEFAULT_TASK
-    if task not in TASKS:
-        raise PerfplayError(f"unknown task '{task}' in the resolved config (allowed: {', '.join(TASKS)})")
+def task_runner(config: ResolvedConfig) -> Callable[[ResolvedConfig, str, EventLogger, DistEnv], dict[str, Any]]:
+    """The run() of the config's task, found by name: a task imports the rank runtime, never the reverse. It returns
+    the fields of its rank result (records/rank.py) but rank, world_size and e2e_time."""
+    task = config.task_name
+    if task not in names.TASKS:
+        raise PerfplayError(f"unknown task '{task}' in the resolved config (allowed: {', '.join(names.TASKS)})")
     return importlib.import_module(TASK_MODULE.format(task=task)).run
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_result(path: Path, result: RankResult) -> None:
     """The rank's result, atomically (whole or absent); files.WriteError names the cause and the path."""
-    files.atomic_write_json(path, data, default=str)
+    files.atomic_write_json(path, result.to_json(), default=str)
 
 
 def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) -> int:
@@ -62,35 +62,35 @@ def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) 
         return 2
     env, log, code = DistEnv(), None, 0
 
-    def record(result: dict[str, Any]) -> dict[str, Any]:
-        return {"schema": "perfplay.rank_result/1", "rank": env.rank, "world_size": env.world_size,
-                **result, "e2e_time": time.perf_counter() - started}
+    def record(fields: dict[str, Any]) -> RankResult:
+        return build_rank_result(env.rank, env.world_size, fields, time.perf_counter() - started)
 
     if launcher_grace_s is not None:  # the watchdog's result; it writes no event (the main thread may be writing one)
-        stop_request.install(launcher_grace_s, lambda reason: write_json(
-            result_path(out, env.rank), record({"status": "failed", "reason": reason})))
+        stop_request.install(launcher_grace_s, lambda reason: write_result(
+            result_path(out, env.rank), record({"status": names.FAILED, "reason": reason})))
     try:
         env = DistEnv.from_environ()
-        config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-        log = EventLogger(out, env.rank, int(config.get("params", {}).get("log_freq", 10)))
+        config = ResolvedConfig.load(config_path)
+        log = EventLogger(out, env.rank, int(config.params.get("log_freq", 10)))
         result = task_runner(config)(config, config_path, log, env)
     except stop_request.Stopped as e:
-        result, code = {"status": "failed", "reason": str(e)}, e.request.exit_code
+        result, code = {"status": names.FAILED, "reason": str(e)}, e.request.exit_code
     except PerfplayError as e:  # a bad input found only on the host (a corrupt ONNX file): its message, no traceback
         _say(f"error: {e}")
-        result, code = {"status": "failed", "reason": str(e)}, 1
+        result, code = {"status": names.FAILED, "reason": str(e)}, 1
     except Exception:  # noqa: BLE001 - any crash becomes a "failed" result with its traceback
         reason = traceback.format_exc()
         _say(reason)
-        result, code = {"status": "failed", "reason": reason}, 1
+        result, code = {"status": names.FAILED, "reason": reason}, 1
     finally:
         from case_runners.rank.dist import shutdown_distributed
         shutdown_distributed()
-    result = record(result)
+    written = record(result)
+    code = code or (1 if written.status == names.FAILED else 0)  # a task's result that is not valid fails the rank
     try:
         log = log or EventLogger(out, env.rank, 10)
-        log.event(ev.FINISHED, {k: v for k, v in result.items() if k not in ("metrics_history", "reason")})
-        stop_request.write_result(lambda: write_json(result_path(out, env.rank), result), code)
+        log.event(ev.FINISHED, {k: v for k, v in written.to_json().items() if k not in ("metrics_history", "reason")})
+        stop_request.write_result(lambda: write_result(result_path(out, env.rank), written), code)
         log.close()
     except (OSError, PerfplayError) as e:  # a full disk: the launcher names it from the free space it sees
         _say(f"error: the rank's result could not be written: {e}")

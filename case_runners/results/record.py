@@ -10,40 +10,35 @@ results); the record's "throughput" block puts the global figure beside the per-
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
 
 from case_runners import files
-from case_runners.config.standard import read_standard
 from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
+from case_runners.records import names
+from case_runners.records.node import NODE_RESULT, NodeResult
+from case_runners.records.rank import RESULT_PATTERN, RankResult
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.round import (
+    RECORD_NAME,
+    DeviceMemory,
+    InferenceRoundRecord,
+    InferenceThroughput,
+    Mfu,
+    NodeEntry,
+    RoundRecord,
+    TrainingNodeEntry,
+    TrainingRoundRecord,
+    TrainingThroughput,
+)
+from case_runners.records.schema import ABSENT, RecordError
 
-ROUND_SCHEMA = "perfplay.round_record/1"
-RECORD_NAME = "result.json"
 FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; training FLOPs per sample = 3 x forward (forward + backward)"
-INFERENCE_METRIC_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
-                         "validation_accuracy", "inference_accuracy", "agreement", "validation_items",
-                         "inference_items", "e2e_time", "pipeline_time_s", "compile_s", "foo_time_s", "steps",
-                         "compiler", "precision", "batch_size", "device", "onnx_path", "compiled_path",
-                         "flops_per_item", "flops_per_s", "torch_peak_memory_bytes")
-METRIC_KEYS = ("p_whole", "p_train", "p_core", "init_time", "e2e_time", "train_time", "train_no_eval_time",
-               "core_time", "converged", "final_metric", "target", "metric", "samples", "steps", "epochs",
-               "stop_reason", "precision", "amp", "device", "peak_memory_bytes")
-THROUGHPUT_BASIS = "p_train"
-NO_NODE_RESULT = "the node's launcher wrote no node_result.json"
-VALID_STATUSES = ("success", "not_converged")  # a missed target is a valid result, not a failure
-NODE_RATE_KEYS = ("p_whole", "p_train", "p_core")  # per node: sum over its ranks of rank_<key>
+NO_NODE_RESULT = f"the node's launcher wrote no {NODE_RESULT}"
 _NODE_DIR = re.compile(r"^(?P<host>.+)_noderank(?P<node_rank>\d+)$")
-_RANK_RESULT = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def node_dirs(round_dir: Path) -> list[tuple[str, int, Path]]:
@@ -55,170 +50,198 @@ def node_dirs(round_dir: Path) -> list[tuple[str, int, Path]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def mfu(metrics: dict[str, Any], config: dict[str, Any], basis: str = "p_core") -> dict[str, Any]:
+def mfu(metrics: dict[str, Any], config: ResolvedConfig, basis: str = names.MFU_BASIS) -> Mfu:
     """Model FLOPs utilisation from the throughput `basis`, with the convention and the peak it used."""
-    peaks = config["vendor_info"]["hardware"].get("peak_flops") or {}
+    peaks = config.vendor_info.hardware.get("peak_flops") or {}
     precision = metrics.get("precision") or "fp32"
     peak = peaks.get(precision)
-    devices = config["nnodes"] * config["nproc"]
-    flops = config.get("flops_per_sample") or 0.0
-    info = {"value": None, "basis": basis, "flops_per_sample": flops, "precision": precision,
-            "peak_flops_per_device": peak, "devices": devices,
-            "convention": config.get("flops_convention") or FLOPS_CONVENTION}
+    devices = config.nnodes * config.nproc
+    flops = config.flops_per_sample or 0.0
+    convention = FLOPS_CONVENTION if config.flops_convention is ABSENT else config.flops_convention
+    info = Mfu(value=None, basis=basis, flops_per_sample=flops, precision=precision, peak_flops_per_device=peak,
+               devices=devices, convention=convention or FLOPS_CONVENTION)
     if peak and flops and metrics.get(basis):
-        info["value"] = metrics[basis] * flops / (peak * devices)
+        info.value = metrics[basis] * flops / (peak * devices)
     else:
-        info["reason"] = (f"no peak FLOP/s for {precision} on {config['hardware']} (vendor.yaml hardware."
-                          f"{config['hardware']}.peak_flops)" if not peak
-                          else config.get("flops_note") or f"no {basis} or FLOPs per sample")
+        info.reason = (f"no peak FLOP/s for {precision} on {config.hardware} (vendor.yaml hardware."
+                       f"{config.hardware}.peak_flops)" if not peak
+                       else config.flops_note or f"no {basis} or FLOPs per sample")
     return info
 
 
-def device_memory(monitors: dict[str, dict[str, Any]], nodes: list[dict[str, Any]], vendor: str,
-                  devices: list[int] | None = None) -> dict[str, Any]:
+def device_memory(monitors: dict[str, dict[str, Any]], nodes: list[NodeEntry], vendor: str,
+                  devices: list[int] | None = None) -> DeviceMemory:
     """Peak device memory used and the total, from node 0's vendor monitor (the cpu vendor's: the host's RAM):
     of `devices` (the rank's, in the monitor's numbering) when given, else the node's figure (max over devices)."""
-    summary = (monitors.get(nodes[0]["dir"], {}) if nodes else {}).get(vendor) or {}
+    summary = (monitors.get(nodes[0].dir, {}) if nodes else {}).get(vendor) or {}
     used = [d for d in summary.get("devices") or [] if devices is not None and d.get("index") in devices]
     source = summary if not used else {
         "mem_used_max_bytes": max((d["mem_used_max_bytes"] for d in used if d.get("mem_used_max_bytes") is not None),
                                   default=None),
         "mem_total_bytes": max((d["mem_total_bytes"] for d in used if d.get("mem_total_bytes") is not None),
                                default=None)}
-    return {"peak_used_bytes": source.get("mem_used_max_bytes"), "total_bytes": source.get("mem_total_bytes"),
-            "devices": [d["index"] for d in used] if used else None,
-            "source": f"{vendor} monitor of {nodes[0]['host']}" if summary else None,
-            "samples": summary.get("samples", 0)}
+    return DeviceMemory(peak_used_bytes=source.get("mem_used_max_bytes"), total_bytes=source.get("mem_total_bytes"),
+                        devices=[d["index"] for d in used] if used else None,
+                        source=f"{vendor} monitor of {nodes[0].host}" if summary else None,
+                        samples=summary.get("samples", 0))
 
 
-def node_throughput(node_ranks: list[dict[str, Any]], nproc: int) -> dict[str, Any]:
-    """A node's samples and throughputs: sums over its ranks of rank_samples and rank_p_*.
+def node_throughput(node_ranks: list[RankResult], nproc: int) -> dict[str, Any]:
+    """A node's samples and throughputs (TrainingNodeEntry's): sums over its ranks of rank_samples and rank_p_*.
 
     A figure is null (with "throughput_reason") unless all nproc ranks of the node reported it.
     """
     out: dict[str, Any] = {"ranks": len(node_ranks)}
-    for key, source in (("samples", "rank_samples"), *((k, f"rank_{k}") for k in NODE_RATE_KEYS)):
-        values = [r.get(source) for r in node_ranks]
+    for key, source in (("samples", "rank_samples"), *((k, f"rank_{k}") for k in names.NODE_THROUGHPUTS)):
+        values = [getattr(r, source, None) for r in node_ranks]
         complete = len(values) == nproc and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                 for v in values)
         out[key] = sum(values) if complete else None
-    if out[THROUGHPUT_BASIS] is None:
-        missing = [r.get("rank") for r in node_ranks
-                   if not isinstance(r.get(f"rank_{THROUGHPUT_BASIS}"), (int, float))]
+    basis = names.THROUGHPUT_BASIS
+    if out[basis] is None:
+        missing = [r.rank for r in node_ranks if not isinstance(getattr(r, f"rank_{basis}", None), (int, float))]
         out["throughput_reason"] = (f"{len(node_ranks)} of {nproc} ranks left a result" if len(node_ranks) != nproc
-                                    else f"rank(s) {', '.join(map(str, missing))} reported no rank_{THROUGHPUT_BASIS}")
+                                    else f"rank(s) {', '.join(map(str, missing))} reported no rank_{basis}")
     return out
 
 
-def throughput_block(nodes: list[dict[str, Any]], metrics: dict[str, Any]) -> dict[str, Any]:
+def throughput_block(nodes: list[TrainingNodeEntry], metrics: dict[str, Any]) -> TrainingThroughput:
     """Global throughput (rank 0's, authoritative) beside each node's, keyed by host
     (by node directory where two nodes share a host name)."""
-    hosts = [n["host"] for n in nodes]
-    names = [n["host"] if hosts.count(n["host"]) == 1 else n["dir"] for n in nodes]
-    return {"basis": THROUGHPUT_BASIS, "unit": "samples/s",
-            "total": metrics.get(THROUGHPUT_BASIS),
-            "per_node": {name: n.get(THROUGHPUT_BASIS) for name, n in zip(names, nodes)},
-            "total_p_core": metrics.get("p_core"),
-            "per_node_p_core": {name: n.get("p_core") for name, n in zip(names, nodes)}}
+    hosts = [n.host for n in nodes]
+    labels = [n.host if hosts.count(n.host) == 1 else n.dir for n in nodes]
+    return TrainingThroughput(
+        basis=names.THROUGHPUT_BASIS, unit="samples/s", total=metrics.get(names.THROUGHPUT_BASIS),
+        per_node={name: getattr(n, names.THROUGHPUT_BASIS) for name, n in zip(labels, nodes)},
+        total_p_core=metrics.get(names.MFU_BASIS),
+        per_node_p_core={name: getattr(n, names.MFU_BASIS) for name, n in zip(labels, nodes)})
 
 
-def build_round_record(round_dir: Path, config: dict[str, Any], round_no: int,
-                       run_id: str | None = None) -> dict[str, Any]:
-    nodes, ranks, monitors = [], [], {}
-    inference = config.get("task") == "inference"  # one rank: no per-node throughputs
+def _node_result(path: Path) -> tuple[str, str | None, float | None]:
+    """(status, reason, duration_s) of a node directory's node result; failed, naming why, without a valid one."""
+    if not (path / NODE_RESULT).exists():
+        return names.FAILED, NO_NODE_RESULT, None
+    try:
+        node = NodeResult.load(path / NODE_RESULT)
+    except RecordError as exc:
+        return names.FAILED, f"the node's {NODE_RESULT} is not valid: {exc}", None
+    return node.status, node.reason, node.duration_s
+
+
+def _rank_results(path: Path) -> tuple[list[RankResult], dict[int, str]]:
+    """A node directory's rank results, and why each that is not valid is not (by rank)."""
+    results, invalid = [], {}
+    for file in sorted(path.glob("rank*.result.json")):
+        match = RESULT_PATTERN.match(file.name)
+        if match:
+            try:
+                results.append(RankResult.load(file))
+            except RecordError as exc:
+                invalid[int(match["rank"])] = str(exc)
+    return results, invalid
+
+
+def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int,
+                       run_id: str | None = None) -> RoundRecord:
+    nodes: list[NodeEntry] = []
+    ranks: list[tuple[str, int, RankResult]] = []
+    invalid: dict[int, str] = {}
+    monitors: dict[str, dict[str, Any]] = {}
+    inference = config.task_name == names.INFERENCE  # one rank: no per-node throughputs
     for host, node_rank, path in node_dirs(round_dir):
-        node = _read_json(path / "node_result.json") or {
-            "status": "failed", "reason": NO_NODE_RESULT}
-        node_ranks = []
-        for file in sorted(path.glob("rank*.result.json")):
-            rank_result = _read_json(file)
-            if rank_result is not None and _RANK_RESULT.match(file.name):
-                node_ranks.append({"host": host, "node_rank": node_rank, **rank_result})
-        ranks += node_ranks
-        nodes.append({"host": host, "node_rank": node_rank, "status": node.get("status"),
-                      "reason": node.get("reason"), "duration_s": node.get("duration_s"), "dir": path.name,
-                      **({} if inference else node_throughput(node_ranks, config["nproc"]))})
+        status, reason, duration_s = _node_result(path)
+        node_ranks, node_invalid = _rank_results(path)
+        invalid.update(node_invalid)
+        ranks += [(host, node_rank, r) for r in node_ranks]
+        entry: dict[str, Any] = dict(host=host, node_rank=node_rank, status=status, reason=reason,
+                                     duration_s=duration_s, dir=path.name)
+        nodes.append(NodeEntry(**entry) if inference else
+                     TrainingNodeEntry(**entry, **node_throughput(node_ranks, config.nproc)))
         monitors[path.name] = {log.name.removesuffix("_monitor.jsonl"): summarize_monitor_log(log)
                                for log in sorted(path.glob("*_monitor.jsonl"))}
-    ranks.sort(key=lambda r: r.get("rank", 0))
-    status, reason = _status(nodes, ranks, config)
-    rank0 = next((r for r in ranks if r.get("rank") == 0), {})
-    metrics = {key: rank0.get(key) for key in (INFERENCE_METRIC_KEYS if inference else METRIC_KEYS)}
-    metrics["device_memory"] = device_memory(monitors, nodes, config["vendor"], rank0.get("monitor_devices"))
-    record = {
-        "schema": ROUND_SCHEMA,
-        "run_id": run_id or round_dir.parent.parent.name,
-        "case_id": config["case_id"],
-        "case": config["case"],
-        "vendor": config["vendor"],
-        "hardware": config["hardware"],
-        "framework": config.get("framework"),
-        "nnodes": config["nnodes"],
-        "nproc": config["nproc"],
-        "round": round_no,
-        "status": status,
-        "reason": reason,
-        "task": config.get("task", "training"),
-        "adapted": rank0.get("adapted") or [],  # trainer points rank 0 ran from the vendor's extern/ adapter
-        "versions": rank0.get("versions"),  # the software stack of rank 0 (torch, and the vendor hook's)
-        **read_standard(config),
-        "metrics": metrics,
-        **(_inference_blocks(metrics, config) if inference else
-           {"mfu": mfu(metrics, config), "throughput": throughput_block(nodes, metrics)}),
-        "per_node": nodes,
-        "per_rank": ranks,
-        "monitors": monitors,
-        "params": config["params"],
-    }
-    return record
+    ranks.sort(key=lambda item: item[2].rank)
+    rank0 = next((r for _, _, r in ranks if r.rank == 0), None)
+    status, reason = _status(nodes, rank0, invalid.get(0), config)
+    metrics = {key: getattr(rank0, key, None) for key in names.metric_keys(config.task_name)}
+    metrics[names.DEVICE_MEMORY] = device_memory(monitors, nodes, config.vendor,
+                                                 getattr(rank0, "monitor_devices", None)).to_json()
+    common: dict[str, Any] = dict(
+        run_id=run_id or round_dir.parent.parent.name, case_id=config.case_id, case=config.case, vendor=config.vendor,
+        hardware=config.hardware, framework=config.framework, nnodes=config.nnodes, nproc=config.nproc,
+        round=round_no, status=status, reason=reason, task=config.task_name,
+        adapted=list(getattr(rank0, "adapted", None) or []),  # trainer points rank 0 ran from the vendor's adapter
+        versions=getattr(rank0, "versions", None),  # the software stack of rank 0 (torch, and the vendor hook's)
+        **config.standard_fields(), metrics=metrics,
+        per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks], monitors=monitors,
+        params=config.params)
+    if inference:  # MFU and throughput on the engine's core throughput, or the framework's without one
+        side = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
+        basis = f"p_{side}_core"
+        return InferenceRoundRecord(
+            **common, mfu=mfu(metrics, config, basis), per_node=nodes,
+            throughput=InferenceThroughput(basis=basis, unit="items/s", total=metrics.get(basis),
+                                           whole=metrics.get(f"p_{side}_whole")))
+    training_nodes = [n for n in nodes if isinstance(n, TrainingNodeEntry)]
+    return TrainingRoundRecord(**common, mfu=mfu(metrics, config), per_node=training_nodes,
+                               throughput=throughput_block(training_nodes, metrics))
 
 
-def _inference_blocks(metrics: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """MFU and throughput of an inference round: the engine's core throughput, or the framework's without one."""
-    path = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
-    return {"mfu": mfu(metrics, config, f"p_{path}_core"),
-            "throughput": {"basis": f"p_{path}_core", "unit": "items/s", "total": metrics.get(f"p_{path}_core"),
-                           "whole": metrics.get(f"p_{path}_whole")}}
-
-
-def _status(nodes: list[dict], ranks: list[dict], config: dict) -> tuple[str, str | None]:
-    expected = config["nnodes"]
+def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str | None,
+            config: ResolvedConfig) -> tuple[str, str | None]:
+    expected = config.nnodes
     if not nodes:
-        return "failed", "no node of this round left any output"
-    for wanted in ("timeout", "interrupted", "failed"):
-        bad = [n for n in nodes if n["status"] == wanted]
+        return names.FAILED, "no node of this round left any output"
+    for wanted in (names.TIMEOUT, names.INTERRUPTED, names.FAILED):
+        bad = [n for n in nodes if n.status == wanted]
         if bad:
-            return ("failed" if wanted == "interrupted" else wanted), \
-                f"{bad[0]['host']} (node {bad[0]['node_rank']}): {bad[0]['reason']}"
+            return (names.FAILED if wanted == names.INTERRUPTED else wanted), \
+                f"{bad[0].host} (node {bad[0].node_rank}): {bad[0].reason}"
     if len(nodes) < expected:
-        return "failed", f"only {len(nodes)} of {expected} nodes left output"
-    rank0 = next((r for r in ranks if r.get("rank") == 0), None)
+        return names.FAILED, f"only {len(nodes)} of {expected} nodes left output"
     if rank0 is None:
-        return "failed", "rank 0 wrote no result"
-    if rank0.get("status") == "not_converged":
-        return "not_converged", (f"{rank0.get('metric')} {rank0.get('final_metric')} did not reach "
-                                 f"{rank0.get('target')} (stopped: {rank0.get('stop_reason')})")
-    if rank0.get("status") != "success":
-        return "failed", rank0.get("reason") or f"rank 0 status {rank0.get('status')}"
-    return "success", None
+        return names.FAILED, f"rank 0's result is not valid: {rank0_invalid}" if rank0_invalid else \
+            "rank 0 wrote no result"
+    if rank0.status == names.NOT_CONVERGED:
+        return names.NOT_CONVERGED, (f"{getattr(rank0, 'metric', None)} {getattr(rank0, 'final_metric', None)} did "
+                                     f"not reach {getattr(rank0, 'target', None)} "
+                                     f"(stopped: {getattr(rank0, 'stop_reason', None)})")
+    if rank0.status != names.SUCCESS:
+        return names.FAILED, getattr(rank0, "reason", None) or f"rank 0 status {rank0.status}"
+    return names.SUCCESS, None
 
 
-def write_round_record(round_dir: Path, config: dict[str, Any], round_no: int, run_id: str | None = None,
-                       errors: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+def write_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, run_id: str | None = None,
+                       errors: list[str] | tuple[str, ...] = ()) -> RoundRecord:
     """Build the record, fail it for the `errors` the orchestration met in the round (a host that failed a task),
     and write it as result.json. A record that cannot be written is returned failed, naming why, and not raised:
     one round's lost record never costs the run."""
     record = build_round_record(round_dir, config, round_no, run_id)
     if errors:
-        record["orchestration_errors"] = list(errors)
+        record.orchestration_errors = list(errors)
         said = "; ".join(errors)
-        if record["status"] in VALID_STATUSES:
-            record.update(status="failed", reason=said)
-        elif not record["per_node"] or any(n["reason"] == NO_NODE_RESULT for n in record["per_node"]):
-            record["reason"] = f"{record['reason']}; {said}"  # what the launcher could not write, Ansible heard
+        if record.status in names.VALID_STATUSES:
+            record.status, record.reason = names.FAILED, said
+        elif not record.per_node or any(n.reason == NO_NODE_RESULT for n in record.per_node):
+            record.reason = f"{record.reason}; {said}"  # what the launcher could not write, Ansible heard
     try:
         files.secure_dir(round_dir)
-        files.atomic_write_json(round_dir / RECORD_NAME, record)
+        files.atomic_write_json(round_dir / RECORD_NAME, record.to_json())
     except PerfplayError as exc:
-        record.update(status="failed", reason=f"the round record could not be written: {exc}", write_error=str(exc))
+        return dataclasses.replace(record, status=names.FAILED, write_error=str(exc),
+                                   reason=f"the round record could not be written: {exc}")
     return record
+
+
+def compact_record(record: RoundRecord, errors: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The few fields of a round record a dashboard or a downstream AWX node needs (the play publishes it with
+    set_stats as perfplay_rounds): which round, its status, whether it was standard, its main figures, MFU and the
+    orchestration's errors."""
+    compact: dict[str, Any] = {"case_id": record.case_id, "round": record.round, "status": record.status,
+                               "reason": record.reason, **record.standard_fields()}
+    shown: tuple[str, ...] = names.COMPACT_TRAINING
+    if record.task == names.INFERENCE:
+        compact["task"], shown = names.INFERENCE, names.COMPACT_INFERENCE
+    compact.update((key, record.metrics.get(key)) for key in shown)
+    compact["mfu"] = record.mfu.value
+    compact["errors"] = list(errors)
+    return compact

@@ -10,273 +10,325 @@ the run's list of such cases is printed under the tables: it is never shown as a
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import statistics
 from pathlib import Path
 from typing import Any
 
 from case_runners import files
-from case_runners.config.standard import NON_STANDARD, NON_STANDARD_CASES, NOT_STANDARD_NOTE, STANDARD, read_standard
+from case_runners.config.standard import NON_STANDARD, NOT_STANDARD_NOTE, STANDARD, read_standard
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
-from case_runners.results.record import RECORD_NAME, THROUGHPUT_BASIS, VALID_STATUSES
+from case_runners.records import names
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.round import RECORD_NAME, Mfu, RoundRecord, TrainingNodeEntry
+from case_runners.records.schema import RecordError
+from case_runners.records.summary import (
+    SUMMARY_JSON,
+    SUMMARY_MD,
+    RunSummary,
+    ScalingGroup,
+    ScalingRow,
+    Stat,
+    SummaryCase,
+    SummaryNode,
+    round_keys,
+)
 
-SUMMARY_SCHEMA = "perfplay.run_summary/1"
-SUMMARY_JSON, SUMMARY_MD = "summary.json", "summary.md"
-STAT_KEYS = ("p_whole", "p_train", "p_core", "e2e_time", "init_time", "final_metric")
-INFERENCE_STAT_KEYS = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core",
-                       "validation_accuracy", "inference_accuracy", "agreement", "e2e_time", "compile_s",
-                       "device_memory_peak_bytes")
 INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
                      "val acc", "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
 GIB = 1024 ** 3
 COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"), ("std", STANDARD),
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
-NODE_STAT_KEYS = ("p_train", "p_core")
-SCALING_BASIS = THROUGHPUT_BASIS
+SCALING_BASIS = names.THROUGHPUT_BASIS
 
 
-def mean_std(values: list[float]) -> dict[str, float | int | None]:
+def mean_std(values: list[float]) -> Stat:
     if not values:
-        return {"mean": None, "std": None, "n": 0}
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "n": len(values)}
+        return Stat(mean=None, std=None, n=0)
+    return Stat(mean=statistics.fmean(values), std=statistics.stdev(values) if len(values) > 1 else 0.0,
+                n=len(values))
 
 
-def load_records(run_dir: Path) -> list[dict[str, Any]]:
+@dataclasses.dataclass(kw_only=True)
+class StandIn:
+    """A round without a readable record, described from its case's resolved config as far as that can be read."""
+    case_id: str
+    case: str
+    task: str
+    vendor: str | None
+    hardware: str | None
+    nnodes: int
+    nproc: int
+    framework: str | None
+    round: int
+    status: str  # unreadable, interrupted or missing
+    reason: str
+    standard: bool
+    non_standard: list[str]
+    metrics: dict[str, Any]  # the case's metric and target
+    mfu: Mfu | None = None
+    per_node: tuple[()] = ()
+
+    def standard_fields(self) -> dict[str, Any]:
+        return {STANDARD: self.standard, NON_STANDARD: list(self.non_standard)}
+
+
+Round = RoundRecord | StandIn
+
+
+def load_records(run_dir: Path) -> list[Round]:
     """Every round of the run: its record, or a stand-in naming its state when it has none that can be read:
-    `unreadable` (result.json is there but cannot be read), `interrupted` (the round started and left no
-    record), `missing` (a round the plan has that never started)."""
-    records, seen = [], set()
+    `unreadable` (result.json is there but is not a valid round record), `interrupted` (the round started and left
+    no record), `missing` (a round the plan has that never started)."""
+    records: list[Round] = []
+    seen = set()
     for path in sorted(run_dir.glob(f"*/round*/{RECORD_NAME}")):
         seen.add(path.parent)
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(record, dict) or "case_id" not in record:
-                raise ValueError("not a round record")
-            records.append(record)
-        except (OSError, ValueError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            records.append(_stand_in(path.parent.parent, path.parent, "unreadable", f"{path}: {why}"))
+            records.append(RoundRecord.load(path))
+        except RecordError as exc:
+            records.append(_stand_in(path.parent.parent, path.parent, names.UNREADABLE, str(exc)))
     for config_path in sorted(run_dir.glob(f"*/{RESOLVED_NAME}")):
         case_dir = config_path.parent
-        try:
-            repeat = int(json.loads(config_path.read_text(encoding="utf-8")).get("repeat") or 1)
-        except (OSError, ValueError, TypeError):
-            repeat = len(list(case_dir.glob("round*")))
+        config = _config(case_dir)
+        repeat = config.repeat if config else len(list(case_dir.glob("round*")))
         for number in range(1, repeat + 1):
             round_dir = case_dir / f"round{number}"
             if round_dir in seen:
                 continue
             if round_dir.is_dir():
-                records.append(_stand_in(case_dir, round_dir, "interrupted",
+                records.append(_stand_in(case_dir, round_dir, names.INTERRUPTED,
                                          "the round started but left no record (the run was interrupted)"))
             else:
-                records.append(_stand_in(case_dir, round_dir, "missing", "the round never started"))
+                records.append(_stand_in(case_dir, round_dir, names.MISSING, "the round never started"))
     return records
 
 
-def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> dict[str, Any]:
-    """A round with no readable record, described from the case's resolved config (as far as it can be read)."""
+def _config(case_dir: Path) -> ResolvedConfig | None:
     try:
-        config = json.loads((case_dir / RESOLVED_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        config = {}
+        return ResolvedConfig.load(case_dir / RESOLVED_NAME)
+    except RecordError:
+        return None
+
+
+def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> StandIn:
+    """A round with no readable record, described from the case's resolved config (as far as it can be read)."""
+    config = _config(case_dir)
     number = round_dir.name.removeprefix("round")
-    return {"case_id": config.get("case_id", case_dir.name), "case": config.get("case", case_dir.name),
-            "task": config.get("task", "training"), "vendor": config.get("vendor"), "hardware": config.get("hardware"),
-            "nnodes": config.get("nnodes", 1), "nproc": config.get("nproc", 1), "framework": config.get("framework"),
-            "round": int(number) if number.isdigit() else 0, "status": status, "reason": reason,
-            **read_standard(config),
-            "metrics": {"metric": (config.get("target") or {}).get("metric"),
-                        "target": (config.get("target") or {}).get("value")}}
+    common: dict[str, Any] = dict(round=int(number) if number.isdigit() else 0, status=status, reason=reason)
+    if config is None:
+        return StandIn(case_id=case_dir.name, case=case_dir.name, task=names.TRAINING, vendor=None, hardware=None,
+                       nnodes=1, nproc=1, framework=None, **common, **read_standard({}),
+                       metrics={"metric": None, "target": None})
+    return StandIn(case_id=config.case_id, case=config.case, task=config.task_name, vendor=config.vendor,
+                   hardware=config.hardware, nnodes=config.nnodes, nproc=config.nproc, framework=config.framework,
+                   **common, **config.standard_fields(),
+                   metrics={"metric": config.target.metric if config.target else None,
+                            "target": config.target.value if config.target else None})
 
 
-def _stat_keys(record: dict[str, Any]) -> tuple[str, ...]:
-    return INFERENCE_STAT_KEYS if record.get("task") == "inference" else STAT_KEYS
+def _stat_keys(record: Round) -> tuple[str, ...]:
+    return names.SUMMARY_INFERENCE_STATS if record.task == names.INFERENCE else names.SUMMARY_TRAINING_STATS
 
 
-def _round_values(record: dict[str, Any]) -> dict[str, Any]:
-    metrics = record["metrics"]
-    memory = metrics.get("device_memory") or {}
-    return {**metrics, "device_memory_peak_bytes": memory.get("peak_used_bytes")}
+def _round_values(record: Round) -> dict[str, Any]:
+    memory = record.metrics.get(names.DEVICE_MEMORY) or {}
+    return {**record.metrics, names.DEVICE_MEMORY_PEAK: memory.get("peak_used_bytes")}
 
 
-def summarize_records(records: list[dict[str, Any]], run_id: str | None = None) -> dict[str, Any]:
-    cases: dict[str, dict[str, Any]] = {}
-    for record in sorted(records, key=lambda r: (r["case_id"], r["round"])):
+@dataclasses.dataclass
+class _Case:
+    """A case of the summary while its rounds are added."""
+    first: Round
+    rounds: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    values: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    mfu: list[float] = dataclasses.field(default_factory=list)
+    nodes: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    standard: bool = True
+    non_standard: set[str] = dataclasses.field(default_factory=set)
+    memory_total_bytes: Any = None
+    mfu_basis: Any = None
+
+
+def summarize_records(records: list[Round], run_id: str | None = None) -> RunSummary:
+    cases: dict[str, _Case] = {}
+    for record in sorted(records, key=lambda r: (r.case_id, r.round)):
         keys = _stat_keys(record)
-        entry = cases.setdefault(record["case_id"], {
-            "case_id": record["case_id"], "case": record["case"], "task": record.get("task", "training"),
-            "vendor": record["vendor"], "hardware": record["hardware"], "nnodes": record["nnodes"],
-            "nproc": record["nproc"], "framework": record.get("framework"),
-            "metric": record["metrics"].get("metric"), "target": record["metrics"].get("target"),
-            STANDARD: True, NON_STANDARD: [],
-            "rounds": [], "_values": {k: [] for k in keys}, "_mfu": [], "_nodes": {}})
-        fields = read_standard(record)  # standard only if every round was
-        entry[STANDARD] = entry[STANDARD] and fields[STANDARD]
-        entry[NON_STANDARD] = sorted({*entry[NON_STANDARD], *fields[NON_STANDARD]})
+        entry = cases.setdefault(record.case_id, _Case(record, values={k: [] for k in keys}))
+        fields = record.standard_fields()  # standard only if every round was
+        entry.standard = entry.standard and fields[STANDARD]
+        entry.non_standard |= set(fields[NON_STANDARD])
         values = _round_values(record)
-        entry["rounds"].append({"round": record["round"], "status": record["status"], "reason": record["reason"],
-                                **{k: values.get(k) for k in keys + ("converged",)}})
-        if record["status"] in VALID_STATUSES:
+        entry.rounds.append({"round": record.round, "status": record.status, "reason": record.reason,
+                             **{k: values.get(k) for k in round_keys(record.task)}})
+        if record.status in names.VALID_STATUSES:
             for key in keys:
                 if _number(values.get(key)):
-                    entry["_values"][key].append(float(values[key]))
-            if record.get("mfu", {}).get("value") is not None:
-                entry["_mfu"].append(record["mfu"]["value"])
-            _collect_nodes(entry["_nodes"], record)
-        if record.get("task") == "inference":
-            entry["memory_total_bytes"] = (record["metrics"].get("device_memory") or {}).get("total_bytes")
-            entry["mfu_basis"] = (record.get("mfu") or {}).get("basis")
-    summary_cases = []
-    for entry in cases.values():
-        values, mfu_values, nodes = entry.pop("_values"), entry.pop("_mfu"), entry.pop("_nodes")
-        statuses = [r["status"] for r in entry["rounds"]]
-        entry["stats"] = {key: mean_std(v) for key, v in values.items()}
-        entry["stats"]["mfu"] = mean_std(mfu_values)
-        entry["per_node"] = [{"node_rank": rank, "host": "/".join(node["hosts"]), "ranks": max(node["ranks"]),
-                              "stats": {key: mean_std(node["values"][key]) for key in NODE_STAT_KEYS}}
-                             for rank, node in sorted(nodes.items())]
-        entry["succeeded"] = statuses.count("success")
-        entry["converged"] = sum(1 for r in entry["rounds"] if r.get("converged"))
-        entry["status"] = "success" if set(statuses) == {"success"} else \
-            ",".join(sorted(set(statuses)))
-        summary_cases.append(entry)
-    failed = [f"{c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
-              for c in summary_cases for r in c["rounds"] if r["status"] not in VALID_STATUSES]
-    return {"schema": SUMMARY_SCHEMA, "run_id": run_id, "cases": summary_cases,
-            "ok": all(c["status"] == "success" for c in summary_cases) and bool(summary_cases),
-            "failed_rounds": failed,
-            NON_STANDARD_CASES: [c["case_id"] for c in summary_cases if not c[STANDARD]],
-            "scaling": scaling([c for c in summary_cases if c["task"] == "training"])}
+                    entry.values[key].append(float(values[key]))
+            if record.mfu is not None and record.mfu.value is not None:
+                entry.mfu.append(record.mfu.value)
+            _collect_nodes(entry.nodes, record)
+        if record.task == names.INFERENCE:
+            entry.memory_total_bytes = (record.metrics.get(names.DEVICE_MEMORY) or {}).get("total_bytes")
+            entry.mfu_basis = record.mfu.basis if record.mfu is not None else None
+    summary_cases = [_summary_case(entry) for entry in cases.values()]
+    failed = [f"{c.case_id} round {r['round']}: {r['status']}: {r['reason']}"
+              for c in summary_cases for r in c.rounds if r["status"] not in names.VALID_STATUSES]
+    return RunSummary(run_id=run_id, cases=summary_cases,
+                      ok=all(c.status == names.SUCCESS for c in summary_cases) and bool(summary_cases),
+                      failed_rounds=failed,
+                      non_standard_cases=[c.case_id for c in summary_cases if not _is_standard(c)],
+                      scaling=scaling([c for c in summary_cases if c.task == names.TRAINING]))
+
+
+def _summary_case(entry: _Case) -> SummaryCase:
+    first, statuses = entry.first, [r["status"] for r in entry.rounds]
+    inference = first.task == names.INFERENCE
+    return SummaryCase(
+        case_id=first.case_id, case=first.case, task=first.task, vendor=first.vendor, hardware=first.hardware,
+        nnodes=first.nnodes, nproc=first.nproc, framework=first.framework, metric=first.metrics.get("metric"),
+        target=first.metrics.get("target"), standard=entry.standard, non_standard=sorted(entry.non_standard),
+        rounds=entry.rounds,
+        **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else {}),
+        stats={**{key: mean_std(v) for key, v in entry.values.items()}, "mfu": mean_std(entry.mfu)},
+        per_node=[SummaryNode(node_rank=rank, host="/".join(node["hosts"]), ranks=max(node["ranks"]),
+                              stats={key: mean_std(node["values"][key]) for key in names.SUMMARY_NODE_STATS})
+                  for rank, node in sorted(entry.nodes.items())],
+        succeeded=statuses.count(names.SUCCESS), converged=sum(1 for r in entry.rounds if r.get("converged")),
+        status=names.SUCCESS if set(statuses) == {names.SUCCESS} else ",".join(sorted(set(statuses))))
 
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _collect_nodes(nodes: dict[int, dict[str, Any]], record: dict[str, Any]) -> None:
-    """Add a valid round's per-node throughputs (records from before per-node figures add nothing)."""
-    for node in record.get("per_node") or []:
-        if THROUGHPUT_BASIS not in node:
+def _collect_nodes(nodes: dict[int, dict[str, Any]], record: Round) -> None:
+    """Add a valid round's per-node throughputs (a training round's)."""
+    for node in record.per_node:
+        if not isinstance(node, TrainingNodeEntry):
             continue
-        entry = nodes.setdefault(node["node_rank"], {"hosts": [], "ranks": [],
-                                                     "values": {k: [] for k in NODE_STAT_KEYS}})
-        if node["host"] not in entry["hosts"]:
-            entry["hosts"].append(node["host"])
-        entry["ranks"].append(node.get("ranks") or 0)
-        for key in NODE_STAT_KEYS:
-            if _number(node.get(key)):
-                entry["values"][key].append(float(node[key]))
+        entry = nodes.setdefault(node.node_rank, {"hosts": [], "ranks": [],
+                                                  "values": {k: [] for k in names.SUMMARY_NODE_STATS}})
+        if node.host not in entry["hosts"]:
+            entry["hosts"].append(node.host)
+        entry["ranks"].append(node.ranks)
+        for key in names.SUMMARY_NODE_STATS:
+            value = getattr(node, key)
+            if _number(value):
+                entry["values"][key].append(float(value))
 
 
-def scaling(cases: list[dict[str, Any]], basis: str = SCALING_BASIS) -> list[dict[str, Any]]:
+def scaling(cases: list[SummaryCase], basis: str = SCALING_BASIS) -> list[ScalingGroup]:
     """Speed-up and efficiency of each case over the smallest scale it was run at in this run.
 
     Cases are grouped by (case, vendor, hardware, framework); a group with at least two scales gives
     rows sorted by devices = nnodes * nproc. speed-up = throughput / base throughput, efficiency =
     speed-up / (devices / base devices), throughput = the mean of `basis` over valid rounds.
     """
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple, list[SummaryCase]] = {}
     for case in cases:
-        key = (case["case"], case["vendor"], case["hardware"], case.get("framework"))
-        groups.setdefault(key, []).append(case)
+        groups.setdefault((case.case, case.vendor, case.hardware, case.framework), []).append(case)
     result = []
     for key in sorted(groups, key=lambda k: tuple("" if part is None else str(part) for part in k)):
-        members = sorted(groups[key], key=lambda c: (c["nnodes"] * c["nproc"], c["nnodes"], c["case_id"]))
-        if len({(c["nnodes"], c["nproc"]) for c in members}) < 2:
+        members = sorted(groups[key], key=lambda c: (c.nnodes * c.nproc, c.nnodes, c.case_id))
+        if len({(c.nnodes, c.nproc) for c in members}) < 2:
             continue
         base = members[0]
-        base_devices = base["nnodes"] * base["nproc"]
-        base_value = base["stats"][basis]["mean"]
+        base_devices = base.nnodes * base.nproc
+        base_value = base.stats[basis].mean
         reason = None if base_value else \
-            f"the base {base['case_id']} has no valid {basis} (no round with status success or not_converged)"
+            f"the base {base.case_id} has no valid {basis} (no round with status success or not_converged)"
         rows = []
         for case in members:
-            devices = case["nnodes"] * case["nproc"]
-            value = case["stats"][basis]["mean"]
-            row = {"case_id": case["case_id"], STANDARD: read_standard(case)[STANDARD],
-                   "nnodes": case["nnodes"], "nproc": case["nproc"],
-                   "devices": devices, "throughput": case["stats"][basis], "speedup": None, "efficiency": None,
-                   "reason": reason}
+            devices = case.nnodes * case.nproc
+            value = case.stats[basis].mean
+            row = ScalingRow(case_id=case.case_id, standard=_is_standard(case), nnodes=case.nnodes, nproc=case.nproc,
+                             devices=devices, throughput=case.stats[basis], speedup=None, efficiency=None,
+                             reason=reason)
             if reason is None and value is None:
-                row["reason"] = f"no valid {basis} (no round with status success or not_converged)"
-            elif reason is None:
-                row["speedup"] = value / base_value
-                row["efficiency"] = row["speedup"] / (devices / base_devices)
+                row.reason = f"no valid {basis} (no round with status success or not_converged)"
+            elif value is not None and base_value:
+                row.speedup = value / base_value
+                row.efficiency = row.speedup / (devices / base_devices)
             rows.append(row)
-        result.append({"case": key[0], "vendor": key[1], "hardware": key[2], "framework": key[3],
-                       "basis": basis, "unit": "samples/s", "base": base["case_id"], "base_devices": base_devices,
-                       "reason": reason, "rows": rows})
+        result.append(ScalingGroup(case=key[0], vendor=key[1], hardware=key[2], framework=key[3], basis=basis,
+                                   unit="samples/s", base=base.case_id, base_devices=base_devices, reason=reason,
+                                   rows=rows))
     return result
 
 
-def summarize_run(run_dir: Path) -> dict[str, Any]:
+def summarize_run(run_dir: Path) -> RunSummary:
     summary = summarize_records(load_records(run_dir), run_dir.name)
-    summary["run_dir"] = str(run_dir)
+    summary.run_dir = str(run_dir)
     return summary
 
 
-def _fmt(stat: dict[str, Any] | None, digits: int = 1, percent: bool = False) -> str:
-    if not stat or stat.get("mean") is None:
+def _fmt(stat: Stat | None, digits: int = 1, percent: bool = False) -> str:
+    if stat is None or stat.mean is None:
         return "-"
     scale = 100.0 if percent else 1.0
-    text = f"{stat['mean'] * scale:.{digits}f}"
-    if stat.get("n", 0) > 1:
-        text += f" ±{stat['std'] * scale:.{digits}f}"
+    text = f"{stat.mean * scale:.{digits}f}"
+    if stat.n > 1:
+        text += f" ±{(stat.std or 0.0) * scale:.{digits}f}"
     return text + ("%" if percent else "")
 
 
-def _std(case: dict[str, Any]) -> str:
+def _is_standard(case: SummaryCase | ScalingRow) -> bool:
+    return case.standard if isinstance(case, ScalingRow) else case.standard_fields()[STANDARD]
+
+
+def _std(case: SummaryCase) -> str:
     """The std cell of a summary case: yes, or no and the keys that changed the workload."""
-    if case[STANDARD]:
+    if _is_standard(case):
         return "yes"
-    return f"no: {', '.join(case[NON_STANDARD])}" if case[NON_STANDARD] else "no"
+    keys = case.standard_fields()[NON_STANDARD]
+    return f"no: {', '.join(keys)}" if keys else "no"
 
 
-def _why(case: dict[str, Any]) -> str:
+def _why(case: SummaryCase) -> str:
     """What made a summary case non-standard."""
-    return f"changed {', '.join(case[NON_STANDARD])}" if case[NON_STANDARD] else "marked non-standard"
+    keys = case.standard_fields()[NON_STANDARD]
+    return f"changed {', '.join(keys)}" if keys else "marked non-standard"
 
 
-def _label(case: dict[str, Any]) -> str:
+def _label(case: SummaryCase | ScalingRow) -> str:
     """A case id (of a summary case or a scaling row), marked where the case is not standard."""
-    return case["case_id"] + ("" if case[STANDARD] else " (non-standard)")
+    return case.case_id + ("" if _is_standard(case) else " (non-standard)")
 
 
-def _non_standard_notes(summary: dict[str, Any]) -> list[str]:
+def _non_standard_notes(summary: RunSummary) -> list[str]:
     """One line per non-standard case of the summary: its id and the keys that made it so."""
-    return [f"{c['case_id']}: {_why(c)}" for c in summary["cases"] if not c[STANDARD]]
+    return [f"{c.case_id}: {_why(c)}" for c in summary.cases if not _is_standard(c)]
 
 
-def table_rows(summary: dict[str, Any]) -> list[list[str]]:
+def table_rows(summary: RunSummary) -> list[list[str]]:
     rows = []
-    for case in summary["cases"]:
-        if case.get("task", "training") != "training":
+    for case in summary.cases:
+        if case.task != names.TRAINING:
             continue
-        s = case["stats"]
-        rows.append([case["case_id"], str(len(case["rounds"])), f"{case['succeeded']}/{len(case['rounds'])}",
-                     case["status"], _std(case), _fmt(s["p_whole"]), _fmt(s["p_train"]), _fmt(s["p_core"]),
+        s = case.stats
+        rows.append([case.case_id, str(len(case.rounds)), f"{case.succeeded}/{len(case.rounds)}",
+                     case.status, _std(case), _fmt(s["p_whole"]), _fmt(s["p_train"]), _fmt(s["p_core"]),
                      _fmt(s["e2e_time"]), _fmt(s["final_metric"], 4),
-                     "-" if case["target"] is None else f"{case['target']}", _fmt(s["mfu"], 2, percent=True)])
+                     "-" if case.target is None else f"{case.target}", _fmt(s["mfu"], 2, percent=True)])
     return rows
 
 
-def inference_rows(summary: dict[str, Any]) -> list[list[str]]:
+def inference_rows(summary: RunSummary) -> list[list[str]]:
     """One row per inference case: the four throughputs (items/s), both accuracies, agreement, memory."""
     rows = []
-    for case in summary["cases"]:
-        if case.get("task") != "inference":
+    for case in summary.cases:
+        if case.task != names.INFERENCE:
             continue
-        s = case["stats"]
-        memory = s["device_memory_peak_bytes"]
-        memory = {**memory, "mean": memory["mean"] / GIB, "std": (memory["std"] or 0.0) / GIB} \
-            if memory["mean"] is not None else memory
-        total = case.get("memory_total_bytes")
-        rows.append([case["case_id"], str(len(case["rounds"])), f"{case['succeeded']}/{len(case['rounds'])}",
-                     case["status"], _std(case), _fmt(s["p_validation_whole"]), _fmt(s["p_validation_core"]),
+        s = case.stats
+        memory = s[names.DEVICE_MEMORY_PEAK]
+        if memory.mean is not None:
+            memory = Stat(mean=memory.mean / GIB, std=(memory.std or 0.0) / GIB, n=memory.n)
+        total = case.memory_total_bytes if isinstance(case.memory_total_bytes, int) else None
+        rows.append([case.case_id, str(len(case.rounds)), f"{case.succeeded}/{len(case.rounds)}",
+                     case.status, _std(case), _fmt(s["p_validation_whole"]), _fmt(s["p_validation_core"]),
                      _fmt(s["p_inference_whole"]), _fmt(s["p_inference_core"]), _fmt(s["validation_accuracy"], 4),
                      _fmt(s["inference_accuracy"], 4), _fmt(s["agreement"], 1, percent=True), _fmt(s["e2e_time"]),
                      _fmt(memory, 2) + (f" / {total / GIB:.1f}" if total else ""), _fmt(s["mfu"], 2, percent=True)])
@@ -297,44 +349,43 @@ def _efficiency(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def scaling_rows(group: dict[str, Any]) -> list[list[str]]:
-    return [[_label(row), str(row["nnodes"]), str(row["nproc"]), str(row["devices"]), _fmt(row["throughput"]),
-             _speedup(row["speedup"]), _efficiency(row["efficiency"])] for row in group["rows"]]
+def scaling_rows(group: ScalingGroup) -> list[list[str]]:
+    return [[_label(row), str(row.nnodes), str(row.nproc), str(row.devices), _fmt(row.throughput),
+             _speedup(row.speedup), _efficiency(row.efficiency)] for row in group.rows]
 
 
-def _scaling_notes(group: dict[str, Any]) -> list[str]:
-    if group["reason"]:
-        return [f"speed-up and efficiency withheld: {group['reason']}"]
-    return [f"{row['case_id']}: {row['reason']}" for row in group["rows"] if row["reason"]]
+def _scaling_notes(group: ScalingGroup) -> list[str]:
+    if group.reason:
+        return [f"speed-up and efficiency withheld: {group.reason}"]
+    return [f"{row.case_id}: {row.reason}" for row in group.rows if row.reason]
 
 
-def render_per_node_text(summary: dict[str, Any]) -> list[str]:
+def render_per_node_text(summary: RunSummary) -> list[str]:
     """One line per multi-node case: each node's p_train (mean ± std over valid rounds)."""
     lines = []
-    for case in summary["cases"]:
-        if case["nnodes"] > 1 and case.get("per_node"):
-            nodes = "  ".join(f"node{n['node_rank']} {n['host']}: {_fmt(n['stats']['p_train'])}"
-                              for n in case["per_node"])
+    for case in summary.cases:
+        if case.nnodes > 1 and case.per_node:
+            nodes = "  ".join(f"node{n.node_rank} {n.host}: {_fmt(n.stats['p_train'])}" for n in case.per_node)
             lines.append(f"  {_label(case)}  {nodes}")
     return ["", "per node (p_train, samples/s; sum of the node's ranks):", *lines] if lines else []
 
 
-def render_scaling_text(summary: dict[str, Any]) -> list[str]:
+def render_scaling_text(summary: RunSummary) -> list[str]:
     lines = []
-    for group in summary.get("scaling") or []:
-        header = ["case", "devices", group["basis"], "speed-up", "efficiency"]
+    for group in summary.scaling:
+        header = ["case", "devices", group.basis, "speed-up", "efficiency"]
         rows = [[r[0], r[3], r[4], r[5], r[6]] for r in scaling_rows(group)]
-        lines += ["", f"scaling ({group['basis']}, {group['unit']}; base: {group['base']})", *_columns(header, rows),
+        lines += ["", f"scaling ({group.basis}, {group.unit}; base: {group.base})", *_columns(header, rows),
                   *(f"  {note}" for note in _scaling_notes(group))]
     return lines
 
 
-def render_table(summary: dict[str, Any]) -> str:
+def render_table(summary: RunSummary) -> str:
     """Plain-text tables for the end of the play (mean ± std over rounds): the training cases (samples/s), then a
     line per multi-node case with each node's throughput and the scaling tables; the inference cases (items/s)."""
-    lines = [f"perfplay summary: {summary.get('run_id')} (mean ± std over rounds)"]
+    lines = [f"perfplay summary: {summary.run_id} (mean ± std over rounds)"]
     training = table_rows(summary)
-    if training or not summary["cases"]:
+    if training or not summary.cases:
         line, *body = _columns([name for name, _ in COLUMNS], training)
         lines += ["training (throughput in samples/s)", line, "-" * len(line), *body,
                   *render_per_node_text(summary), *render_scaling_text(summary)]
@@ -344,8 +395,8 @@ def render_table(summary: dict[str, Any]) -> str:
         lines += ([""] if training else []) + [
             "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
-    failures = [f"  {c['case_id']} round {r['round']}: {r['status']}: {r['reason']}"
-                for c in summary["cases"] for r in c["rounds"] if r["status"] != "success"]
+    failures = [f"  {c.case_id} round {r['round']}: {r['status']}: {r['reason']}"
+                for c in summary.cases for r in c.rounds if r["status"] != names.SUCCESS]
     if failures:
         lines += ["", "failures:", *failures]
     non_standard = _non_standard_notes(summary)
@@ -354,8 +405,8 @@ def render_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
-    lines = [f"# perfplay run {summary.get('run_id')}", "", "Mean ± std over rounds. FLOPs convention: "
+def render_markdown(summary: RunSummary) -> str:
+    lines = [f"# perfplay run {summary.run_id}", "", "Mean ± std over rounds. FLOPs convention: "
              "1 multiply-add = 2 FLOPs; MFU against the vendor's peak FLOP/s for the precision used."]
     training = table_rows(summary)
     if training:
@@ -375,53 +426,52 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if non_standard:
         lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
     lines += _scaling_markdown(summary)
-    for case in summary["cases"]:
+    for case in summary.cases:
         lines += ["", f"## {_label(case)}", ""]
-        if not case[STANDARD]:
+        if not _is_standard(case):
             lines += [f"{NOT_STANDARD_NOTE}: {_why(case)}.", ""]
-        if case.get("task") == "inference":
-            keys = ("p_validation_whole", "p_validation_core", "p_inference_whole", "p_inference_core")
+        if case.task == names.INFERENCE:
+            keys = names.INFERENCE_THROUGHPUTS
             lines += ["| round | status | val whole | val core | inf whole | inf core | val acc | inf acc | "
                       "reason |", "|---|---|---|---|---|---|---|---|---|"]
-            for r in case["rounds"]:
-                cells = [_num(r.get(k)) for k in keys] + [_num(r.get(k), 4) for k in ("validation_accuracy",
-                                                                                      "inference_accuracy")]
+            for r in case.rounds:
+                cells = [_num(r.get(k)) for k in keys] + [_num(r.get(k), 4) for k in names.INFERENCE_ACCURACIES]
                 lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) + f" | {r['reason'] or ''} |")
             continue
         lines += ["| round | status | p_whole | p_train | p_core | e2e s | "
-                  f"{case['metric']} | reason |", "|---|---|---|---|---|---|---|---|"]
-        for r in case["rounds"]:
-            cells = [_num(r.get(k)) for k in ("p_whole", "p_train", "p_core", "e2e_time")]
+                  f"{case.metric} | reason |", "|---|---|---|---|---|---|---|---|"]
+        for r in case.rounds:
+            cells = [_num(r.get(k)) for k in (*names.THROUGHPUTS, "e2e_time")]
             lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) +
                          f" | {_num(r.get('final_metric'), 4)} | {r['reason'] or ''} |")
         lines += _per_node_markdown(case)
     return "\n".join(lines) + "\n"
 
 
-def _per_node_markdown(case: dict[str, Any]) -> list[str]:
-    if case["nnodes"] <= 1 or not case.get("per_node"):
+def _per_node_markdown(case: SummaryCase) -> list[str]:
+    if case.nnodes <= 1 or not case.per_node:
         return []
     lines = ["", "Per node (samples/s, mean ± std over valid rounds; a node's figure is the sum of its ranks' "
              "own throughputs; the total is rank 0's global figure):", "",
              "| node | host | ranks | p_train | p_core |", "|---|---|---|---|---|"]
-    lines += [f"| {n['node_rank']} | {n['host']} | {n['ranks']} | {_fmt(n['stats']['p_train'])} | "
-              f"{_fmt(n['stats']['p_core'])} |" for n in case["per_node"]]
-    lines.append(f"| total | | {case['nnodes'] * case['nproc']} | {_fmt(case['stats']['p_train'])} | "
-                 f"{_fmt(case['stats']['p_core'])} |")
+    lines += [f"| {n.node_rank} | {n.host} | {n.ranks} | {_fmt(n.stats['p_train'])} | "
+              f"{_fmt(n.stats['p_core'])} |" for n in case.per_node]
+    lines.append(f"| total | | {case.nnodes * case.nproc} | {_fmt(case.stats['p_train'])} | "
+                 f"{_fmt(case.stats['p_core'])} |")
     return lines
 
 
-def _scaling_markdown(summary: dict[str, Any]) -> list[str]:
-    groups = summary.get("scaling") or []
+def _scaling_markdown(summary: RunSummary) -> list[str]:
+    groups = summary.scaling
     if not groups:
         return []
     lines = ["", "## Scaling", "", f"Throughput: {SCALING_BASIS} in samples/s, mean ± std over valid rounds "
              "(success or not_converged). Speed-up against the smallest scale; efficiency = speed-up / "
              "(devices / base devices)."]
     for group in groups:
-        what = ", ".join(str(x) for x in (group["vendor"], group["framework"]) if x)
-        lines += ["", f"### {group['case']} on {group['hardware']} ({what}); base {group['base']}", "",
-                  f"| case | nnodes | nproc | devices | {group['basis']} | speed-up | efficiency |",
+        what = ", ".join(str(x) for x in (group.vendor, group.framework) if x)
+        lines += ["", f"### {group.case} on {group.hardware} ({what}); base {group.base}", "",
+                  f"| case | nnodes | nproc | devices | {group.basis} | speed-up | efficiency |",
                   "|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(row) + " |" for row in scaling_rows(group)]
         notes = _scaling_notes(group)
@@ -434,18 +484,17 @@ def _num(value: Any, digits: int = 1) -> str:
     return f"{value:.{digits}f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
 
 
-def write_run_summary(run_dir: Path) -> dict[str, Any]:
-    """Write summary.json and summary.md into the run directory (atomically, each only when its content changed)
-    and return the summary with, beside it (not in the files), "written": the paths written, empty when the
-    files held it already. One that cannot be written is still returned, with the reason in "write_error"."""
+def write_run_summary(run_dir: Path) -> tuple[RunSummary, list[str]]:
+    """Write summary.json and summary.md into the run directory (atomically, each only when its content changed);
+    (the summary, the paths written: none when the files held it already). One that cannot be written is still
+    returned, with the reason in write_error."""
     run_dir = Path(run_dir)
     summary = summarize_run(run_dir)
     written = []
     try:
-        for name, text in ((SUMMARY_JSON, files.json_text(summary)), (SUMMARY_MD, render_markdown(summary))):
+        for name, text in ((SUMMARY_JSON, files.json_text(summary.to_json())), (SUMMARY_MD, render_markdown(summary))):
             if files.atomic_update_text(run_dir / name, text):
                 written.append(str(run_dir / name))
     except PerfplayError as exc:
-        summary["write_error"] = str(exc)
-    summary["written"] = written
-    return summary
+        summary.write_error = str(exc)
+    return summary, written

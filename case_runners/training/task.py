@@ -13,8 +13,10 @@ from typing import Any
 
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
+from case_runners.errors import PerfplayError
 from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv
+from case_runners.records.resolved import ResolvedConfig
 
 
 def load_case_builder(case: str):
@@ -23,40 +25,42 @@ def load_case_builder(case: str):
     return module.build_case
 
 
-def run(config: dict[str, Any], config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
-    """Train one rank and return its result record (everything but e2e_time)."""
+def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
+    """Train one rank; the fields of its result (records/rank.py TrainingRankResult) but rank, world_size and
+    e2e_time."""
     import torch
 
     from case_runners.rank.dist import init_distributed
     from case_runners.rank.start import start_rank
     from case_runners.training.adapter import load_adapter
     from case_runners.training.case_api import RunContext
-    from case_runners.training.trainer import Target, Trainer, seed_everything
+    from case_runners.training.trainer import Trainer, seed_everything
     from case_runners.vendors import DEFAULT_AMP_DTYPE
 
     stop_request.check("init")
-    params = config["params"]
+    params = config.params
     runtime, device = start_rank(config, env)
-    adapter = load_adapter(config["vendor"], config["case"])  # after the vendor's imports, before the case
-    runtime.allow_tf32(bool(params.get("tf32", False)))
+    adapter = load_adapter(config.vendor, config.case)  # after the vendor's imports, before the case
+    runtime.allow_tf32(bool(params["tf32"]))  # the trainer's params: config/shared_params.py TRAINER_PARAMS
     backend = runtime.dist_backend
     versions = runtime.versions()
-    log.event(ev.SUBMIT_INFO, {"vendor": config.get("vendor"), "case": config["case"],
-                               "case_id": config.get("case_id"), "config_path": config_path,
+    log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case,
+                               "case_id": config.case_id, "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
                                "dist_backend": backend, "world_size": env.world_size, "params": params,
                                "python": sys.executable, "torch": torch.__version__, "versions": versions,
                                "adapter": adapter.shown})
     init_distributed(env, backend, device)
     stop_request.check("init (case)")
-    seed_everything(int(params.get("seed", 0)))
+    seed_everything(int(params["seed"]))
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
-                     device=device, data_dir=config.get("data_dir"), log=log, runtime=runtime,
+                     device=device, data_dir=config.data_dir, log=log, runtime=runtime,
                      pin_memory=device.type != "cpu")
-    case = load_case_builder(config["case"])(params, ctx)
+    case = load_case_builder(config.case)(params, ctx)
     stop_request.check("init (trainer)")
-    log.event(ev.LAUNCH_TRAINING, {"case": config["case"]})
-    trainer = Trainer(case, params, ctx, Target.from_config(config["target"]),
-                      amp_dtype=str(config.get("vendor_info", {}).get("amp_dtype") or DEFAULT_AMP_DTYPE),
-                      adapter=adapter)
+    log.event(ev.LAUNCH_TRAINING, {"case": config.case})
+    if config.target is None:
+        raise PerfplayError(f"{config_path}: a training case needs a target (key 'target' is null)")
+    trainer = Trainer(case, params, ctx, config.target,
+                      amp_dtype=config.vendor_info.amp_dtype or DEFAULT_AMP_DTYPE, adapter=adapter)
     return {**trainer.run(), "versions": versions}

@@ -26,27 +26,12 @@ import torch
 
 from case_runners.driver import events as ev
 from case_runners.rank import stop_request
+from case_runners.records import names
+from case_runners.records.resolved import Target
 from case_runners.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum, any_rank
 from case_runners.vendor_runtime import VendorRuntime
-
-RESULT_SCHEMA = "perfplay.rank_result/1"
-
-
-@dataclass(frozen=True)
-class Target:
-    metric: str
-    value: float
-    higher_is_better: bool = True
-
-    @classmethod
-    def from_config(cls, target: dict[str, Any]) -> Target:
-        return cls(metric=str(target["metric"]), value=float(target["value"]),
-                   higher_is_better=bool(target.get("higher_is_better", True)))
-
-    def reached(self, value: float) -> bool:
-        return value >= self.value if self.higher_is_better else value <= self.value
 
 
 def seed_everything(seed: int) -> None:
@@ -94,16 +79,16 @@ class Trainer:
         self.case, self.params, self.ctx, self.target = case, params, ctx, target
         self.log = ctx.log
         self.device = ctx.device
-        self.precision = Precision(bool(params.get("amp", False)), ctx.device.type, amp_dtype,
-                                   bool(params.get("tf32", False)))
+        # The trainer's params, with their defaults, are declared once: config/shared_params.py TRAINER_PARAMS.
+        self.precision = Precision(bool(params["amp"]), ctx.device.type, amp_dtype, bool(params["tf32"]))
         self.runtime = ctx.runtime or VendorRuntime(None, ctx.device.type, "gloo")  # torch's defaults
         self.sync = self.runtime.synchronizer(ctx.device)
-        self.max_epochs = int(params.get("max_epochs", 0))
-        self.max_steps = int(params.get("max_steps", 0))
-        self.time_budget_s = float(params.get("time_budget_s", 0))
-        self.log_freq = max(1, int(params.get("log_freq", 10)))
-        self.eval_every_epochs = int(params.get("eval_every_epochs", 1))
-        self.eval_every_steps = int(params.get("eval_every_steps", 0))
+        self.max_epochs = int(params["max_epochs"])
+        self.max_steps = int(params["max_steps"])
+        self.time_budget_s = float(params["time_budget_s"])
+        self.log_freq = int(params["log_freq"])
+        self.eval_every_epochs = int(params["eval_every_epochs"])
+        self.eval_every_steps = int(params["eval_every_steps"])
         self.history: list[dict[str, float]] = []
         self.adapter = adapter
         self.adapter_ctx = AdapterContext(
@@ -286,7 +271,7 @@ class Trainer:
             if self.time_budget_s > 0 else (lambda: False)
         while stop is None:
             if self.max_epochs and epoch >= self.max_epochs:
-                stop = "max_epochs"
+                stop = names.MAX_EPOCHS
                 break
             epoch += 1
             self.case.set_epoch(epoch)
@@ -310,12 +295,12 @@ class Trainer:
                                             "rank_core_samples_per_s": samples / core_time if core_time else None},
                               step=step)
                 if self.max_steps and step >= self.max_steps:
-                    stop = "max_steps"
+                    stop = names.MAX_STEPS
                 # Ranks agree on the budget at log steps (one tiny collective), every step on one rank.
                 elif (self.ctx.world_size == 1 or step % self.log_freq == 0) and any_rank(over_budget(), self.device):
-                    stop = "time_budget"
+                    stop = names.TIME_BUDGET
                 if self.eval_every_steps and step % self.eval_every_steps == 0 and evaluate():
-                    stop = "target_reached"
+                    stop = names.TARGET_REACHED
                 if stop:
                     break
             if step == steps_before_epoch:
@@ -323,9 +308,9 @@ class Trainer:
             log.event(ev.EPOCH_END, {"epoch": epoch, "step": step})
             if stop is None and self.eval_every_epochs and epoch % self.eval_every_epochs == 0 \
                     and evaluated_at != step and evaluate():
-                stop = "target_reached"
+                stop = names.TARGET_REACHED
             if stop is None and any_rank(over_budget(), self.device):
-                stop = "time_budget"
+                stop = names.TIME_BUDGET
         if evaluated_at != step:
             evaluate()
         self.sync()
@@ -342,9 +327,9 @@ class Trainer:
         def rate(seconds: float, count: float = global_samples) -> float:
             return count / seconds if seconds > 0 else 0.0
 
+        # The rank result's fields (records/rank.py TrainingRankResult) but those of the task and the rank runtime.
         return {
-            "schema": RESULT_SCHEMA, "rank": self.ctx.rank, "world_size": self.ctx.world_size,
-            "status": "success" if converged else "not_converged", "stop_reason": stop,
+            "status": names.SUCCESS if converged else names.NOT_CONVERGED, "stop_reason": stop,
             "converged": converged, "metric": self.target.metric, "final_metric": metric,
             "target": self.target.value, "samples": int(global_samples), "steps": step, "epochs": epoch,
             "init_time": self.init_time, "train_time": train_time, "train_no_eval_time": train_no_eval,

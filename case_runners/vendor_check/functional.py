@@ -19,7 +19,9 @@ from case_runners.data_check import check_data
 from case_runners.driver import events as ev
 from case_runners.paths import display_path
 from case_runners.plan.layering import load_case_base
-from case_runners.results.record import RECORD_NAME, VALID_STATUSES
+from case_runners.records import names
+from case_runners.records.round import RECORD_NAME, RoundRecord
+from case_runners.records.schema import RecordError
 from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_check.structure import CONFIG_NAME
@@ -44,7 +46,7 @@ def adapted_cases(name: str, root: Path) -> tuple[list[tuple[str, str]], list[st
     return training, inference
 
 
-def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, dict | None, Path | None]:
+def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, RoundRecord | None, Path | None]:
     """(exit code, output tail, the round record, its node dir) of one `case_runners run`."""
     done = subprocess.run([sys.executable, "-m", "case_runners", "run", *argv, "--results-dir", str(results),
                            "--timeout", str(TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL, capture_output=True,
@@ -54,7 +56,11 @@ def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, dict | N
     if not records:
         return done.returncode, said, None, None
     nodes = sorted(p for p in records[0].parent.iterdir() if p.is_dir())
-    return done.returncode, said, json.loads(records[0].read_text(encoding="utf-8")), nodes[0] if nodes else None
+    try:
+        record = RoundRecord.load(records[0])
+    except RecordError as exc:
+        return done.returncode, str(exc), None, None
+    return done.returncode, said, record, nodes[0] if nodes else None
 
 
 def _events(node: Path | None) -> set[str]:
@@ -80,27 +86,26 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
         if record is None:
             return [error(where, f"left no round record (exit code {code}): {said}")]
         found = []
-        status = record["status"]
-        if status not in VALID_STATUSES or (status == "not_converged"
-                                             and record["metrics"].get("stop_reason") != "max_steps"):
-            found.append(error(where, f"round {status}: {record.get('reason')}"))
+        status = record.status
+        if status not in names.VALID_STATUSES or (status == names.NOT_CONVERGED
+                                                   and record.metrics.get("stop_reason") != names.MAX_STEPS):
+            found.append(error(where, f"round {status}: {record.reason}"))
         missing = [e for e in TRAINING_EVENTS if e not in _events(node)]
         if missing:
             found.append(error(where, f"rank 0 logged no {', '.join(missing)} event"))
         found += _adapted(name, case, record, root, where)
         if not found:
-            rate = record["metrics"].get("p_train")
+            rate = record.metrics.get("p_train")
             found.append(ok(where, f"{steps} steps, status {status}, p_train {rate:.1f} samples/s"
-                                   + (f", adapted: {', '.join(record.get('adapted') or [])}"
-                                      if record.get("adapted") else "")))
+                                   + (f", adapted: {', '.join(record.adapted)}" if record.adapted else "")))
         return found
 
 
-def _adapted(name: str, case: str, record: dict, root: Path, where: str) -> list[Finding]:
+def _adapted(name: str, case: str, record: RoundRecord, root: Path, where: str) -> list[Finding]:
     if not (vendor_dir(root, name) / "cases" / case / EXTERN_DIR).is_dir():
         return []
     _, points = adapter_source(root, name, case)
-    recorded = sorted(record.get("adapted") or [])
+    recorded = sorted(record.adapted)
     if recorded != sorted(points):
         return [error(where, f"the record says adapted {recorded or 'nothing'}; the extern adapter defines "
                              f"{sorted(points)}")]
@@ -109,17 +114,17 @@ def _adapted(name: str, case: str, record: dict, root: Path, where: str) -> list
 
 def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> list[Finding]:
     where = f"{case} inference"
-    argv = [case, "--task", "inference", "--vendor", name, *(["--data-dir", data_dir] if data_dir else [])]
+    argv = [case, "--task", names.INFERENCE, "--vendor", name, *(["--data-dir", data_dir] if data_dir else [])]
     with tempfile.TemporaryDirectory(prefix="perfplay-check-") as tmp:
         code, said, record, node = _run(root, argv, Path(tmp))
         if record is None:
             return [error(where, f"left no round record (exit code {code}): {said}")]
-        if record["status"] != "success":
-            return [error(where, f"round {record['status']}: {record.get('reason')}")]
+        if record.status != names.SUCCESS:
+            return [error(where, f"round {record.status}: {record.reason}")]
         missing = [e for e in INFERENCE_EVENTS if e not in _events(node)]
         if missing:
             return [error(where, f"rank 0 logged no {', '.join(missing)} event")]
-        metrics = record["metrics"]
+        metrics = record.metrics
         return [ok(where, f"steps a-g, compiler {metrics.get('compiler')}, "
                           f"p_inference_core {metrics.get('p_inference_core')}")]
 

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from case_runners.results.summary import render_table, write_run_summary
+from record_helpers import resolved, round_record
 
 REPO = Path(__file__).resolve().parents[2]
 CALLBACK_DIR = REPO / "playbooks" / "callback_plugins"
@@ -149,9 +150,9 @@ def test_real_table_of_an_empty_run(make_callback, tmp_path):
     """Against the checkout's case_runners.results.summary: an empty run still summarises."""
     run_dir = tmp_path / "run20250101000000"
     run_dir.mkdir()
-    summary = write_run_summary(run_dir)
+    summary, written = write_run_summary(run_dir)
     callback = make_callback()
-    callback.v2_runner_on_ok(summary_result(summary, summary["written"], render_table(summary)))
+    callback.v2_runner_on_ok(summary_result(summary.to_json(), written, render_table(summary)))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.warnings == []
     assert "perfplay summary: run20250101000000" in callback._display.lines[1]
@@ -173,18 +174,19 @@ def test_options_come_from_documentation(monkeypatch):
 
 
 def _record(nnodes, nproc, round_no, p_train, node_p_train, status="success"):
-    """A round record as record.build_round_record writes it (the keys the summary reads)."""
+    """A round record of digits_cnn at nnodes x nproc, with its nodes' p_train."""
+    config = resolved(selection={"nproc": 1 if nproc == 1 else 2}, nnodes=nnodes, nproc=nproc,
+                      case_id=f"digits_cnn_CPUx{nnodes}x{nproc}")
     nodes = [{"host": f"host{i + 1}", "node_rank": i, "status": "success", "reason": None, "duration_s": 1.0,
               "dir": f"host{i + 1}_noderank{i}", "ranks": nproc, "samples": 1000 * nproc, "p_whole": value / 2,
               "p_train": value, "p_core": value * 1.25} for i, value in enumerate(node_p_train)]
-    return {"schema": "perfplay.round_record/1", "case_id": f"digits_cnn_CPUx{nnodes}x{nproc}",
-            "case": "digits_cnn", "vendor": "cpu", "hardware": "CPU", "framework": "pytorch", "nnodes": nnodes,
-            "nproc": nproc, "round": round_no, "status": status, "reason": None if status == "success" else "boom",
-            "metrics": {"p_train": p_train, "p_core": p_train * 1.25, "p_whole": p_train / 2,
-                        "metric": "accuracy", "target": 0.95, "converged": True},
-            "mfu": {"value": None}, "per_node": nodes,
-            "throughput": {"basis": "p_train", "total": p_train,
-                           "per_node": {n["host"]: n["p_train"] for n in nodes}}}
+    return round_record(config, round_no, status, None if status == "success" else "boom",
+                        {"p_train": p_train, "p_core": p_train * 1.25, "p_whole": p_train / 2, "metric": "accuracy",
+                         "target": 0.95, "converged": True}, per_node=nodes,
+                        throughput={"basis": "p_train", "unit": "samples/s", "total": p_train,
+                                    "per_node": {n["host"]: n["p_train"] for n in nodes},
+                                    "total_p_core": p_train * 1.25,
+                                    "per_node_p_core": {n["host"]: n["p_core"] for n in nodes}})
 
 
 def test_real_table_prints_per_node_and_scaling(make_callback, tmp_path):
@@ -197,9 +199,9 @@ def test_real_table_prints_per_node_and_scaling(make_callback, tmp_path):
         path = run_dir / record["case_id"] / f"round{record['round']}"
         path.mkdir(parents=True)
         (path / "result.json").write_text(json.dumps(record))
-    summary = write_run_summary(run_dir)  # as the run_summary task does
+    summary, written = write_run_summary(run_dir)  # as the run_summary task does
     callback = make_callback()
-    callback.v2_runner_on_ok(summary_result(summary, summary["written"], render_table(summary)))
+    callback.v2_runner_on_ok(summary_result(summary.to_json(), written, render_table(summary)))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.warnings == []
     lines = callback._display.lines[1].splitlines()

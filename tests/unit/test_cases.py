@@ -17,7 +17,7 @@ from case_runners.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.rank.worker import main
 from case_runners.training.case_api import TrainingCase
-from case_runners.vendors import load_vendor, vendor_info
+from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = ("bert", "digits_cnn", "resnet50")
@@ -34,15 +34,11 @@ def base_config(case: str) -> dict:
     return load_case_base(case, project_root())[0]
 
 
-def run_case(tmp_path: Path, case: str, data_dir=None, target=None, **overrides) -> dict:
+def run_case(tmp_path: Path, case: str, data_dir=None, target=None, **params) -> dict:
     """Run one rank of `case` through worker.main on the CPU and return its result."""
-    base = base_config(case)
-    config = {"schema": "perfplay.resolved_config/1", "case": case, "case_id": f"{case}_CPUx1x1",
-              "framework": "pytorch", "vendor": "cpu", "nnodes": 1, "nproc": 1, "data_dir": data_dir,
-              "params": {**base["params"], **overrides}, "target": {**base["target"], **(target or {})},
-              "flops_per_sample": base["flops_per_sample"], "vendor_info": vendor_info(load_vendor("cpu"), "CPU")}
-    path = tmp_path / f"{case}.json"
-    path.write_text(json.dumps(config))
+    config = resolved(case, params=params, data_dir=data_dir)
+    config["target"].update(target or {})
+    path = write_resolved(tmp_path / f"{case}.json", config)
     code = main(str(path), str(tmp_path / "logs"))
     result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
     assert code == 0, result.get("reason")

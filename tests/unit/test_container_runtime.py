@@ -156,15 +156,15 @@ def test_a_vendor_requirements_file_replaces_the_standard_case_s(tmp_path: Path)
     vendor_dir = project / "vendor" / "cpu" / "cases" / "resnet50"
     standard.mkdir(parents=True)
     vendor_dir.mkdir(parents=True)
-    config = {"vendor": "cpu", "case": "resnet50", "task": "inference"}
-    assert case_requirements(project, config) == []
+    config = (project, "cpu", "resnet50", "inference")
+    assert case_requirements(*config) == []
     (standard / "requirements.txt").write_text("pycocotools==2.0.4\n")
-    assert case_requirements(project, config) == [standard / "requirements.txt"]
-    assert case_requirements(project, {**config, "task": "training"}) == [], "the training case has its own"
+    assert case_requirements(*config) == [standard / "requirements.txt"]
+    assert case_requirements(project, "cpu", "resnet50", "training") == [], "the training case has its own"
     (vendor_dir / "requirements.txt").write_text("PyYAML==6.0.3\n")
     (vendor_dir / "cpu_requirements.txt").write_text("pycocotools==2.0.7\n")
-    assert case_requirements(project, config) == [vendor_dir / "cpu_requirements.txt", vendor_dir / "requirements.txt"]
-    assert case_requirements(project, {**config, "vendor": "nvidia"}) == [standard / "requirements.txt"]
+    assert case_requirements(*config) == [vendor_dir / "cpu_requirements.txt", vendor_dir / "requirements.txt"]
+    assert case_requirements(project, "nvidia", "resnet50", "inference") == [standard / "requirements.txt"]
 
 
 def test_prepare_installs_missing_requirements_and_builds_csrc_once(tmp_path: Path, monkeypatch):

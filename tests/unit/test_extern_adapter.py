@@ -18,9 +18,9 @@ from case_runners.cases.digits_cnn.case import DigitsCNN
 from case_runners.driver.events import read_events
 from case_runners.host_check import host_check, runtime_problems
 from case_runners.paths import project_root
-from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank.worker import main
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import write_round_record
 from case_runners.training import adapter as adapter_module
 from case_runners.training.adapter import (
@@ -32,8 +32,8 @@ from case_runners.training.adapter import (
     package_name,
     replace_modules,
 )
-from case_runners.vendors import load_vendor, vendor_info
 from process_helpers import communicate_or_kill
+from record_helpers import node_result, resolved
 
 ADAPTER = "vendor/acme/cases/digits_cnn/extern/trainer_adapter.py"
 PACKAGE = package_name("acme", "digits_cnn")
@@ -122,12 +122,9 @@ def project(tmp_path, monkeypatch):
         del sys.modules[name]
 
 
-def case_config(**overrides) -> dict:
-    base, _ = load_case_base("digits_cnn", project_root())
-    return {"schema": "perfplay.resolved_config/1", "case": "digits_cnn", "case_id": "digits_cnn_CPUx1x1",
-            "framework": "pytorch", "vendor": "acme", "hardware": "CPU", "nnodes": 1, "nproc": 1, "repeat": 1,
-            "data_dir": None, "timeout_s": 600, "params": {**base["params"], **overrides}, "target": base["target"],
-            "flops_per_sample": base["flops_per_sample"], "vendor_info": vendor_info(load_vendor("cpu"), "CPU")}
+def case_config(**params) -> dict:
+    """digits_cnn's resolved config for the vendor acme: the cpu vendor's, under acme's name."""
+    return {**resolved(params=params), "vendor": "acme"}
 
 
 def run_rank(tmp_path: Path, **overrides) -> tuple[int, dict, Path]:
@@ -176,10 +173,10 @@ def test_adapted_points_run_and_are_recorded_in_the_rank_result_the_log_and_the_
 
     node = tmp_path / "run1" / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
     node.mkdir(parents=True)
-    (node / "node_result.json").write_text(json.dumps({"status": "success", "reason": None, "duration_s": 1.0}))
+    (node / "node_result.json").write_text(json.dumps(node_result("localhost")))
     shutil.copy(log_dir / "rank0.result.json", node)
-    record = write_round_record(node.parent, case_config(), 1)
-    assert record["status"] == "success" and record["adapted"] == result["adapted"]
+    record = write_round_record(node.parent, ResolvedConfig.from_json(case_config()), 1)
+    assert record.status == "success" and record.adapted == result["adapted"]
 
 
 def test_the_standard_run_records_no_adapted_point(tmp_path, project):

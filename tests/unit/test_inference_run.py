@@ -12,8 +12,10 @@ import pytest
 
 from case_runners.data_check import check_data, check_inference_files
 from case_runners.plan.run_plan import make_plan
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_run
+from record_helpers import inference_rank_result, node_result, write_node
 
 
 def plan(*cases, **request):
@@ -79,16 +81,14 @@ def test_the_host_checks_the_inference_data_and_the_compiled_engine(tmp_path: Pa
 
 
 def _round(run_dir: Path, config: dict, rank_result: dict, memory: tuple[int, int] | None) -> dict:
-    node = run_dir / config["case_id"] / "round1" / f"{socket.gethostname()}_noderank0"
-    node.mkdir(parents=True)
-    (node / "node_result.json").write_text(json.dumps({"status": "success", "reason": None, "duration_s": 3.0}))
-    (node / "rank0.result.json").write_text(json.dumps({"rank": 0, "status": "success", **rank_result}))
+    node = write_node(run_dir / config["case_id"] / "round1" / f"{socket.gethostname()}_noderank0",
+                      node_result(socket.gethostname(), duration_s=3.0), [inference_rank_result(**rank_result)])
     if memory:
         used, total = memory
         lines = [{"ts": t, "devices": [{"index": 0, "mem_used_bytes": used - 100 * (2 - t), "mem_total_bytes": total}]}
                  for t in (0, 1, 2)]
         (node / "cpu_monitor.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return write_round_record(node.parent, config, 1, run_dir.name)
+    return write_round_record(node.parent, ResolvedConfig.from_json(config), 1, run_dir.name).to_json()
 
 
 RANK = {"task": "inference", "steps": ["a", "b", "c", "d", "e", "f", "g"], "compiler": "onnxruntime",
@@ -122,7 +122,7 @@ def test_the_summary_prints_an_inference_table_beside_the_training_one(tmp_path:
     config = plan({"case": "digits_cnn", "task": "inference"})["cases"][0]
     _round(run_dir, config, RANK, (2 * 2**30, 16 * 2**30))
     summary = summarize_run(run_dir)
-    (case,) = summary["cases"]
+    (case,) = summary.to_json()["cases"]
     assert case["task"] == "inference" and case["stats"]["p_inference_core"]["mean"] == 400.0
     table = render_table(summary)
     assert "inference (throughput in items/s" in table and "training (" not in table
@@ -150,16 +150,13 @@ def test_case_runners_run_takes_an_inference_case_without_ansible(tmp_path: Path
 def test_device_memory_is_the_rank_s_own_device_on_a_host_with_several(tmp_path: Path):
     """A GPU host monitors every device; the inference rank's memory is that of the device it was given."""
     config = plan({"case": "digits_cnn", "task": "inference"})["cases"][0]
-    node = tmp_path / "run1" / config["case_id"] / "round1" / "gpu01_noderank0"
-    node.mkdir(parents=True)
-    (node / "node_result.json").write_text(json.dumps({"status": "success", "reason": None}))
-    (node / "rank0.result.json").write_text(json.dumps({"rank": 0, "status": "success", **RANK,
-                                                        "monitor_devices": [1]}))
+    node = write_node(tmp_path / "run1" / config["case_id"] / "round1" / "gpu01_noderank0", node_result("gpu01"),
+                      [inference_rank_result(**RANK, monitor_devices=[1])])
     used = {0: 70 * 2**30, 1: 3 * 2**30, 2: 50 * 2**30}  # devices 0 and 2 busy with another job
     lines = [{"ts": t, "devices": [{"index": i, "mem_used_bytes": b, "mem_total_bytes": 80 * 2**30}
                                    for i, b in used.items()]} for t in (0, 1)]
     (node / "cpu_monitor.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    memory = write_round_record(node.parent, config, 1, "run1")["metrics"]["device_memory"]
+    memory = write_round_record(node.parent, ResolvedConfig.from_json(config), 1, "run1").metrics["device_memory"]
     assert memory["peak_used_bytes"] == 3 * 2**30 and memory["devices"] == [1]
     assert memory["total_bytes"] == 80 * 2**30
 
@@ -171,7 +168,7 @@ def test_device_memory_is_the_rank_s_own_device_on_a_host_with_several(tmp_path:
 ])
 def test_the_rank_names_its_devices_as_the_monitor_numbers_them(env, value, expected):
     from case_runners.inference.task import monitor_devices
-    assert monitor_devices({"visible_devices_env": env}, {env: value} if env else {}) == expected
+    assert monitor_devices(env, {env: value} if env else {}) == expected
 
 
 def test_the_nvidia_vendor_runs_the_standard_tensorrt_fp16_or_inductor():

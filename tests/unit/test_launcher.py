@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from case_runners import pidfiles
-from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, rank_env
+from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, RunState, rank_env
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, is_run_process
 from process_helpers import kill_run, run_pids, wait_for
+from record_helpers import rank_result
 
 
 def resolved(tmp_path: Path, nproc: int, **overrides) -> Path:
@@ -206,13 +207,13 @@ def spec(scope: str, nproc: int = 4, env: str = "CUDA_VISIBLE_DEVICES") -> NodeS
 
 @pytest.mark.parametrize(("scope", "visible", "index"), [("node", "0,1,2,3", "2"), ("rank", "2", "0")])
 def test_visible_devices_per_vendor_scope(scope, visible, index):
-    env = rank_env(spec(scope), local_rank=2, base={})
+    env = rank_env(spec(scope), RunState(), local_rank=2, base={})
     assert env["CUDA_VISIBLE_DEVICES"] == visible and env["PERFPLAY_DEVICE_INDEX"] == index
     assert (env["RANK"], env["WORLD_SIZE"], env["NODE_RANK"], env["LOCAL_RANK"]) == ("6", "8", "1", "2")
 
 
 def test_a_host_restricted_device_list_is_honoured():
-    env = rank_env(spec("node", nproc=2), local_rank=1, base={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
+    env = rank_env(spec("node", nproc=2), RunState(), local_rank=1, base={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
     assert env["CUDA_VISIBLE_DEVICES"] == "4,5" and env["PERFPLAY_DEVICE_INDEX"] == "1"
 
 
@@ -223,7 +224,8 @@ def test_a_failed_rank_s_own_reason_follows_its_exit_in_the_node_s_reason(tmp_pa
     launcher, rank = NodeLauncher(spec), Rank(0, 0, process=None, log=None)
     assert launcher.rank_cause(rank) == "", "no result: nothing to add"
     (tmp_path / "rank0.result.json").write_text(json.dumps(
-        {"status": "failed", "reason": "Traceback (most recent call last):\n  ...\nValueError: bad shard\n"}))
+        {"schema": "perfplay.rank_result/1", "rank": 0, "world_size": 1, "status": "failed",
+         "reason": "Traceback (most recent call last):\n  ...\nValueError: bad shard\n", "e2e_time": 1.0}))
     assert launcher.rank_cause(rank) == ": ValueError: bad shard"
-    (tmp_path / "rank0.result.json").write_text(json.dumps({"status": "success", "reason": None}))
+    (tmp_path / "rank0.result.json").write_text(json.dumps(rank_result()))
     assert launcher.rank_cause(rank) == ""

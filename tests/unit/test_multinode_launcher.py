@@ -4,6 +4,7 @@ rendezvous, torch's port, the NIC, failure propagation, lost hosts, and rendezvo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.launch.node import NodeSpec, choose_nic, rank_env
+from case_runners.launch.node import NodeLauncher, NodeSpec, RunState, choose_nic, rank_env
 from case_runners.netutil import NoInterfaceError, free_port, interface_for
 from case_runners.paths import project_root
 from process_helpers import kill_run
@@ -256,28 +257,39 @@ def test_interface_for_loopback_and_unknown_hosts():
 def nic_spec(nic: str | None, backend: str = "nccl") -> NodeSpec:
     return NodeSpec(config_path=Path("c.json"), log_dir=Path("."), node_rank=1, master_addr="10.0.0.1",
                     master_port=29500, timeout_s=10, run_id="r", nnodes=2, nproc=1,
-                    vendor_info={"device": "cuda", "dist_backend": backend}, nic=nic, torch_port=41000)
+                    vendor_info={"device": "cuda", "dist_backend": backend}, nic=nic)
+
+
+def nic_env_of(nic: str | None, base: dict[str, str], backend: str = "nccl") -> dict[str, str]:
+    """A rank's environment once the launcher chose `nic` and met node 0, which picked torch's port 41000."""
+    return rank_env(nic_spec(nic, backend), RunState(torch_port=41000, nic=nic), 0, base)
 
 
 def test_the_nic_goes_to_gloo_and_the_vendor_backend_unless_the_host_names_one():
-    env = rank_env(nic_spec("eth1", backend="hccl"), 0, base={})
+    env = nic_env_of("eth1", {}, backend="hccl")
     assert (env["GLOO_SOCKET_IFNAME"], env["HCCL_SOCKET_IFNAME"]) == ("eth1", "eth1"), "any backend's convention"
     assert "NCCL_SOCKET_IFNAME" not in env
-    env = rank_env(nic_spec("eth1"), 0, base={})
+    env = nic_env_of("eth1", {})
     assert (env["GLOO_SOCKET_IFNAME"], env["NCCL_SOCKET_IFNAME"]) == ("eth1", "eth1")
     assert env["MASTER_PORT"] == "41000" and env["MASTER_ADDR"] == "10.0.0.1"
-    env = rank_env(nic_spec("eth1"), 0, base={"NCCL_SOCKET_IFNAME": "ib0"})
+    env = nic_env_of("eth1", {"NCCL_SOCKET_IFNAME": "ib0"})
     assert (env["GLOO_SOCKET_IFNAME"], env["NCCL_SOCKET_IFNAME"]) == ("eth1", "ib0")
-    assert "GLOO_SOCKET_IFNAME" not in rank_env(nic_spec(None), 0, base={})
+    assert "GLOO_SOCKET_IFNAME" not in nic_env_of(None, {})
+    assert rank_env(nic_spec(None), RunState(), 0, {})["MASTER_PORT"] == "29500", "one node: its master port"
 
 
 def test_the_nic_is_detected_only_on_a_multi_node_round_the_host_did_not_configure():
-    spec = nic_spec(None)
-    spec.master_addr = "127.0.0.1"
+    spec = dataclasses.replace(nic_spec(None), master_addr="127.0.0.1")
     assert choose_nic(spec, {}) == "lo"
     assert choose_nic(spec, {"GLOO_SOCKET_IFNAME": "eth2", "NCCL_SOCKET_IFNAME": "eth2"}) == "eth2"
-    spec.nnodes = 1
-    assert choose_nic(spec, {}) is None
-    spec.nnodes, spec.master_addr = 2, "no-such-host.invalid"
+    assert choose_nic(dataclasses.replace(spec, nnodes=1), {}) is None
+    assert choose_nic(dataclasses.replace(spec, nic="ib1"), {}) == "ib1", "--nic wins"
     with pytest.raises(NoInterfaceError, match=r"on .*: no route from this host to no-such-host.invalid.*--nic"):
-        choose_nic(spec, {})
+        choose_nic(dataclasses.replace(spec, master_addr="no-such-host.invalid"), {})
+
+
+def test_the_spec_is_fixed_and_what_the_launcher_learns_is_its_run_state():
+    spec = nic_spec(None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.nnodes = 1  # type: ignore[misc]
+    assert NodeLauncher(spec).state == RunState(torch_port=None, nic=None)

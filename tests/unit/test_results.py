@@ -1,41 +1,38 @@
 """Round records and run summaries: status rules, MFU convention, statistics, rendering."""
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from case_runners.plan.run_plan import make_plan
-from case_runners.results.record import write_round_record
+from case_runners.records import names
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.round import RoundRecord
+from case_runners.results.record import compact_record, write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_records, write_run_summary
+from record_helpers import node_result, rank_result, resolved, round_record, write_node
 
 
 def config(nnodes=1, **overrides):
-    plan = make_plan({"vendor": "nvidia", "cases": [{"case": "resnet50", "hardware": "A100", "nproc": 8,
-                                                      "nnodes": nnodes, "overrides": overrides}]}, check=True)
-    return plan["cases"][0]
+    return ResolvedConfig.from_json(resolved("resnet50", "nvidia", selection={"hardware": "A100", "nproc": 8,
+                                                                         "nnodes": nnodes}, overrides=overrides))
 
 
-def rank_result(rank, status="success", p_core=1000.0, **kw):
-    return {"schema": "perfplay.rank_result/1", "rank": rank, "world_size": 8, "status": status,
-            "converged": status == "success", "metric": "acc1", "final_metric": 76.0, "target": 75.5,
-            "p_whole": 900.0, "p_train": 950.0, "p_core": p_core, "e2e_time": 100.0, "init_time": 5.0,
-            "precision": "fp16", "stop_reason": "target_reached", **kw}
+def rank(rank, status="success", **fields):
+    return rank_result(rank, 8, status, precision="fp16", **fields)
 
 
 def node(round_dir: Path, host="gpu1", node_rank=0, status="success", reason=None, ranks=(0,), **rank_kw):
-    path = round_dir / f"{host}_noderank{node_rank}"
-    path.mkdir(parents=True)
-    (path / "node_result.json").write_text(json.dumps({"status": status, "reason": reason, "duration_s": 1.0}))
-    for r in ranks:
-        (path / f"rank{r}.result.json").write_text(json.dumps(rank_result(r, **rank_kw)))
-    return path
+    return write_node(round_dir / f"{host}_noderank{node_rank}",
+                      node_result(host, node_rank, status, reason, ranks=ranks), [rank(r, **rank_kw) for r in ranks])
 
 
 def test_success_record_takes_rank0_metrics_and_mfu_with_its_convention(tmp_path):
     round_dir = tmp_path / "run1" / "case" / "round1"
     node(round_dir, ranks=range(8))
-    record = write_round_record(round_dir, config(), 1)
+    record = write_round_record(round_dir, config(), 1).to_json()
     assert record["status"] == "success" and record["reason"] is None
     assert record["metrics"]["p_core"] == 1000.0 and len(record["per_rank"]) == 8
     mfu = record["mfu"]
@@ -51,62 +48,59 @@ def test_a_failed_node_fails_the_round_with_its_reason(tmp_path):
     node(round_dir, host="gpu2", node_rank=1, status="failed", reason="rank 9 on gpu2 was killed by SIGKILL",
          ranks=())
     record = write_round_record(round_dir, config(nnodes=2), 1)
-    assert record["status"] == "failed" and "gpu2" in record["reason"] and "rank 9" in record["reason"]
+    assert record.status == "failed" and "gpu2" in record.reason and "rank 9" in record.reason
 
 
 def test_timeout_and_missing_output_are_reported(tmp_path):
     round_dir = tmp_path / "r" / "c" / "round1"
     node(round_dir, status="timeout", reason="case timeout of 60 s reached; ranks stopped")
-    assert write_round_record(round_dir, config(), 1)["status"] == "timeout"
+    assert write_round_record(round_dir, config(), 1).status == "timeout"
     empty = tmp_path / "r" / "c" / "round2"
     empty.mkdir()
-    assert write_round_record(empty, config(), 2)["reason"] == "no node of this round left any output"
+    assert write_round_record(empty, config(), 2).reason == "no node of this round left any output"
 
 
 def test_not_converged_is_a_valid_result_with_a_reason(tmp_path):
     round_dir = tmp_path / "r" / "c" / "round1"
-    path = round_dir / "gpu1_noderank0"
-    path.mkdir(parents=True)
-    (path / "node_result.json").write_text(json.dumps({"status": "success"}))
-    (path / "rank0.result.json").write_text(json.dumps(rank_result(0, status="not_converged",
-                                                                   stop_reason="max_epochs")))
+    write_node(round_dir / "gpu1_noderank0", node_result(ranks=range(8)),
+               [rank(r, status="not_converged", stop_reason="max_epochs") for r in range(8)])
     record = write_round_record(round_dir, config(), 1)
-    assert record["status"] == "not_converged" and "max_epochs" in record["reason"]
+    assert record.status == "not_converged" and "max_epochs" in record.reason
 
 
 def test_mfu_is_withheld_with_a_reason_when_the_model_was_resized(tmp_path):
     round_dir = tmp_path / "r" / "c" / "round1"
     node(round_dir)
     record = write_round_record(round_dir, config(image_size=64), 1)
-    assert record["mfu"]["value"] is None and "image_size" in record["mfu"]["reason"]
+    assert record.mfu.value is None and "image_size" in record.mfu.reason
 
 
 def test_record_says_whether_the_round_ran_the_standard_workload(tmp_path):
     node(tmp_path / "r" / "c" / "round1")
     smoke = write_round_record(tmp_path / "r" / "c" / "round1", config(depths=[1, 1, 1, 1], image_size=64), 1)
-    assert smoke["standard"] is False and smoke["non_standard"] == ["depths", "image_size"]
+    assert smoke.standard is False and smoke.non_standard == ["depths", "image_size"]
     node(tmp_path / "r" / "c" / "round2")
     tuned = write_round_record(tmp_path / "r" / "c" / "round2", config(lr=0.2), 2)
-    assert tuned["standard"] is True and tuned["non_standard"] == []
+    assert tuned.standard is True and tuned.non_standard == []
 
 
 def test_a_config_from_before_the_flag_counts_as_standard(tmp_path):
-    old = {k: v for k, v in config().items() if k not in ("standard", "non_standard")}
+    old = {k: v for k, v in config().to_json().items() if k not in ("standard", "non_standard")}
     node(tmp_path / "r" / "c" / "round1")
-    record = write_round_record(tmp_path / "r" / "c" / "round1", old, 1)
-    assert record["standard"] is True and record["non_standard"] == []
+    record = write_round_record(tmp_path / "r" / "c" / "round1", ResolvedConfig.from_json(old), 1)
+    assert record.standard is True and record.non_standard == []
 
 
-def records(values, statuses=None):
+def records(values, statuses=None, **fields):
     statuses = statuses or ["success"] * len(values)
-    return [{"case_id": "resnet50_A100x1x8", "case": "resnet50", "vendor": "nvidia", "hardware": "A100",
-             "nnodes": 1, "nproc": 8, "round": i + 1, "status": st, "reason": None if st == "success" else "boom",
-             "metrics": {"p_core": v, "p_whole": v / 2, "metric": "acc1", "target": 75.5, "converged": True},
-             "mfu": {"value": 0.25}} for i, (v, st) in enumerate(zip(values, statuses))]
+    base = config().to_json()
+    return [RoundRecord.from_json(round_record(base, i + 1, st, None if st == "success" else "boom",
+                                               {"p_core": v, "p_whole": v / 2, "converged": True}, 0.25, **fields))
+            for i, (v, st) in enumerate(zip(values, statuses))]
 
 
 def test_summary_mean_and_sample_std_over_valid_rounds_only():
-    summary = summarize_records(records([100.0, 110.0, 120.0, 5.0], ["success"] * 3 + ["failed"]), "run1")
+    summary = summarize_records(records([100.0, 110.0, 120.0, 5.0], ["success"] * 3 + ["failed"]), "run1").to_json()
     (case,) = summary["cases"]
     assert case["stats"]["p_core"] == {"mean": 110.0, "std": 10.0, "n": 3}
     assert case["succeeded"] == 3 and case["status"] == "failed,success"
@@ -124,13 +118,12 @@ def test_table_and_markdown_show_mean_std_and_failures():
 
 
 def test_a_non_standard_case_is_never_shown_as_a_standard_result():
-    smoke = [{**r, "case_id": "resnet50_smoke", "standard": False, "non_standard": ["depths", "image_size"]}
-             for r in records([50.0])]
+    smoke = records([50.0], case_id="resnet50_smoke", standard=False, non_standard=["depths", "image_size"])
     summary = summarize_records(records([100.0]) + smoke, "run5")
-    standard, non_standard = summary["cases"]
-    assert (standard["standard"], standard["non_standard"]) == (True, [])
-    assert (non_standard["standard"], non_standard["non_standard"]) == (False, ["depths", "image_size"])
-    assert summary["non_standard_cases"] == ["resnet50_smoke"]
+    standard, non_standard = summary.cases
+    assert (standard.standard, standard.non_standard) == (True, [])
+    assert (non_standard.standard, non_standard.non_standard) == (False, ["depths", "image_size"])
+    assert summary.non_standard_cases == ["resnet50_smoke"]
     rows = {line.split()[0]: line for line in render_table(summary).splitlines() if line.startswith("resnet50_")}
     assert rows["resnet50_A100x1x8"].split()[4] == "yes"
     assert "  no: depths, image_size  " in rows["resnet50_smoke"]
@@ -143,32 +136,30 @@ def test_a_non_standard_case_is_never_shown_as_a_standard_result():
 
 def test_one_non_standard_round_makes_its_case_non_standard():
     rounds = records([100.0, 110.0])
-    rounds[1].update(standard=False, non_standard=["synthetic"])
-    (case,) = summarize_records(rounds, "run6")["cases"]
-    assert case["standard"] is False and case["non_standard"] == ["synthetic"]
+    rounds[1].standard, rounds[1].non_standard = False, ["synthetic"]
+    (case,) = summarize_records(rounds, "run6").cases
+    assert case.standard is False and case.non_standard == ["synthetic"]
 
 
 def test_scaling_and_rounds_without_a_record_keep_the_mark(tmp_path):
-    big = [{**r, "case_id": "resnet50_A100x2x8", "nnodes": 2, "standard": False, "non_standard": ["synthetic"]}
-           for r in records([180.0])]
+    big = records([180.0], case_id="resnet50_A100x2x8", nnodes=2, standard=False, non_standard=["synthetic"])
     table = render_table(summarize_records(records([100.0]) + big, "run4"))
     assert "\nresnet50_A100x2x8 (non-standard)  16 " in table, "the scaling table marks the case"
     case_dir = tmp_path / "run3" / "bert_CPUx1x1"
     case_dir.mkdir(parents=True)
-    (case_dir / "resolved_config.json").write_text(json.dumps(
-        {"case_id": "bert_CPUx1x1", "case": "bert", "repeat": 1, "standard": False, "non_standard": ["synthetic"]}))
-    summary = write_run_summary(tmp_path / "run3")
-    assert summary["non_standard_cases"] == ["bert_CPUx1x1"], "a round that never started is marked too"
+    (case_dir / "resolved_config.json").write_text(json.dumps(resolved("bert", overrides={"synthetic": True})))
+    summary, _ = write_run_summary(tmp_path / "run3")
+    assert summary.non_standard_cases == ["bert_CPUx1x1"], "a round that never started is marked too"
 
 
 def test_write_run_summary_rebuilds_from_files(tmp_path):
     run_dir = tmp_path / "run9"
     for i, rec in enumerate(records([100.0, 120.0])):
-        path = run_dir / rec["case_id"] / f"round{i + 1}"
+        path = run_dir / rec.case_id / f"round{i + 1}"
         path.mkdir(parents=True)
-        (path / "result.json").write_text(json.dumps(rec))
-    summary = write_run_summary(run_dir)
-    assert summary["run_id"] == "run9" and summary["cases"][0]["stats"]["p_core"]["mean"] == 110.0
+        (path / "result.json").write_text(json.dumps(rec.to_json()))
+    summary, _ = write_run_summary(run_dir)
+    assert summary.run_id == "run9" and summary.cases[0].stats["p_core"].mean == 110.0
     assert json.loads((run_dir / "summary.json").read_text())["cases"][0]["rounds"][1]["round"] == 2
     assert "# perfplay run run9" in (run_dir / "summary.md").read_text()
 
@@ -177,12 +168,12 @@ def test_write_run_summary_writes_only_what_changed(tmp_path):
     run_dir = tmp_path / "run9"
     run_dir.mkdir()
     files = [str(run_dir / "summary.json"), str(run_dir / "summary.md")]
-    assert write_run_summary(run_dir)["written"] == files
+    assert write_run_summary(run_dir)[1] == files
     assert "written" not in json.loads((run_dir / "summary.json").read_text()), "the write's outcome is not saved"
-    assert write_run_summary(run_dir)["written"] == []
+    assert write_run_summary(run_dir)[1] == []
     (run_dir / "summary.md").unlink()
     (run_dir / "summary.md").symlink_to(run_dir / "summary.json")
-    assert write_run_summary(run_dir)["written"] == files[1:], "a symlink is replaced, never read or followed"
+    assert write_run_summary(run_dir)[1] == files[1:], "a symlink is replaced, never read or followed"
     assert not (run_dir / "summary.md").is_symlink()
 
 
@@ -190,8 +181,35 @@ def test_orchestration_errors_fail_a_round_that_looked_fine(tmp_path):
     round_dir = tmp_path / "r" / "c" / "round1"
     node(round_dir, ranks=range(8))
     record = write_round_record(round_dir, config(), 1, errors=["gpu1: Collect the node directory: unreachable"])
-    assert (record["status"], record["reason"]) == ("failed", "gpu1: Collect the node directory: unreachable")
-    assert record["orchestration_errors"] == ["gpu1: Collect the node directory: unreachable"]
+    assert (record.status, record.reason) == ("failed", "gpu1: Collect the node directory: unreachable")
+    assert record.orchestration_errors == ["gpu1: Collect the node directory: unreachable"]
+
+
+def test_the_compact_digest_holds_the_round_and_its_main_figures(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round2"
+    node(round_dir, ranks=range(8))
+    record = write_round_record(round_dir, config(image_size=64), 2, errors=["gpu2: unreachable"])
+    assert compact_record(record, ["gpu2: unreachable"]) == {
+        "case_id": "resnet50_A100x1x8", "round": 2, "status": "failed", "reason": "gpu2: unreachable",
+        "standard": False, "non_standard": ["image_size"], "p_whole": 900.0, "p_train": 950.0, "p_core": 1000.0,
+        "e2e_time": 100.0, "final_metric": 76.0, "converged": True, "mfu": None, "errors": ["gpu2: unreachable"]}
+    inference = dataclasses.replace(record, task="inference", metrics={k: 1.0 for k in names.INFERENCE_METRICS},
+                                    mfu=dataclasses.replace(record.mfu, value=0.5))
+    digest = compact_record(inference)
+    assert digest["task"] == "inference" and digest["mfu"] == 0.5 and digest["errors"] == []
+    assert [k for k in digest if k in names.INFERENCE_METRICS] == list(names.COMPACT_INFERENCE)
+
+
+def test_the_names_shown_are_names_recorded():
+    """Every selection of metrics the summary and the digest show is of the metrics a round record holds."""
+    assert set(names.SUMMARY_TRAINING_STATS) <= set(names.TRAINING_METRICS)
+    assert set(names.COMPACT_TRAINING) <= set(names.TRAINING_METRICS)
+    assert set(names.SUMMARY_NODE_STATS) <= set(names.NODE_THROUGHPUTS)
+    assert set(names.SUMMARY_INFERENCE_STATS) - set(names.INFERENCE_METRICS) == {names.DEVICE_MEMORY_PEAK}
+    assert set(names.COMPACT_INFERENCE) <= set(names.INFERENCE_METRICS)
+    assert names.THROUGHPUT_BASIS in names.THROUGHPUTS and names.MFU_BASIS in names.THROUGHPUTS
+    assert set(names.VALID_STATUSES) <= set(names.ROUND_STATUSES) <= set(names.SUMMARY_ROUND_STATUSES)
+    assert set(names.RANK_STATUSES) - set(names.ROUND_STATUSES) == set()
 
 
 def test_a_record_that_cannot_be_written_is_a_failed_round_naming_the_full_disk(tmp_path, monkeypatch):
@@ -206,8 +224,8 @@ def test_a_record_that_cannot_be_written_is_a_failed_round_naming_the_full_disk(
 
     monkeypatch.setattr(os, "fsync", full)
     record = write_round_record(round_dir, config(), 1)
-    assert record["status"] == "failed"
-    assert record["reason"] == \
+    assert record.status == "failed"
+    assert record.reason == \
         f"the round record could not be written: no space left on device: {round_dir}/result.json"
     assert not (round_dir / "result.json").exists() and not list(round_dir.glob(".result.json.*"))
 
@@ -217,18 +235,17 @@ def test_the_summary_names_interrupted_missing_and_unreadable_rounds(tmp_path):
     plan = make_plan({"vendor": "cpu", "results_dir": str(tmp_path), "cases": [{"case": "digits_cnn", "repeat": 4}]})
     run_dir = Path(plan["run_dir"])
     case_dir = run_dir / "digits_cnn_CPUx1x1"
-    resolved = plan["cases"][0]
-    write_round_record(case_dir / "round1", resolved, 1)  # no node output: a failed round, recorded
+    write_round_record(case_dir / "round1", ResolvedConfig.from_json(plan["cases"][0]), 1)  # no node output: failed
     (case_dir / "round2" / "localhost_noderank0").mkdir(parents=True)  # started, killed before its record
     (case_dir / "round3").mkdir()
     (case_dir / "round3" / "result.json").write_text("")  # cut short
-    summary = write_run_summary(run_dir)
-    states = {r["round"]: (r["status"], r["reason"]) for r in summary["cases"][0]["rounds"]}
+    summary, _ = write_run_summary(run_dir)
+    states = {r["round"]: (r["status"], r["reason"]) for r in summary.cases[0].rounds}
     assert states[1][0] == "failed"
     assert states[2] == ("interrupted", "the round started but left no record (the run was interrupted)")
     assert states[3][0] == "unreadable" and str(case_dir / "round3" / "result.json") in states[3][1]
     assert states[4] == ("missing", "the round never started")
-    assert [line.split(":")[0] for line in summary["failed_rounds"]] == [
+    assert [line.split(":")[0] for line in summary.failed_rounds] == [
         f"digits_cnn_CPUx1x1 round {n}" for n in (1, 2, 3, 4)]
     table = render_table(summary)
     assert "round 2: interrupted" in table and "round 4: missing" in table

@@ -19,6 +19,7 @@ from case_runners.config.yaml_io import load_mapping
 from case_runners.monitors.base import DEVICE_FIELDS
 from case_runners.monitors.loader import load_vendor_monitor_class
 from case_runners.paths import project_root
+from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.scaffold import CASE_README_SECTIONS, README_SECTIONS, headings, missing_sections
 from case_runners.scaffold.new_case import new_case
@@ -109,7 +110,7 @@ def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
                          root=acme)
         assert plan["ok"], plan["errors"]
         config = load_mapping(acme / f"vendor/acme/cases/{case}/config_X100x1x1.yaml")
-        assert set(config) <= set(load_mapping(acme / f"case_runners/cases/{case}/config.yaml")["mutable"])
+        assert set(config) <= set(load_case_base(case, acme)[0]["mutable"])
     docker = make_plan({"vendor": "acme", "runtime": "docker", "cases": ["digits_cnn:pytorch:X100"]}, check=True,
                        root=acme)
     assert docker["ok"], docker["errors"]

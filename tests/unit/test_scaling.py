@@ -5,7 +5,6 @@ node_result.json and rank<R>.result.json); the last tests train for real and che
 the per-rank fields these rank results assume.
 """
 
-import copy
 import json
 import os
 import socket
@@ -15,46 +14,38 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.plan.layering import load_case_base
-from case_runners.plan.run_plan import make_plan
 from case_runners.rank.worker import main as worker_main
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import build_round_record, write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_run, write_run_summary
-from case_runners.vendors import load_vendor, vendor_info
 from process_helpers import communicate_or_kill
+from record_helpers import node_result, rank_result, resolved, write_node, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 RANK_SAMPLES = 1000  # each rank's own samples in these fixtures
 
 
-def cpu_config(nnodes, nproc):
+def cpu_config(nnodes, nproc, **fields):
     """The resolved config of digits_cnn on the cpu vendor; 2x2 is derived from 1x2 (no vendor file)."""
-    plan = make_plan({"vendor": "cpu", "cases": [{"case": "digits_cnn", "hardware": "CPU", "nnodes": 1,
-                                                  "nproc": 1 if nproc == 1 else 2}]}, check=True)
-    assert plan["ok"], plan["errors"]
-    config = copy.deepcopy(plan["cases"][0])
-    config.update(nnodes=nnodes, nproc=nproc, case_id=f"digits_cnn_CPUx{nnodes}x{nproc}")
-    return config
+    fields = {"nnodes": nnodes, "nproc": nproc, "case_id": f"digits_cnn_CPUx{nnodes}x{nproc}", **fields}
+    return ResolvedConfig.from_json(resolved(selection={"nproc": 1 if nproc == 1 else 2}, **fields))
 
 
 def trainer_rank_result(rank, world_size, rank_rate, global_rate, status="success"):
-    """A rank result with the keys and arithmetic of Trainer.run + worker.main (times in s,
-    throughputs in samples/s): p_* global, rank_p_* this rank's own samples over its own times."""
+    """A rank result with the arithmetic of Trainer.run + worker.main (times in s, throughputs in samples/s): p_*
+    global, rank_p_* this rank's own samples over its own times."""
     train_no_eval = RANK_SAMPLES / rank_rate
     eval_time, core_time = 0.5, 0.8 * train_no_eval
     train_time = train_no_eval + eval_time
     global_samples = RANK_SAMPLES * world_size
-    return {"schema": "perfplay.rank_result/1", "rank": rank, "world_size": world_size, "status": status,
-            "stop_reason": "target_reached" if status == "success" else "max_epochs",
-            "converged": status == "success", "metric": "accuracy", "final_metric": 0.96, "target": 0.95,
-            "samples": global_samples, "steps": 40, "epochs": 2, "init_time": 0.3, "train_time": train_time,
-            "train_no_eval_time": train_no_eval, "core_time": core_time, "eval_time": eval_time,
-            "p_whole": global_samples / train_time, "p_train": global_rate, "p_core": global_rate / 0.8,
-            "rank_samples": RANK_SAMPLES, "rank_core_time": core_time,
-            "rank_p_whole": RANK_SAMPLES / train_time, "rank_p_train": rank_rate, "rank_p_core": rank_rate / 0.8,
-            "device": "cpu", "amp": False, "precision": "fp32", "peak_memory_bytes": 1 << 28,
-            "metrics_history": [], "e2e_time": train_time + 1.0}
+    return rank_result(rank, world_size, status, stop_reason="target_reached" if status == "success" else "max_epochs",
+                       metric="accuracy", final_metric=0.96, target=0.95, samples=global_samples, steps=40, epochs=2,
+                       init_time=0.3, train_time=train_time, train_no_eval_time=train_no_eval, core_time=core_time,
+                       eval_time=eval_time, p_whole=global_samples / train_time, p_train=global_rate,
+                       p_core=global_rate / 0.8, rank_samples=RANK_SAMPLES, rank_core_time=core_time,
+                       rank_p_whole=RANK_SAMPLES / train_time, rank_p_train=rank_rate, rank_p_core=rank_rate / 0.8,
+                       peak_memory_bytes=1 << 28, e2e_time=train_time + 1.0)
 
 
 def write_round(run_dir, config, round_no, rank_rates, global_rate=None, failed_node=None, status="success"):
@@ -63,21 +54,17 @@ def write_round(run_dir, config, round_no, rank_rates, global_rate=None, failed_
     global_rate defaults to the sum of all rank rates (rank 0's p_train). failed_node: that node's
     launcher reports a failure and leaves no rank result.
     """
-    world = config["nnodes"] * config["nproc"]
+    world = config.nnodes * config.nproc
     global_rate = sum(map(sum, rank_rates)) if global_rate is None else global_rate
-    round_dir = run_dir / config["case_id"] / f"round{round_no}"
+    round_dir = run_dir / config.case_id / f"round{round_no}"
     for node_rank, rates in enumerate(rank_rates):
-        node_dir = round_dir / f"host{node_rank + 1}_noderank{node_rank}"
-        node_dir.mkdir(parents=True)
         failed = node_rank == failed_node
-        (node_dir / "node_result.json").write_text(json.dumps(
-            {"status": "failed" if failed else "success", "duration_s": 5.0,
-             "reason": f"rank {node_rank * config['nproc']} exited with code 1" if failed else None}))
-        for local_rank, rate in enumerate(rates):
-            rank = node_rank * config["nproc"] + local_rank
-            if not failed:
-                result = trainer_rank_result(rank, world, rate, global_rate, status)
-                (node_dir / f"rank{rank}.result.json").write_text(json.dumps(result))
+        ranks = [node_rank * config.nproc + local_rank for local_rank in range(len(rates))]
+        write_node(round_dir / f"host{node_rank + 1}_noderank{node_rank}",
+                   node_result(f"host{node_rank + 1}", node_rank, "failed" if failed else "success",
+                               f"rank {ranks[0]} exited with code 1" if failed else None, ranks=ranks, duration_s=5.0),
+                   [] if failed else [trainer_rank_result(rank, world, rate, global_rate, status)
+                                      for rank, rate in zip(ranks, rates)])
     return write_round_record(round_dir, config, round_no, run_dir.name)
 
 
@@ -124,38 +111,35 @@ def test_a_node_without_its_rank_results_has_no_throughput(scaling_run):
     assert record["throughput"]["per_node"]["host2"] is None
 
 
-def test_rank_results_from_before_per_rank_fields_give_null_node_figures(tmp_path):
+def test_a_rank_without_its_own_figures_gives_null_node_figures(tmp_path):
+    """Rank 1 failed (its result has no rank_p_train) though its node said success: the node has no sum."""
     config = cpu_config(1, 2)
-    round_dir = tmp_path / "run1" / config["case_id"] / "round1"
-    node_dir = round_dir / "host1_noderank0"
-    node_dir.mkdir(parents=True)
-    (node_dir / "node_result.json").write_text(json.dumps({"status": "success"}))
-    for rank in range(2):
-        old = {k: v for k, v in trainer_rank_result(rank, 2, 10000.0, 20000.0).items() if not k.startswith("rank_")}
-        (node_dir / f"rank{rank}.result.json").write_text(json.dumps(old))
-    record = write_round_record(round_dir, config, 1)
+    round_dir = tmp_path / "run1" / config.case_id / "round1"
+    failed = {"schema": "perfplay.rank_result/1", "rank": 1, "world_size": 2, "status": "failed", "reason": "boom",
+              "e2e_time": 1.0}
+    write_node(round_dir / "host1_noderank0", node_result("host1", ranks=(0, 1)),
+               [trainer_rank_result(0, 2, 10000.0, 20000.0), failed])
+    record = write_round_record(round_dir, config, 1).to_json()
     assert record["status"] == "success" and record["throughput"]["total"] == 20000.0
     assert record["per_node"][0]["p_train"] is None
-    assert record["per_node"][0]["throughput_reason"] == "rank(s) 0, 1 reported no rank_p_train"
-    (case,) = summarize_run(tmp_path / "run1")["cases"]
-    assert case["stats"]["p_train"]["mean"] == 20000.0 and case["per_node"][0]["stats"]["p_train"]["n"] == 0
+    assert record["per_node"][0]["throughput_reason"] == "rank(s) 1 reported no rank_p_train"
+    (case,) = summarize_run(tmp_path / "run1").cases
+    assert case.stats["p_train"].mean == 20000.0 and case.per_node[0].stats["p_train"].n == 0
 
 
 def test_two_nodes_on_one_host_are_keyed_by_node_directory(tmp_path):
     config = cpu_config(2, 1)
-    round_dir = tmp_path / "run1" / config["case_id"] / "round1"
+    round_dir = tmp_path / "run1" / config.case_id / "round1"
     for node_rank in range(2):
-        node_dir = round_dir / f"localhost_noderank{node_rank}"
-        node_dir.mkdir(parents=True)
-        (node_dir / "node_result.json").write_text(json.dumps({"status": "success"}))
-        (node_dir / f"rank{node_rank}.result.json").write_text(
-            json.dumps(trainer_rank_result(node_rank, 2, 5000.0 + node_rank, 10001.0)))
+        write_node(round_dir / f"localhost_noderank{node_rank}",
+                   node_result("localhost", node_rank, ranks=(node_rank,)),
+                   [trainer_rank_result(node_rank, 2, 5000.0 + node_rank, 10001.0)])
     record = build_round_record(round_dir, config, 1)
-    assert record["throughput"]["per_node"] == {"localhost_noderank0": 5000.0, "localhost_noderank1": 5001.0}
+    assert record.throughput.per_node == {"localhost_noderank0": 5000.0, "localhost_noderank1": 5001.0}
 
 
 def test_summary_per_node_mean_and_std_over_valid_rounds(scaling_run):
-    summary = summarize_run(scaling_run)
+    summary = summarize_run(scaling_run).to_json()
     cases = {c["case_id"]: c for c in summary["cases"]}
     big = cases["digits_cnn_CPUx2x2"]
     assert big["status"] == "failed,success" and big["stats"]["p_train"]["n"] == 2
@@ -171,7 +155,7 @@ def test_summary_per_node_mean_and_std_over_valid_rounds(scaling_run):
 
 
 def test_scaling_speedup_and_efficiency_against_the_smallest_scale(scaling_run):
-    summary = summarize_run(scaling_run)
+    summary = summarize_run(scaling_run).to_json()
     (group,) = summary["scaling"]
     assert (group["case"], group["vendor"], group["hardware"], group["framework"]) == \
         ("digits_cnn", "cpu", "CPU", "pytorch")
@@ -202,7 +186,7 @@ def test_rendered_table_shows_per_node_line_and_scaling(scaling_run):
 
 
 def test_markdown_has_scaling_and_per_node_sections(scaling_run):
-    summary = write_run_summary(scaling_run)
+    summary, _ = write_run_summary(scaling_run)
     markdown = (scaling_run / "summary.md").read_text()
     assert markdown == render_markdown(summary)
     assert "## Scaling" in markdown
@@ -222,17 +206,16 @@ def test_one_scale_gives_no_scaling(tmp_path):
     run_dir = tmp_path / "run1"
     write_round(run_dir, cpu_config(1, 2), 1, [[10000.0, 10000.0]])
     summary = summarize_run(run_dir)
-    assert summary["scaling"] == []
+    assert summary.scaling == []
     assert "scaling" not in render_table(summary) and "## Scaling" not in render_markdown(summary)
 
 
 def test_other_hardware_is_another_group(tmp_path):
     run_dir = tmp_path / "run1"
     write_round(run_dir, cpu_config(1, 1), 1, [[14000.0]])
-    other = cpu_config(1, 2)
-    other.update(hardware="CPU2", case_id="digits_cnn_CPU2x1x2")
+    other = cpu_config(1, 2, hardware="CPU2", case_id="digits_cnn_CPU2x1x2")
     write_round(run_dir, other, 1, [[10000.0, 10000.0]])
-    assert summarize_run(run_dir)["scaling"] == []
+    assert summarize_run(run_dir).scaling == []
 
 
 def test_a_base_without_valid_rounds_withholds_speedup_with_a_reason(tmp_path):
@@ -240,7 +223,7 @@ def test_a_base_without_valid_rounds_withholds_speedup_with_a_reason(tmp_path):
     write_round(run_dir, cpu_config(1, 1), 1, [[14000.0]], failed_node=0)
     write_round(run_dir, cpu_config(1, 2), 1, [[10000.0, 10000.0]])
     summary = summarize_run(run_dir)
-    (group,) = summary["scaling"]
+    (group,) = summary.to_json()["scaling"]
     assert "digits_cnn_CPUx1x1 has no valid p_train" in group["reason"]
     assert all(r["speedup"] is None and r["efficiency"] is None and r["reason"] == group["reason"]
                for r in group["rows"])
@@ -254,7 +237,7 @@ def test_a_larger_scale_without_valid_rounds_has_a_reason(tmp_path):
     run_dir = tmp_path / "run1"
     write_round(run_dir, cpu_config(1, 1), 1, [[14000.0]])
     write_round(run_dir, cpu_config(1, 2), 1, [[10000.0, 10000.0]], failed_node=0)
-    (group,) = summarize_run(run_dir)["scaling"]
+    (group,) = summarize_run(run_dir).to_json()["scaling"]
     assert group["reason"] is None and group["rows"][0]["speedup"] == 1.0
     assert group["rows"][1]["speedup"] is None and "no valid p_train" in group["rows"][1]["reason"]
 
@@ -262,16 +245,8 @@ def test_a_larger_scale_without_valid_rounds_has_a_reason(tmp_path):
 # -- the trainer writes the per-rank fields -----------------------------------------------------------------
 
 
-def write_worker_config(tmp_path: Path, nproc: int, **overrides) -> Path:
-    base, _ = load_case_base("digits_cnn", REPO)
-    config = {"schema": "perfplay.resolved_config/1", "case": "digits_cnn", "case_id": f"digits_cnn_CPUx1x{nproc}",
-              "framework": "pytorch", "vendor": "cpu", "hardware": "CPU", "nnodes": 1, "nproc": nproc,
-              "repeat": 1, "data_dir": None, "timeout_s": 600, "params": {**base["params"], **overrides},
-              "target": base["target"], "flops_per_sample": base["flops_per_sample"],
-              "vendor_info": vendor_info(load_vendor("cpu"), "CPU")}
-    path = tmp_path / "resolved_config.json"
-    path.write_text(json.dumps(config))
-    return path
+def write_worker_config(tmp_path: Path, nproc: int, **params) -> Path:
+    return write_resolved(tmp_path / "resolved_config.json", cpu_config(1, nproc, params=params).to_json())
 
 
 def test_trainer_writes_rank_throughputs_on_one_rank(tmp_path, monkeypatch):
@@ -280,8 +255,8 @@ def test_trainer_writes_rank_throughputs_on_one_rank(tmp_path, monkeypatch):
     log_dir = tmp_path / "logs"
     assert worker_main(str(write_worker_config(tmp_path, 1, max_steps=5, batch_size=16)), str(log_dir)) == 0
     result = json.loads((log_dir / "rank0.result.json").read_text())
-    # The fixtures above assume the trainer's keys: every key they write, the trainer writes.
-    assert set(trainer_rank_result(0, 1, 1.0, 1.0)) <= set(result)
+    # The fixtures above are valid rank results, as the trainer's is: the same keys.
+    assert set(trainer_rank_result(0, 1, 1.0, 1.0)) == set(result)
     assert result["rank_samples"] == result["samples"] == 5 * 16
     assert result["rank_core_time"] == pytest.approx(result["core_time"])
     for key in ("p_whole", "p_train", "p_core"):
@@ -311,13 +286,13 @@ def test_two_real_ranks_make_a_node_whose_throughput_is_the_sum_of_theirs(tmp_pa
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = communicate_or_kill(procs)
     assert [p.returncode for p in procs] == [0, 0], outputs
-    (node_dir / "node_result.json").write_text(json.dumps({"status": "success", "reason": None}))
+    (node_dir / "node_result.json").write_text(json.dumps(node_result("localhost", ranks=(0, 1))))
 
     results = [json.loads((node_dir / f"rank{r}.result.json").read_text()) for r in range(2)]
     assert [r["rank_samples"] for r in results] == [6 * 32, 6 * 32]
     assert sum(r["rank_samples"] for r in results) == results[0]["samples"]  # global = sum of own
     config = cpu_config(1, 2)
-    record = build_round_record(round_dir, config, 1)
+    record = build_round_record(round_dir, config, 1).to_json()
     assert record["status"] == "not_converged"
     (node,) = record["per_node"]
     assert (node["ranks"], node["samples"]) == (2, 6 * 32 * 2)

@@ -10,27 +10,19 @@ from pathlib import Path
 import pytest
 
 from case_runners.driver.events import parse_perflog_lines, read_events
-from case_runners.plan.layering import load_case_base
 from case_runners.rank.env import DistEnv
 from case_runners.rank.worker import main
-from case_runners.vendors import load_vendor, vendor_info
 from process_helpers import communicate_or_kill
+from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
-def write_config(tmp_path: Path, case: str = "digits_cnn", nproc: int = 1, data_dir=None, **overrides) -> Path:
-    """A resolved config (the shape plan/layering.py resolves) for the cpu vendor: case defaults + overrides."""
-    base, _ = load_case_base(case, REPO)
-    config = {"schema": "perfplay.resolved_config/1", "case": case, "case_id": f"{case}_CPUx1x{nproc}",
-              "framework": "pytorch", "vendor": "cpu", "hardware": "CPU", "nnodes": 1, "nproc": nproc,
-              "repeat": 1, "data_dir": data_dir, "timeout_s": 600, "params": {**base["params"], **overrides},
-              "target": base["target"], "flops_per_sample": base["flops_per_sample"],
-              "vendor_info": vendor_info(load_vendor("cpu"), "CPU")}
-    path = tmp_path / "resolved_config.json"
-    path.write_text(json.dumps(config))
-    return path
+def write_config(tmp_path: Path, case: str = "digits_cnn", nproc: int = 1, data_dir=None, **params) -> Path:
+    """The resolved config of `case` for the cpu vendor (the plan's), with `params` set whatever the case allows."""
+    config = resolved(case, selection={"nproc": nproc}, params=params, data_dir=data_dir)
+    return write_resolved(tmp_path / "resolved_config.json", config)
 
 
 @pytest.fixture

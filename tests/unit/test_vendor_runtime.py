@@ -11,10 +11,12 @@ import torch
 from case_runners.errors import ConfigError
 from case_runners.launch.env_file import sourced
 from case_runners.plan.run_plan import make_plan
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import mfu
 from case_runners.training.trainer import Precision
 from case_runners.vendor_runtime import RuntimeHookError, VendorRuntime, check_hook_source
 from case_runners.vendors import load_vendor, vendor_info
+from record_helpers import resolved
 
 VENDOR_YAML = """\
 device: {device}
@@ -136,10 +138,10 @@ def test_amp_uses_the_vendors_dtype_and_tf32_is_named_as_what_ran():
     assert Precision(True, "cpu", "fp16").grad_scaler() is not None
     assert Precision(False, "cuda", "fp16", tf32=True).name == "tf32"
     assert Precision(True, "cuda", "fp16", tf32=True).name == "fp16", "AMP's dtype wins over tf32"
-    config = {"vendor_info": {"hardware": {"peak_flops": {"fp32": 1e12, "tf32": 8e12}}}, "nnodes": 1, "nproc": 1,
-              "flops_per_sample": 1e9, "hardware": "X1"}
+    config = ResolvedConfig.from_json(resolved(flops_per_sample=1e9))
+    config.vendor_info.hardware = {"peak_flops": {"fp32": 1e12, "tf32": 8e12}}
     info = mfu({"precision": "tf32", "p_core": 1000.0}, config)
-    assert (info["value"], info["precision"], info["peak_flops_per_device"]) == (0.125, "tf32", 8e12)
+    assert (info.value, info.precision, info.peak_flops_per_device) == (0.125, "tf32", 8e12)
 
 
 def test_the_environment_file_sets_and_unsets_and_a_failing_one_is_named(tmp_path):

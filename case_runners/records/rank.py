@@ -1,0 +1,132 @@
+"""rank<R>.result.json (`perfplay.rank_result/1`): what one rank reports when it ends, however it ends.
+
+Three variants under one schema: a training rank's result, an inference rank's, and a failed rank's (any task).
+RankResult.from_json picks the variant from the document (status failed, task inference, else training). The rank
+runtime writes it (case_runners/rank/worker.py) from what the task returns; rank 0's is authoritative.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from case_runners.records.names import FAILED, INFERENCE, NOT_CONVERGED, STOP_REASONS, SUCCESS
+from case_runners.records.schema import Document, choices
+
+RESULT_PATTERN = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")  # in the node directory
+
+
+def result_name(rank: int) -> str:
+    """The rank's result file, in its node directory."""
+    return f"rank{rank}.result.json"
+
+
+@dataclasses.dataclass(kw_only=True)
+class RankResult(Document):
+    """What every variant has; from_json gives the variant the document is."""
+    SCHEMA = "perfplay.rank_result/1"
+
+    rank: int
+    world_size: int
+    status: str
+
+    @classmethod
+    def variant(cls, doc: dict[str, Any]) -> type[Document]:
+        if cls is not RankResult:
+            return cls
+        if doc.get("status") == FAILED:
+            return FailedRankResult
+        return InferenceRankResult if doc.get("task") == INFERENCE else TrainingRankResult
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainingRankResult(RankResult):
+    """The trainer's figures (case_runners/training/trainer.py, which explains each time)."""
+    status: str = dataclasses.field(metadata=choices(SUCCESS, NOT_CONVERGED))
+    stop_reason: str = dataclasses.field(metadata=choices(*STOP_REASONS))
+    converged: bool
+    metric: str  # the target metric
+    final_metric: float | None  # its last value
+    target: float  # the value to reach
+    samples: int  # global
+    steps: int
+    epochs: int
+    init_time: float
+    train_time: float
+    train_no_eval_time: float
+    core_time: float  # the mean over ranks
+    eval_time: float
+    p_whole: float
+    p_train: float
+    p_core: float
+    rank_samples: int  # this rank's own
+    rank_core_time: float
+    rank_p_whole: float
+    rank_p_train: float
+    rank_p_core: float
+    device: str  # the device type
+    amp: bool
+    precision: str  # fp32, tf32, bf16, fp16
+    peak_memory_bytes: int | None  # as the vendor's runtime hook reports it
+    metrics_history: list[dict[str, Any]]  # every evaluation: epoch, step and the case's metrics
+    adapted: list[str]  # the trainer points the vendor's extern/ adapter replaced
+    adapter: str | None  # its file
+    optimizer: str  # the optimizer class that ran
+    standard_optimizer: str  # the case's own
+    versions: dict[str, Any]  # torch, and what the vendor's runtime hook reports
+    e2e_time: float  # from the rank's start to its end
+
+
+@dataclasses.dataclass(kw_only=True)
+class InferenceRankResult(RankResult):
+    """The inference pipeline's figures, steps a-g (case_runners/inference/pipeline.py)."""
+    status: str = dataclasses.field(metadata=choices(SUCCESS))
+    task: str = dataclasses.field(metadata=choices(INFERENCE))
+    device: str
+    steps: list[str]  # the steps that ran, a to g
+    compiler: str | None
+    precision: str
+    batch_size: int
+    p_validation_whole: float | None
+    p_validation_core: float | None
+    p_inference_whole: float | None
+    p_inference_core: float | None
+    validation_items: int | None
+    inference_items: int | None
+    validation_accuracy: float | None
+    inference_accuracy: float | None
+    agreement: float | None  # the share of predictions on which torch and the engine agree
+    foo_time_s: float | None
+    compile_s: float | None
+    onnx_path: str | None
+    pipeline_time_s: float
+    flops_per_item: float
+    flops_per_s: float | None
+    compiled_path: str | None
+    monitor_devices: list[int] | None  # the rank's devices in the vendor monitor's numbering
+    torch_peak_memory_bytes: int | None
+    versions: dict[str, Any]
+    e2e_time: float
+
+
+@dataclasses.dataclass(kw_only=True)
+class FailedRankResult(RankResult):
+    status: str = dataclasses.field(metadata=choices(FAILED))
+    reason: str  # a traceback, or where a signal stopped the rank
+    e2e_time: float
+
+
+RANK_VARIANTS = (TrainingRankResult, InferenceRankResult, FailedRankResult)
+
+
+def build_rank_result(rank: int, world_size: int, fields: dict[str, Any], e2e_time: float) -> RankResult:
+    """The result of a rank from what its task returned (`fields`: its variant's keys but rank, world_size and
+    e2e_time). Fields that do not make a valid result (a task's bug) make a failed one that names them instead."""
+    doc = {"schema": RankResult.SCHEMA, "rank": rank, "world_size": world_size, **fields, "e2e_time": e2e_time}
+    kind = RankResult.variant(doc)
+    problems = kind.problems(doc)
+    if not problems:
+        return kind.from_json(doc)  # type: ignore[return-value]
+    return FailedRankResult(rank=rank, world_size=world_size, status=FAILED, e2e_time=e2e_time,
+                            reason=f"the task's result is not a valid {kind.__name__}: {'; '.join(problems)}")

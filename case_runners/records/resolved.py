@@ -1,0 +1,85 @@
+"""resolved_config.json (`perfplay.resolved_config/1`): one case of a run, resolved by the plan on the controller
+before any host is touched (plan/layering.py for training, plan/inference.py for inference), read by every step
+after it: the launcher, the ranks, the record and the summary."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from case_runners.config.resolved import RESOLVED_SCHEMA, TASKS, TRAINING
+from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
+from case_runners.records.schema import ABSENT, Absent, Document, choices
+
+RUNTIMES = ("host", "docker")
+
+
+@dataclasses.dataclass(kw_only=True)
+class Target(Document):
+    """The value of the case's metric a training round must reach."""
+    metric: str
+    value: float
+    higher_is_better: bool
+
+    def reached(self, value: float) -> bool:
+        return value >= self.value if self.higher_is_better else value <= self.value
+
+
+@dataclasses.dataclass(kw_only=True)
+class VendorInfo(Document):
+    """What a run needs of the vendor's description (vendor.yaml), for the config's hardware."""
+    device: str
+    dist_backend: str
+    amp_dtype: str
+    visible_devices_env: str  # "" when the vendor has no such variable
+    visible_devices_scope: str = dataclasses.field(metadata=choices("node", "rank"))
+    monitor: str | None  # the vendor's monitor file, if it has one
+    hardware: dict[str, Any]  # vendor.yaml hardware.<HW>: memory_bytes, peak_flops, ...
+
+
+@dataclasses.dataclass(kw_only=True)
+class Runtime(Document):
+    kind: str = dataclasses.field(metadata=choices(*RUNTIMES))
+    image: str | Absent = ABSENT  # docker: the image the rounds run in
+    run: dict[str, Any] | Absent = ABSENT  # docker: the vendor's container run options
+
+
+@dataclasses.dataclass(kw_only=True)
+class ResolvedConfig(Document):
+    SCHEMA = RESOLVED_SCHEMA
+
+    task: str | Absent = dataclasses.field(default=ABSENT, metadata=choices(*TASKS))  # absent: training
+    case: str
+    case_id: str
+    framework: str
+    vendor: str
+    hardware: str
+    nnodes: int
+    nproc: int
+    repeat: int
+    data_dir: str | None
+    timeout_s: int
+    sources: list[str]  # the files of the layers, in order
+    provenance: dict[str, str]  # per param, the layer its value came from
+    standard: bool | Absent = ABSENT  # absent (a config from before the flag): standard
+    non_standard: list[str] | Absent = ABSENT
+    notes: list[str] | Absent = ABSENT  # (inference) the vendor file's changes
+    inference: dict[str, Any] | Absent = ABSENT  # (inference) the three files' resolved content
+    params: dict[str, Any]
+    target: Target | None  # (inference: null)
+    flops_per_sample: float | None
+    flops_convention: str | Absent = ABSENT  # (inference)
+    flops_note: str | None  # why flops_per_sample is null
+    vendor_info: VendorInfo
+    requirements: list[str] | Absent = ABSENT  # the vendor case's requirements files (set by the plan)
+    runtime: Runtime | Absent = ABSENT  # set by the plan
+    config_path: str | Absent = ABSENT  # where this file is (set when the plan writes it)
+
+    @property
+    def task_name(self) -> str:
+        return TRAINING if self.task is ABSENT else str(self.task)
+
+    def standard_fields(self) -> dict[str, Any]:
+        """standard and non_standard (config/standard.py), a config without them counting as standard."""
+        return read_standard({key: value for key in (STANDARD, NON_STANDARD)
+                              if (value := getattr(self, key)) is not ABSENT})
