@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from case_runners.driver.events import events_files, read_events
 from tests.integration.playbook_run import checkout_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,8 +54,8 @@ def ranks_time(run_dir: Path) -> float:
     """Seconds the ranks themselves ran, summed over rounds: per round, first to last event of any of its ranks."""
     total = 0.0
     for round_dir in run_dir.glob("*/round*"):
-        stamps = [json.loads(line)["metadata"]["time_ms"] / 1000 for path in round_dir.glob("*/rank*.events.jsonl")
-                  for line in path.read_text().splitlines() if line.strip()]
+        stamps = [event["metadata"]["time_ms"] / 1000 for node in round_dir.iterdir() if node.is_dir()
+                  for path in events_files(node).values() for event in read_events(path)]
         total += max(stamps) - min(stamps) if stamps else 0.0
     return total
 

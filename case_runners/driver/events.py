@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,15 @@ STDOUT = object()  # default stream: sys.stdout as it is when an event is logged
 
 def events_path(log_dir: Path, rank: int) -> Path:
     return Path(log_dir) / f"rank{rank}.events.jsonl"
+
+
+_EVENTS_FILE = re.compile(r"rank(\d+)\.events\.jsonl")
+
+
+def events_files(log_dir: Path) -> dict[int, Path]:
+    """Every rank's events file in a node directory (events_path's names), by rank."""
+    return {int(m.group(1)): path for path in Path(log_dir).glob("rank*.events.jsonl")
+            if (m := _EVENTS_FILE.fullmatch(path.name))}
 
 
 class EventLogger:

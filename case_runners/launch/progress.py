@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from case_runners.driver import events as ev
 
 TAIL_BYTES = 1 << 15  # the last events are enough; the file grows with the round
-_RANK_FILE = re.compile(r"rank(\d+)\.events\.jsonl$")
-
-
-def first_rank_events(log_dir: Path) -> Path | None:
-    """The events file of the node's lowest rank, or None before any rank wrote one."""
-    found = [(int(m.group(1)), p) for p in log_dir.glob("rank*.events.jsonl") if (m := _RANK_FILE.search(p.name))]
-    return min(found)[1] if found else None
 
 
 def last_events(path: Path, limit: int = TAIL_BYTES) -> list[dict[str, Any]]:
@@ -45,12 +37,12 @@ def last_events(path: Path, limit: int = TAIL_BYTES) -> list[dict[str, Any]]:
 
 def progress(log_dir: Path) -> dict[str, Any]:
     """{phase, rank, epoch, step, loss, samples_per_s, metric, inference_step}: what the first rank last said."""
-    path = first_rank_events(log_dir)
+    found = ev.events_files(log_dir)
     state: dict[str, Any] = {"phase": "starting"}
-    if path is None:
+    if not found:
         return state
-    state["rank"] = int(_RANK_FILE.search(path.name).group(1))  # type: ignore[union-attr]
-    for doc in last_events(path):
+    state["rank"] = min(found)  # the node's first rank
+    for doc in last_events(found[state["rank"]]):
         name, value = doc.get("event"), doc["value"]
         if name in (ev.INIT_START, ev.LAUNCH_TRAINING, ev.LAUNCH_INFERENCE):
             state["phase"] = "initialising"

@@ -3,7 +3,6 @@ directory packed for the controller to fetch (node_end.finish)."""
 
 from __future__ import annotations
 
-import json
 import tarfile
 import time
 from pathlib import Path
@@ -15,23 +14,19 @@ from case_runners.launch.detached import LAUNCHER_LOG
 from case_runners.processes import ProcessId, is_same
 from case_runners.records.names import FAILED, RUNNING
 from case_runners.records.node import NODE_RESULT, NodeResult
-from case_runners.records.schema import RecordError
+from case_runners.records.schema import RecordError, read_json
 
 POLL_S = 0.2
 LOG_TAIL_LINES = 5
 
 
 def read_node_result(log_dir: Path, run_id: str) -> NodeResult | None:
-    """The node's node_result.json when there is one of this run; RecordError when it is not a valid one."""
+    """The node's node_result.json when there is one of this run (never through a symlink); RecordError when it is
+    not a valid one."""
     path = log_dir / NODE_RESULT
-    try:
-        text = files.read_text_nofollow(path, 1 << 22)
-    except OSError:
+    if path.is_symlink() or not path.is_file():
         return None
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise RecordError(str(path), [f"is not JSON ({exc})"]) from None
+    doc = read_json(path)
     if isinstance(doc, dict) and doc.get("run_id") != run_id:
         return None  # another run's, left behind
     return NodeResult.from_json(doc, str(path))

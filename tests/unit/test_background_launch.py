@@ -125,3 +125,20 @@ def test_progress_survives_a_long_file_and_a_line_being_written(tmp_path):
     with open(tmp_path / "rank0.events.jsonl", "a") as handle:
         handle.write('{"event": "STEP_END", "value": {"ep')  # half a line
     assert progress.progress(tmp_path)["step"] == 2000
+
+
+def test_the_wait_reads_only_this_run_s_node_result_and_never_through_a_symlink(tmp_path):
+    from case_runners.launch import waiting
+    from case_runners.records.schema import RecordError
+
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"run_id": "run-symlinked"}))
+    (tmp_path / "node_result.json").symlink_to(elsewhere)
+    assert waiting.read_node_result(tmp_path, "run-symlinked") is None
+    (tmp_path / "node_result.json").unlink()
+    (tmp_path / "node_result.json").write_text(json.dumps({"run_id": "run-another-one"}))
+    assert waiting.read_node_result(tmp_path, "run-this-one") is None, "another run's is left alone"
+    (tmp_path / "node_result.json").write_text("{")
+    with pytest.raises(RecordError, match="is not JSON"):
+        waiting.read_node_result(tmp_path, "run-this-one")
+    assert waiting.ended(tmp_path, "run-this-one")["reason"].startswith("the launcher's node result is not valid: ")
