@@ -95,7 +95,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
         result = supervise(spec, config, project_root())
     else:
         result = launch(spec)
-    _print_json(result.to_json())
+    if not args.detached:  # a detached launcher's node result is in node_result.json; its log stays for problems
+        _print_json(result.to_json())
     return EXIT_CODES[result.status]
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.cleanup import stop_run
-from case_runners.launch.detached import LAUNCHER_LOG
 from case_runners.launch.waiting import ended, pack
 from case_runners.processes import ProcessId, is_same
 from case_runners.records.names import FAILED, SUCCESS
@@ -23,9 +22,6 @@ def finish(log_dir: Path, run_id: str, launcher: ProcessId | None, *, grace_s: f
     answer["cleanup"] = None
     if running or answer["status"] != SUCCESS:
         answer["cleanup"] = stop_run(log_dir, run_id, grace_s, containers=containers, round_name=round_name)
-    log = log_dir / LAUNCHER_LOG
-    if not running and log.is_file() and not log.is_symlink() and log.stat().st_size == 0:
-        log.unlink()  # the launcher said nothing (its node result is in node_result.json)
     answer["archive"] = None
     if archive is not None and log_dir.is_dir():
         answer["archive"] = {"path": str(archive), "bytes": pack(log_dir, archive)}

@@ -3,6 +3,8 @@ directory packed for the controller to fetch (node_end.finish)."""
 
 from __future__ import annotations
 
+import os
+import select
 import tarfile
 import time
 from pathlib import Path
@@ -16,7 +18,7 @@ from case_runners.records.names import FAILED, RUNNING
 from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.schema import RecordError, read_json
 
-POLL_S = 0.2
+POLL_S = 0.2  # without a pidfd
 LOG_TAIL_LINES = 5
 
 
@@ -40,8 +42,17 @@ def _log_tail(log_dir: Path) -> str:
     return " | ".join(lines[-LOG_TAIL_LINES:])
 
 
+def _drop_empty_log(log_dir: Path) -> None:
+    """An ended launcher that said nothing leaves no launcher.log (its node result is in node_result.json)."""
+    log = log_dir / LAUNCHER_LOG
+    if log.is_file() and not log.is_symlink() and log.stat().st_size == 0:
+        log.unlink()
+
+
 def ended(log_dir: Path, run_id: str) -> dict[str, Any]:
-    """The answer once the launcher has ended: its node result, or a failed one saying it wrote none."""
+    """The answer once the launcher has ended: its node result, or a failed one saying it wrote none. A node that
+    succeeded needs nothing more on its host; finish (node_end) is for the others and for fetching."""
+    _drop_empty_log(log_dir)
     try:
         result = read_node_result(log_dir, run_id)
     except RecordError as exc:
@@ -54,19 +65,34 @@ def ended(log_dir: Path, run_id: str) -> dict[str, Any]:
     return {"finished": True, "status": result.status, "reason": result.reason, "node_result": result.to_json()}
 
 
+def _exit_fd(pid: int) -> int | None:
+    """A pidfd that becomes readable when pid ends (Linux >= 5.3), or None: then the wait polls."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_at: float | None = None,
          timeout_s: float | None = None) -> dict[str, Any]:
-    """Wait up to for_s for the launcher to end. Ended: its node result. Still running: {finished: false} with
-    where the round stands (progress.progress) and the seconds since its start."""
+    """Wait up to for_s for the launcher to end, returning as it ends. Ended: its node result. Still running:
+    {finished: false} with where the round stands (progress.progress) and the seconds since its start."""
     deadline = time.monotonic() + max(0.0, for_s)
-    while is_same(launcher):
-        if time.monotonic() >= deadline:
-            state = progress.progress(log_dir)
-            elapsed = round(time.time() - started_at, 1) if started_at else None
-            return {"finished": False, "status": RUNNING, "reason": None, "node_result": None,
-                    "progress": {**state, "elapsed_s": elapsed, "timeout_s": timeout_s},
-                    "line": line(state, elapsed, timeout_s)}
-        time.sleep(POLL_S)
+    exit_fd = _exit_fd(launcher.pid)
+    try:
+        while is_same(launcher):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                state = progress.progress(log_dir)
+                elapsed = round(time.time() - started_at, 1) if started_at else None
+                return {"finished": False, "status": RUNNING, "reason": None, "node_result": None,
+                        "progress": {**state, "elapsed_s": elapsed, "timeout_s": timeout_s},
+                        "line": line(state, elapsed, timeout_s)}
+            if exit_fd is None or select.select([exit_fd], [], [], left)[0]:
+                time.sleep(min(POLL_S, left))  # polling; or ended and not yet a zombie to is_same
+    finally:
+        if exit_fd is not None:
+            os.close(exit_fd)
     return ended(log_dir, run_id)
 
 

@@ -38,7 +38,7 @@ from ansible.plugins.callback import CallbackBase
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PLAN_ACTION = "case_plan"
 SUMMARY_ACTION = "run_summary"
-LAUNCH_ACTIONS = ("case_launch", "case_wait", "case_finish", "round_result")  # a round was reached
+LAUNCH_ACTIONS = ("case_launch", "case_wait", "case_finish", "round_record")  # a round was reached
 
 
 def _action_and_data(result):

@@ -67,7 +67,7 @@ def test_prints_the_table_of_the_run_summary_task(make_callback, tmp_path):
     run_dir = tmp_path / "run1"
     callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(run_dir), "changed": True}))
     callback.v2_runner_on_ok(result("ansible.builtin.debug", {"msg": "x"}))
-    callback.v2_runner_on_failed(result("round_result", {"failed": True}))
+    callback.v2_runner_on_failed(result("round_record", {"failed": True}))
     callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}, [str(run_dir / "summary.json")]))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1", f"summary: {run_dir / 'summary.json'}"]
@@ -92,7 +92,7 @@ def test_nothing_without_a_summary(make_callback, tmp_path):
     """No round reached, check mode (the summary task is skipped), or a failed summary task."""
     callback = make_callback()
     callback.v2_runner_on_ok(result("case_plan", {"run_dir": str(tmp_path)}))
-    callback.v2_runner_on_ok(result("round_result", {"record": {}}))
+    callback.v2_runner_on_ok(result("round_record", {"record": {}}))
     callback.v2_runner_on_failed(result("run_summary", {"failed": True, "msg": "boom"}))
     callback.v2_playbook_on_stats(SimpleNamespace())
     assert callback._display.lines == []

@@ -76,8 +76,8 @@ def test_a_background_round_reports_progress_then_its_result_and_is_packed(tmp_p
     assert done["status"] == "success" and done["cleanup"] is None, "nothing to stop after a clean end"
     with tarfile.open(tmp_path / "node.tar.gz") as tar:
         names = set(tar.getnames())
-    assert {"localhost_noderank0/node_result.json", "localhost_noderank0/rank0.events.jsonl",
-            "localhost_noderank0/launcher.log"} <= names
+    assert {"localhost_noderank0/node_result.json", "localhost_noderank0/rank0.events.jsonl"} <= names
+    assert "localhost_noderank0/launcher.log" not in names, "a launcher that said nothing leaves no empty log"
 
 
 def test_finish_stops_a_launcher_the_wait_gave_up_on(tmp_path, run_id):

@@ -1,16 +1,19 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # perfplay: build the record of one case round from what its nodes left behind.
+# Documentation only: the action plugin playbooks/action_plugins/round_record.py does the work on the controller
+# (like ansible.builtin.set_fact), running `case_runners record` without starting a module process.
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: round_result
+module: round_record
 short_description: Build and write the record of one perfplay case round
 description:
   - Runs C(python -m case_runners record) on the controller, which reads every node directory of the
     round and writes C(<round_dir>/result.json) (schema C(perfplay.round_record/1)).
+  - An action plugin, run on the controller whatever host the task names; it starts no module process.
   - A failed round is a valid record (C(status) says why); the module fails only when no record could
     be built. A record that cannot be written (a full disk) is returned with C(status=failed), the reason
     naming the cause and the path, and the play goes on to the next round.
@@ -23,7 +26,7 @@ options:
     type: path
     required: true
   python:
-    description: Python that can import C(case_runners). Defaults to the module's own interpreter.
+    description: Python that can import C(case_runners). Defaults to the controller's interpreter.
     type: str
   round_dir:
     description: Round directory, C(<run_dir>/<case_id>/round<N>), holding the node directories.
@@ -48,6 +51,9 @@ options:
     elements: str
     default: []
 attributes:
+  action:
+    support: full
+    details: Runs on the controller, without a module process.
   check_mode:
     support: full
     details: Writes nothing and predicts C(changed=true); C(record) and C(compact) are empty.
@@ -62,7 +68,7 @@ author:
 
 EXAMPLES = r"""
 - name: Record round 1
-  round_result:
+  round_record:
     project_dir: "{{ playbook_dir | dirname }}"
     python: "{{ ansible_playbook_python }}"
     round_dir: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1
@@ -99,33 +105,3 @@ compact:
     mfu: null
     errors: []
 """
-
-from ansible.module_utils.basic import AnsibleModule
-
-try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
-except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
-
-
-def main():
-    argument_spec = dict(
-        COMMON_ARGUMENT_SPEC,
-        round_dir=dict(type="path", required=True),
-        config=dict(type="path", required=True),
-        round=dict(type="int", required=True),
-        run_id=dict(type="str"),
-        errors=dict(type="list", elements="str", default=[]),
-    )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    params = module.params
-    argv = cli_argv(params["python"], "record", round_dir=params["round_dir"], config=params["config"],
-                    round=params["round"], run_id=params["run_id"], error=params["errors"])
-    if module.check_mode:
-        module.exit_json(changed=True, record={}, compact={}, cmd=argv)
-    doc = run_json(module, argv, params["project_dir"], "case_runners record", check_rc=True).doc
-    module.exit_json(changed=True, record=doc.get("record"), compact=doc.get("compact"))
-
-
-if __name__ == "__main__":
-    main()
