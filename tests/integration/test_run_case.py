@@ -35,13 +35,14 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     # The wait is long polls: one calm progress line per poll, never a retry shown as a failure.
     assert "FAILED" not in first.output and "RETRYING" not in first.output
     assert PROGRESS.search(first.output), first.output[-5000:]  # the round takes longer than a second
-    # A round on a host is three module runs: start, wait, finish (the rest runs on the controller).
+    # A round on a local host that succeeds is two module runs, start and wait: nothing is left to finish and the
+    # record is written on the controller without one.
     statuses = first.task_statuses()
     ran = [name for name, got in statuses.items() if set(got) - {"skipping"}]
     round_tasks = ran[ran.index("Forget the previous round's failure and launch"):ran.index("Record the round")]
     assert round_tasks == ["Forget the previous round's failure and launch",
                            "Check every node of the round is still in the play", "Start this node of the round",
-                           "Wait for this node of the round", "Finish this node of the round"], round_tasks
+                           "Wait for this node of the round"], round_tasks
 
     run_dir = only_run_dir(results_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -53,6 +54,7 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     assert (run_dir / "summary.md").is_file()
     node_dir = run_dir / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
     assert json.loads((node_dir / "node_result.json").read_text())["status"] == "success"
+    assert not (node_dir / "launcher.log").exists(), "a launcher that said nothing leaves no log"
     assert (node_dir / "host_monitor.jsonl").stat().st_size > 0
     assert (run_dir / "digits_cnn_CPUx1x1" / "round1" / "result.json").is_file()
     assert list(results_dir.rglob("*.pid")) == [], "every monitor was stopped"
@@ -83,5 +85,7 @@ def test_a_failed_round_does_not_stop_the_next(results_dir: Path):
     assert statuses["digits_cnn_CPUx1x1"] == ["timeout"]
     assert statuses["digits_cnn_CPUx1x2"][0] in ("success", "not_converged")
     assert "digits_cnn_CPUx1x1 round 1: timeout" in run.output
+    # finish ran for the round that timed out, not for the one that succeeded
+    assert run.task_statuses()["Finish this node of the round"] == ["ok", "skipping"]
     assert list(results_dir.rglob("*.pid")) == []
     assert launched_anything(results_dir)  # sanity: the helper sees launched rounds
