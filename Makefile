@@ -48,6 +48,7 @@ test: $(VENV)/.installed-dev lint
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ansible-lint
 

@@ -78,7 +78,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
-    harness_p, bare_p = [], []
+    harness_p: list[float] = []
+    bare_p: list[float] = []
     with tempfile.TemporaryDirectory(prefix="perfplay-fidelity-") as tmp:
         for pair in range(args.pairs):
             for kind in (("harness", "bare") if pair % 2 == 0 else ("bare", "harness")):

@@ -60,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
                 if daemon.start(spec) != 0:
                     print(f"{spec.label}: could not start, see above")
                     continue
-                pid = daemon.running_pid(spec)
-                started[spec.name] = (spec, pid, cpu_seconds(pid), count_lines(spec.samples_path))
+                ident = daemon.running(spec)
+                if ident is None:
+                    print(f"{spec.label}: started, but its pid file names no live process of the run")
+                    continue
+                started[spec.name] = (spec, ident.pid, cpu_seconds(ident.pid), count_lines(spec.samples_path))
             time.sleep(args.seconds)
             results = {name: (cpu_seconds(pid) - cpu0, count_lines(spec.samples_path) - lines0, cpu0)
                        for name, (spec, pid, cpu0, lines0) in started.items()}

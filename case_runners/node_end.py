@@ -17,7 +17,7 @@ def finish(log_dir: Path, run_id: str, launcher: ProcessId | None, *, grace_s: f
     """The node's end: when its launcher is still running or the node did not succeed, stop what is left of the
     round on this host (cleanup.stop_run, this node directory only); then pack the directory into archive."""
     running = launcher is not None and is_same(launcher)
-    answer = ended(log_dir, run_id) if not running else \
+    answer: dict[str, Any] = ended(log_dir, run_id) if not running else \
         {"finished": False, "status": FAILED, "reason": "the launcher was still running", "node_result": None}
     answer["cleanup"] = None
     if running or answer["status"] != SUCCESS:

@@ -54,7 +54,7 @@ def source_arity(node: ast.FunctionDef | ast.AsyncFunctionDef, point: Point) -> 
                           point)
 
 
-def parse_source(path: Path, shown: str) -> tuple[ast.Module | None, str | None]:
+def parse_source(path: Path, shown: str) -> tuple[ast.Module, None] | tuple[None, str]:
     """(the file's syntax tree, None), or (None, why it cannot be parsed: the line of a syntax error)."""
     try:
         return ast.parse(path.read_text(encoding="utf-8"), filename=shown), None
@@ -73,9 +73,10 @@ def check_source(path: Path, points: Mapping[str, Point], constants: Mapping[str
                  ) -> tuple[list[str], list[str]]:
     """(problems, the points the file defines) from the source alone. A problem: a syntax error, a public function
     that is not a point, a point the caller cannot call as the contract says."""
-    tree, unparsed = parse_source(path, shown)
-    if tree is None:
-        return [unparsed], []
+    parsed = parse_source(path, shown)
+    if parsed[0] is None:
+        return [parsed[1]], []
+    tree = parsed[0]
     problems, defined = [], []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -13,7 +13,7 @@ import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from case_runners.run_ids import RUN_ID_ENV
 
@@ -54,7 +54,7 @@ class ProcessId:
         return cls(pid, start, pidns)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -208,7 +208,7 @@ class VendorRuntime:
     def versions(self) -> dict[str, str]:
         import torch
 
-        found = {"torch": torch.__version__}
+        found: dict[str, str] = {"torch": torch.__version__}
         if "versions" in self.points:
             extra = self._call("versions")
             if not isinstance(extra, dict):

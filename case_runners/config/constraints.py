@@ -102,8 +102,10 @@ def make_constraint(spec: Mapping[str, Any], like: Any, *, key: str, file: str) 
     if spec.get("type") is not None and spec["type"] not in TYPES:
         raise bad(f"unknown type {spec['type']!r}")
     kind = TYPES[spec["type"]] if spec.get("type") is not None else type(like) if like is not None else None
+    if kind is None:
+        raise bad("a null default needs a type")
     if kind not in TYPES.values():
-        raise bad("a null default needs a type" if kind is None else f"unsupported type {kind.__name__}")
+        raise bad(f"unsupported type {kind.__name__}")
     nullable = spec.get("nullable", False)
     if not isinstance(nullable, bool):
         raise bad("nullable must be true or false")

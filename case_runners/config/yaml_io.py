@@ -28,7 +28,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise _Refused(problem="YAML anchors and aliases are not allowed", problem_mark=event.start_mark)

@@ -25,7 +25,7 @@ from case_runners.paths import display_path
 CASE_REQUIREMENTS = "requirements-case.txt"
 STAGED = "perfplay"  # folder perfplay adds to the build context
 BUILD_DIR = "/tmp/perfplay-build"  # where the vendor's Dockerfile copies the context (the README's contract)
-BUILD_KEYS = {  # run var perfplay_image -> Dockerfile build arg
+BUILD_KEYS: dict[str, str | None] = {  # run var perfplay_image -> Dockerfile build arg
     "base_image": "BASE_IMAGE",
     "pip_index_url": "PIP_INDEX_URL",
     "pip_extra_index_url": "PIP_EXTRA_INDEX_URL",
@@ -89,7 +89,7 @@ def _local_find_links(value: str | None) -> Path | None:
 
 def build_args(spec: dict[str, Any]) -> dict[str, str]:
     settings = spec["settings"]
-    args = {BUILD_KEYS[k]: v for k, v in settings.items() if BUILD_KEYS.get(k) and v}
+    args = {arg: v for k, v in settings.items() if (arg := BUILD_KEYS.get(k)) and v}
     if _local_find_links(settings.get("pip_find_links")):
         args["PIP_FIND_LINKS"] = f"{BUILD_DIR}/{STAGED}/wheels"
     return args

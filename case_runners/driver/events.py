@@ -7,6 +7,7 @@ A line looks like FlagPerf's perf_logger output:
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import re
 import sys
@@ -44,7 +45,13 @@ EVENTS = (
 )
 STEP_EVENTS = (STEP_BEGIN, STEP_END)
 PERFLOG_PREFIX = "[PerfLog] "
-STDOUT = object()  # default stream: sys.stdout as it is when an event is logged
+
+
+class _Stream(enum.Enum):
+    STDOUT = "stdout"
+
+
+STDOUT = _Stream.STDOUT  # default stream: sys.stdout as it is when an event is logged
 
 
 def events_path(log_dir: Path, rank: int) -> Path:
@@ -63,7 +70,7 @@ def events_files(log_dir: Path) -> dict[int, Path]:
 class EventLogger:
     """Writes driver events of one rank to `rank<R>.events.jsonl` and as `[PerfLog]` lines."""
 
-    def __init__(self, log_dir: Path, rank: int, log_freq: int, stream: TextIO | None | object = STDOUT) -> None:
+    def __init__(self, log_dir: Path, rank: int, log_freq: int, stream: TextIO | None | _Stream = STDOUT) -> None:
         """`stream`: where `[PerfLog]` lines go; the current sys.stdout by default, None for nowhere."""
         self.rank = rank
         self.log_freq = max(1, int(log_freq))

@@ -38,6 +38,8 @@ def load_engine(root: Path, vendor: str, compiler: str) -> type:
         raise ConfigError(f"vendor '{vendor}' has no engine '{compiler}'", key="compiler",
                           allowed=vendor_engines(root, vendor))
     spec = importlib.util.spec_from_file_location(f"perfplay_engine_{vendor}_{compiler}", path)
+    if spec is None or spec.loader is None:  # not for a .py file
+        raise PerfplayError(f"{path}: Python cannot import it")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.InferModel
@@ -103,7 +105,7 @@ STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "
 
 def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir: str | None = None,
                  log: Callable[[str], None] = print, device: str = "cpu",
-                 on_step: Callable[[str, dict[str, Any]], None] | None = None,
+                 on_step: Callable[[str, dict[str, Any]], object] | None = None,
                  synchronize: Callable[[], None] | None = None) -> dict[str, Any]:
     """Steps a-g for one resolved inference config on `device` (the torch model's); the summary record.
     on_step(step, info) is called as each step ends. synchronize (the vendor runtime's wait for the device, in the
@@ -145,7 +147,7 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
              items_per_s_core=round(validation["items"] / validation["core_s"], 2))
     inference = None
     onnx_path = compile_s = None
-    if compiler:
+    if engine_class is not None:  # a compiler was given
         onnx_path = conf["exist_onnx_path"]
         if onnx_path is None:
             begin("d")

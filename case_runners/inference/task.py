@@ -20,6 +20,7 @@ from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv
 from case_runners.records import names
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.schema import ABSENT
 
 WORK_DIR = "inference_work"
 
@@ -38,7 +39,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     resolved = config.inference
     if not isinstance(resolved, dict):
         raise PerfplayError(f"{config_path}: an inference config needs its resolved files (key 'inference')")
-    notes = config.notes or []
+    notes = [] if config.notes is ABSENT else config.notes  # ABSENT is truthy: `or []` would keep it
     log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case, "task": names.INFERENCE,
                                "case_id": config.case_id, "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),

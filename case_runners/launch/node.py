@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from case_runners import files, pidfiles, vendor_files
 from case_runners.errors import PerfplayError
@@ -55,7 +55,7 @@ class Rank:
     rank: int
     local_rank: int
     process: subprocess.Popen
-    log: TextIO
+    log: IO[str]
     ident: ProcessId | None = None  # None where /proc could not tell (it had already ended)
     exit_code: int | None = None
 
@@ -214,10 +214,11 @@ class NodeLauncher:
                 return self.conclude(self.failure(INTERRUPTED, interrupted))
             running = False
             for r in self.ranks:
-                if r.exit_code is None and self.reap(r) not in (None, 0):
+                code = self.reap(r) if r.exit_code is None else None  # None: still running, or seen before
+                if code is not None and code != 0:
                     own.append(self.failure(FAILED, f"rank {r.rank} on {self.spec.node_name} "
-                                                      f"{describe_exit(r.exit_code)}{self.rank_cause(r)}",
-                                            urgent=r.exit_code < 0))
+                                                      f"{describe_exit(code)}{self.rank_cause(r)}",
+                                            urgent=code < 0))
                 running = running or r.exit_code is None
             if link is None:
                 if own:  # single node: the first failure, at once

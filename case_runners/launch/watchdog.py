@@ -106,7 +106,7 @@ class CoordinatorLink:
         if peer.state != "running":
             return
         if "fail" in message:
-            status = message.get("status") if message.get("status") in VERBS else FAILED
+            status = message["status"] if message.get("status") in VERBS else FAILED
             peer.state = "failed"
             self.failures.append(Failure(status, str(message["fail"]),
                                          f"{peer.label} {VERBS[status]}: {message['fail']}",

@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,8 @@ class Checked:
             yield item
 
     def __len__(self) -> int:
+        if not isinstance(self.iterable, Sized):  # len() of the wrapped object, as if not wrapped
+            raise TypeError(f"object of type '{type(self.iterable).__name__}' has no len()")
         return len(self.iterable)
 
     def __getattr__(self, name: str) -> Any:

@@ -101,8 +101,8 @@ def new_vendor(name: str, device: str, backend: str, hardware: str | None = None
                             results="\n".join(case_results(bases[case], case, hardware) for case in cases)),
     }
     for case in cases:
-        relative = vendor_case_dir(root, name, case).relative_to(target) / f"config_{hardware}x1x1.yaml"
-        files[str(relative)] = case_config(bases[case], case, hardware)
+        config_file = vendor_case_dir(root, name, case).relative_to(target) / f"config_{hardware}x1x1.yaml"
+        files[str(config_file)] = case_config(bases[case], case, hardware)
     with Staging(root) as stage:
         staged = stage.folder(target)
         for relative, text in files.items():

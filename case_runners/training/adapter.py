@@ -175,6 +175,7 @@ STANDARD = TrainerAdapter()  # no adapter: the trainer's own code everywhere
 def _where(exc: BaseException, folder: Path | None, root: Path | None, shown: str | None) -> str | None:
     """'[<file> ]line N' of the innermost frame in extern/ (of a syntax error, its line), the file left out when it
     is `shown`; None when no frame lies in extern/."""
+    line: int | None
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
         file, line = exc.filename, exc.lineno
     else:
@@ -217,6 +218,8 @@ def _import_package(name: str, folder: Path) -> None:
     init = folder / "__init__.py"
     if init.is_file():
         spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
+        if spec is None:  # not for a .py file
+            raise ImportError(f"{init}: Python cannot import it")
     else:
         spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
         spec.submodule_search_locations = [str(folder)]

@@ -3,7 +3,7 @@ the rank runtime's: case_runners/rank/dist.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 
 import torch
 import torch.distributed as dist
@@ -43,12 +43,19 @@ def shard_indices(n: int, rank: int, world_size: int) -> range:
     return range(rank, n, world_size)
 
 
+def _unsized(dataset: object) -> TypeError:
+    return TypeError(f"{type(dataset).__name__} has no len(): the loaders need a map-style dataset")
+
+
 def train_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, world_size: int,
                  seed: int, num_workers: int = 0, drop_last: bool = False, pin_memory: bool = False,
                  collate_fn=None) -> torch.utils.data.DataLoader:
     """A shuffling loader; a DistributedSampler gives every rank the same number of batches."""
-    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Sampler
 
+    if not isinstance(dataset, Sized):
+        raise _unsized(dataset)
+    sampler: Sampler[int]
     if world_size > 1:
         sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True,
                                      seed=seed, drop_last=drop_last)
@@ -65,6 +72,8 @@ def eval_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, w
     """An in-order loader over this rank's unpadded shard of the eval set."""
     from torch.utils.data import DataLoader, Subset
 
+    if not isinstance(dataset, Sized):
+        raise _unsized(dataset)
     shard = Subset(dataset, shard_indices(len(dataset), rank, world_size))
     return DataLoader(shard, batch_size=batch_size, shuffle=False, num_workers=num_workers,
                       pin_memory=pin_memory, collate_fn=collate_fn, persistent_workers=num_workers > 0)
@@ -73,5 +82,5 @@ def eval_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, w
 def set_sampler_epoch(loader: object, epoch: int) -> None:
     """Reshuffle a DistributedSampler for this epoch (no-op for other samplers)."""
     sampler = getattr(loader, "sampler", None)
-    if hasattr(sampler, "set_epoch"):
+    if sampler is not None and hasattr(sampler, "set_epoch"):
         sampler.set_epoch(epoch)

@@ -23,7 +23,7 @@ import time
 from ansible.plugins.callback import CallbackBase
 
 WATCH_S = 1.0
-_registered = []
+_registered: list[bool] = []
 
 
 def _watch_parent():

@@ -65,9 +65,11 @@ class NvmlMonitor(AcceleratorMonitor):
             "driver_version": _text(self._field(nv.nvmlSystemGetDriverVersion)),
             "nvml_version": _text(self._field(nv.nvmlSystemGetNVMLVersion)),
             "cuda_driver_version": self._field(nv.nvmlSystemGetCudaDriverVersion),
-            "devices": [{"index": i, "name": _text(self._field(lambda h=h: nv.nvmlDeviceGetName(h)))}
-                        for i, h in enumerate(self._handles)],
+            "devices": [{"index": i, "name": self._device_name(h)} for i, h in enumerate(self._handles)],
         }
+
+    def _device_name(self, handle: Any) -> str | None:
+        return _text(self._field(lambda: self._nvml.nvmlDeviceGetName(handle)))
 
     def _field(self, read: Callable[[], T]) -> T | None:
         """One NVML reading; None where this GPU or driver cannot give it (NotSupported, NoPermission...)."""

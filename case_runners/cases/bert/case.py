@@ -83,7 +83,8 @@ class BertCase(TrainingCase):
 
     def build_optimizer(self, model: nn.Module):
         p = self.p
-        decay, no_decay = [], []
+        decay: list[nn.Parameter] = []
+        no_decay: list[nn.Parameter] = []
         for name, w in model.named_parameters():
             (no_decay if w.ndim <= 1 or "LayerNorm" in name else decay).append(w)
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
@@ -113,8 +114,8 @@ class BertCase(TrainingCase):
             loss += F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum")
             correct += ((logits.argmax(1) == labels) & used).sum()
             count += used.sum()
-        correct, loss, count = dist.all_reduce_sum([correct.item(), loss.item(), count.item()], device)
-        return {"mlm_accuracy": correct / max(count, 1), "eval_mlm_loss": loss / max(count, 1)}
+        total_correct, total_loss, total = dist.all_reduce_sum([correct.item(), loss.item(), count.item()], device)
+        return {"mlm_accuracy": total_correct / max(total, 1), "eval_mlm_loss": total_loss / max(total, 1)}
 
 
 def build_case(params: dict[str, Any], ctx: RunContext) -> TrainingCase:

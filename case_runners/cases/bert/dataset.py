@@ -120,7 +120,7 @@ class MaskingCollator:
         return mask_tokens(ids, attention, self.mask_prob, self.max_predictions, self.vocab_size)
 
 
-def fixed_eval_set(dataset: Dataset, params: dict) -> TensorDataset:
+def fixed_eval_set(dataset: TokenShards | SyntheticTokens, params: dict) -> TensorDataset:
     """The first eval_samples held-out sequences, masked once with a fixed seed (comparable evals)."""
     n = min(len(dataset), int(params["eval_samples"]))
     ids, attention = (torch.stack(x) for x in zip(*(dataset[i] for i in range(n))))
@@ -133,10 +133,11 @@ def build_datasets(data_dir: str | None, params: dict) -> tuple[Dataset, TensorD
     seq_len, vocab, seed = int(params["seq_len"]), int(params["vocab_size"]), int(params["seed"])
     if params["synthetic"]:
         n = int(params["synthetic_samples"])
-        held_out = SyntheticTokens(min(n, int(params["eval_samples"])), seq_len, vocab, seed + 1)
-        return SyntheticTokens(n, seq_len, vocab, seed), fixed_eval_set(held_out, params)
+        synthetic_held_out = SyntheticTokens(min(n, int(params["eval_samples"])), seq_len, vocab, seed + 1)
+        return SyntheticTokens(n, seq_len, vocab, seed), fixed_eval_set(synthetic_held_out, params)
     problems = check_data_dir(data_dir, params)
     if problems:
         raise ValueError("; ".join(problems))
+    assert data_dir is not None  # without synthetic, check_data_dir names a missing data_dir
     train, held_out = shard_files(data_dir)
     return TokenShards(train), fixed_eval_set(TokenShards(held_out), params)

@@ -20,10 +20,11 @@ class ResNetClassifier(nn.Module):
         super().__init__()
         from transformers import ResNetConfig, ResNetForImageClassification
 
-        config = ResNetConfig(num_channels=3, embedding_size=int(params["embedding_size"]),
-                              hidden_sizes=[int(h) for h in params["hidden_sizes"]],
-                              depths=[int(d) for d in params["depths"]], layer_type="bottleneck",
-                              hidden_act="relu", num_labels=int(params["num_classes"]))
+        # num_labels: a keyword of every PreTrainedConfig, which ResNetConfig's typed signature leaves out
+        config = ResNetConfig(  # type: ignore[call-arg]
+            num_channels=3, embedding_size=int(params["embedding_size"]),
+            hidden_sizes=[int(h) for h in params["hidden_sizes"]], depths=[int(d) for d in params["depths"]],
+            layer_type="bottleneck", hidden_act="relu", num_labels=int(params["num_classes"]))
         self.net = ResNetForImageClassification(config)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -40,7 +41,8 @@ class ResNet50Case(TrainingCase):
         self.std = torch.tensor(STD, device=ctx.device).view(1, 3, 1, 1) * 255
 
     def build_model(self) -> nn.Module:
-        return ResNetClassifier(self.p).to(memory_format=self.memory_format)
+        # torch's overloads of Module.to leave out memory_format, which it takes
+        return ResNetClassifier(self.p).to(memory_format=self.memory_format)  # type: ignore[call-overload]
 
     def build_data(self):
         p, ctx = self.p, self.ctx

@@ -139,5 +139,6 @@ def build_datasets(data_dir: str | None, params: dict) -> tuple[Dataset, Dataset
     problems = check_data_dir(data_dir, params)
     if problems:
         raise ValueError("; ".join(problems))
+    assert data_dir is not None  # without synthetic, check_data_dir names a missing data_dir
     root = Path(data_dir)
     return (ImageFolder(root / "train", train_transform(size)), ImageFolder(root / "val", eval_transform(size)))

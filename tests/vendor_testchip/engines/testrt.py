@@ -11,7 +11,7 @@ import torch
 class InferModel:
     needs_onnx = False  # it runs the torch model, not the ONNX file
 
-    def __init__(self, config: dict[str, Any], onnx_path: str | None, model: Any = None) -> None:
+    def __init__(self, config: dict[str, Any], onnx_path: str, model: Any = None) -> None:
         if model is None:
             raise ValueError("testrt runs the torch model: set no_validation false")
         self.model = model.eval()

@@ -20,7 +20,7 @@ import torch
 
 
 class InferModel:
-    def __init__(self, config: dict[str, Any], onnx_path: str | None, model: Any = None) -> None:
+    def __init__(self, config: dict[str, Any], onnx_path: str, model: Any = None) -> None:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         threads = int(os.environ.get("OMP_NUM_THREADS") or 0)

@@ -20,7 +20,7 @@ import torch
 class InferModel:
     needs_onnx = False  # set exist_onnx_path to anything but null to skip the export
 
-    def __init__(self, config: dict[str, Any], onnx_path: str | None, model: torch.nn.Module | None = None) -> None:
+    def __init__(self, config: dict[str, Any], onnx_path: str, model: torch.nn.Module | None = None) -> None:
         if model is None:
             raise ValueError("the inductor engine compiles the case's torch model; it cannot run with "
                              "no_validation: true")

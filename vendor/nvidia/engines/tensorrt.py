@@ -23,7 +23,7 @@ _DTYPES = {trt.float32: torch.float32, trt.float16: torch.float16, trt.int32: to
 
 
 class InferModel:
-    def __init__(self, config: dict[str, Any], onnx_path: str | None, model: Any = None) -> None:
+    def __init__(self, config: dict[str, Any], onnx_path: str, model: Any = None) -> None:
         self.logger = trt.Logger(trt.Logger.WARNING)
         existing = config.get("exist_compiler_path")
         if existing:

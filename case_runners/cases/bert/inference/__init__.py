@@ -22,7 +22,7 @@ INPUTS = ("input_ids", "attention_mask", "positions")
 class MaskedSequences(Dataset):
     """(input_ids, attention_mask, positions, labels) of one sequence, masked by a generator seeded with its index."""
 
-    def __init__(self, sequences: Dataset, config: dict[str, Any]) -> None:
+    def __init__(self, sequences: TokenShards | SyntheticTokens, config: dict[str, Any]) -> None:
         self.sequences, self.config = sequences, config
 
     def __len__(self) -> int:
@@ -42,7 +42,7 @@ def build_dataloader(config: dict[str, Any]) -> DataLoader:
         _, held_out = shard_files(config["data_dir"])
         if not held_out:
             raise ValueError(f"{config['data_dir']}: no token shards (*.npz) to evaluate")
-        sequences: Dataset = TokenShards(held_out)
+        sequences: TokenShards | SyntheticTokens = TokenShards(held_out)
     else:
         sequences = SyntheticTokens(int(config["synthetic_samples"]), int(config["seq_len"]),
                                     int(config["vocab_size"]), int(config["seed"]))

@@ -18,7 +18,7 @@ from case_runners.inference.pipeline import forward_loop, torch_forward
 class Normalised(Dataset):
     """uint8 CHW images to normalised float tensors, in the data pipeline (timed as whole, not core)."""
 
-    def __init__(self, images: Dataset, fp16: bool) -> None:
+    def __init__(self, images: ImageFolder | SyntheticImages, fp16: bool) -> None:
         self.images, self.dtype = images, torch.float16 if fp16 else torch.float32
         self.mean = torch.tensor(MEAN).view(3, 1, 1) * 255
         self.std = torch.tensor(STD).view(3, 1, 1) * 255
@@ -34,7 +34,7 @@ class Normalised(Dataset):
 def build_dataloader(config: dict[str, Any]) -> DataLoader:
     size = int(config["image_size"])
     if config.get("data_dir"):
-        images: Dataset = ImageFolder(Path(config["data_dir"]) / "val", eval_transform(size))
+        images: ImageFolder | SyntheticImages = ImageFolder(Path(config["data_dir"]) / "val", eval_transform(size))
     else:
         images = SyntheticImages(int(config["synthetic_samples"]), size, int(config["num_classes"]),
                                  int(config["seed"]))
