@@ -52,11 +52,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def _carry_run_id(args: argparse.Namespace) -> None:
     """Re-execute this command with the run id in its environment unless it is there already: a cleanup trusts
     only processes whose environment names their run."""
-    from case_runners.paths import project_root
+    from case_runners.paths import package_root
     from case_runners.run_ids import RUN_ID_ENV, check_run_id
     check_run_id(args.run_id, key="--run-id", file=None)
     if os.environ.get(RUN_ID_ENV) != args.run_id:
-        path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
+        path = os.pathsep.join(filter(None, [str(package_root()), os.environ.get("PYTHONPATH")]))
         os.execve(sys.executable, [sys.executable, "-m", "case_runners", *args.argv],
                   {**os.environ, RUN_ID_ENV: args.run_id, "PYTHONPATH": path})
 
@@ -261,7 +261,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0])
+    from case_runners.paths import PROJECT_ENV
+    parser = argparse.ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0],
+                                     epilog=f"{PROJECT_ENV}: the perfplay checkout to run, its vendor/ and its "
+                                            "case_runners (default: the checkout this package is in; a "
+                                            "non-editable install needs it)")
     parser.add_argument("--version", action="version", version=f"perfplay case_runners {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -427,14 +431,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_the_named_checkout(argv: list[str]) -> None:
+    """With PERFPLAY_HOME naming another checkout than the one this package runs from (a non-editable install),
+    re-execute this command with that checkout's case_runners: the code its vendor/ is written for, and the code
+    the launchers and ranks it starts run (from the checkout)."""
+    from case_runners.paths import PROJECT_ENV, package_root, project_root
+    if not os.environ.get(PROJECT_ENV) or (root := project_root()) == package_root():
+        return
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    # -P: the checkout comes first on the path, not a case_runners/ in the working directory (Python >= 3.11, as
+    # pyproject's requires-python says)
+    os.execve(sys.executable, [sys.executable, "-P", "-m", "case_runners", *argv], {**os.environ, "PYTHONPATH": path})
+
+
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the command itself, not a call from Python (which is never replaced)
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    if argv[:1] == ["monitor"]:
-        return cmd_monitor(argparse.Namespace(), argv[1:])
-    args = parser.parse_args(argv)
-    args.argv = argv
     try:
+        if program:
+            _run_the_named_checkout(argv)
+        if argv[:1] == ["monitor"]:
+            return cmd_monitor(argparse.Namespace(), argv[1:])
+        args = build_parser().parse_args(argv)
+        args.argv = argv
         return args.func(args)
     except PerfplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
