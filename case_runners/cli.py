@@ -61,15 +61,35 @@ def _carry_run_id(args: argparse.Namespace) -> None:
                   {**os.environ, RUN_ID_ENV: args.run_id, "PYTHONPATH": path})
 
 
+def _receive_config(path: Path) -> None:
+    """--config-stdin: the resolved config the controller sends a host, checked, then written atomically where
+    the launcher reads it (its directory created private where missing)."""
+    from case_runners import files
+    from case_runners.records.resolved import ResolvedConfig
+    from case_runners.records.schema import RecordError
+    source = "--config-stdin"
+    try:
+        doc = json.loads(sys.stdin.read())
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise RecordError(source, [f"is not JSON ({exc})"]) from None
+    ResolvedConfig.from_json(doc, source)
+    files.secure_dir(path.parent)
+    files.atomic_write_json(path, doc)
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.netutil import free_port
     from case_runners.paths import project_root
+    if args.config_stdin and not args.detach:
+        raise PerfplayError("--config-stdin goes with --detach (the launch a module starts on a host)")
     if args.detach:
         from case_runners.launch import detached
         from case_runners.run_ids import check_run_id
         check_run_id(args.run_id, key="--run-id", file=None)
-        launch_args = [a for a in args.argv[1:] if a != "--detach"]
+        if args.config_stdin:
+            _receive_config(Path(args.config))
+        launch_args = [a for a in args.argv[1:] if a not in ("--detach", "--config-stdin")]
         _print_json(detached.start(launch_args, Path(args.log_dir)))
         return 0
     _carry_run_id(args)
@@ -316,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="(docker runtime) this is the launcher in the node's container: prepare the case first")
     p.add_argument("--detach", action="store_true",
                    help="start the launcher in the background and print its identity (JSON); `wait` follows it")
+    p.add_argument("--config-stdin", action="store_true",
+                   help="with --detach: read the resolved config (JSON) on stdin and write it to --config first "
+                        "(a host that is not the controller)")
     p.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)  # the launcher --detach started
     p.set_defaults(func=cmd_launch)
 
