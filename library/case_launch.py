@@ -35,13 +35,6 @@ description:
     the reason of every other node starts with C(stopped) and names the node, host and rank that failed first.
     A node that loses node 0 stops its own ranks.
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
-  python:
-    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
-    type: str
   config:
     description: Resolved config (JSON) of the case, on the host.
     type: path
@@ -113,6 +106,8 @@ options:
     description: Extra environment for the launcher and its ranks (for example C(NCCL_SOCKET_IFNAME)).
     type: dict
     default: {}
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: full

@@ -19,7 +19,8 @@ import tempfile
 
 TAIL_CHARS = 4000
 
-# Options every perfplay module has: which python runs case_runners, and where.
+# Options every perfplay module has: which python runs case_runners, and where (their documentation: the doc
+# fragment playbooks/doc_fragments/perfplay_cli.py).
 COMMON_ARGUMENT_SPEC = dict(
     python=dict(type="str"),
     project_dir=dict(type="path", required=True),
