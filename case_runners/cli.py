@@ -81,6 +81,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.netutil import free_port
     from case_runners.paths import project_root
+    from case_runners.records.resolved import ResolvedConfig
     if args.config_stdin and not args.detach:
         raise PerfplayError("--config-stdin goes with --detach (the launch a module starts on a host)")
     if args.detach:
@@ -104,13 +105,13 @@ def cmd_launch(args: argparse.Namespace) -> int:
                             inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
         spec = dataclasses.replace(spec, master_port=free_port())
-    config = _load_json(args.config)  # valid: spec_from_config read it as a ResolvedConfig
+    config = ResolvedConfig.load(spec.config_path)
     if args.inside_container:
         from case_runners.container.prepare import prepare
         spec = dataclasses.replace(spec, timeout_s=spec.timeout_s - prepare(config, spec.config_path, project_root(),
                                                                               spec.log_dir))
         result = launch(spec)
-    elif (config.get("runtime") or {}).get("kind") == "docker":
+    elif config.runtime_kind == "docker":
         from case_runners.container.supervise import supervise
         result = supervise(spec, config, project_root())
     else:
@@ -214,7 +215,8 @@ def cmd_host_check(args: argparse.Namespace) -> int:
 
 def cmd_check_runtime(args: argparse.Namespace) -> int:
     from case_runners.host_check import runtime_problems
-    problems = runtime_problems(_load_json(args.config))
+    from case_runners.records.resolved import ResolvedConfig
+    problems = runtime_problems(ResolvedConfig.load(args.config))
     _print_json({"ok": not problems, "problems": problems})
     return 0 if not problems else 1
 
