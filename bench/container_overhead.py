@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 
 from bench.alternation import added_costs, alternate, timed
+from case_runners.records.node import NODE_RESULT, NodeResult
+from case_runners.records.schema import ABSENT
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -35,10 +37,10 @@ def playbook(runtime: str, case: str, nproc: int, steps: int, rounds: int, resul
 def supervisor_costs(results: Path) -> list[float]:
     """Per docker round: the container's wall time minus the launcher's inside it."""
     costs = []
-    for path in results.glob("run*/*/round*/*/node_result.json"):
-        doc = json.loads(path.read_text())
-        if "container_duration_s" in doc:
-            costs.append(doc["container_duration_s"] - doc["duration_s"])
+    for path in results.glob(f"run*/*/round*/*/{NODE_RESULT}"):
+        node = NodeResult.load(path)
+        if node.container_duration_s is not ABSENT:
+            costs.append(node.container_duration_s - node.duration_s)
     return costs
 
 

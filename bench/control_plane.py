@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from case_runners.driver.events import events_files, read_events
+from case_runners.records.node import NODE_RESULT
 from tests.integration.playbook_run import checkout_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +80,7 @@ def one_run(checkout: Path, n: int, rounds: int, steps: int, results: Path, run_
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"run failed ({proc.returncode}) at {n} hosts:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    nodes = list((results / run_id).glob("*/round*/*/node_result.json"))
+    nodes = list((results / run_id).glob(f"*/round*/*/{NODE_RESULT}"))
     if len(nodes) != n * rounds:
         sys.exit(f"{len(nodes)} node results for {n} hosts x {rounds} rounds")
     ranks = ranks_time(results / run_id)

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from case_runners.records.round import RECORD_NAME, RoundRecord
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.02
 # resnet50 at 64 px: a step of a few hundred ms on a CPU, long enough to time, short enough to repeat.
@@ -31,8 +33,8 @@ def harness(steps: int, results: Path) -> float:
                           check=False)
     if proc.returncode not in (0, 1):  # 1: not converged, expected for a short synthetic run
         sys.exit(f"harness run failed:\n{proc.stdout}\n{proc.stderr}")
-    (record,) = sorted(results.glob("run*/resnet50_*/round1/result.json"), key=os.path.getmtime)[-1:]
-    return json.loads(record.read_text())["metrics"]["p_core"]
+    (record,) = sorted(results.glob(f"run*/resnet50_*/round1/{RECORD_NAME}"), key=os.path.getmtime)[-1:]
+    return RoundRecord.load(record).metrics["p_core"]
 
 
 def bare(steps: int) -> float:

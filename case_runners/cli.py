@@ -52,24 +52,45 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def _carry_run_id(args: argparse.Namespace) -> None:
     """Re-execute this command with the run id in its environment unless it is there already: a cleanup trusts
     only processes whose environment names their run."""
-    from case_runners.paths import project_root
+    from case_runners.paths import package_root
     from case_runners.run_ids import RUN_ID_ENV, check_run_id
     check_run_id(args.run_id, key="--run-id", file=None)
     if os.environ.get(RUN_ID_ENV) != args.run_id:
-        path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
+        path = os.pathsep.join(filter(None, [str(package_root()), os.environ.get("PYTHONPATH")]))
         os.execve(sys.executable, [sys.executable, "-m", "case_runners", *args.argv],
                   {**os.environ, RUN_ID_ENV: args.run_id, "PYTHONPATH": path})
+
+
+def _receive_config(path: Path) -> None:
+    """--config-stdin: the resolved config the controller sends a host, checked, then written atomically where
+    the launcher reads it (its directory created private where missing)."""
+    from case_runners import files
+    from case_runners.records.resolved import ResolvedConfig
+    from case_runners.records.schema import RecordError
+    source = "--config-stdin"
+    try:
+        doc = json.loads(sys.stdin.read())
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise RecordError(source, [f"is not JSON ({exc})"]) from None
+    ResolvedConfig.from_json(doc, source)
+    files.secure_dir(path.parent)
+    files.atomic_write_json(path, doc)
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.netutil import free_port
     from case_runners.paths import project_root
+    from case_runners.records.resolved import ResolvedConfig
+    if args.config_stdin and not args.detach:
+        raise PerfplayError("--config-stdin goes with --detach (the launch a module starts on a host)")
     if args.detach:
         from case_runners.launch import detached
         from case_runners.run_ids import check_run_id
         check_run_id(args.run_id, key="--run-id", file=None)
-        launch_args = [a for a in args.argv[1:] if a != "--detach"]
+        if args.config_stdin:
+            _receive_config(Path(args.config))
+        launch_args = [a for a in args.argv[1:] if a not in ("--detach", "--config-stdin")]
         _print_json(detached.start(launch_args, Path(args.log_dir)))
         return 0
     _carry_run_id(args)
@@ -84,13 +105,13 @@ def cmd_launch(args: argparse.Namespace) -> int:
                             inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
         spec = dataclasses.replace(spec, master_port=free_port())
-    config = _load_json(args.config)  # valid: spec_from_config read it as a ResolvedConfig
+    config = ResolvedConfig.load(spec.config_path)
     if args.inside_container:
         from case_runners.container.prepare import prepare
         spec = dataclasses.replace(spec, timeout_s=spec.timeout_s - prepare(config, spec.config_path, project_root(),
                                                                               spec.log_dir))
         result = launch(spec)
-    elif (config.get("runtime") or {}).get("kind") == "docker":
+    elif config.runtime_kind == "docker":
         from case_runners.container.supervise import supervise
         result = supervise(spec, config, project_root())
     else:
@@ -195,7 +216,8 @@ def cmd_host_check(args: argparse.Namespace) -> int:
 
 def cmd_check_runtime(args: argparse.Namespace) -> int:
     from case_runners.host_check import runtime_problems
-    problems = runtime_problems(_load_json(args.config))
+    from case_runners.records.resolved import ResolvedConfig
+    problems = runtime_problems(ResolvedConfig.load(args.config))
     _print_json({"ok": not problems, "problems": problems})
     return 0 if not problems else 1
 
@@ -262,7 +284,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0])
+    from case_runners.paths import PROJECT_ENV
+    parser = argparse.ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0],
+                                     epilog=f"{PROJECT_ENV}: the perfplay checkout to run, its vendor/ and its "
+                                            "case_runners (default: the checkout this package is in; a "
+                                            "non-editable install needs it)")
     parser.add_argument("--version", action="version", version=f"perfplay case_runners {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -313,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="(docker runtime) this is the launcher in the node's container: prepare the case first")
     p.add_argument("--detach", action="store_true",
                    help="start the launcher in the background and print its identity (JSON); `wait` follows it")
+    p.add_argument("--config-stdin", action="store_true",
+                   help="with --detach: read the resolved config (JSON) on stdin and write it to --config first "
+                        "(a host that is not the controller)")
     p.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)  # the launcher --detach started
     p.set_defaults(func=cmd_launch)
 
@@ -428,14 +457,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_the_named_checkout(argv: list[str]) -> None:
+    """With PERFPLAY_HOME naming another checkout than the one this package runs from (a non-editable install),
+    re-execute this command with that checkout's case_runners: the code its vendor/ is written for, and the code
+    the launchers and ranks it starts run (from the checkout)."""
+    from case_runners.paths import PROJECT_ENV, package_root, project_root
+    if not os.environ.get(PROJECT_ENV) or (root := project_root()) == package_root():
+        return
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    # -P: the checkout comes first on the path, not a case_runners/ in the working directory (Python >= 3.11, as
+    # pyproject's requires-python says)
+    os.execve(sys.executable, [sys.executable, "-P", "-m", "case_runners", *argv], {**os.environ, "PYTHONPATH": path})
+
+
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the command itself, not a call from Python (which is never replaced)
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    if argv[:1] == ["monitor"]:
-        return cmd_monitor(argparse.Namespace(), argv[1:])
-    args = parser.parse_args(argv)
-    args.argv = argv
     try:
+        if program:
+            _run_the_named_checkout(argv)
+        if argv[:1] == ["monitor"]:
+            return cmd_monitor(argparse.Namespace(), argv[1:])
+        args = build_parser().parse_args(argv)
+        args.argv = argv
         return args.func(args)
     except PerfplayError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -6,30 +6,35 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.resolved import INFERENCE
+from case_runners.config.resolved import INFERENCE, TRAINING
+from case_runners.records.resolved import ResolvedConfig
 
 
-def check_data(config: dict[str, Any]) -> list[str]:
-    """Problems with the case's data dir, each naming the path and the expected format; [] when fine.
+def data_problems(case: str, params: dict[str, Any], data_dir: str | None, task: str = TRAINING) -> list[str]:
+    """Problems with a case's data dir, each naming the path and the expected format; [] when fine.
     An inference case without a data dir runs on synthetic data (digits_cnn: scikit-learn's digits)."""
-    params = config["params"]
     if params.get("synthetic"):
         return []
-    module = importlib.import_module(f"case_runners.cases.{config['case']}.data")
-    if config.get("task") == INFERENCE:
+    module = importlib.import_module(f"case_runners.cases.{case}.data")
+    if task == INFERENCE:
         check = getattr(module, "check_inference_data_dir", module.check_data_dir)
-        return list(check(config["data_dir"], params)) if config.get("data_dir") else []
-    return list(module.check_data_dir(config.get("data_dir"), params))
+        return list(check(data_dir, params)) if data_dir else []
+    return list(module.check_data_dir(data_dir, params))
 
 
-def check_inference_files(config: dict[str, Any]) -> list[str]:
+def check_data(config: ResolvedConfig) -> list[str]:
+    """data_problems of a resolved case."""
+    return data_problems(config.case, config.params, config.data_dir, config.task_name)
+
+
+def check_inference_files(config: ResolvedConfig) -> list[str]:
     """An inference case's exist_compiler_path must be a file on this host (exist_onnx_path may be a placeholder
     then; the engine checks it at step e)."""
-    if config.get("task") != INFERENCE:
+    if config.task_name != INFERENCE:
         return []
-    path = config["params"].get("exist_compiler_path")
+    path = config.params.get("exist_compiler_path")
     if path is None or Path(path).is_file():
         return []
-    origin = config.get("provenance", {}).get("exist_compiler_path", "the case's configurations")
-    return [f"key 'exist_compiler_path' ({origin}) of {config['case_id']}: {path} does not exist on this host "
+    origin = config.provenance.get("exist_compiler_path", "the case's configurations")
+    return [f"key 'exist_compiler_path' ({origin}) of {config.case_id}: {path} does not exist on this host "
             f"(a compiled engine file, or null to compile)"]

@@ -17,6 +17,7 @@ from case_runners.data_check import check_data, check_inference_files
 from case_runners.devices import list_devices
 from case_runners.errors import PerfplayError
 from case_runners.netutil import bind_tcp
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
 
@@ -46,40 +47,47 @@ def check_devices(vendor: str, nproc: int, device_count: int | None) -> tuple[di
                    f"({found['source']})"]
 
 
-def adapter_problems(config: dict[str, Any], root: Path | None = None) -> list[str]:
+def adapter_problems(config: ResolvedConfig, root: Path | None = None) -> list[str]:
     """A training case's vendor adapter (extern/trainer_adapter.py) that does not import here or breaks the
     contract; run after the vendor hook's prepare(), as the rank imports it."""
-    if config.get("task", TRAINING) != TRAINING:
+    if config.task_name != TRAINING:
         return []
     from case_runners.training.adapter import load_adapter  # stdlib at import; torch only in the vendor's files
 
     try:
-        load_adapter(config["vendor"], config["case"], root)
+        load_adapter(config.vendor, config.case, root)
     except PerfplayError as exc:
         return [str(exc)]
     return []
 
 
-def runtime_problems(config: dict[str, Any], root: Path | None = None) -> list[str]:
-    """What keeps a case's ranks from running in this Python: the vendor's runtime hook fails, torch cannot make its
-    device or does not know its backend, or (config of a case) the case's vendor adapter does not import."""
+def hook_problems(vendor: str, device: str, dist_backend: str, root: Path | None = None) -> list[str]:
+    """The vendor's runtime hook fails in this Python, or torch cannot make its device or does not know its
+    backend."""
     try:
-        problems = VendorRuntime.for_config(config, root).check()
+        return VendorRuntime(vendor, device, dist_backend, root).check()
     except PerfplayError as exc:
         return [str(exc)]
-    return problems or (adapter_problems(config, root) if "case" in config else [])
 
 
-def check_runtime(vendor: str, cases: list[dict[str, Any]]) -> list[str]:
-    """runtime_problems of the vendor and of each case's adapter when the case runs in this Python (host runtime;
+def runtime_problems(config: ResolvedConfig, root: Path | None = None) -> list[str]:
+    """What keeps a case's ranks from running in this Python (check-runtime): its vendor's hook_problems, or the
+    case's vendor adapter does not import."""
+    info = config.vendor_info
+    return hook_problems(config.vendor, info.device, info.dist_backend, root) or adapter_problems(config, root)
+
+
+def check_runtime(vendor: str, cases: list[ResolvedConfig]) -> list[str]:
+    """hook_problems of the vendor, then adapter_problems of each case that runs in this Python (host runtime;
     the docker runtime checks in the container, before the ranks start)."""
-    here = [c for c in cases if (c.get("runtime") or {}).get("kind", "host") == "host"]
+    here = [c for c in cases if c.runtime_kind == "host"]
     if not here:
         return []
-    problems = runtime_problems({"vendor": vendor, "vendor_info": load_vendor(vendor)})
+    info = load_vendor(vendor)
+    problems = hook_problems(vendor, info["device"], info["dist_backend"])
     if problems:
         return problems
-    adapters = {c["case"]: {"vendor": vendor, **c} for c in here}  # each case's adapter once
+    adapters = {c.case: c for c in here}  # each case's adapter once
     return [p for config in adapters.values() for p in adapter_problems(config)]
 
 
@@ -108,17 +116,19 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(request) - set(REQUEST_KEYS))
     if unknown:
         raise ValueError(f"unknown host-check keys {unknown} (allowed: {', '.join(REQUEST_KEYS)})")
+    cases = [ResolvedConfig.from_json(doc, f"host-check request: cases[{i}]")
+             for i, doc in enumerate(request.get("cases") or [])]
     problems = check_python()
     devices, device_problems = check_devices(request["vendor"], int(request.get("nproc") or 0),
                                              request.get("device_count"))
     problems += device_problems
     if not device_problems and int(request.get("nproc") or 0) > 0:
-        problems += check_runtime(request["vendor"], request.get("cases") or [])
+        problems += check_runtime(request["vendor"], cases)
     data = []
-    for config in request.get("cases") or []:
+    for config in cases:
         errors = check_data(config)
-        data.append({"case_id": config["case_id"], "errors": errors})
-        problems += [f"key 'data_dir' (run var perfplay_cases) of {config['case_id']}: {e}" for e in errors]
+        data.append({"case_id": config.case_id, "errors": errors})
+        problems += [f"key 'data_dir' (run var perfplay_cases) of {config.case_id}: {e}" for e in errors]
         problems += check_inference_files(config)
     if request.get("results_dir"):
         problems += check_results_dir(request["results_dir"], int(request.get("min_free_bytes") or 0))

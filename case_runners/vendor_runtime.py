@@ -76,11 +76,6 @@ class VendorRuntime:
         self.prepared = False
         self._load()
 
-    @classmethod
-    def for_config(cls, config: dict[str, Any], root: Path | None = None) -> VendorRuntime:
-        info = config.get("vendor_info") or {}
-        return cls(config["vendor"], str(info.get("device", "cpu")), str(info.get("dist_backend", "gloo")), root)
-
     def _load(self) -> None:
         if not self.vendor or not self.path.is_file():
             return

@@ -16,13 +16,6 @@ description:
     does that for O(fetch_to) (a host that is not the controller); it packs into its remote temporary directory,
     fetches the archive, unpacks it into O(fetch_to) on the controller and removes it on both sides.
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
-  python:
-    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
-    type: str
   log_dir:
     description: The node directory.
     type: path
@@ -53,6 +46,8 @@ options:
       - (action plugin) The round directory on the controller to unpack the node directory into; leave it out
         where the host writes into the results itself (the controller).
     type: path
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: none

@@ -19,13 +19,6 @@ description:
     (a local find-links folder and the CA bundle are copied into the build context); they are not part of the
     tag, so pointing a build at a mirror does not rebuild.
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
-  python:
-    description: Python of the host's perfplay venv (it needs the Docker SDK). Defaults to the module's own.
-    type: str
   vendor:
     description: Vendor name, a folder C(vendor/<vendor>/).
     type: str
@@ -45,6 +38,10 @@ options:
   log:
     description: File on the host that receives the build output (only written when it builds).
     type: path
+requirements:
+  - The Docker SDK for Python (C(docker)) in the environment of O(python).
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: full

@@ -14,7 +14,8 @@ description:
     then waits for it by long polls and M(case_finish) ends the node, three module runs per round and host.
   - The launcher starts the node's ranks and waits for them (bounded by O(timeout)), then writes
     C(node_result.json) in O(log_dir); its own output goes to C(launcher.log) there.
-  - With O(config_content), writes the resolved config to O(config) first (a host that is not the controller);
+  - With O(config_content) (a host that is not the controller), the resolved config goes to C(launch) on its
+    standard input; C(launch) checks it and writes it to O(config) atomically before it starts the launcher.
     C(changed) either way, as a launch starts processes.
   - On a multi-node round (the config's C(nnodes) > 1) run it on every host of the round, one node each. The
     launchers first meet at node 0, which listens on O(master_addr):O(master_port) (the one port to open
@@ -34,19 +35,15 @@ description:
     the reason of every other node starts with C(stopped) and names the node, host and rank that failed first.
     A node that loses node 0 stops its own ranks.
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
-  python:
-    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
-    type: str
   config:
     description: Resolved config (JSON) of the case, on the host.
     type: path
     required: true
   config_content:
-    description: The resolved config, written to O(config) (mode 0644, its directory 0700) before the launch.
+    description:
+      - The resolved config, checked and written to O(config) (mode 0644, its directory created 0700 where
+        missing) before the launch.
+      - A config that is not a valid C(perfplay.resolved_config) fails the task before anything starts.
     type: dict
   log_dir:
     description: Node directory C(<run_dir>/<case_id>/round<N>/<host>_noderank<X>); created if missing.
@@ -109,6 +106,8 @@ options:
     description: Extra environment for the launcher and its ranks (for example C(NCCL_SOCKET_IFNAME)).
     type: dict
     default: {}
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: full
@@ -176,7 +175,6 @@ cmd:
 """
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -203,18 +201,8 @@ def launch_argv(params):
         no_monitors=not params["monitors"],
         monitor_interval=params["monitor_interval"],
         detach=True,
+        config_stdin=params["config_content"] is not None,
     )
-
-
-def write_config(path, content):
-    """Write the resolved config where the launcher reads it (its directory private to the run's user)."""
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, mode=0o700)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "w") as handle:
-        json.dump(content, handle, indent=2)
-    os.replace(tmp, path)
 
 
 def main():
@@ -241,14 +229,10 @@ def main():
     argv = launch_argv(params)
     if module.check_mode:
         module.exit_json(changed=True, started=False, launcher=None, cmd=argv)
-    if params["config_content"] is not None:
-        try:
-            write_config(params["config"], params["config_content"])
-        except OSError as exc:
-            module.fail_json(msg="cannot write the resolved config %s: %s" % (params["config"], exc),
-                             started=False, launcher=None, cmd=argv)
     env = {str(key): str(value) for key, value in params["env"].items()}
-    doc = run_json(module, argv, params["project_dir"], "case_runners launch --detach", environ_update=env).doc
+    content = params["config_content"]
+    doc = run_json(module, argv, params["project_dir"], "case_runners launch --detach", environ_update=env,
+                   data=None if content is None else json.dumps(content)).doc
     if not doc.get("started"):
         module.fail_json(msg="node %s: %s" % (params["node_rank"], doc.get("reason")), started=False,
                          launcher=None, log=doc.get("log"), cmd=argv)

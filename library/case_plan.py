@@ -19,13 +19,6 @@ description:
     error messages name the run var.
   - Expands the plan into RV(rounds), one item per case and round, which the playbook loops over.
 options:
-  project_dir:
-    description: perfplay checkout (the directory holding C(case_runners/) and C(vendor/)).
-    type: path
-    required: true
-  python:
-    description: Python interpreter that can import C(case_runners). Defaults to the module's own interpreter.
-    type: str
   vendor:
     description: Vendor name, a directory C(vendor/<vendor>/) (run var C(perfplay_vendor)).
     type: raw
@@ -116,6 +109,8 @@ options:
         C(requirements.txt)) that remote hosts unpack and run; it stays with the results as a record of what ran.
     type: bool
     default: true
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: full

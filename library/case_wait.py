@@ -17,13 +17,6 @@ description:
   - Fails when the node's status is not C(success) (C(failed), C(timeout) or C(interrupted)), and when the
     launcher still runs O(margin_s) seconds after O(timeout); the node result is returned either way.
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
-  python:
-    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
-    type: str
   log_dir:
     description: The node directory the launcher writes.
     type: path
@@ -50,6 +43,8 @@ options:
   label:
     description: (action plugin) What the progress line names first, for example the node, host, case and round.
     type: str
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: full

@@ -17,13 +17,6 @@ description:
   - Reports problems without failing, so the play can name every host's problems at once.
   - Read-only; never changes anything.
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
-  python:
-    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
-    type: str
   vendor:
     description: Vendor name, a directory C(vendor/<vendor>/).
     type: str
@@ -57,6 +50,8 @@ options:
     description: Bytes that must be free in O(results_dir) (run var C(perfplay_min_free_bytes)).
     type: int
     default: 0
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: full

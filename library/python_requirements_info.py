@@ -14,10 +14,6 @@ description:
   - Lets the play skip C(pip) on a host whose venv is already right, which costs seconds per host.
   - A venv that does not exist yet is reported as not satisfied. Read-only.
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
   python:
     description: Python of the venv to check.
     type: path
@@ -25,6 +21,8 @@ options:
   requirements:
     description: The requirements file; default C(<project_dir>/requirements.txt).
     type: path
+extends_documentation_fragment:
+  - perfplay_cli.project_dir
 attributes:
   check_mode:
     support: full
@@ -80,16 +78,16 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import cli_argv, run_json
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import cli_argv, run_json
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            project_dir=dict(type="path", required=True),
-            python=dict(type="path", required=True),
+            project_dir=COMMON_ARGUMENT_SPEC["project_dir"],
+            python=dict(type="path", required=True),  # required: the venv checked, which runs the check
             requirements=dict(type="path"),
         ),
         supports_check_mode=True,

@@ -21,13 +21,6 @@ description:
     C(case_runners record) builds it; for an inference round (C(task=inference)) its four throughputs and two
     accuracies instead of the training figures.
 options:
-  project_dir:
-    description: perfplay checkout on the controller.
-    type: path
-    required: true
-  python:
-    description: Python that can import C(case_runners). Defaults to the controller's interpreter.
-    type: str
   round_dir:
     description: Round directory, C(<run_dir>/<case_id>/round<N>), holding the node directories.
     type: path
@@ -50,6 +43,8 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   action:
     support: full

@@ -19,13 +19,6 @@ description:
   - With O(containers=true) (docker runtime), first removes the run's containers (label C(perfplay.run_id)), or
     only those of O(round).
 options:
-  project_dir:
-    description: perfplay checkout on the host.
-    type: path
-    required: true
-  python:
-    description: Python of the host's perfplay venv. Defaults to the module's own interpreter.
-    type: str
   run_id:
     description: Run id, for example C(run20250101120000-a1b2c3).
     type: str
@@ -48,6 +41,8 @@ options:
   round:
     description: With O(containers=true), only the containers of this round, C(<case_id>/round<N>).
     type: str
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: full

@@ -16,17 +16,12 @@ description:
     (a full disk) is a warning, never a failure of the run.
   - The C(perfplay_summary) callback prints the returned summary as a table at the end of the play.
 options:
-  project_dir:
-    description: perfplay checkout on the controller.
-    type: path
-    required: true
-  python:
-    description: Python that can import C(case_runners). Defaults to the module's own interpreter.
-    type: str
   run_dir:
     description: The run directory, C(<results_dir>/<run_id>).
     type: path
     required: true
+extends_documentation_fragment:
+  - perfplay_cli
 attributes:
   check_mode:
     support: partial

@@ -19,7 +19,8 @@ import tempfile
 
 TAIL_CHARS = 4000
 
-# Options every perfplay module has: which python runs case_runners, and where.
+# Options every perfplay module has: which python runs case_runners, and where (their documentation: the doc
+# fragment playbooks/doc_fragments/perfplay_cli.py).
 COMMON_ARGUMENT_SPEC = dict(
     python=dict(type="str"),
     project_dir=dict(type="path", required=True),
@@ -104,22 +105,23 @@ class CliResult:
         )
 
 
-def run_cli(module, argv, project_dir, environ_update=None):
-    """Run ``argv`` in ``project_dir`` through ``module.run_command``; never raises on rc."""
+def run_cli(module, argv, project_dir, environ_update=None, data=None):
+    """Run ``argv`` in ``project_dir`` through ``module.run_command``, ``data`` (text) on its stdin; never raises
+    on rc."""
     rc, stdout, stderr = module.run_command(
-        argv, cwd=project_dir, environ_update=environ_update or None, check_rc=False
+        argv, cwd=project_dir, environ_update=environ_update or None, check_rc=False, data=data
     )
     return CliResult(argv, rc, stdout, stderr)
 
 
-def run_json(module, argv, project_dir, what, environ_update=None, check_rc=False):
+def run_json(module, argv, project_dir, what, environ_update=None, check_rc=False, data=None):
     """Run ``argv`` and return its JSON document; ``fail_json`` when there is none.
 
     A non-zero exit with a JSON document is returned to the caller (several
     subcommands report errors in their document and exit 1), unless
     ``check_rc``: then any non-zero exit fails the module.
     """
-    result = run_cli(module, argv, project_dir, environ_update)
+    result = run_cli(module, argv, project_dir, environ_update, data)
     if result.doc is None or (check_rc and result.rc != 0):
         module.fail_json(**result.failure(what))
     return result

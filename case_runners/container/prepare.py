@@ -23,6 +23,7 @@ from typing import Any
 from case_runners import files
 from case_runners.container.image import hash_tree
 from case_runners.errors import PerfplayError
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.requirements_check import check_requirements
 from case_runners.vendor_files import ENV_FILE, case_requirements, vendor_case_dir
 
@@ -71,17 +72,17 @@ def _check_runtime(config_path: Path, site: Path, log: Any) -> None:
     stamp.touch()
 
 
-def prepare(config: dict[str, Any], config_path: Path, project_dir: Path, log_dir: Path) -> float:
+def prepare(config: ResolvedConfig, config_path: Path, project_dir: Path, log_dir: Path) -> float:
     """Install the case's requirements and build its csrc; return the seconds spent. PerfplayError on failure."""
     started = time.monotonic()
-    case_dir = vendor_case_dir(project_dir, config["vendor"], config["case"])
+    case_dir = vendor_case_dir(project_dir, config.vendor, config.case)
     site = config_path.parent / SITE
     files.secure_dir(log_dir)
     with files.open_text(log_dir / PREPARE_LOG) as log:
         sourced = os.environ.get("PERFPLAY_ENV_FILE")
         log.write(f"environment: {'sourced ' + sourced if sourced else f'no {ENV_FILE}'}\n")
         _use_site(site)  # what an earlier round installed counts as installed
-        for requirements in case_requirements(project_dir, config["vendor"], config["case"], config.get("task")):
+        for requirements in case_requirements(project_dir, config.vendor, config.case, config.task_name):
             check = check_requirements(requirements)
             if check["satisfied"]:
                 log.write(f"requirements: {requirements.relative_to(project_dir)} already satisfied\n")

@@ -19,12 +19,14 @@ from typing import Any
 from case_runners import files
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
+from case_runners.errors import PerfplayError
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.node import NodeSpec, monitor_deadline, save_node_result, write_node_result
 from case_runners.processes import PARENT_PID_ENV
 from case_runners.records.names import FAILED, INTERRUPTED, TIMEOUT
 from case_runners.records.node import NODE_RESULT, NodeResult
-from case_runners.records.schema import RecordError
+from case_runners.records.resolved import ResolvedConfig, VendorInfo
+from case_runners.records.schema import ABSENT, Absent, RecordError
 from case_runners.run_ids import RUN_ID_ENV
 from case_runners.vendor_files import env_file
 
@@ -44,28 +46,28 @@ def container_name(spec: NodeSpec, case_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"perfplay-{spec.run_id}-{case_id}-{round_name}-n{spec.node_rank}")
 
 
-def _mounts(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> list[Any]:
+def _mounts(spec: NodeSpec, config: ResolvedConfig, project_dir: Path) -> list[Any]:
     from docker.types import Mount
     run_dir = spec.config_path.parent.parent
     targets = [(project_dir, True), (run_dir, False)]
     if not spec.log_dir.is_relative_to(run_dir):
         targets.append((spec.log_dir, False))
-    if config.get("data_dir"):
-        targets.append((Path(config["data_dir"]).resolve(), True))
+    if config.data_dir:
+        targets.append((Path(config.data_dir).resolve(), True))
     return [Mount(target=str(path), source=str(path), type="bind", read_only=read_only)
             for path, read_only in targets]
 
 
-def forwarded(name: str, vendor_info: dict[str, Any]) -> bool:
+def forwarded(name: str, vendor_info: VendorInfo) -> bool:
     """Whether the host's variable goes into the container: perfplay's, gloo's, OpenMP's, torch's, and those of the
     vendor's backend and device type (NCCL_*, CUDA_*; HCCL_*, MUSA_*, ...)."""
-    prefixes = {f"{str(vendor_info.get(key) or '').upper()}_" for key in ("dist_backend", "device")} - {"_"}
+    prefixes = {f"{value.upper()}_" for value in (vendor_info.dist_backend, vendor_info.device)} - {"_"}
     return bool(FORWARDED.match(name)) or any(name.startswith(p) for p in prefixes)
 
 
-def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run: dict[str, Any]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if forwarded(k, config["vendor_info"]) and k != PARENT_PID_ENV}
-    visible = config["vendor_info"].get("visible_devices_env")
+def _environment(spec: NodeSpec, config: ResolvedConfig, project_dir: Path, run: dict[str, Any]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if forwarded(k, config.vendor_info) and k != PARENT_PID_ENV}
+    visible = config.vendor_info.visible_devices_env
     if visible and visible in os.environ:
         env[visible] = os.environ[visible]
     env.update({str(k): str(v) for k, v in (run.get("environment") or {}).items()})
@@ -73,7 +75,7 @@ def _environment(spec: NodeSpec, config: dict[str, Any], project_dir: Path, run:
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or f"uid{os.getuid()}"
     env.update({RUN_ID_ENV: spec.run_id}, PYTHONPATH=str(project_dir), PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", HOME="/tmp", USER=user, LOGNAME=user)
-    sourced = env_file(project_dir, config["vendor"], config["case"])
+    sourced = env_file(project_dir, config.vendor, config.case)
     if sourced:
         env["PERFPLAY_ENV_FILE"] = str(sourced)
     return env
@@ -101,7 +103,7 @@ def round_label(spec: NodeSpec, case_id: str) -> str:
     return f"{case_id}/{spec.log_dir.parent.name}"
 
 
-def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> NodeResult:
+def supervise(spec: NodeSpec, config: ResolvedConfig, project_dir: Path) -> NodeResult:
     """Run spec's node in a container of config's image, under the node's monitors (on the host); write and
     return node_result.json."""
     started = time.time()
@@ -111,27 +113,40 @@ def supervise(spec: NodeSpec, config: dict[str, Any], project_dir: Path) -> Node
         with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S):
             return _run_container(spec, config, project_dir, started, signals)
     except SetupError as exc:
-        return write_node_result(spec, FAILED, str(exc), started, nic=spec.nic, image=config["runtime"]["image"])
+        return write_node_result(spec, FAILED, str(exc), started, nic=spec.nic, image=_image(config))
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
 
 
-def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, started: float,
+def _image(config: ResolvedConfig) -> str | Absent:
+    """The image a docker config's rounds run in (the plan sets it)."""
+    return ABSENT if config.runtime is ABSENT else config.runtime.image
+
+
+def _run_options(config: ResolvedConfig) -> dict[str, Any]:
+    """The vendor's container run options of a docker config (vendor.yaml container.run)."""
+    run = ABSENT if config.runtime is ABSENT else config.runtime.run
+    return {} if run is ABSENT else run
+
+
+def _run_container(spec: NodeSpec, config: ResolvedConfig, project_dir: Path, started: float,
                    signals: _Signals) -> NodeResult:
-    runtime = config["runtime"]
-    name = container_name(spec, config["case_id"])
+    image, run = _image(config), _run_options(config)
+    name = container_name(spec, config.case_id)
     status, reason, exit_code = FAILED, None, None
     try:
+        if image is ABSENT:
+            raise PerfplayError(f"key 'runtime.image' of {spec.config_path}: missing (the plan sets it)")
         client = docker_client()
         _remove(client, name)  # a leftover of this very round (its supervisor was killed)
         container = client.containers.create(
-            runtime["image"], ["bash", "-c", ENTRY, "perfplay-entry", *inner_argv(spec)], name=name,
-            labels={LABEL: spec.run_id, ROUND_LABEL: round_label(spec, config["case_id"]),
-                    "perfplay.case_id": config["case_id"], "perfplay.node_rank": str(spec.node_rank)},
+            image, ["bash", "-c", ENTRY, "perfplay-entry", *inner_argv(spec)], name=name,
+            labels={LABEL: spec.run_id, ROUND_LABEL: round_label(spec, config.case_id),
+                    "perfplay.case_id": config.case_id, "perfplay.node_rank": str(spec.node_rank)},
             user=f"{os.getuid()}:{os.getgid()}", working_dir=str(project_dir), network_mode="host", init=True,
-            environment=_environment(spec, config, project_dir, runtime.get("run") or {}),
-            mounts=_mounts(spec, config, project_dir), detach=True, **sdk_options(runtime.get("run") or {}))
+            environment=_environment(spec, config, project_dir, run),
+            mounts=_mounts(spec, config, project_dir), detach=True, **sdk_options(run))
         try:
             container.start()
             exit_code, stopped_why = _wait(client, container.id, spec.timeout_s + BACKSTOP_S, signals)
@@ -142,7 +157,7 @@ def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, st
         inside = _read_node_result(spec.log_dir)
         if inside:
             return save_node_result(spec.log_dir, dataclasses.replace(
-                inside, container=name, image=runtime["image"], container_duration_s=round(time.time() - started, 3)))
+                inside, container=name, image=image, container_duration_s=round(time.time() - started, 3)))
         if stopped_why:
             status, reason = stopped_why
         elif state.get("OOMKilled"):
@@ -152,7 +167,7 @@ def _run_container(spec: NodeSpec, config: dict[str, Any], project_dir: Path, st
                      f"(see {CONTAINER_LOG})"
     except Exception as exc:  # the engine refused (image missing, bad option, engine down), or a full disk
         reason = f"container {name}: {exc}"
-    return write_node_result(spec, status, reason, started, nic=spec.nic, container=name, image=runtime["image"],
+    return write_node_result(spec, status, reason, started, nic=spec.nic, container=name, image=image,
                              exit_code=exit_code)
 
 

@@ -31,7 +31,7 @@ from case_runners.launch import env_file, rendezvous
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
 from case_runners.netutil import NoInterfaceError, interface_for
-from case_runners.paths import project_root
+from case_runners.paths import package_root, project_root
 from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
 from case_runners.rank.env import DEVICE_INDEX_ENV, result_path
 from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
@@ -111,7 +111,7 @@ def rank_env(spec: NodeSpec, state: RunState, local_rank: int, base: dict[str, s
         LOCAL_WORLD_SIZE=str(spec.nproc), NODE_RANK=str(spec.node_rank), GROUP_RANK=str(spec.node_rank),
         MASTER_ADDR=spec.master_addr, MASTER_PORT=str(state.torch_port or spec.master_port),
         **{RUN_ID_ENV: spec.run_id},
-        PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(filter(None, [str(project_root()),
+        PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(filter(None, [str(package_root()),
                                                                         base.get("PYTHONPATH")])),
     )
     visible_env = spec.vendor_info.get("visible_devices_env")

@@ -21,7 +21,7 @@ from case_runners import files, pidfiles
 from case_runners.errors import PerfplayError
 from case_runners.monitors.runner import remove_if_empty
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.paths import project_root
+from case_runners.paths import package_root
 from case_runners.processes import ProcessId, identify, terminate, wait_gone
 from case_runners.run_ids import RUN_ID_ENV
 
@@ -124,7 +124,7 @@ def _daemonize_and_exec(spec: MonitorSpec, ready_fd: int) -> None:
     os.write(ready_fd, f"pid {os.getpid()}\n".encode())
     env = dict(os.environ)
     env[RUN_ID_ENV] = spec.run_id
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(project_root()), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_root()), env.get("PYTHONPATH")) if p)
     os.execve(sys.executable, daemon_argv(spec, ready_fd), env)
 
 

@@ -79,6 +79,11 @@ class ResolvedConfig(Document):
     def task_name(self) -> str:
         return TRAINING if self.task is ABSENT else str(self.task)
 
+    @property
+    def runtime_kind(self) -> str:
+        """Where the ranks run: host (also a config from before the plan set runtime) or docker."""
+        return "host" if self.runtime is ABSENT else self.runtime.kind
+
     def standard_fields(self) -> dict[str, Any]:
         """standard and non_standard (config/standard.py), a config without them counting as standard."""
         return read_standard({key: value for key in (STANDARD, NON_STANDARD)

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from case_runners.data_check import check_data
+from case_runners.data_check import data_problems
 from case_runners.driver import events as ev
 from case_runners.paths import display_path
 from case_runners.plan.layering import load_case_base
@@ -74,8 +74,7 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
     where = f"{case} {hardware}x1x1"
     base, _ = load_case_base(case, root)
     sets = [f"max_steps={steps}", "log_freq=1"]
-    probe = {"case": case, "params": base["params"], "data_dir": data_dir}
-    if check_data(probe):
+    if data_problems(case, base["params"], data_dir):
         if "synthetic" not in base["params"]:
             return [warning(where, "skipped: the case needs a data dir (--data-dir CASE=DIR)")]
         sets.append("synthetic=true")

@@ -63,7 +63,7 @@ class FakeCli:
 
     def __call__(self, args, check_rc=False, cwd=None, environ_update=None, **kwargs) -> Answer:
         assert isinstance(args, list), "argv must be a list, never a shell string"
-        self.calls.append({"argv": args, "cwd": cwd, "environ_update": environ_update})
+        self.calls.append({"argv": args, "cwd": cwd, "environ_update": environ_update, "data": kwargs.get("data")})
         answer = self.answers[self.key(args)]
         if callable(answer):
             answer = answer(args)

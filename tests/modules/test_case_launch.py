@@ -46,7 +46,7 @@ def test_starts_the_launcher_in_the_background_and_returns_its_identity(run_modu
         "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
         "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "0", "--master-addr", "127.0.0.1",
         "--master-port", "0", "--timeout", "60.0", "--run-id", "run1", "--monitor-interval", "1.0", "--detach"]
-    assert call["cwd"] == "/repo"
+    assert call["cwd"] == "/repo" and call["data"] is None
     assert call["environ_update"] == {"NCCL_SOCKET_IFNAME": "ib0"}
 
 
@@ -57,13 +57,22 @@ def test_check_mode_launches_nothing(run_module):
     assert cli.calls == []
 
 
-def test_writes_the_config_a_remote_host_is_given(run_module, tmp_path):
-    config = tmp_path / "run" / "case" / "resolved_config.json"
-    kind, _, _ = run_module("case_launch", dict(ARGS, config=str(config), config_content={"case": "digits_cnn"}),
-                            {"launch": STARTED})
-    assert kind == "exit"
-    assert json.loads(config.read_text()) == {"case": "digits_cnn"}
-    assert oct(config.parent.stat().st_mode & 0o777) == "0o700"
+def test_a_remote_host_is_given_the_config_on_the_launch_s_stdin(run_module):
+    """launch --config-stdin checks it and writes it (tests/unit/test_background_launch.py); the module writes
+    nothing itself."""
+    content = {"schema": "perfplay.resolved_config/1", "case": "digits_cnn"}
+    kind, result, cli = run_module("case_launch", dict(ARGS, config_content=content), {"launch": STARTED})
+    assert kind == "exit" and result["changed"] is True
+    (call,) = cli.calls
+    assert call["argv"][-3:] == ["1.0", "--detach", "--config-stdin"]
+    assert json.loads(call["data"]) == content
+
+
+def test_a_config_the_launch_refuses_fails_the_task(run_module):
+    refused = (2, "", "error: --config-stdin: key 'nproc': expected an integer, got \"two\"")
+    kind, result, _ = run_module("case_launch", dict(ARGS, config_content={"nproc": "two"}), {"launch": refused})
+    assert kind == "fail" and "without a JSON document" in result["msg"]
+    assert result["stderr"] == refused[2]
 
 
 def test_a_launcher_that_did_not_start_fails_the_task(run_module):

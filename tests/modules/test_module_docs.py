@@ -1,8 +1,16 @@
-"""Every module documents itself: DOCUMENTATION, EXAMPLES and RETURN parse, options match argument_spec."""
+"""Every module documents itself: DOCUMENTATION, EXAMPLES and RETURN parse, options match argument_spec. The
+options every module has are documented once, in the doc fragment perfplay_cli (playbooks/doc_fragments/): the
+options checked are those ansible-doc renders, the fragment merged in."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -11,6 +19,17 @@ from ansible.module_utils import basic
 from module_harness import REPO, load_module
 
 MODULES = sorted(path.stem for path in (REPO / "library").glob("*.py"))
+FRAGMENT = REPO / "playbooks" / "doc_fragments" / "perfplay_cli.py"
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict:
+    """ansible-doc --json of every module, with the project's ansible.cfg (library, doc_fragment_plugins)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible-doc"), "--json", "-t", "module", *MODULES],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    return json.loads(done.stdout)
 
 
 def action_plugin(name):
@@ -44,10 +63,25 @@ def test_every_module_is_covered():
                        "python_requirements_info", "round_record", "run_cleanup", "run_summary"]
 
 
+def fragment_options(name: str) -> set[str]:
+    """The options of the fragment perfplay_cli or of one of its parts (perfplay_cli.project_dir)."""
+    part = name.partition(".")[2].upper() or "DOCUMENTATION"
+    return set(yaml.safe_load(getattr(runpy.run_path(str(FRAGMENT))["ModuleDocFragment"], part))["options"])
+
+
 @pytest.mark.parametrize("name", MODULES)
-def test_documentation(name, monkeypatch):
+def test_the_common_options_are_documented_once(name):
+    own = yaml.safe_load(load_module(name).DOCUMENTATION)
+    (fragment,) = own["extends_documentation_fragment"]
+    assert fragment.partition(".")[0] == "perfplay_cli"
+    assert "project_dir" in fragment_options(fragment)
+    assert not fragment_options(fragment) & set(own["options"]), "documented in the fragment already"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_documentation(name, monkeypatch, rendered):
     module = load_module(name)
-    doc = yaml.safe_load(module.DOCUMENTATION)
+    doc = rendered[name]["doc"]
     assert doc["module"] == name
     assert set(doc["attributes"]) >= {"check_mode", "diff_mode", "idempotent"}
     spec = argument_spec(module, monkeypatch)

@@ -21,9 +21,13 @@ from case_runners.processes import ProcessId, is_same
 from process_helpers import kill_run, run_pids
 
 
-def cli(*argv: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "case_runners", *argv], cwd=project_root(), capture_output=True,
-                          text=True, check=False)
+def run(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "case_runners", *argv], cwd=project_root(), input=stdin,
+                          capture_output=True, text=True, check=False)
+
+
+def cli(*argv: str, stdin: str | None = None) -> dict:
+    done = run(*argv, stdin=stdin)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -101,6 +105,30 @@ def test_a_launcher_that_ends_without_a_result_is_a_failure_naming_its_log(tmp_p
     assert answer["finished"] and answer["status"] == "failed"
     assert answer["reason"].startswith("the launcher ended without writing node_result.json: ")
     assert "missing.json" in answer["reason"], "the tail of launcher.log says why"
+
+
+def test_a_config_on_stdin_is_checked_and_written_before_the_launcher_starts(tmp_path, run_id):
+    """A host that is not the controller gets the resolved config on launch's stdin (case_launch's
+    config_content)."""
+    sent = config(tmp_path, max_steps=2).read_text(encoding="utf-8")
+    case_dir = tmp_path / "host" / "run" / "digits_cnn_CPUx1x1"
+    received, node = case_dir / "resolved_config.json", case_dir / "round1" / "h_noderank0"
+    args = ["launch", "--detach", "--config-stdin", "--config", str(received), "--log-dir", str(node), "--run-id",
+            run_id, "--no-monitors"]
+    bad = run(*args, stdin=json.dumps({**json.loads(sent), "nproc": "two"}))
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("error: --config-stdin: key 'nproc': expected ")
+    assert not case_dir.exists(), "nothing written, nothing started"
+
+    started = cli(*args, stdin=sent)
+    assert received.read_text(encoding="utf-8") == sent
+    assert received.parent.stat().st_mode & 0o777 == 0o700
+    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for", "120")
+    while not answer["finished"]:
+        answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for", "120")
+    assert answer["status"] in ("success", "not_converged"), answer["reason"]
+    assert run("launch", *args[2:], stdin=sent).stderr.strip() == \
+        "error: --config-stdin goes with --detach (the launch a module starts on a host)"
 
 
 def test_progress_reads_the_first_rank_s_last_events(tmp_path):

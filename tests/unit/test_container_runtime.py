@@ -21,8 +21,10 @@ from case_runners.container.supervise import ENTRY
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendor_files import case_requirements
 from case_runners.vendors import load_vendor
+from record_helpers import resolved
 
 REPO = project_root()
 DIGITS = {"case": "digits_cnn", "hardware": "CPU", "nnodes": 1, "nproc": 2, "repeat": 1}
@@ -177,8 +179,8 @@ def test_prepare_installs_missing_requirements_and_builds_csrc_once(tmp_path: Pa
         "from setuptools import setup\nsetup(name='probe-ops', version='1.0', packages=['probe_ops'])\n")
     config_path = tmp_path / "run" / "digits_cnn_CPUx1x2" / "resolved_config.json"
     config_path.parent.mkdir(parents=True)
-    config = {"vendor": "cpu", "case": "digits_cnn"}
-    config_path.write_text(json.dumps(config))
+    config = ResolvedConfig.from_json(resolved("digits_cnn", selection={"nproc": 2}))
+    config_path.write_text(json.dumps(config.to_json()))
     log_dir = config_path.parent / "round1" / "localhost_noderank0"
     monkeypatch.setenv("PYTHONPATH", "")
     monkeypatch.setattr(sys, "path", list(sys.path))

@@ -379,7 +379,8 @@ def test_the_host_preflight_imports_each_host_case_s_adapter(project):
     config = {**case_config(), "vendor": "cpu", "runtime": {"kind": "host"}}
     assert host_check({"vendor": "cpu", "nproc": 1, "cases": [config, {**config, "case_id": "other"}]}
                       )["problems"] == [expected]
-    assert runtime_problems(config) == [expected], "check-runtime, as the container's prepare runs it"
+    assert runtime_problems(ResolvedConfig.from_json(config)) == [expected], \
+        "check-runtime, as the container's prepare runs it"
     docker = {**config, "runtime": {"kind": "docker"}}
     assert host_check({"vendor": "cpu", "nproc": 1, "cases": [docker]})["problems"] == [], \
         "the docker runtime imports it in the container"

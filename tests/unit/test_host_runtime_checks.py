@@ -8,13 +8,17 @@ import subprocess
 import sys
 import tarfile
 
+import pytest
+
 from case_runners.bundle import write_bundle
 from case_runners.host_check import check_master_port, host_check
 from case_runners.paths import project_root
+from case_runners.records.schema import RecordError
 from case_runners.requirements_check import check_requirements, pins
+from record_helpers import resolved
 
 REPO = project_root()
-DIGITS = {"case": "digits_cnn", "case_id": "digits_cnn_CPUx1x1", "data_dir": None, "params": {"synthetic": False}}
+DIGITS = resolved("digits_cnn", params={"synthetic": False})
 
 
 def test_host_check_passes_on_this_host():
@@ -33,6 +37,11 @@ def test_host_check_names_every_problem_at_once(tmp_path):
     assert "a round needs nproc=4096 cpu devices, the host has 2 (host var perfplay_device_count)" \
         in result["problems"][0]
     assert "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1" in result["problems"][1]
+
+
+def test_a_case_of_the_request_is_a_resolved_config():
+    with pytest.raises(RecordError, match=r"^host-check request: cases\[1\]: key 'case_id': expected"):
+        host_check({"vendor": "cpu", "nproc": 1, "cases": [DIGITS, {**DIGITS, "case_id": None}]})
 
 
 def test_a_master_port_in_use_is_a_problem():

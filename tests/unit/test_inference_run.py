@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import subprocess
@@ -20,6 +21,10 @@ from record_helpers import inference_rank_result, node_result, write_node
 
 def plan(*cases, **request):
     return make_plan({"vendor": "cpu", "cases": list(cases), **request}, check=True)
+
+
+def resolved_case(selection: dict) -> ResolvedConfig:
+    return ResolvedConfig.from_json(plan(selection)["cases"][0])
 
 
 def test_an_inference_selection_resolves_to_a_config_the_launch_and_record_understand():
@@ -61,18 +66,18 @@ def test_bad_inference_selections_are_named(selection, request_vars, expected):
 
 
 def test_the_host_checks_the_inference_data_and_the_compiled_engine(tmp_path: Path):
-    config = plan({"case": "resnet50", "task": "inference", "data_dir": str(tmp_path)})["cases"][0]
+    config = resolved_case({"case": "resnet50", "task": "inference", "data_dir": str(tmp_path)})
     assert check_data(config) == [f"{tmp_path / 'val'}: missing; expected <data_dir>/val/<class>/<image>.JPEG "
                                   "(ImageFolder: one folder per class, e.g. n01440764)"]
     (tmp_path / "val" / "n01440764").mkdir(parents=True)
     (tmp_path / "val" / "n01440764" / "a.JPEG").write_bytes(b"")
     assert check_data(config) == [], "inference reads val/ only: no train/ needed"
-    assert check_data({**config, "data_dir": None}) == [], "no data dir: synthetic images"
-    bert = plan({"case": "bert", "task": "inference", "data_dir": str(tmp_path)})["cases"][0]
+    assert check_data(dataclasses.replace(config, data_dir=None)) == [], "no data dir: synthetic images"
+    bert = resolved_case({"case": "bert", "task": "inference", "data_dir": str(tmp_path)})
     assert "no held-out shard to evaluate" in check_data(bert)[0]
     missing = tmp_path / "engine.ort.onnx"
-    digits = plan({"case": "digits_cnn", "task": "inference", "overrides": {
-        "no_validation": True, "exist_onnx_path": "foo", "exist_compiler_path": str(missing)}})["cases"][0]
+    digits = resolved_case({"case": "digits_cnn", "task": "inference", "overrides": {
+        "no_validation": True, "exist_onnx_path": "foo", "exist_compiler_path": str(missing)}})
     assert check_inference_files(digits) == [
         f"key 'exist_compiler_path' (run overrides (perfplay_cases[0].overrides)) of digits_cnn_inference_CPUx1x1: "
         f"{missing} does not exist on this host (a compiled engine file, or null to compile)"]

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from email.parser import Parser
 from pathlib import Path
@@ -15,7 +16,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from case_runners.paths import project_root
+from case_runners.paths import PROJECT_ENV, project_root
+from case_runners.records.round import RoundRecord
 from case_runners.requirements_check import read_pins
 from dependency_tree import CONSTRAINTS, constraints_text, public_version
 
@@ -30,20 +32,54 @@ def package_files(top: Path) -> set[Path]:
             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
 
 
+def pip(python: str | Path, *args: str | Path) -> None:
+    done = subprocess.run([str(python), "-m", "pip", *map(str, args)], capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """`pip install --target` of a copy of the checkout (a build in the checkout would leave build/ there)."""
+def wheel(tmp_path_factory) -> Path:
+    """`pip wheel` of a copy of the checkout (a build in the checkout would leave build/ there)."""
     source = tmp_path_factory.mktemp("source")
     setuptools = PYPROJECT["tool"]["setuptools"]
     for name in ("pyproject.toml", PYPROJECT["project"]["readme"], *setuptools["dynamic"]["dependencies"]["file"]):
         shutil.copy(REPO / name, source)
     shutil.copytree(REPO / "case_runners", source / "case_runners", ignore=CACHES)
+    out = tmp_path_factory.mktemp("wheel")
+    pip(sys.executable, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "--wheel-dir", out,
+        source)
+    (built,) = out.glob("perfplay-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory) -> Path:
+    """The wheel installed with `pip install --target`."""
     target = tmp_path_factory.mktemp("target")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--no-index", "--target", str(target), str(source)],
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
+    pip(sys.executable, "install", "--quiet", "--no-deps", "--no-index", "--target", target, wheel)
     return target
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory) -> Path:
+    """A venv with the wheel installed in it (not editable), this venv's packages its dependencies: a .pth names
+    this venv's site-packages, which is no site dir there, so its editable perfplay is not found."""
+    folder = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], timeout=120, check=True)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(folder), "platbase": str(folder)}))
+    (site / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n", encoding="utf-8")
+    # --ignore-installed: this venv's own perfplay (seen through the .pth) is never a candidate to uninstall
+    pip(folder / "bin" / "python", "install", "--quiet", "--no-deps", "--no-index", "--ignore-installed", wheel)
+    return folder
+
+
+def perfplay(venv: Path, *args: str, cwd: Path, home: Path | None) -> subprocess.CompletedProcess:
+    """The venv's `perfplay` in cwd (outside the checkout), with PERFPLAY_HOME=home or without it."""
+    env = {k: v for k, v in os.environ.items() if k not in (PROJECT_ENV, "PYTHONPATH")}
+    env.update({PROJECT_ENV: str(home)} if home else {})
+    return subprocess.run([str(venv / "bin" / "perfplay"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
 
 
 def test_the_package_holds_every_file_of_case_runners(installed: Path) -> None:
@@ -61,6 +97,39 @@ def test_perfplay_is_python_m_case_runners(installed: Path, tmp_path: Path) -> N
     imported = subprocess.run([sys.executable, "-c", "import case_runners; print(case_runners.__file__)"],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True)
     assert Path(imported.stdout.strip()).is_relative_to(installed)
+
+
+def test_an_installed_perfplay_without_a_checkout_says_what_to_set(venv: Path, tmp_path: Path) -> None:
+    done = perfplay(venv, "check-vendor", "cpu", cwd=tmp_path, home=None)
+    assert done.returncode == 2
+    assert f"set {PROJECT_ENV} to the checkout" in done.stderr and "not a perfplay checkout" in done.stderr
+    wrong = perfplay(venv, "check-vendor", "cpu", cwd=tmp_path, home=tmp_path)
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip() == \
+        f"error: {PROJECT_ENV}={tmp_path} is not a perfplay checkout: it has no case_runners/__init__.py and no vendor"
+
+
+def test_an_installed_perfplay_runs_the_checkout_perfplay_home_names(venv: Path, tmp_path: Path) -> None:
+    checked = perfplay(venv, "check-vendor", "cpu", cwd=tmp_path, home=REPO)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[-1] == "check-vendor cpu: 0 error(s), 0 warning(s)"
+    ran = perfplay(venv, "run", "digits_cnn", "--set", "max_steps=5", cwd=tmp_path, home=REPO)
+    assert ran.returncode in (0, 1), ran.stderr  # 1: the round stopped at max_steps, short of the target
+    (record,) = (tmp_path / "results").glob("run*/digits_cnn_CPUx1x1/round1/result.json")
+    assert "max_steps" in str(RoundRecord.load(record).reason)
+
+
+def test_perfplay_home_runs_that_checkouts_case_runners(venv: Path, tmp_path: Path) -> None:
+    """Not the installed copy: the checkout's vendor/ is written for its own code, and the launchers and ranks
+    run from the checkout."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "case_runners", checkout / "case_runners", ignore=CACHES)
+    (checkout / "vendor").mkdir()
+    init = checkout / "case_runners" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8").replace("__version__ = \"", "__version__ = \"9!"),
+                    encoding="utf-8")
+    shown = perfplay(venv, "--version", cwd=tmp_path, home=checkout)
+    assert shown.stdout.split()[-1].startswith("9!"), shown.stdout + shown.stderr
 
 
 def test_pip_install_dot_needs_what_requirements_txt_pins(installed: Path) -> None:

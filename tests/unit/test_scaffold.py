@@ -263,10 +263,11 @@ def test_new_case_writes_a_case_that_resolves_and_trains(project: Path, tmp_path
     planned = in_copy(project, "-c", "import json, sys\n"
                       "from case_runners.plan.run_plan import make_plan\n"
                       "from case_runners.data_check import check_data\n"
+                      "from case_runners.records.resolved import ResolvedConfig\n"
                       "cpu = make_plan({'vendor': 'cpu', 'cases': ['toy'], 'results_dir': sys.argv[1]})\n"
                       "nvidia = make_plan({'vendor': 'nvidia', 'cases': ['toy:pytorch:A100:1:8']}, check=True)\n"
                       "print(json.dumps({'errors': cpu['errors'] + nvidia['errors'], "
-                      "'data': check_data(cpu['cases'][0]) if cpu['ok'] else None, "
+                      "'data': check_data(ResolvedConfig.from_json(cpu['cases'][0])) if cpu['ok'] else None, "
                       "'config': cpu['cases'][0]['config_path'] if cpu['ok'] else None}))",
                       str(tmp_path / "results"))
     assert planned.returncode == 0, planned.stderr

@@ -1,6 +1,8 @@
 """A rank stops on one SIGTERM (or SIGINT) wherever it is: within the launcher's grace, with exit code 128 + the
 signal and a failed result that names the signal and the phase. Every process a test starts is killed in a
-finally. The only bound asserted is the design's (GRACE_S); the waits for a phase to begin are not bounds."""
+finally. The only bound asserted on a real rank is the design's (GRACE_S); the waits for a phase to begin are not
+bounds. Where the worker's watchdog ends the process, what is asserted is that it did, and not before its share of
+the grace: a busy box can only make it later, and its deadline is a fixed share of GRACE_S."""
 
 from __future__ import annotations
 
@@ -72,11 +74,11 @@ def wait_until(proc: subprocess.Popen, log_dir: Path, ready: Callable[[subproces
         time.sleep(POLL_S)
 
 
-def stop(proc: subprocess.Popen, signum: int) -> float:
-    """Send signum once; the seconds until the process exits (TimeoutExpired after GRACE_S)."""
+def stop(proc: subprocess.Popen, signum: int, within: float = GRACE_S) -> float:
+    """Send signum once; the seconds until the process exits (TimeoutExpired after `within`)."""
     sent = time.monotonic()
     proc.send_signal(signum)
-    proc.wait(timeout=GRACE_S)
+    proc.wait(timeout=within)
     return time.monotonic() - sent
 
 
@@ -186,11 +188,13 @@ MAIN_THREADS = {  # what the main thread does: (code, the phase it names, stoppe
             Resource()
             time.sleep(0.01)
         """, "a finalizer", True),
+    # No check of its own after the phase's: one there would raise when the signal comes before it (a loaded box
+    # delays the script more than the test), and the rank would stop without the watchdog.
     "waits in one long call": ("""
-        stop_request.check("one long call")
         time.sleep(3600)
         """, "one long call", True),
 }
+WATCHDOG_S = GRACE_S * GRACE_SHARE  # when the worker's watchdog ends a rank that has not stopped, after the signal
 
 
 def run_script(tmp_path: Path, body: str, phase: str | None = None) -> tuple[subprocess.Popen, Path]:
@@ -208,21 +212,27 @@ def run_script(tmp_path: Path, body: str, phase: str | None = None) -> tuple[sub
     return proc, result
 
 
+def test_the_watchdog_ends_a_rank_within_the_launcher_s_grace():
+    assert 0 < WATCHDOG_S < GRACE_S
+
+
 @pytest.mark.parametrize("main_thread", MAIN_THREADS)
 def test_the_stop_happens_whatever_the_main_thread_does(tmp_path, main_thread):
     body, named, forced = MAIN_THREADS[main_thread]
     proc, result = run_script(tmp_path, body, phase=named)
     try:
-        seconds = stop(proc, signal.SIGTERM)
+        seconds = stop(proc, signal.SIGTERM, within=REACH_S)  # it ends itself: no SIGKILL here to beat
     finally:
         kill(proc)
     reason = result.read_text()
     print(f"{main_thread}: exit {proc.returncode} {seconds:.2f} s after SIGTERM, reason: {reason}")
-    assert proc.returncode == 128 + signal.SIGTERM and seconds < GRACE_S
+    assert proc.returncode == 128 + signal.SIGTERM
     assert reason.startswith(f"terminated by signal SIGTERM during {named}")
-    assert ("watchdog" in reason) == forced
     if forced:
-        assert seconds >= GRACE_S * GRACE_SHARE
+        assert reason.endswith(f"(ended by the worker's watchdog: no stop check within {WATCHDOG_S:g} s)")
+        assert seconds >= WATCHDOG_S
+    else:
+        assert "watchdog" not in reason
 
 
 def test_a_forked_child_has_the_default_handlers_back(tmp_path):
@@ -235,12 +245,12 @@ def test_a_forked_child_has_the_default_handlers_back(tmp_path):
             os._exit(0)
         _, status = os.waitpid(child, 0)
         print(os.WTERMSIG(status) if os.WIFSIGNALED(status) else "exit", flush=True)
-        time.sleep({GRACE_S * GRACE_SHARE} + 1)  # the watchdog would have ended the rank by now
+        time.sleep({WATCHDOG_S} + 1)  # the watchdog would have ended the rank by now
         stop_request.check("after the child")
         """)
     try:
         child = proc.stdout.readline()
-        proc.wait(timeout=GRACE_S * GRACE_SHARE + 30)
+        proc.wait(timeout=REACH_S)
     finally:
         kill(proc)
     assert child == f"{int(signal.SIGTERM)}\n"
@@ -257,8 +267,8 @@ def test_the_watchdog_keeps_the_result_the_rank_wrote(tmp_path):
         """)
     try:
         assert proc.stdout.readline() == "written\n"
-        seconds = stop(proc, signal.SIGTERM)
+        seconds = stop(proc, signal.SIGTERM, within=REACH_S)
     finally:
         kill(proc)
-    assert proc.returncode == 0 and GRACE_S * GRACE_SHARE <= seconds < GRACE_S
+    assert proc.returncode == 0 and seconds >= WATCHDOG_S, "the watchdog ended it, with the rank's exit code"
     assert result.read_text() == "the rank's own result"
