@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from case_runners.config.shared_params import SHARED_FILE, SHARED_PARAMS
-from case_runners.config.types import coerce
+from case_runners.config.types import BOOL_WORDS, coerce
 from case_runners.errors import ConfigError, raise_all
 
 TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str, "list": list}
@@ -78,7 +78,7 @@ class Constraint:
             high = f" <= {_num(self.max)}" if self.max is not None else f" < {_num(self.below)}"
             text = f"{low}{name}{high}"
         elif self.kind is bool:
-            text = "true or false"
+            text = f"a boolean: {BOOL_WORDS}"
         else:
             what, noun = ("a string", "characters") if self.kind is str else ("a list", "items")
             count = f"{self.min_length} to" if self.min_length else "at most"

@@ -11,8 +11,10 @@ from typing import Any
 
 from case_runners.errors import ConfigError
 
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
+# The one boolean parser of run vars and config values: the words Ansible's `bool` reads (any case), 1 and 0.
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+BOOL_WORDS = ", ".join(f"{t}/{f}" for t, f in zip(TRUE_WORDS, FALSE_WORDS))  # "true/false, yes/no, on/off, 1/0"
 
 
 def type_name(kind: type) -> str:
@@ -33,12 +35,16 @@ def coerce(value: Any, kind: type, *, key: str, file: str) -> Any:
     raise ConfigError(f"expected {type_name(kind)}, got {value!r}", key=key, file=file)
 
 
-def to_bool(value: Any, *, key: str, file: str) -> bool:
+def to_bool(value: Any, *, key: str, file: str | None) -> bool:
+    """A bool, the integers 1 and 0, or one of BOOL_WORDS in any case; else ConfigError listing them."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    raise ConfigError(f"expected a boolean, got {value!r}", key=key, file=file, allowed=["true", "false"])
+    if isinstance(value, int) and value in (0, 1):
+        value = str(value)
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in TRUE_WORDS + FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise ConfigError(f"expected a boolean, got {value!r}", key=key, file=file, allowed=[BOOL_WORDS])
 
 
 def to_int(value: Any, *, key: str, file: str) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from case_runners.config.types import to_bool
 from case_runners.errors import ConfigError
 
 SECTIONS = ("build", "run")
@@ -25,7 +26,8 @@ IPC_MODES = ("host", "private", "shareable")
 
 
 def check_container(section: Any, file: str) -> None:
-    """Raise ConfigError naming the key of vendor.yaml's container section that is wrong."""
+    """Raise ConfigError naming the key of vendor.yaml's container section that is wrong; `privileged` becomes a
+    bool (config/types.py's parser)."""
     if section is None:
         return
     if not isinstance(section, dict):
@@ -55,8 +57,8 @@ def check_container(section: Any, file: str) -> None:
             raise ConfigError("must be a list of strings", key=where, file=file)
         if key == "environment" and not isinstance(value, dict):
             raise ConfigError("must be a mapping", key=where, file=file)
-        if key == "privileged" and not isinstance(value, bool):
-            raise ConfigError("must be true or false", key=where, file=file)
+        if key == "privileged":
+            run[key] = to_bool(value, key=where, file=file)
         if key == "gpus" and not (value == "all" or (isinstance(value, int) and value > 0) or value is None):
             raise ConfigError(f"'{value}' is not a GPU request", key=where, file=file, allowed=["all", "a count"])
         if key == "shm_size" and not isinstance(value, (str, int)):

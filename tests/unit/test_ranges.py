@@ -51,7 +51,7 @@ def assert_names(error: str, *parts: str) -> None:
     ("digits_cnn", "num_workers", -1, "-1 is out of range", "0 <= num_workers <= 256"),
     ("digits_cnn", "momentum", 1.0, "1.0 is out of range", "0 <= momentum < 1"),
     ("digits_cnn", "seed", 2**32, "4294967296 is out of range", "0 <= seed <= 4294967295"),
-    ("digits_cnn", "amp", "maybe", "expected a boolean, got 'maybe'", "false, true"),
+    ("digits_cnn", "amp", "maybe", "expected a boolean, got 'maybe'", "true/false, yes/no, on/off, 1/0"),
     ("resnet50", "depths", [3, 0, 6, 3], "key 'depths[1]': 0 is out of range", "1 <= depths[i] <= 100"),
     ("resnet50", "depths", ["3", "x"], "key 'depths[1]': expected an integer, got 'x'", ""),
     ("resnet50", "depths", [1] * 9, "has length 9", "a list of 1 to 8 items, each 1 <= depths[i] <= 100"),

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from case_runners.config.types import coerce
+from case_runners.config.types import coerce, to_bool
 from case_runners.config.yaml_io import FILE_LIMIT, VALUE_LIMIT, load_mapping
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
@@ -48,6 +48,22 @@ def test_yaml_tags_that_run_code_are_refused(tmp_path):
 ])
 def test_coerce_accepts_spellings_of_the_right_type(value, like, expected):
     assert coerce(value, type(like), key="k", file="f") == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (True, True), ("true", True), (" Yes", True), ("ON", True), ("1", True), (1, True),
+    (False, False), ("False", False), ("no", False), ("off", False), ("0", False), (0, False),
+])
+def test_one_boolean_parser_reads_what_ansible_reads(value, expected):
+    assert to_bool(value, key="k", file="f") is expected
+
+
+@pytest.mark.parametrize("value", ["maybe", "y", "", 2, 1.0, None, [True]])
+def test_a_bad_boolean_names_every_accepted_spelling(value):
+    with pytest.raises(ConfigError) as err:
+        to_bool(value, key="perfplay_clear_caches", file="run vars")
+    assert str(err.value) == (f"run vars: key 'perfplay_clear_caches': expected a boolean, got {value!r} "
+                              "(allowed: true/false, yes/no, on/off, 1/0)")
 
 
 @pytest.mark.parametrize(("value", "like"), [("abc", 1), (1.5, 1), ("x", 1.0), ("maybe", True), (3, "s"), (True, 1)])
