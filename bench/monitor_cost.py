@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from case_runners.defaults import MONITOR_INTERVAL_S
 from case_runners.monitors import daemon
 from case_runners.monitors.loader import load_monitor
 from case_runners.monitors.spec import MonitorSpec
@@ -49,7 +50,7 @@ def in_process_cost(name: str, samples: int = 200) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--interval", type=float, default=MONITOR_INTERVAL_S)
     parser.add_argument("--target-pct", type=float, default=1.0, help="budget, percent of one core")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="perfplay_monitor_cost_") as tmp:

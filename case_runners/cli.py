@@ -18,6 +18,13 @@ from typing import Any
 
 from case_runners import __version__
 from case_runners.config.resolved import TASKS, TRAINING
+from case_runners.defaults import (
+    HEARTBEAT_TIMEOUT_S,
+    MONITOR_INTERVAL_S,
+    PROGRESS_INTERVAL_S,
+    RDZV_TIMEOUT_ENV,
+    RDZV_TIMEOUT_S,
+)
 from case_runners.errors import PerfplayError
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.scaffold.commands import add_commands
@@ -307,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "inference: a key of configurations.yaml)")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--timeout", type=int, help="case timeout in seconds")
-    p.add_argument("--monitor-interval", type=float, default=1.0)
+    p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
     p.add_argument("--no-monitors", action="store_true")
     p.set_defaults(func=cmd_run)
 
@@ -329,12 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nic", help="network interface of the collectives (GLOO_/NCCL_SOCKET_IFNAME unless set); "
                                  "default on nnodes > 1: the one that routes to master_addr")
     p.add_argument("--rdzv-timeout", type=float, metavar="SECONDS",
-                   help="seconds the nodes have to meet at node 0 (default: $PERFPLAY_RDZV_TIMEOUT_S, else 30)")
+                   help=f"seconds the nodes have to meet at node 0 (default: ${RDZV_TIMEOUT_ENV}, "
+                        f"else {RDZV_TIMEOUT_S:g})")
     p.add_argument("--heartbeat-timeout", type=float, metavar="SECONDS",
-                   help="seconds of silence after which a node counts as lost (default 10)")
+                   help=f"seconds of silence after which a node counts as lost (default {HEARTBEAT_TIMEOUT_S:g})")
     p.add_argument("--no-monitors", action="store_true", help="run no monitors (default: host and the vendor's)")
-    p.add_argument("--monitor-interval", type=float, default=1.0, metavar="SECONDS",
-                   help="seconds between monitor samples (default 1)")
+    p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS",
+                   help=f"seconds between monitor samples (default {MONITOR_INTERVAL_S:g})")
     p.add_argument("--inside-container", action="store_true",
                    help="(docker runtime) this is the launcher in the node's container: prepare the case first")
     p.add_argument("--detach", action="store_true",
@@ -348,8 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("wait", help="wait up to --for seconds for a background launcher: its node result once it "
                                     "has ended, else where the round stands (JSON)")
     _node_args(p)
-    p.add_argument("--for", dest="for_s", type=float, default=30.0, metavar="SECONDS",
-                   help="return after this long if the launcher still runs (default 30)")
+    p.add_argument("--for", dest="for_s", type=float, default=PROGRESS_INTERVAL_S, metavar="SECONDS",
+                   help=f"return after this long if the launcher still runs (default {PROGRESS_INTERVAL_S:g})")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="the case timeout, for the progress line")
     p.set_defaults(func=cmd_wait)
 

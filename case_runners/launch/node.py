@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from case_runners import files, pidfiles, vendor_files
+from case_runners.defaults import HEARTBEAT_TIMEOUT_S, MONITOR_INTERVAL_S, RDZV_TIMEOUT_ENV, RDZV_TIMEOUT_S
 from case_runners.errors import PerfplayError
 from case_runners.launch import env_file, rendezvous
 from case_runners.launch.guard import SetupError, guarded_node
@@ -46,8 +47,6 @@ GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
 ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
 MONITOR_GRACE_S = 2 * GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
 EXIT_CODES = {SUCCESS: 0, FAILED: 1, TIMEOUT: 124, INTERRUPTED: 130}
-RDZV_TIMEOUT_S = 30.0
-HEARTBEAT_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -78,7 +77,7 @@ class NodeSpec:
     rdzv_timeout_s: float = RDZV_TIMEOUT_S
     heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
     monitors: tuple[str, ...] = ()  # "host" and/or vendor names, run for the length of the round
-    monitor_interval: float = 1.0
+    monitor_interval: float = MONITOR_INTERVAL_S
     inside_container: bool = False  # the launcher in a node's container: its host-side twin owns pid file and monitors
     env_file: Path | None = None  # the vendor case's environment_variables.sh, sourced for the ranks (host runtime)
 
@@ -386,7 +385,7 @@ def round_monitors(config: ResolvedConfig) -> tuple[str, ...]:
 def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master_addr: str, master_port: int,
                      timeout_s: float | None, run_id: str, node_name: str | None = None, nic: str | None = None,
                      rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None,
-                     monitors: bool = True, monitor_interval: float = 1.0,
+                     monitors: bool = True, monitor_interval: float | None = None,
                      inside_container: bool = False) -> NodeSpec:
     config = ResolvedConfig.load(config_path)
     return NodeSpec(config_path=config_path.resolve(), log_dir=log_dir.resolve(), node_rank=node_rank,
@@ -394,9 +393,9 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                     timeout_s=float(timeout_s or config.timeout_s), run_id=run_id,
                     nnodes=config.nnodes, nproc=config.nproc, vendor_info=config.vendor_info.to_json(),
                     node_name=node_name or socket.gethostname(), nic=nic or None,
-                    rdzv_timeout_s=rdzv_timeout_s or env_seconds("PERFPLAY_RDZV_TIMEOUT_S", RDZV_TIMEOUT_S),
+                    rdzv_timeout_s=rdzv_timeout_s or env_seconds(RDZV_TIMEOUT_ENV, RDZV_TIMEOUT_S),
                     heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
                     monitors=round_monitors(config) if monitors and not inside_container else (),
-                    monitor_interval=monitor_interval, inside_container=inside_container,
+                    monitor_interval=monitor_interval or MONITOR_INTERVAL_S, inside_container=inside_container,
                     env_file=None if inside_container else vendor_files.env_file(project_root(), config.vendor,
                                                                                  config.case))

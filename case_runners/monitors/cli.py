@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from case_runners.defaults import MONITOR_INTERVAL_S
 from case_runners.errors import PerfplayError
 from case_runners.monitors import daemon
 from case_runners.monitors.runner import run_monitor
@@ -37,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", required=True, help='"host" or a vendor name (vendor/<name>/monitor.py)')
     parser.add_argument("--run-id", default=MANUAL_RUN_ID,
                         help=f"keeps concurrent runs apart: {RUN_ID_RULE} (default: {MANUAL_RUN_ID})")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default: 1.0)")
+    parser.add_argument("--interval", type=float, default=MONITOR_INTERVAL_S,
+                        help=f"seconds between samples (default: {MONITOR_INTERVAL_S:g})")
     parser.add_argument("--vendor", default=None, help="plugin vendor when it differs from --name")
     parser.add_argument("--owner", type=owner_arg, default=None, metavar="PID:START",
                         help="stop once this process (pid and /proc start time) has ended")

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import re
 from pathlib import Path
 
 from case_runners.monitors.base import AcceleratorMonitor, Monitor, MonitorError
 from case_runners.monitors.host import HostMonitor
-from case_runners.paths import project_root
-
-VENDOR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+from case_runners.paths import VENDOR_NAME, project_root
 
 
 def load_monitor(name: str, vendor: str | None = None, root: Path | None = None) -> Monitor:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from case_runners import pidfiles
+from case_runners.defaults import MONITOR_INTERVAL_RANGE, MONITOR_INTERVAL_S
 from case_runners.monitors.base import MonitorError
+from case_runners.paths import VENDOR_NAME
 from case_runners.processes import ProcessId
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE, is_run_id
-
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
@@ -19,18 +18,19 @@ class MonitorSpec:
     log_dir: Path
     name: str
     run_id: str = MANUAL_RUN_ID
-    interval: float = 1.0
+    interval: float = MONITOR_INTERVAL_S
     vendor: str | None = None
     owner: ProcessId | None = None  # the process the monitor belongs to (a launcher): it stops when that ends
     deadline: float | None = None  # time.time() at which it stops whatever happens
 
     def __post_init__(self) -> None:
-        if not NAME.match(self.name):
-            raise MonitorError(f"--name {self.name!r} must match {NAME.pattern} (it becomes part of file names)")
+        if not VENDOR_NAME.match(self.name):  # "host" or a vendor's
+            raise MonitorError(f"--name {self.name!r} must match {VENDOR_NAME.pattern} (it becomes part of file names)")
         if not is_run_id(self.run_id):
             raise MonitorError(f"--run-id {self.run_id!r} is not a run id ({RUN_ID_RULE})")
-        if not 0.01 <= self.interval <= 3600:
-            raise MonitorError(f"--interval {self.interval} must be between 0.01 and 3600 seconds")
+        low, high = MONITOR_INTERVAL_RANGE
+        if not low <= self.interval <= high:
+            raise MonitorError(f"--interval {self.interval} must be between {low:g} and {high:g} seconds")
         object.__setattr__(self, "log_dir", Path(self.log_dir).absolute())
 
     @property

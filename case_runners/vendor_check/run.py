@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from case_runners.paths import VENDOR_NAME
 from case_runners.vendor_check.findings import Finding, error
 from case_runners.vendor_check.functional import DEFAULT_STEPS, check_functional
 from case_runners.vendor_check.monitor_run import check_monitor
 from case_runners.vendor_check.structure import check_structure
-
-VENDOR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 def check_vendor(name: str, root: Path, functional: bool = False, steps: int = DEFAULT_STEPS,
