@@ -24,6 +24,7 @@ from case_runners.defaults import (
     PROGRESS_INTERVAL_S,
     RDZV_TIMEOUT_ENV,
     RDZV_TIMEOUT_S,
+    VENDOR,
 )
 from case_runners.errors import PerfplayError
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
@@ -301,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary")
     p.add_argument("cases", nargs="+", help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat")
-    p.add_argument("--vendor", default="cpu")
+    p.add_argument("--vendor", default=VENDOR)
     p.add_argument("--task", choices=TASKS, default=TRAINING,
                    help="inference: the cases' inference pipeline (steps a-g: torch validation, ONNX "
                         "export, the vendor's engine)")
@@ -393,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("infer", help="an inference case on this host: the inference pipeline, steps a-g (JSON)")
     p.add_argument("case")
-    p.add_argument("--vendor", default="cpu")
+    p.add_argument("--vendor", default=VENDOR)
     p.add_argument("--work-dir", required=True, help="where the ONNX file and the compiled engine go")
     p.add_argument("--data-dir")
     p.set_defaults(func=cmd_infer)

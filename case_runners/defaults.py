@@ -1,9 +1,12 @@
-"""The defaults of a run's timings, defined once.
+"""The defaults of a run, defined once.
 
 The plan (plan/run_vars.py) gives them to the run vars left unset, the launcher and the CLI to their flags; the
 Ansible modules default to none and leave it to these. docs/run-vars.md states them (a test keeps it in step).
 Imports nothing: the launcher and the monitors import it.
 """
+
+VENDOR = "cpu"  # the vendor of a run that names none
+MIN_FREE_BYTES = 1 << 30  # a run refuses to start with less free space in its results dir (any host)
 
 RDZV_TIMEOUT_S = 30.0  # seconds the nodes of a multi-node round have to meet at node 0
 RDZV_TIMEOUT_ENV = "PERFPLAY_RDZV_TIMEOUT_S"  # a host's own default, over RDZV_TIMEOUT_S

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+RUN_VARS_FILE = "run vars"  # the file an error in a run var names: "run vars: key 'perfplay_vendor': ..."
+
 
 class PerfplayError(Exception):
     """Base class for errors reported to the user without a traceback."""

@@ -1,4 +1,5 @@
-"""The host preflight in one process: Python, devices, data dirs, results dir and the master port of one host.
+"""The host preflight in one process: Python, devices, data dirs, results dir, the collectives' network interface
+and the master port of one host.
 
 Each problem is a sentence naming the key and the value at fault; the caller prefixes the host.
 """
@@ -23,7 +24,7 @@ from case_runners.vendors import load_vendor
 
 MIN_PYTHON = (3, 10)
 REQUEST_KEYS = ("vendor", "nproc", "cases", "device_count", "master_port", "master_addr", "results_dir",
-                "min_free_bytes")
+                "min_free_bytes", "nic")
 
 
 def check_python() -> list[str]:
@@ -101,6 +102,14 @@ def check_master_port(addr: str, port: int) -> tuple[int | None, list[str]]:
                       f"({exc.strerror or exc}); another run may hold it: set another port or 0 (auto)"]
 
 
+def check_nic(nic: str) -> list[str]:
+    """The host var perfplay_nic names one of this host's network interfaces (the plan checked its form)."""
+    names = sorted(name for _, name in socket.if_nameindex())
+    if nic in names:
+        return []
+    return [f"key 'perfplay_nic': this host has no network interface '{nic}' (allowed: {', '.join(names)})"]
+
+
 def check_results_dir(results_dir: str, min_free: int) -> list[str]:
     """The host's results dir: safe for this user to write in (created if missing) and with min_free bytes free."""
     try:
@@ -132,6 +141,8 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
         problems += check_inference_files(config)
     if request.get("results_dir"):
         problems += check_results_dir(request["results_dir"], int(request.get("min_free_bytes") or 0))
+    if request.get("nic"):
+        problems += check_nic(str(request["nic"]))
     port = None
     if request.get("master_port") is not None:
         port, port_problems = check_master_port(request.get("master_addr") or "", int(request["master_port"]))

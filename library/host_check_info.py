@@ -13,7 +13,8 @@ description:
     it found and every problem as a sentence that names the key at fault.
   - Checks the Python of the perfplay venv, that the host has at least O(nproc) devices of the vendor,
     every case's data dir (format included), that O(results_dir) has O(min_free_bytes) free and is a directory
-    this user may write in, and, on a node 0 of multi-node rounds, the master port.
+    this user may write in, that the host has the network interface O(nic), and, on a node 0 of multi-node
+    rounds, the master port.
   - Reports problems without failing, so the play can name every host's problems at once.
   - Read-only; never changes anything.
 options:
@@ -50,6 +51,11 @@ options:
     description: Bytes that must be free in O(results_dir) (run var C(perfplay_min_free_bytes)).
     type: int
     default: 0
+  nic:
+    description: The network interface of the collectives on this host (host var C(perfplay_nic)); empty skips the
+      check.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - perfplay_cli
 attributes:
@@ -140,11 +146,12 @@ def main():
         master_addr=dict(type="str", default=""),
         results_dir=dict(type="path"),
         min_free_bytes=dict(type="int", default=0),
+        nic=dict(type="str", default=""),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
     request = {key: params[key] for key in ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr",
-                                            "results_dir", "min_free_bytes")}
+                                            "results_dir", "min_free_bytes", "nic")}
     with request_file(request, "perfplay-host-check-") as request_path:
         argv = cli_argv(params["python"], "host-check", request=request_path)
         result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)

@@ -16,13 +16,13 @@ from typing import Any
 from case_runners.config.constraints import make_constraint
 from case_runners.config.resolved import INFERENCE, TASKS, TRAINING
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
-from case_runners.errors import ConfigError
+from case_runners.errors import RUN_VARS_FILE, ConfigError
 
 SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
                   "timeout_s")
 FORMS = ("a list of cases, a case name, or FlagPerf's {'case:framework:hardware:nnodes:nproc:repeat': data_dir} "
          "mapping; or one of these written as JSON or YAML text")
-# The ranges of a selection's numbers (timeout_s also bounds perfplay_case_timeout and a case's own timeout_s):
+# The ranges of a selection's numbers (timeout_s also bounds perfplay_case_timeout_s and a case's own timeout_s):
 # the controller expands one item per round, and no node has more than 256 devices.
 BOUNDS = {name: make_constraint({"type": "int", "min": 1, "max": high}, None, key=name, file=__name__)
           for name, high in (("nnodes", 4096), ("nproc", 256), ("repeat", 1000), ("timeout_s", 7 * 24 * 3600))}
@@ -71,15 +71,15 @@ def parse_selections(raw: Any, source: str = "perfplay_cases",
     elif isinstance(raw, list):
         items = [(f"{source}[{i}]", item) for i, item in enumerate(raw)]
     else:
-        return [], [ConfigError(f"must be {FORMS}, not {type(raw).__name__}", key=source, file="run vars")]
+        return [], [ConfigError(f"must be {FORMS}, not {type(raw).__name__}", key=source, file=RUN_VARS_FILE)]
     if not items:
-        return [], [ConfigError("no case selected", key=source, file="run vars")]
+        return [], [ConfigError("no case selected", key=source, file=RUN_VARS_FILE)]
     selections, errors = [], []
     for where, item in items:
         try:
             selection, number_errors = _one(item, where, task)
         except ConfigError as exc:
-            exc.file = exc.file or "run vars"
+            exc.file = exc.file or RUN_VARS_FILE
             errors.append(exc)
             continue
         errors += number_errors
@@ -92,10 +92,10 @@ def _from_text(text: str, source: str) -> Any:
     """The selection a string holds, read as JSON or YAML: a list, a mapping or a string (a case name or a FlagPerf
     key); blank text selects nothing. ConfigError when it is not valid JSON or YAML."""
     try:
-        data = load_yaml(text, source=f"run vars ({source})", limit=VALUE_LIMIT)
+        data = load_yaml(text, source=f"{RUN_VARS_FILE} ({source})", limit=VALUE_LIMIT)
     except ConfigError as exc:
         raise ConfigError(f"is not valid JSON or YAML ({exc.message}); expected {FORMS}", key=source,
-                          file="run vars") from None
+                          file=RUN_VARS_FILE) from None
     if data is None:
         return []
     return data if isinstance(data, (list, dict, str)) else text
@@ -152,7 +152,7 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
         if value is None and default is None:
             continue  # timeout_s: the run's or the case's
         try:
-            numbers[name] = BOUNDS[name].check(value, key=f"{where}.{name}", file="run vars")
+            numbers[name] = BOUNDS[name].check(value, key=f"{where}.{name}", file=RUN_VARS_FILE)
         except ConfigError as exc:
             errors.append(exc)
     if any(exc.key in (f"{where}.nnodes", f"{where}.nproc") for exc in errors):

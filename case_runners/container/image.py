@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from case_runners.errors import ConfigError, PerfplayError
+from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.paths import display_path
 
 CASE_REQUIREMENTS = "requirements-case.txt"
@@ -63,7 +63,7 @@ def image_spec(root: Path, vendor: dict[str, Any], framework: str,
     settings = dict((vendor.get("container") or {}).get("build") or {})
     for key, value in (overrides or {}).items():
         if key not in BUILD_KEYS:
-            raise ConfigError("unknown image setting", key=f"perfplay_image.{key}", file="run vars",
+            raise ConfigError("unknown image setting", key=f"perfplay_image.{key}", file=RUN_VARS_FILE,
                               allowed=BUILD_KEYS)
         settings[key] = value
     for key, value in settings.items():

@@ -9,7 +9,7 @@ from typing import Any
 from case_runners.config.resolved import DEFAULT_TIMEOUT_S, INFERENCE
 from case_runners.config.selection import Selection
 from case_runners.config.standard import read_standard
-from case_runners.errors import ConfigError
+from case_runners.errors import RUN_VARS_FILE, ConfigError
 from case_runners.plan.inference_config import inference_cases, resolve_inference
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig, VendorInfo
@@ -25,17 +25,18 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
     """(config, errors) for a selection with task: inference."""
     cases = inference_cases(root)
     if sel.case not in cases:
-        return None, [ConfigError(f"unknown inference case '{sel.case}'", key=f"{sel.source}.case", file="run vars",
+        return None, [ConfigError(f"unknown inference case '{sel.case}'", key=f"{sel.source}.case", file=RUN_VARS_FILE,
                                   allowed=cases)]
     hardware_error = choose_hardware(sel, vendor, root)
     errors = [hardware_error] if hardware_error else []
     for key in ("nnodes", "nproc"):
         if getattr(sel, key) != 1:
             errors.append(ConfigError(f"an inference case runs one process on one device; got "
-                                      f"{getattr(sel, key)}", key=f"{sel.source}.{key}", file="run vars", allowed=[1]))
+                                      f"{getattr(sel, key)}", key=f"{sel.source}.{key}", file=RUN_VARS_FILE,
+                                      allowed=[1]))
     if sel.framework != "pytorch":
         errors.append(ConfigError(f"inference case '{sel.case}' is written for pytorch", key=f"{sel.source}.framework",
-                                  file="run vars", allowed=["pytorch"]))
+                                  file=RUN_VARS_FILE, allowed=["pytorch"]))
     try:
         resolved, notes = resolve_inference(sel.case, vendor["name"], root, sel.overrides,
                                             f"run overrides ({sel.source}.overrides)")

@@ -20,7 +20,7 @@ from case_runners.config.shared_params import SHARED_FILE, TRAINER_PARAMS, TRAIN
 from case_runners.config.standard import standard_fields
 from case_runners.config.types import to_float
 from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import ConfigError, raise_all
+from case_runners.errors import RUN_VARS_FILE, ConfigError, raise_all
 from case_runners.paths import display_path
 from case_runners.records.resolved import ResolvedConfig, Target, VendorInfo
 from case_runners.vendors import vendor_info
@@ -120,7 +120,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     """Resolve a selection against a loaded vendor; return (config, errors)."""
     cases = list_cases()
     if sel.case not in cases:
-        return None, [ConfigError(f"unknown case '{sel.case}'", key=f"{sel.source}.case", file="run vars",
+        return None, [ConfigError(f"unknown case '{sel.case}'", key=f"{sel.source}.case", file=RUN_VARS_FILE,
                                   allowed=cases)]
     hardware_error = choose_hardware(sel, vendor, root)
     if hardware_error:

@@ -9,31 +9,27 @@ from typing import Any
 
 from case_runners import files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
-from case_runners.config.constraints import make_constraint
-from case_runners.config.resolved import INFERENCE, TASKS, TRAINING
-from case_runners.config.selection import BOUNDS, parse_selections
+from case_runners.config.resolved import INFERENCE, TRAINING
+from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
-from case_runners.errors import ConfigError, PerfplayError
+from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.paths import RESOLVED_NAME, project_root
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
+from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
+from case_runners.plan.run_vars import check_run_vars
 from case_runners.records.resolved import ResolvedConfig, Runtime
 from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.training.adapter import check_adapter_source
 from case_runners.vendor_files import case_requirements
 from case_runners.vendors import load_vendor
 
-RUNTIMES = ("host", "docker")
-REQUEST_KEYS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "run_id", "timeout_s", "bundle",
-                "min_free_bytes")
-DEFAULT_MIN_FREE_BYTES = 1 << 30  # a run refuses to start with less free space in its results dir (any host)
-MIN_FREE_BYTES = make_constraint({"type": "int", "min": 0, "max": 1 << 50}, None, key="perfplay_min_free_bytes",
-                                 file=__name__)
-
 
 def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None = None) -> dict[str, Any]:
-    """Resolve a run request. Returns {"ok", "errors", "run_id", "run_dir", "cases", "bundle", "images",
-    "min_free_bytes"}.
+    """Resolve a run request (run_vars.py: its keys). Returns {"ok", "errors", "run_id", "run_dir", "cases",
+    "bundle", "images", "rounds", "host_needs", "run_vars"}: every problem of the request at once, or, for an
+    accepted one, its rounds (rounds.py; with "hosts" in the request, what each host needs for them) and its run
+    vars, checked, with their defaults.
 
     With runtime "docker", each case's config names the image of its (vendor, framework) in "runtime", and
     "images" lists them with how to build them (request["image"]: the run var perfplay_image).
@@ -43,42 +39,23 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     A run directory that cannot be written completely is removed again: a rejected plan leaves nothing behind.
     """
     root = root or project_root()
-    errors: list[ConfigError] = []
-    unknown = sorted(set(request) - set(REQUEST_KEYS))
-    errors += [ConfigError("unknown request key", key=k, allowed=REQUEST_KEYS) for k in unknown]
-    runtime = request.get("runtime", "host")
-    if runtime not in RUNTIMES:
-        errors.append(ConfigError(f"unknown runtime '{runtime}'", key="perfplay_runtime", allowed=RUNTIMES))
-    timeout = None
-    if request.get("timeout_s") not in (None, ""):
-        try:
-            timeout = BOUNDS["timeout_s"].check(request["timeout_s"], key="perfplay_case_timeout", file="run vars")
-        except ConfigError as exc:
-            errors.append(exc)
+    run_vars, errors = check_run_vars(request)
     run_id = request.get("run_id") or None
     if run_id is not None:
         try:
             check_run_id(run_id)
         except ConfigError as exc:
             errors.append(exc)
-    min_free = DEFAULT_MIN_FREE_BYTES
-    try:
-        min_free = MIN_FREE_BYTES.check(request.get("min_free_bytes", min_free), key="perfplay_min_free_bytes",
-                                        file="run vars")
-    except ConfigError as exc:
-        errors.append(exc)
     results_dir = Path(request.get("results_dir") or root / "results")
-    errors += _results_dir_errors(results_dir, run_id, min_free)
+    errors += _results_dir_errors(results_dir, run_id, run_vars["min_free_bytes"])
     vendor = None
     try:
-        vendor = load_vendor(str(request.get("vendor", "cpu")), root)
+        if not any(e.key == "perfplay_vendor" for e in errors):  # else no vendor to resolve the cases with
+            vendor = load_vendor(run_vars["vendor"], root)
     except ConfigError as exc:
-        errors.append(ConfigError(exc.message, key="perfplay_vendor", file="run vars", allowed=exc.allowed)
+        errors.append(ConfigError(exc.message, key="perfplay_vendor", file=RUN_VARS_FILE, allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
-    task = request.get("task") or TRAINING
-    if task not in TASKS:
-        errors.append(ConfigError(f"unknown task '{task}'", key="perfplay_task", file="run vars", allowed=TASKS))
-        task = TRAINING
+    task, timeout, hosts = run_vars["task"], run_vars["case_timeout_s"], run_vars["hosts"]
     selections, selection_errors = parse_selections(request.get("cases"), task=task)
     errors += selection_errors
     cases: list[ResolvedConfig] = []
@@ -96,22 +73,26 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
                 config.requirements = [str(p.relative_to(root)) for p in
                                        case_requirements(root, config.vendor, config.case, config.task_name)]
                 cases.append(config)
-    images, image_errors = _runtimes(cases, runtime, vendor, request.get("image"), root)
+    images, image_errors = _runtimes(cases, run_vars["runtime"], vendor, request.get("image"), root)
     errors += image_errors
     ids = [c.case_id for c in cases]
     errors += [ConfigError("is selected twice; give each selection a different hardware, nnodes or nproc",
                            key=f"case {cid}") for cid in sorted({i for i in ids if ids.count(i) > 1})]
+    if hosts is not None:
+        errors += missing_hosts(cases, hosts)
     result: dict[str, Any] = {"ok": not errors, "errors": [str(e) for e in errors], "run_id": None,
                               "run_dir": None, "cases": [c.to_json() for c in cases], "bundle": None,
-                              "images": images, "min_free_bytes": min_free}
-    if errors or check:
+                              "images": images, "rounds": [], "host_needs": {}, "run_vars": run_vars}
+    if errors:
         return result
+    if check:
+        return _with_rounds(result, cases, run_vars)
     try:
         run_dir = _new_run_dir(results_dir, run_id)
     except (OSError, PerfplayError) as exc:
         cause = files.describe_os_error(exc, results_dir) if isinstance(exc, OSError) else str(exc)
         return {**result, "ok": False, "errors": [str(ConfigError(f"cannot create a run directory: {cause}",
-                                                                  key="perfplay_results_dir", file="run vars"))]}
+                                                                  key="perfplay_results_dir", file=RUN_VARS_FILE))]}
     try:
         for config in cases:
             case_dir = run_dir / config.case_id
@@ -126,9 +107,16 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         cause = files.describe_os_error(exc, run_dir) if isinstance(exc, OSError) else str(exc)
         return {**result, "ok": False, "bundle": None, "errors": [str(ConfigError(
             f"cannot write the run directory ({cause}); nothing was kept", key="perfplay_results_dir",
-            file="run vars"))]}
+            file=RUN_VARS_FILE))]}
     result.update(run_id=run_dir.name, run_dir=str(run_dir), cases=[c.to_json() for c in cases])
-    return result
+    return _with_rounds(result, cases, run_vars)
+
+
+def _with_rounds(result: dict[str, Any], cases: list[ResolvedConfig], run_vars: dict[str, Any]) -> dict[str, Any]:
+    """An accepted plan's rounds, and what each of the request's hosts needs for them."""
+    hosts = run_vars["hosts"]
+    rounds = expand_rounds(cases, hosts or [], run_vars["master_port"])
+    return {**result, "rounds": rounds, "host_needs": {} if hosts is None else host_needs(rounds, hosts, cases)}
 
 
 def discard_unstarted_run(run_dir: Path) -> bool:
@@ -147,7 +135,7 @@ def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) ->
     """What keeps a run from starting in results_dir: not a directory of ours to write in, a run id used
     before, or less free space than min_free. Checked before anything is written."""
     def error(message: str) -> ConfigError:
-        return ConfigError(message, key="perfplay_results_dir", file="run vars")
+        return ConfigError(message, key="perfplay_results_dir", file=RUN_VARS_FILE)
 
     existing = next((p for p in (results_dir, *results_dir.parents) if p.exists()), None)
     if existing is None or not existing.is_dir():
@@ -160,7 +148,7 @@ def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) ->
         return [error(f"{existing} is not writable by this user")]
     if run_id and os.path.lexists(results_dir / run_id):
         return [ConfigError(f"run '{run_id}' exists already in {results_dir}: choose another run id or none",
-                            key="perfplay_run_id", file="run vars")]
+                            key="perfplay_run_id", file=RUN_VARS_FILE)]
     low = files.low_space_reason(existing, min_free)
     return [error(low)] if low else []
 
@@ -169,7 +157,7 @@ def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: dict[str, Any] 
               root: Path) -> tuple[list[dict[str, Any]], list[ConfigError]]:
     """Set each case's runtime; with docker, the image spec of each framework. (images, errors)"""
     if image not in (None, "", {}) and not isinstance(image, dict):
-        return [], [ConfigError("must be a mapping of image settings", key="perfplay_image", file="run vars",
+        return [], [ConfigError("must be a mapping of image settings", key="perfplay_image", file=RUN_VARS_FILE,
                                 allowed=BUILD_KEYS)]
     if runtime != "docker" or vendor is None:
         for config in cases:

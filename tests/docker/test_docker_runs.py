@@ -104,7 +104,7 @@ def test_a_killed_rank_fails_the_round_and_its_container_is_removed(cpu_image, r
 
 
 def test_a_timeout_stops_the_round_and_its_container_is_removed(cpu_image, results: Path):
-    run = run_docker(REPO, "run_case.yml", results, "run_dtime", LONG, perfplay_case_timeout=20)
+    run = run_docker(REPO, "run_case.yml", results, "run_dtime", LONG, perfplay_case_timeout_s=20)
     assert run.rc != 0
     record = round_record(results, "run_dtime", "digits_cnn_CPUx1x2", 1)
     assert record["status"] == "timeout"

@@ -62,8 +62,17 @@ def assert_rejected(run, results_dir: Path, *expected: str) -> None:
                  id="cases-text-not-json-or-yaml"),
     pytest.param('{"perfplay_clear_caches": "maybe", "perfplay_master_port": "x"}',
                  ["2 problem(s)", "run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' "
-                  "(allowed: true, false)", "run vars: key 'perfplay_master_port'"],
+                  "(allowed: true/false, yes/no, on/off, 1/0)",
+                  "run vars: key 'perfplay_master_port': expected an integer, got 'x' "
+                  "(allowed: 0 <= perfplay_master_port <= 65535)"],
                  id="run-var-types"),
+    pytest.param('{"perfplay_rdzv_timeout": 60, "perfplay_case_timeout": 600}',
+                 ["2 problem(s)", "run vars: key 'perfplay_case_timeout': renamed to perfplay_case_timeout_s",
+                  "run vars: key 'perfplay_rdzv_timeout': renamed to perfplay_rdzv_timeout_s"],
+                 id="renamed-run-vars"),
+    pytest.param('{"perfplay_nic": "eth0/1"}',
+                 ["run vars: key 'perfplay_nic': 'eth0/1' (host localhost) is not a network interface name"],
+                 id="nic-not-an-interface-name"),
 ])
 def test_rejected_by_the_plan(results_dir: Path, extra_vars: str, expected: list[str]):
     run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}", "-e", extra_vars)
@@ -95,6 +104,13 @@ def test_rejected_by_the_host_preflight(results_dir: Path, tmp_path: Path, data_
                     *expected)
     assert "PERFPLAY SUMMARY" not in run.output
     assert list(results_dir.iterdir()) == [], "a run rejected by the host preflight leaves no run directory"
+
+
+def test_a_nic_the_host_lacks_is_rejected_by_the_host_preflight(results_dir: Path):
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
+                       "-e", "perfplay_nic=nosuchnic0")
+    assert_rejected(run, results_dir, "key 'perfplay_nic': this host has no network interface 'nosuchnic0'")
+    assert list(results_dir.iterdir()) == []
 
 
 def test_malformed_vendor_config(repo_copy: Path, results_dir: Path):

@@ -25,14 +25,15 @@ def test_host_check_info_passes_its_request_through_a_file(run_module, check_mod
         return 0, json.dumps(HOST_CHECK), ""
 
     args = dict(COMMON, vendor="cpu", nproc=2, cases=[CONFIG], master_port=0, master_addr="10.0.0.1",
-                results_dir="/opt/perfplay/results", min_free_bytes=1 << 30)
+                results_dir="/opt/perfplay/results", min_free_bytes=1 << 30, nic="ib0")
     kind, result, cli = run_module("host_check_info", args, {"host-check": answer}, check_mode=check_mode)
     assert kind == "exit"
     assert result["changed"] is False
     assert result["ok"] is True
     assert result["master_port"] == 41234
     assert seen == [{"vendor": "cpu", "nproc": 2, "device_count": None, "cases": [CONFIG], "master_port": 0,
-                     "master_addr": "10.0.0.1", "results_dir": "/opt/perfplay/results", "min_free_bytes": 1 << 30}]
+                     "master_addr": "10.0.0.1", "results_dir": "/opt/perfplay/results", "min_free_bytes": 1 << 30,
+                     "nic": "ib0"}]
     assert cli.calls[0]["argv"][:4] == ["/venv/bin/python", "-m", "case_runners", "host-check"]
 
 

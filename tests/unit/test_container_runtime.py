@@ -135,7 +135,7 @@ def test_a_docker_plan_puts_the_image_in_every_config():
     host = make_plan({"vendor": "cpu", "cases": [DIGITS]}, check=True)
     assert host["cases"][0]["runtime"] == {"kind": "host"} and host["images"] == []
     bad = make_plan({"vendor": "cpu", "runtime": "podman", "cases": [DIGITS]}, check=True)
-    assert "key 'perfplay_runtime': unknown runtime 'podman' (allowed: docker, host)" in bad["errors"]
+    assert "run vars: key 'perfplay_runtime': unknown runtime 'podman' (allowed: docker, host)" in bad["errors"]
 
 
 def test_the_entry_shell_sources_the_environment_file_before_the_launcher(tmp_path: Path):

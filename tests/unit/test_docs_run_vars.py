@@ -10,7 +10,8 @@ Read from the files alone (no Ansible run, no Ansible import):
 - the vars the sample and local inventories set.
 
 The doc's table lists, per var, its default, what it reaches (`case_plan.<option>`, `<role option>`) and what it
-means. A var read and not documented, documented and not read, or a wrong mapping fails naming the var.
+means. A var read and not documented, documented and not read, or a wrong mapping fails naming the var. The
+defaults the plan applies (case_runners/plan/run_vars.py, from case_runners/defaults.py) are the doc's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import Any
 import pytest
 import yaml
 from jinja2 import Environment, nodes
+
+from case_runners import defaults
+from case_runners.plan.run_vars import CHOICES, PREFIX, RENAMED, SCALARS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "run-vars.md"
@@ -249,6 +253,36 @@ def test_defaults_agree_with_the_code(code: Code, doc: dict[str, dict[str, Any]]
              f"{', '.join(sorted(doc[var]['default'])) or 'none'}"
              for var, defaults in sorted(code.defaults.items()) if var in doc and not defaults <= doc[var]["default"]]
     assert not wrong, f"{shown(DOC)}, column 'default' (each of the code's defaults in backticks): " + "; ".join(wrong)
+
+
+def plan_defaults() -> dict[str, Any]:
+    """perfplay_<x> -> the default the plan gives it when unset; the launcher's for the rendezvous timeout, which
+    the plan leaves unset (a host's environment may change it)."""
+    found = {PREFIX + name: default for name, (_, default) in CHOICES.items()}
+    found.update({PREFIX + name: default for name, (_, default) in SCALARS.items() if default is not None})
+    found[f"{PREFIX}rdzv_timeout_s"] = defaults.RDZV_TIMEOUT_S
+    return found
+
+
+def states(cell: set[str], value: Any) -> bool:
+    """Whether a default cell's backticked items include `value` (a number as the doc writes it: 30, 30.0)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return any(re.fullmatch(r"-?[0-9.]+", item) and float(item) == value for item in cell)
+    return plain(value) in cell
+
+
+def test_the_plans_defaults_are_the_docs(doc: dict[str, dict[str, Any]]) -> None:
+    known = plan_defaults()
+    assert {"perfplay_vendor", "perfplay_progress_interval", "perfplay_rdzv_timeout_s"} <= set(known)
+    wrong = [f"{var}: the plan's default is {value!r}, " + (
+        f"the doc's (line {doc[var]['line']}) {', '.join(sorted(doc[var]['default'])) or 'none'}" if var in doc
+        else "not documented") for var, value in sorted(known.items())
+        if var not in doc or not states(doc[var]["default"], value)]
+    assert not wrong, f"{shown(DOC)}, column 'default': " + "; ".join(wrong)
+
+
+def test_renamed_run_vars_are_no_longer_documented(code: Code, doc: dict[str, dict[str, Any]]) -> None:
+    assert not set(RENAMED) & (set(doc) | set(code.read)), "a renamed run var is refused by the plan"
 
 
 def inventory_vars(path: Path) -> set[str]:

@@ -44,6 +44,13 @@ def test_a_case_of_the_request_is_a_resolved_config():
         host_check({"vendor": "cpu", "nproc": 1, "cases": [DIGITS, {**DIGITS, "case_id": None}]})
 
 
+def test_the_collectives_interface_must_exist_on_the_host():
+    assert host_check({"vendor": "cpu", "nic": "lo"})["problems"] == []
+    names = sorted(name for _, name in socket.if_nameindex())
+    assert host_check({"vendor": "cpu", "nic": "nosuchnic0"})["problems"] == [
+        f"key 'perfplay_nic': this host has no network interface 'nosuchnic0' (allowed: {', '.join(names)})"]
+
+
 def test_a_master_port_in_use_is_a_problem():
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))

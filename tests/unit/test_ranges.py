@@ -110,9 +110,9 @@ def test_a_selection_out_of_range_is_rejected(selection, key, shown, allowed):
 
 
 def test_the_run_timeout_is_bounded():
-    error = only_error(plan(["digits_cnn"], timeout_s="9999999999"))
-    assert_names(error, "run vars: key 'perfplay_case_timeout'", "9999999999 is out of range",
-                 "1 <= perfplay_case_timeout <= 604800")
+    error = only_error(plan(["digits_cnn"], case_timeout_s="9999999999"))
+    assert_names(error, "run vars: key 'perfplay_case_timeout_s'", "9999999999 is out of range",
+                 "1 <= perfplay_case_timeout_s <= 604800")
 
 
 @pytest.mark.parametrize("overrides, shown", [

@@ -1,0 +1,130 @@
+"""The run vars of a plan request, each checked once, in one pass.
+
+A request key is the run var's name less `perfplay_` (`case_timeout_s` is `perfplay_case_timeout_s`); `hosts` is
+what `perfplay_host_pattern` matched, `nic` the hosts' `perfplay_nic`, and `run_var_names` the names of the
+`perfplay_*` vars set for the controller, so that a renamed run var is an error instead of being ignored. Every
+problem is a ConfigError naming the run var, the "run vars" file label and the allowed values; the plan reports
+them together with its other errors. A run var left unset takes its default here (SCALARS), or none
+when a later one applies (the case's own timeout, the launcher's rendezvous timeout from the host's environment).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from case_runners import defaults
+from case_runners.config.constraints import Constraint, make_constraint
+from case_runners.config.resolved import TASKS, TRAINING
+from case_runners.config.selection import BOUNDS
+from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.records.resolved import RUNTIMES
+
+PREFIX = "perfplay_"
+# A network interface name as Linux takes it: at most 15 characters (IFNAMSIZ - 1), no '/', ':' or space.
+NIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
+NIC_RULE = "1 to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
+# Run vars renamed: the old name is an error naming the new one.
+RENAMED = {f"{PREFIX}case_timeout": f"{PREFIX}case_timeout_s", f"{PREFIX}rdzv_timeout": f"{PREFIX}rdzv_timeout_s",
+           f"{PREFIX}heartbeat_timeout": f"{PREFIX}heartbeat_timeout_s"}
+
+
+def _var(spec: dict[str, Any], default: Any) -> tuple[Constraint, Any]:
+    return make_constraint(spec, default, key="run var", file=__name__), default
+
+
+# The run vars with a set of values: request key -> (the values, the default when unset).
+CHOICES: dict[str, tuple[tuple[str, ...], str]] = {"runtime": (RUNTIMES, RUNTIMES[0]), "task": (TASKS, TRAINING)}
+# The other scalar run vars: request key -> (range, default when unset; None: no default here).
+SCALARS: dict[str, tuple[Constraint, Any]] = {
+    "vendor": _var({"type": "str", "min_length": 1, "max_length": 64}, defaults.VENDOR),  # plan: a vendor/ folder
+    "case_timeout_s": (BOUNDS["timeout_s"], None),  # unset: each case's own timeout_s
+    "clear_caches": _var({"type": "bool"}, False),
+    "monitor_interval": _var({"type": "float", "min": defaults.MONITOR_INTERVAL_RANGE[0],
+                              "max": defaults.MONITOR_INTERVAL_RANGE[1]}, defaults.MONITOR_INTERVAL_S),
+    "progress_interval": _var({"type": "float", "min": 1, "max": 3600}, defaults.PROGRESS_INTERVAL_S),
+    "rdzv_timeout_s": _var({"type": "float", "min": 1, "max": 86400}, None),  # unset: the launcher's
+    "heartbeat_timeout_s": _var({"type": "float", "min": 1, "max": 3600}, defaults.HEARTBEAT_TIMEOUT_S),
+    "master_port": _var({"type": "int", "min": 0, "max": 65535}, 0),  # 0: node 0 picks a free port
+    "min_free_bytes": _var({"type": "int", "min": 0, "max": 1 << 50}, defaults.MIN_FREE_BYTES),
+}
+# Request keys whose values other parts of the plan check: the selection, the image settings, the results dir,
+# the run id, and whether to write the checkout bundle (not a run var).
+PASSED_ON = ("cases", "image", "results_dir", "run_id", "bundle")
+REQUEST_KEYS = (*CHOICES, *SCALARS, "hosts", "nic", "run_var_names", *PASSED_ON)
+
+
+def error(name: str, message: str, allowed: list[str] | tuple[str, ...] | None = None) -> ConfigError:
+    return ConfigError(message, key=PREFIX + name, file=RUN_VARS_FILE, allowed=allowed)
+
+
+def check_run_vars(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConfigError]]:
+    """The run vars of `request`, converted to their types with their defaults applied (an invalid one: its
+    default), and every problem: an unknown request key, a renamed run var, a value of the wrong type or out of
+    range, no host, a NIC that cannot be an interface name."""
+    errors = [ConfigError("unknown request key", key=key, allowed=REQUEST_KEYS)
+              for key in sorted(set(request) - set(REQUEST_KEYS))]
+    names = request.get("run_var_names") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        errors.append(ConfigError("must be a list of run var names", key="run_var_names"))
+        names = []
+    errors += [ConfigError(f"renamed to {RENAMED[old]}: set that instead", key=old, file=RUN_VARS_FILE)
+               for old in sorted(set(names) & set(RENAMED))]
+    values: dict[str, Any] = {}
+    for name, (choices, default) in CHOICES.items():
+        value = request.get(name)
+        values[name] = default if value is None or value == "" else value
+        if values[name] not in choices:
+            errors.append(error(name, f"unknown {name} {value!r}", choices))
+            values[name] = default
+    for name, (constraint, default) in SCALARS.items():
+        value = request.get(name)
+        values[name] = default
+        if value is None or value == "":
+            continue
+        try:
+            values[name] = constraint.check(value, key=PREFIX + name, file=RUN_VARS_FILE)
+        except ConfigError as exc:  # a wrong type names the range too
+            errors.append(exc if exc.allowed is not None else error(name, exc.message, [constraint.describe(
+                PREFIX + name)]))
+    values["hosts"], host_errors = _hosts(request.get("hosts"))
+    values["nic"], nic_errors = _nics(request.get("nic"), values["hosts"])
+    return values, errors + host_errors + nic_errors
+
+
+def _hosts(hosts: Any) -> tuple[list[str] | None, list[ConfigError]]:
+    """The run's hosts in node order; None when the request names none (a plan without Ansible)."""
+    if hosts is None:
+        return None, []
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        return None, [error("host_pattern", f"expected a list of inventory host names, got {hosts!r}")]
+    if not hosts:
+        return [], [error("host_pattern", "matches no inventory host (add hosts to the inventory group "
+                                          "perfplay_hosts)")]
+    return list(hosts), []
+
+
+def _nics(nic: Any, hosts: list[str] | None) -> tuple[dict[str, str], list[ConfigError]]:
+    """{host: interface} of the hosts that set perfplay_nic, from a mapping of hosts or one name for every host.
+    Whether the interface exists is the host preflight's to check."""
+    if nic is None or nic == "":
+        return {}, []
+    pairs: list[tuple[str | None, Any]]
+    if isinstance(nic, str):
+        pairs = [(host, nic) for host in hosts] if hosts else [(None, nic)]
+    elif isinstance(nic, Mapping):
+        pairs = [(str(host), name) for host, name in nic.items()]
+    else:
+        return {}, [error("nic", f"expected an interface name or a mapping of hosts to one, got {nic!r}")]
+    found: dict[str, str] = {}
+    errors: list[ConfigError] = []
+    for host, name in pairs:
+        if name is None or name == "":
+            continue
+        if not isinstance(name, str) or not NIC_NAME.fullmatch(name):
+            where = f" (host {host})" if host is not None else ""
+            errors.append(error("nic", f"{name!r}{where} is not a network interface name", [NIC_RULE]))
+        elif host is not None:
+            found[host] = name
+    return found, errors

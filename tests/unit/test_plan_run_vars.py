@@ -1,0 +1,154 @@
+"""The run vars and the rounds of a plan (case_runners/plan/run_vars.py, rounds.py): every run var checked in one
+pass with the plan's other errors, each naming the run var, the file label and the allowed values; a rejected run
+creates nothing; an accepted one returns its rounds, what each host needs and its run vars with their defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from case_runners import defaults
+from case_runners.plan.run_plan import make_plan
+from case_runners.plan.run_vars import CHOICES, NIC_NAME, RENAMED, SCALARS, check_run_vars
+
+BOOLS = "(allowed: true/false, yes/no, on/off, 1/0)"
+
+
+def plan(results: Path, check: bool = False, **request):
+    return make_plan({"vendor": "cpu", "cases": ["digits_cnn"], "results_dir": str(results), **request}, check=check)
+
+
+def test_every_problem_at_once_and_nothing_created(tmp_path):
+    results = tmp_path / "results"
+    result = plan(results, cases=["nosuchcase"], clear_caches="maybe", master_port="abc", monitor_interval=0,
+                  rdzv_timeout_s=-1, hosts=["a"], nic={"a": "eth0/1"}, run_var_names=["perfplay_case_timeout"])
+    assert not result["ok"]
+    assert result["errors"] == [
+        "run vars: key 'perfplay_case_timeout': renamed to perfplay_case_timeout_s: set that instead",
+        f"run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' {BOOLS}",
+        "run vars: key 'perfplay_monitor_interval': 0.0 is out of range "
+        "(allowed: 0.01 <= perfplay_monitor_interval <= 3600.0)",
+        "run vars: key 'perfplay_rdzv_timeout_s': -1.0 is out of range "
+        "(allowed: 1 <= perfplay_rdzv_timeout_s <= 86400)",
+        "run vars: key 'perfplay_master_port': expected an integer, got 'abc' "
+        "(allowed: 0 <= perfplay_master_port <= 65535)",
+        "run vars: key 'perfplay_nic': 'eth0/1' (host a) is not a network interface name "
+        "(allowed: 1 to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-')",
+        *[e for e in result["errors"] if "nosuchcase" in e],
+    ]
+    assert any("unknown case 'nosuchcase'" in e for e in result["errors"])
+    assert result["rounds"] == [] and result["host_needs"] == {}, "a rejected plan expands no rounds"
+    assert not results.exists(), "a rejected run leaves nothing"
+
+
+@pytest.mark.parametrize("old", sorted(RENAMED))
+def test_an_old_run_var_name_is_an_error_naming_the_new_one(tmp_path, old):
+    result = plan(tmp_path, check=True, run_var_names=["perfplay_vendor", old])
+    assert result["errors"] == [f"run vars: key '{old}': renamed to {old}_s: set that instead"]
+
+
+def test_the_defaults_of_unset_run_vars(tmp_path):
+    result = plan(tmp_path, check=True, hosts=["localhost"], clear_caches="", rdzv_timeout_s=None)
+    assert result["ok"], result["errors"]
+    assert result["run_vars"] == {
+        "vendor": defaults.VENDOR, "runtime": "host", "task": "training", "case_timeout_s": None,
+        "clear_caches": False, "monitor_interval": defaults.MONITOR_INTERVAL_S,
+        "progress_interval": defaults.PROGRESS_INTERVAL_S, "rdzv_timeout_s": None,
+        "heartbeat_timeout_s": defaults.HEARTBEAT_TIMEOUT_S, "master_port": 0,
+        "min_free_bytes": defaults.MIN_FREE_BYTES, "hosts": ["localhost"], "nic": {}}
+
+
+@pytest.mark.parametrize("given, expected", [("yes", True), ("off", False), ("1", True), (0, False), ("TRUE", True)])
+def test_booleans_read_as_ansible_reads_them(tmp_path, given, expected):
+    result = plan(tmp_path, check=True, clear_caches=given)
+    assert result["ok"], result["errors"]
+    assert result["run_vars"]["clear_caches"] is expected
+
+
+def test_strings_of_numbers_are_converted(tmp_path):
+    values = {"case_timeout_s": "900", "monitor_interval": "0.5", "progress_interval": "5", "rdzv_timeout_s": "60",
+              "heartbeat_timeout_s": "20", "master_port": "29500", "min_free_bytes": "2048"}
+    result = plan(tmp_path, check=True, **values)
+    assert result["ok"], result["errors"]
+    assert {key: result["run_vars"][key] for key in values} == {
+        "case_timeout_s": 900, "monitor_interval": 0.5, "progress_interval": 5.0, "rdzv_timeout_s": 60.0,
+        "heartbeat_timeout_s": 20.0, "master_port": 29500, "min_free_bytes": 2048}
+    assert result["cases"][0]["timeout_s"] == 900
+
+
+@pytest.mark.parametrize("nic, expected", [
+    ({"a": "ib0", "b": None}, {"a": "ib0"}),
+    ("enp0s31f6.100", {"a": "enp0s31f6.100", "b": "enp0s31f6.100"}),
+    ({}, {}),
+])
+def test_the_nic_of_each_host(tmp_path, nic, expected):
+    result = plan(tmp_path, check=True, hosts=["a", "b"], nic=nic)
+    assert result["ok"], result["errors"]
+    assert result["run_vars"]["nic"] == expected
+
+
+@pytest.mark.parametrize("name", ["eth0", "ib0", "enp0s31f6", "br-1a2b3c4d5e6f", "bond0.100", "wlp2s0", "x" * 15])
+def test_plausible_interface_names(name):
+    assert NIC_NAME.fullmatch(name)
+
+
+@pytest.mark.parametrize("name", ["x" * 16, "eth/0", "eth0:1", "eth 0", ".", "-eth0", "ib0,ib1", "^docker"])
+def test_implausible_interface_names(name):
+    _, errors = check_run_vars({"hosts": ["a"], "nic": {"a": name}})
+    assert [e.key for e in errors] == ["perfplay_nic"], name
+
+
+@pytest.mark.parametrize("hosts, message", [
+    ([], "run vars: key 'perfplay_host_pattern': matches no inventory host"),
+    (["a"], "case digits_cnn_CPUx2x1: key 'nnodes': needs 2 hosts, the run has 1 (a)"),
+])
+def test_host_errors(tmp_path, hosts, message):
+    result = plan(tmp_path, check=True, cases=[{"case": "digits_cnn", "nnodes": 2}], hosts=hosts)
+    assert any(e.startswith(message) for e in result["errors"]), result["errors"]
+
+
+def test_an_unknown_request_key_is_an_error(tmp_path):
+    result = plan(tmp_path, check=True, rdzv_timeout=30)
+    assert result["errors"][0].startswith("key 'rdzv_timeout': unknown request key (allowed: bundle, case_timeout_s,")
+
+
+def test_every_run_var_has_one_default():
+    """The defaults of case_runners/defaults.py are the ones the plan applies."""
+    assert SCALARS["monitor_interval"][1] == defaults.MONITOR_INTERVAL_S
+    assert SCALARS["progress_interval"][1] == defaults.PROGRESS_INTERVAL_S
+    assert SCALARS["heartbeat_timeout_s"][1] == defaults.HEARTBEAT_TIMEOUT_S
+    assert SCALARS["rdzv_timeout_s"][1] is None, "unset: the launcher's, which a host's environment may change"
+    assert CHOICES["runtime"][1] == "host" and CHOICES["task"][1] == "training"
+
+
+@pytest.mark.parametrize("port", [29500, 0])
+def test_rounds_and_host_needs_of_a_created_run(tmp_path, port):
+    result = plan(tmp_path, cases=["digits_cnn:pytorch:CPU:2:1:2", "digits_cnn:pytorch:CPU:1:2:1"],
+                  hosts=["a", "b", "c"], master_port=port)
+    assert result["ok"], result["errors"]
+    run_dir = Path(result["run_dir"])
+    assert [(r["case_id"], r["round"], r["rel_dir"], r["hosts"], r["master_port"]) for r in result["rounds"]] == [
+        ("digits_cnn_CPUx2x1", 1, "digits_cnn_CPUx2x1/round1", ["a", "b"], port),
+        ("digits_cnn_CPUx2x1", 2, "digits_cnn_CPUx2x1/round2", ["a", "b"], port),
+        ("digits_cnn_CPUx1x2", 1, "digits_cnn_CPUx1x2/round1", ["a"], 0)]
+    assert result["rounds"][0]["config"] == str(run_dir / "digits_cnn_CPUx2x1" / "resolved_config.json")
+    assert Path(result["rounds"][0]["config"]).is_file()
+    assert result["host_needs"] == {
+        "a": {"nproc": 2, "case_ids": ["digits_cnn_CPUx2x1", "digits_cnn_CPUx1x2"], "master": True, "images": [],
+              "requirements": []},
+        "b": {"nproc": 1, "case_ids": ["digits_cnn_CPUx2x1"], "master": False, "images": [], "requirements": []},
+        "c": {"nproc": 0, "case_ids": [], "master": False, "images": [], "requirements": []}}
+
+
+def test_check_mode_expands_the_rounds_without_a_config(tmp_path):
+    result = plan(tmp_path / "results", check=True, hosts=["localhost"])
+    assert result["ok"] and result["run_dir"] is None
+    assert [r["config"] for r in result["rounds"]] == [None]
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_docker_run_lists_each_hosts_images(tmp_path):
+    result = plan(tmp_path, check=True, runtime="docker", hosts=["a"])
+    assert result["ok"], result["errors"]
+    assert result["host_needs"]["a"]["images"] == [result["images"][0]["ref"]]
