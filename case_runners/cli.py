@@ -19,6 +19,7 @@ from typing import Any
 from case_runners import __version__
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.defaults import (
+    GRACE_S,
     HEARTBEAT_TIMEOUT_S,
     MONITOR_INTERVAL_S,
     PROGRESS_INTERVAL_S,
@@ -107,8 +108,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
         die_with_parent(signal.SIGTERM)  # started by `case_runners run`: stop (and stop the ranks) if it dies
     spec = spec_from_config(Path(args.config), Path(args.log_dir), node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port,
-                            timeout_s=args.timeout, run_id=args.run_id, node_name=args.node_name, nic=args.nic,
-                            rdzv_timeout_s=args.rdzv_timeout, heartbeat_timeout_s=args.heartbeat_timeout,
+                            timeout_s=args.timeout_s, run_id=args.run_id, node_name=args.node_name, nic=args.nic,
+                            rdzv_timeout_s=args.rdzv_timeout_s, heartbeat_timeout_s=args.heartbeat_timeout_s,
                             monitors=not args.no_monitors, monitor_interval=args.monitor_interval,
                             inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
@@ -151,14 +152,14 @@ def cmd_wait(args: argparse.Namespace) -> int:
     ident = _launcher(args)
     log_dir = Path(args.log_dir)
     started_at = (args.launcher or {}).get("started_at")
-    _print_json(wait(log_dir, args.run_id, ident, args.for_s, started_at, args.timeout) if ident
+    _print_json(wait(log_dir, args.run_id, ident, args.for_s, started_at, args.timeout_s) if ident
                 else ended(log_dir, args.run_id))
     return 0
 
 
 def cmd_finish(args: argparse.Namespace) -> int:
     from case_runners.node_end import finish
-    _print_json(finish(Path(args.log_dir), args.run_id, _launcher(args), grace_s=args.grace,
+    _print_json(finish(Path(args.log_dir), args.run_id, _launcher(args), grace_s=args.grace_s,
                        containers=args.containers, round_name=args.round,
                        archive=Path(args.archive) if args.archive else None))
     return 0
@@ -183,7 +184,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     from case_runners.cleanup import stop_run
     from case_runners.run_ids import check_run_id
     check_run_id(args.run_id, key="--run-id", file=None)
-    _print_json(stop_run(Path(args.dir), args.run_id, args.grace, check=args.check, containers=args.containers,
+    _print_json(stop_run(Path(args.dir), args.run_id, args.grace_s, check=args.check, containers=args.containers,
                          round_name=args.round))
     return 0
 
@@ -314,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
                         "inference: a key of configurations.yaml)")
     p.add_argument("--results-dir", default="results")
-    p.add_argument("--timeout", type=int, help="case timeout in seconds")
+    p.add_argument("--timeout-s", type=int, metavar="SECONDS", help="case timeout; default: the case's timeout_s")
     p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
     p.add_argument("--no-monitors", action="store_true")
     p.set_defaults(func=cmd_run)
@@ -331,15 +332,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master-addr", default="127.0.0.1")
     p.add_argument("--master-port", type=int, default=0,
                    help="node 0's rendezvous port (nnodes > 1); 0: a free port (single node only)")
-    p.add_argument("--timeout", type=float, help="seconds; default: the case's timeout_s")
+    p.add_argument("--timeout-s", type=float, metavar="SECONDS", help="case timeout; default: the case's timeout_s")
     p.add_argument("--run-id", default=MANUAL_RUN_ID, help=f"the run ({RUN_ID_RULE}); default {MANUAL_RUN_ID}")
     p.add_argument("--node-name", help="this node's name in reasons and node_result.json; default: the hostname")
     p.add_argument("--nic", help="network interface of the collectives (GLOO_/NCCL_SOCKET_IFNAME unless set); "
                                  "default on nnodes > 1: the one that routes to master_addr")
-    p.add_argument("--rdzv-timeout", type=float, metavar="SECONDS",
+    p.add_argument("--rdzv-timeout-s", type=float, metavar="SECONDS",
                    help=f"seconds the nodes have to meet at node 0 (default: ${RDZV_TIMEOUT_ENV}, "
                         f"else {RDZV_TIMEOUT_S:g})")
-    p.add_argument("--heartbeat-timeout", type=float, metavar="SECONDS",
+    p.add_argument("--heartbeat-timeout-s", type=float, metavar="SECONDS",
                    help=f"seconds of silence after which a node counts as lost (default {HEARTBEAT_TIMEOUT_S:g})")
     p.add_argument("--no-monitors", action="store_true", help="run no monitors (default: host and the vendor's)")
     p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS",
@@ -354,18 +355,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)  # the launcher --detach started
     p.set_defaults(func=cmd_launch)
 
-    p = sub.add_parser("wait", help="wait up to --for seconds for a background launcher: its node result once it "
+    p = sub.add_parser("wait", help="wait up to --for-s seconds for a background launcher: its node result once it "
                                     "has ended, else where the round stands (JSON)")
     _node_args(p)
-    p.add_argument("--for", dest="for_s", type=float, default=PROGRESS_INTERVAL_S, metavar="SECONDS",
+    p.add_argument("--for-s", type=float, default=PROGRESS_INTERVAL_S, metavar="SECONDS",
                    help=f"return after this long if the launcher still runs (default {PROGRESS_INTERVAL_S:g})")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="the case timeout, for the progress line")
+    p.add_argument("--timeout-s", type=float, metavar="SECONDS", help="the case timeout, for the progress line")
     p.set_defaults(func=cmd_wait)
 
     p = sub.add_parser("finish", help="end a node of a round: stop what is left of it unless it succeeded, pack its "
                                       "directory (JSON)")
     _node_args(p)
-    p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL (default 10)")
+    p.add_argument("--grace-s", type=float, default=GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
     p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the round's containers")
     p.add_argument("--round", help="with --containers: the round (<case_id>/round<N>)")
     p.add_argument("--archive", help="write the node directory here as a .tar.gz")
@@ -381,7 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", required=True)
     p.add_argument("--dir", required=True, help="where the run's pid files are: the host's run directory, or one "
                                                 "node directory of a round")
-    p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL (default 10)")
+    p.add_argument("--grace-s", type=float, default=GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
     p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
     p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
     p.add_argument("--check", action="store_true", help="list what would be stopped; stop nothing")

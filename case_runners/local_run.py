@@ -40,7 +40,7 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
                 selection[key] = getattr(args, key)
         cases.append(selection)
     return {"vendor": args.vendor, "runtime": "host", "cases": cases, "task": args.task,
-            "results_dir": str(Path(args.results_dir).resolve()), "case_timeout_s": args.timeout}
+            "results_dir": str(Path(args.results_dir).resolve()), "case_timeout_s": args.timeout_s}
 
 
 def _host_problems(plan: dict[str, Any], vendor: str) -> list[str]:

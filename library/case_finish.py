@@ -28,9 +28,8 @@ options:
     description: The launcher's identity, RV(case_launch.launcher); leave it out when the launch did not start.
     type: dict
   grace_s:
-    description: Seconds between SIGTERM and SIGKILL when something is left to stop.
+    description: Seconds between SIGTERM and SIGKILL when something is left to stop; default C(case_runners)' own.
     type: float
-    default: 10
   containers:
     description: (docker runtime) Also remove the round's containers on this host.
     type: bool
@@ -116,7 +115,7 @@ ARGUMENT_SPEC = dict(
     log_dir=dict(type="path", required=True),
     run_id=dict(type="str", required=True),
     launcher=dict(type="dict"),
-    grace_s=dict(type="float", default=10.0),
+    grace_s=dict(type="float"),
     containers=dict(type="bool", default=False),
     round=dict(type="str"),
     archive=dict(type="path"),
@@ -130,7 +129,7 @@ def main():
     params = module.params
     argv = cli_argv(params["python"], "finish", log_dir=params["log_dir"], run_id=params["run_id"],
                     launcher=json.dumps(params["launcher"]) if params["launcher"] else None,
-                    grace=params["grace_s"], containers=params["containers"], round=params["round"],
+                    grace_s=params["grace_s"], containers=params["containers"], round=params["round"],
                     archive=params["archive"])
     doc = run_json(module, argv, params["project_dir"], "case_runners finish", check_rc=True).doc
     cleanup = doc.get("cleanup")

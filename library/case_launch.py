@@ -12,7 +12,7 @@ description:
   - Starts C(python -m case_runners launch --detach) on the host; the node's launcher runs in a session of its
     own, detached from Ansible, and the module returns at once with its identity (RV(launcher)). M(case_wait)
     then waits for it by long polls and M(case_finish) ends the node, three module runs per round and host.
-  - The launcher starts the node's ranks and waits for them (bounded by O(timeout)), then writes
+  - The launcher starts the node's ranks and waits for them (bounded by O(timeout_s)), then writes
     C(node_result.json) in O(log_dir); its own output goes to C(launcher.log) there.
   - With O(config_content) (a host that is not the controller), the resolved config goes to C(launch) on its
     standard input; C(launch) checks it and writes it to O(config) atomically before it starts the launcher.
@@ -20,7 +20,7 @@ description:
   - On a multi-node round (the config's C(nnodes) > 1) run it on every host of the round, one node each. The
     launchers first meet at node 0, which listens on O(master_addr):O(master_port) (the one port to open
     between the hosts) and then picks a free port for torch's TCPStore. A node that does not join within
-    O(rdzv_timeout) fails the round on every node, naming the missing node or the unreachable address.
+    O(rdzv_timeout_s) fails the round on every node, naming the missing node or the unreachable address.
   - With the docker runtime (the config's C(runtime.kind) is C(docker)), the launcher runs in a container of
     the config's image, one per node per round, with the host's network; the process on the host creates
     it through the Docker SDK, waits for it, keeps its output in C(container.log) and removes it on every
@@ -31,7 +31,7 @@ description:
     a pid file there (C(launcher.<run_id>.pid)) and one per rank (C(rank<R>.<run_id>.pid)), which
     M(run_cleanup) trusts only while pid, start time and run id still match. Ranks die with their launcher.
   - Once started, the launchers exchange heartbeats. A rank that fails on any node, a node that times out or
-    is interrupted, or a node silent for O(heartbeat_timeout) stops the ranks of every node, within seconds;
+    is interrupted, or a node silent for O(heartbeat_timeout_s) stops the ranks of every node, within seconds;
     the reason of every other node starts with C(stopped) and names the node, host and rank that failed first.
     A node that loses node 0 stops its own ranks.
 options:
@@ -63,7 +63,7 @@ options:
       - C(0) lets a single-node launcher pick a free port.
     type: int
     default: 0
-  timeout:
+  timeout_s:
     description: Seconds before the launcher stops the ranks; default the case's C(timeout_s).
     type: float
   run_id:
@@ -85,23 +85,23 @@ options:
       - Default on a multi-node round, the interface that routes to O(master_addr); on a single node, none.
       - An empty string is the same as leaving it out.
     type: str
-  rdzv_timeout:
+  rdzv_timeout_s:
     description:
       - Seconds the nodes of a multi-node round have to meet at node 0 (a wrong port or address fails after
         this long).
-      - Default C(PERFPLAY_RDZV_TIMEOUT_S) from O(env) or the host's environment, else 30.
+      - Default C(PERFPLAY_RDZV_TIMEOUT_S) from O(env) or the host's environment, else C(case_runners)' own.
     type: float
-  heartbeat_timeout:
-    description: Seconds of silence after which a node of a multi-node round counts as lost; default 10.
+  heartbeat_timeout_s:
+    description: Seconds of silence after which a node of a multi-node round counts as lost; default
+      C(case_runners)' own.
     type: float
   monitors:
     description: Run the round's monitors (the host's and the vendor's) for the length of the round.
     type: bool
     default: true
   monitor_interval:
-    description: Seconds between monitor samples.
+    description: Seconds between monitor samples; default C(case_runners)' own.
     type: float
-    default: 1.0
   env:
     description: Extra environment for the launcher and its ranks (for example C(NCCL_SOCKET_IFNAME)).
     type: dict
@@ -128,7 +128,7 @@ EXAMPLES = r"""
     config: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/resolved_config.json
     log_dir: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1/localhost_noderank0
     run_id: run20250101120000
-    timeout: 1800
+    timeout_s: 1800
   register: launch
 
 - name: Start this host's node of a two-node round (on both hosts at once)
@@ -144,9 +144,9 @@ EXAMPLES = r"""
     master_addr: 10.231.77.11
     master_port: 29500
     nic: ib0
-    rdzv_timeout: 60
-    heartbeat_timeout: 10
-    timeout: 3600
+    rdzv_timeout_s: 60
+    heartbeat_timeout_s: 10
+    timeout_s: 3600
 """
 
 RETURN = r"""
@@ -192,12 +192,12 @@ def launch_argv(params):
         node_rank=params["node_rank"],
         master_addr=params["master_addr"],
         master_port=params["master_port"],
-        timeout=params["timeout"],
+        timeout_s=params["timeout_s"],
         run_id=params["run_id"],
         node_name=params["node_name"] or None,
         nic=params["nic"] or None,
-        rdzv_timeout=params["rdzv_timeout"],
-        heartbeat_timeout=params["heartbeat_timeout"],
+        rdzv_timeout_s=params["rdzv_timeout_s"],
+        heartbeat_timeout_s=params["heartbeat_timeout_s"],
         no_monitors=not params["monitors"],
         monitor_interval=params["monitor_interval"],
         detach=True,
@@ -214,14 +214,14 @@ def main():
         node_rank=dict(type="int", default=0),
         master_addr=dict(type="str", default="127.0.0.1"),
         master_port=dict(type="int", default=0),
-        timeout=dict(type="float"),
+        timeout_s=dict(type="float"),
         run_id=dict(type="str", required=True),
         node_name=dict(type="str"),
         nic=dict(type="str"),
-        rdzv_timeout=dict(type="float"),
-        heartbeat_timeout=dict(type="float"),
+        rdzv_timeout_s=dict(type="float"),
+        heartbeat_timeout_s=dict(type="float"),
         monitors=dict(type="bool", default=True),
-        monitor_interval=dict(type="float", default=1.0),
+        monitor_interval=dict(type="float"),
         env=dict(type="dict", default={}),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

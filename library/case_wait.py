@@ -15,7 +15,7 @@ description:
     line per host and poll, such as C(node 0 on node1, digits_cnn_CPUx1x1 round 1: training: epoch 2, step 120,
     loss 0.31, 812.4 samples/s (rank 0); 45 s of 1800 s). A host that stops answering is unreachable at once."
   - Fails when the node's status is not C(success) (C(failed), C(timeout) or C(interrupted)), and when the
-    launcher still runs O(margin_s) seconds after O(timeout); the node result is returned either way.
+    launcher still runs O(margin_s) seconds after O(timeout_s); the node result is returned either way.
 options:
   log_dir:
     description: The node directory the launcher writes.
@@ -30,16 +30,18 @@ options:
     type: dict
     required: true
   for_s:
-    description: Seconds one poll waits before it reports progress (run var C(perfplay_progress_interval)).
+    description:
+      - Seconds one poll waits before it reports progress (run var C(perfplay_progress_interval)); default
+        C(case_runners)' own, which each poll returns (RV(for_s)).
     type: float
-    default: 30
-  timeout:
+  timeout_s:
     description: The case timeout in seconds (the launcher stops the ranks then); shown in the progress line.
     type: float
   margin_s:
-    description: (action plugin) Seconds after O(timeout) before the wait gives up on a launcher that has not ended.
+    description:
+      - (action plugin) Seconds after O(timeout_s) before the wait gives up on a launcher that has not ended;
+        default the action plugin's C(DEFAULT_MARGIN_S), 120.
     type: float
-    default: 120
   label:
     description: (action plugin) What the progress line names first, for example the node, host, case and round.
     type: str
@@ -69,7 +71,7 @@ EXAMPLES = r"""
     log_dir: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1/localhost_noderank0
     run_id: run20250101120000
     launcher: "{{ launch.launcher }}"
-    timeout: 1800
+    timeout_s: 1800
     label: node 0 on localhost, digits_cnn_CPUx1x1 round 1
 """
 
@@ -98,6 +100,11 @@ progress:
   returned: while running
   type: dict
   sample: {phase: training, rank: 0, epoch: 2, step: 120, loss: 0.31, samples_per_s: 812.4, elapsed_s: 45.0}
+for_s:
+  description: The seconds the poll waited at most.
+  returned: while running
+  type: float
+  sample: 30.0
 line:
   description: The progress as one line.
   returned: while running
@@ -124,9 +131,9 @@ ARGUMENT_SPEC = dict(
     log_dir=dict(type="path", required=True),
     run_id=dict(type="str", required=True),
     launcher=dict(type="dict", required=True),
-    for_s=dict(type="float", default=30.0),
-    timeout=dict(type="float"),
-    margin_s=dict(type="float", default=120.0),
+    for_s=dict(type="float"),
+    timeout_s=dict(type="float"),
+    margin_s=dict(type="float"),
     label=dict(type="str"),
 )
 
@@ -135,13 +142,12 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     argv = cli_argv(params["python"], "wait", log_dir=params["log_dir"], run_id=params["run_id"],
-                    launcher=json.dumps(params["launcher"]), timeout=params["timeout"])
-    argv += ["--for", str(params["for_s"])]  # `for` is a Python keyword: not a cli_argv flag name
+                    launcher=json.dumps(params["launcher"]), timeout_s=params["timeout_s"], for_s=params["for_s"])
     doc = run_json(module, argv, params["project_dir"], "case_runners wait").doc
     outcome = dict(changed=False, finished=bool(doc.get("finished")), status=doc.get("status"),
                    reason=doc.get("reason"), node_result=doc.get("node_result"))
     if not outcome["finished"]:
-        module.exit_json(progress=doc.get("progress"), line=doc.get("line"), **outcome)
+        module.exit_json(progress=doc.get("progress"), line=doc.get("line"), for_s=doc.get("for_s"), **outcome)
     if outcome["status"] != "success":
         node = (outcome["node_result"] or {}).get("node_rank", "?")
         module.fail_json(msg="node %s: %s: %s" % (node, outcome["status"], outcome["reason"]), **outcome)

@@ -14,7 +14,7 @@ description:
     and monitor daemons, each only while it still is that process (same pid, start time and pid namespace, with
     C(PERFPLAY_RUN_ID=<run_id>) in its environment), with the members of its session that carry the run id
     (a rank's data-loader workers). Never matches on a command line.
-  - Sends SIGTERM, then SIGKILL to those still alive after O(grace_period) seconds.
+  - Sends SIGTERM, then SIGKILL to those still alive after O(grace_s) seconds.
   - Removes stale pid files.
   - With O(containers=true) (docker runtime), first removes the run's containers (label C(perfplay.run_id)), or
     only those of O(round).
@@ -30,10 +30,9 @@ options:
       - A directory that does not exist holds no process of the run.
     type: path
     required: true
-  grace_period:
-    description: Seconds between SIGTERM and SIGKILL.
+  grace_s:
+    description: Seconds between SIGTERM and SIGKILL; default C(case_runners)' own.
     type: float
-    default: 10
   containers:
     description: Also remove the run's containers (needs the Docker SDK in O(python)).
     type: bool
@@ -65,7 +64,7 @@ EXAMPLES = r"""
     python: /opt/perfplay/venv/bin/python
     run_id: run20250101120000-a1b2c3
     dir: /opt/perfplay/results/run20250101120000-a1b2c3
-    grace_period: 5
+    grace_s: 5
   register: cleanup
 """
 
@@ -119,16 +118,16 @@ def main():
         COMMON_ARGUMENT_SPEC,
         run_id=dict(type="str", required=True),
         dir=dict(type="path", required=True),
-        grace_period=dict(type="float", default=10),
+        grace_s=dict(type="float"),
         containers=dict(type="bool", default=False),
         round=dict(type="str"),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    if params["grace_period"] < 0:
-        module.fail_json(msg="grace_period must be >= 0")
+    if params["grace_s"] is not None and params["grace_s"] < 0:
+        module.fail_json(msg="grace_s must be >= 0")
     argv = cli_argv(params["python"], "cleanup", run_id=params["run_id"], dir=params["dir"],
-                    grace=params["grace_period"], containers=params["containers"], round=params["round"],
+                    grace_s=params["grace_s"], containers=params["containers"], round=params["round"],
                     check=module.check_mode)
     doc = run_json(module, argv, params["project_dir"], "case_runners cleanup", check_rc=True).doc
     # In check mode nothing is signalled: every process found is a change it would make.

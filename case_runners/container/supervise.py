@@ -86,8 +86,8 @@ def inner_argv(spec: NodeSpec) -> list[str]:
     argv = ["python3", "-m", "case_runners", "launch", "--inside-container",
             "--config", str(spec.config_path), "--log-dir", str(spec.log_dir), "--node-rank", str(spec.node_rank),
             "--master-addr", spec.master_addr, "--master-port", str(spec.master_port),
-            "--timeout", str(spec.timeout_s), "--run-id", spec.run_id, "--node-name", spec.node_name,
-            "--rdzv-timeout", str(spec.rdzv_timeout_s), "--heartbeat-timeout", str(spec.heartbeat_timeout_s)]
+            "--timeout-s", str(spec.timeout_s), "--run-id", spec.run_id, "--node-name", spec.node_name,
+            "--rdzv-timeout-s", str(spec.rdzv_timeout_s), "--heartbeat-timeout-s", str(spec.heartbeat_timeout_s)]
     return argv + (["--nic", spec.nic] if spec.nic else [])
 
 

@@ -271,8 +271,8 @@ def meet(spec: NodeSpec, launcher: NodeLauncher) -> Link:
     """The rendezvous of a multi-node round: this node's link to the others (torch's port in its torch_port)."""
     common: dict[str, Any] = dict(
         master_addr=spec.master_addr, master_port=spec.master_port, node_name=spec.node_name, run_id=spec.run_id,
-        nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout=spec.rdzv_timeout_s,
-        heartbeat_timeout=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
+        nnodes=spec.nnodes, nproc=spec.nproc, rdzv_timeout_s=spec.rdzv_timeout_s,
+        heartbeat_timeout_s=spec.heartbeat_timeout_s, interrupted=launcher.interrupted)
     if not 0 <= spec.node_rank < spec.nnodes:
         raise rendezvous.RendezvousError(FAILED, f"node rank {spec.node_rank} of {spec.node_name} is outside "
                                                    f"0..{spec.nnodes - 1} (nnodes={spec.nnodes})")

@@ -1,14 +1,14 @@
 """How the launchers of a multi-node round meet before any rank starts (nnodes > 1 only).
 
 Node 0 listens on master_addr:master_port (the one port users configure and open); every other node
-connects, retrying until rdzv_timeout, and sends
+connects, retrying until rdzv_timeout_s, and sends
 
   {"join": {"node_rank": K, "node_name": NAME, "run_id": RUN, "nnodes": N, "nproc": P}}
 
 Node 0 answers {"welcome": {"node_name": NAME0, "wait_s": S}} or {"reject": REASON} (a different run,
 layout, or a node rank already taken). Once all nnodes - 1 have joined, node 0 picks a free port for
 torch's TCPStore and sends {"go": {"torch_port": PORT}}: every node starts its ranks with MASTER_PORT=PORT.
-If they do not all join within rdzv_timeout, every node fails naming the missing ones. From here on the
+If they do not all join within rdzv_timeout_s, every node fails naming the missing ones. From here on the
 connections carry heartbeats and failures (watchdog.py).
 """
 
@@ -51,12 +51,12 @@ def listen(addr: str, port: int, backlog: int) -> socket.socket:
 
 
 def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nnodes: int, nproc: int,
-         rdzv_timeout: float, heartbeat_timeout: float, interrupted: Interrupted) -> CoordinatorLink:
+         rdzv_timeout_s: float, heartbeat_timeout_s: float, interrupted: Interrupted) -> CoordinatorLink:
     """Node 0: wait for the other nnodes - 1 launchers, then start them all."""
     where = f"{master_addr}:{master_port}"
     me = node_label(0, node_name)
     listener = listen(master_addr, master_port, backlog=max(8, nnodes))
-    deadline = time.monotonic() + rdzv_timeout
+    deadline = time.monotonic() + rdzv_timeout_s
     pending: list[Channel] = []  # connected, not yet joined
     peers: dict[int, Peer] = {}
     rejected: list[str] = []
@@ -99,7 +99,7 @@ def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nno
             missing = ", ".join(str(k) for k in range(1, nnodes) if k not in peers)
             also = f"; rejected: {'; '.join(rejected)}" if rejected else ""
             raise fail(FAILED, f"rendezvous: node(s) {missing} did not join {me} at {where} "
-                                 f"within {rdzv_timeout:g} s{also}")
+                                 f"within {rdzv_timeout_s:g} s{also}")
         for ready in readable([listener, *pending, *(p.channel for p in peers.values())], TICK_S):
             if ready is listener:
                 try:
@@ -125,9 +125,9 @@ def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nno
                     status = message.get("status") if message.get("status") in VERBS else FAILED
                     raise fail(FAILED, f"rendezvous: {peer.label} {VERBS[status]}: {message['fail']}")
         for peer in peers.values():
-            if peer.channel.silent_for() > heartbeat_timeout:
+            if peer.channel.silent_for() > heartbeat_timeout_s:
                 raise fail(FAILED, f"rendezvous: {peer.label} lost contact "
-                                     f"(no heartbeat for {heartbeat_timeout:g} s)")
+                                     f"(no heartbeat for {heartbeat_timeout_s:g} s)")
             peer.channel.heartbeat_if_due()
 
     for channel in pending:
@@ -136,12 +136,12 @@ def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nno
     torch_port = free_port("")  # torch's TCPStore listens on every address of node 0
     for peer in peers.values():
         peer.channel.send({"go": {"torch_port": torch_port}})
-    return CoordinatorLink(node_name, peers, heartbeat_timeout, torch_port)
+    return CoordinatorLink(node_name, peers, heartbeat_timeout_s, torch_port)
 
 
-def connect(addr: str, port: int, timeout: float, interrupted: Interrupted) -> socket.socket:
-    """Connect to node 0, retrying (it may start later) for timeout seconds."""
-    deadline = time.monotonic() + timeout
+def connect(addr: str, port: int, timeout_s: float, interrupted: Interrupted) -> socket.socket:
+    """Connect to node 0, retrying (it may start later) for timeout_s seconds."""
+    deadline = time.monotonic() + timeout_s
     last = "no attempt"
     while True:
         reason = interrupted()
@@ -150,7 +150,7 @@ def connect(addr: str, port: int, timeout: float, interrupted: Interrupted) -> s
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RendezvousError(FAILED, f"rendezvous: cannot reach node 0 at {addr}:{port} within "
-                                            f"{timeout:g} s ({last}) — check perfplay_master_port and the firewall")
+                                            f"{timeout_s:g} s ({last}) — check perfplay_master_port and the firewall")
         try:
             return socket.create_connection((addr, port), timeout=min(remaining, 2.0))
         except OSError as exc:
@@ -159,11 +159,11 @@ def connect(addr: str, port: int, timeout: float, interrupted: Interrupted) -> s
 
 
 def join(*, master_addr: str, master_port: int, node_rank: int, node_name: str, run_id: str, nnodes: int,
-         nproc: int, rdzv_timeout: float, heartbeat_timeout: float, interrupted: Interrupted) -> MemberLink:
+         nproc: int, rdzv_timeout_s: float, heartbeat_timeout_s: float, interrupted: Interrupted) -> MemberLink:
     """Node > 0: join node 0 and wait for its go."""
     where = f"{master_addr}:{master_port}"
     me = node_label(node_rank, node_name)
-    channel = Channel(connect(master_addr, master_port, rdzv_timeout, interrupted))
+    channel = Channel(connect(master_addr, master_port, rdzv_timeout_s, interrupted))
     waiting = GO_SLACK_S  # node 0 answers a join at once
     deadline = time.monotonic() + waiting
     channel.send({"join": {"node_rank": node_rank, "node_name": node_name, "run_id": run_id,
@@ -204,10 +204,10 @@ def join(*, master_addr: str, master_port: int, node_rank: int, node_name: str, 
                     waiting = float(message["welcome"].get("wait_s") or 0) + GO_SLACK_S
                     deadline = time.monotonic() + waiting
                 if isinstance(message.get("go"), dict) and welcomed:
-                    return MemberLink(channel, coordinator, where, heartbeat_timeout,
+                    return MemberLink(channel, coordinator, where, heartbeat_timeout_s,
                                       int(message["go"]["torch_port"]))
-        if welcomed and channel.silent_for() > heartbeat_timeout:
+        if welcomed and channel.silent_for() > heartbeat_timeout_s:
             raise fail(FAILED, f"rendezvous: lost contact with {coordinator} at {where} "
-                                 f"(no heartbeat for {heartbeat_timeout:g} s)")
+                                 f"(no heartbeat for {heartbeat_timeout_s:g} s)")
         if welcomed:
             channel.heartbeat_if_due()

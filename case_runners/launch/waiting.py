@@ -76,7 +76,7 @@ def _exit_fd(pid: int) -> int | None:
 def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_at: float | None = None,
          timeout_s: float | None = None) -> dict[str, Any]:
     """Wait up to for_s for the launcher to end, returning as it ends. Ended: its node result. Still running:
-    {finished: false} with where the round stands (progress.progress) and the seconds since its start."""
+    {finished: false} with for_s, where the round stands (progress.progress) and the seconds since its start."""
     deadline = time.monotonic() + max(0.0, for_s)
     exit_fd = _exit_fd(launcher.pid)
     try:
@@ -85,7 +85,7 @@ def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_
             if left <= 0:
                 state = progress.progress(log_dir)
                 elapsed = round(time.time() - started_at, 1) if started_at else None
-                return {"finished": False, "status": RUNNING, "reason": None, "node_result": None,
+                return {"finished": False, "status": RUNNING, "reason": None, "node_result": None, "for_s": for_s,
                         "progress": {**state, "elapsed_s": elapsed, "timeout_s": timeout_s},
                         "line": line(state, elapsed, timeout_s)}
             if exit_fd is None or select.select([exit_fd], [], [], left)[0]:

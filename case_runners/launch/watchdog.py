@@ -1,7 +1,7 @@
 """The links between the launchers of a multi-node round, once they have met (see rendezvous.py).
 
 Node 0 holds one connection per other node (a star). Both ends send a heartbeat every second; a peer
-silent for heartbeat_timeout, or whose connection closes, is lost. The protocol after the rendezvous:
+silent for heartbeat_timeout_s, or whose connection closes, is lost. The protocol after the rendezvous:
 
   node k -> node 0   {"fail": REASON, "status": STATUS, "urgent": BOOL}   k's ranks failed / timed out / k was
                                                                          interrupted; k stops its ranks
@@ -75,18 +75,18 @@ class Peer:
 class CoordinatorLink:
     """Node 0's side: every other node's connection."""
 
-    def __init__(self, node_name: str, peers: dict[int, Peer], heartbeat_timeout: float, torch_port: int) -> None:
+    def __init__(self, node_name: str, peers: dict[int, Peer], heartbeat_timeout_s: float, torch_port: int) -> None:
         self.node_name = node_name
         self.peers = peers
-        self.heartbeat_timeout = heartbeat_timeout
+        self.heartbeat_timeout_s = heartbeat_timeout_s
         self.torch_port = torch_port
         self.failures: list[Failure] = []
         self.outcome: tuple[str, str] | None = None  # never set on node 0: it decides
 
-    def poll(self, timeout: float) -> None:
-        """Read what the peers sent (waiting at most timeout), check their heartbeats, send ours."""
+    def poll(self, timeout_s: float) -> None:
+        """Read what the peers sent (waiting at most timeout_s), check their heartbeats, send ours."""
         running = {p.channel: p for p in self.peers.values() if p.state == "running"}
-        for channel in readable(list(running), timeout):
+        for channel in readable(list(running), timeout_s):
             peer = running[channel]
             try:
                 messages = channel.receive()
@@ -97,8 +97,8 @@ class CoordinatorLink:
                 self._handle(peer, message)
         for peer in self.peers.values():
             if peer.state == "running":
-                if peer.channel.silent_for() > self.heartbeat_timeout:
-                    self._lost(peer, f"no heartbeat for {self.heartbeat_timeout:g} s")
+                if peer.channel.silent_for() > self.heartbeat_timeout_s:
+                    self._lost(peer, f"no heartbeat for {self.heartbeat_timeout_s:g} s")
                 else:
                     peer.channel.heartbeat_if_due()
 
@@ -144,22 +144,22 @@ class CoordinatorLink:
 class MemberLink:
     """A node > 0's side: its connection to node 0."""
 
-    def __init__(self, channel: Channel, coordinator: str, master: str, heartbeat_timeout: float,
+    def __init__(self, channel: Channel, coordinator: str, master: str, heartbeat_timeout_s: float,
                  torch_port: int) -> None:
         self.channel = channel
         self.coordinator = coordinator  # "node 0 (NAME)"
         self.master = master  # "ADDR:PORT"
-        self.heartbeat_timeout = heartbeat_timeout
+        self.heartbeat_timeout_s = heartbeat_timeout_s
         self.torch_port = torch_port
         self.failures: list[Failure] = []  # a member hears of no other node's failure, only of aborts
         self.outcome: tuple[str, str] | None = None  # (status, reason) once node 0 aborts us or is lost
 
-    def poll(self, timeout: float) -> None:
-        """Read what node 0 sent (waiting at most timeout), check its heartbeat, send ours."""
+    def poll(self, timeout_s: float) -> None:
+        """Read what node 0 sent (waiting at most timeout_s), check its heartbeat, send ours."""
         if self.outcome:
-            time.sleep(max(0.0, timeout))
+            time.sleep(max(0.0, timeout_s))
             return
-        if readable([self.channel], timeout):
+        if readable([self.channel], timeout_s):
             try:
                 messages = self.channel.receive()
             except ChannelClosed as closed:
@@ -169,8 +169,8 @@ class MemberLink:
                 if "abort" in message:
                     self.outcome = (aborted_status(str(message.get("status"))), str(message["abort"]))
                     return
-        if self.channel.silent_for() > self.heartbeat_timeout:
-            self._lost(f"no heartbeat for {self.heartbeat_timeout:g} s")
+        if self.channel.silent_for() > self.heartbeat_timeout_s:
+            self._lost(f"no heartbeat for {self.heartbeat_timeout_s:g} s")
         else:
             self.channel.heartbeat_if_due()
 

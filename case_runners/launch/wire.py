@@ -92,11 +92,11 @@ class Channel:
             self.sock.close()
 
 
-def readable(channels: list[Any], timeout: float) -> list[Any]:
-    """The channels (or sockets) with data or EOF waiting, after at most timeout seconds."""
+def readable(channels: list[Any], timeout_s: float) -> list[Any]:
+    """The channels (or sockets) with data or EOF waiting, after at most timeout_s seconds."""
     live = [c for c in channels if not getattr(c, "closed", False)]
     if not live:
-        time.sleep(max(0.0, timeout))
+        time.sleep(max(0.0, timeout_s))
         return []
-    ready, _, _ = select.select(live, [], [], max(0.0, timeout))
+    ready, _, _ = select.select(live, [], [], max(0.0, timeout_s))
     return ready

@@ -34,9 +34,9 @@ class StopSignal:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
 
-    def wait(self, timeout: float) -> bool:
-        """Sleep up to timeout seconds; True as soon as a stop signal is pending."""
-        return signal.sigtimedwait(self.SIGNALS, max(timeout, 0.0)) is not None
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep up to timeout_s seconds; True as soon as a stop signal is pending."""
+        return signal.sigtimedwait(self.SIGNALS, max(timeout_s, 0.0)) is not None
 
 
 class ReadyChannel:

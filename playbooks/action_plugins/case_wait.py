@@ -10,9 +10,8 @@ from ansible.utils.display import Display
 
 display = Display()
 
-# Options of the action alone; the module accepts and ignores them.
+# An option of the action alone; the module accepts and ignores it.
 DEFAULT_MARGIN_S = 120.0
-DEFAULT_FOR_S = 30.0
 
 
 class ActionModule(ActionBase):
@@ -22,21 +21,24 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
-        timeout = args.get("timeout")
+        timeout = args.get("timeout_s")
         margin = float(args.get("margin_s") or DEFAULT_MARGIN_S)
-        interval = float(args.get("for_s") or DEFAULT_FOR_S)
+        # Unset: case_runners' default, which every poll of a running node reports.
+        interval = float(args["for_s"]) if args.get("for_s") else None
         bound = float(timeout) + margin if timeout else None
         label = args.get("label") or self._task.get_name()
         began = time.monotonic()
         polls = 0
         while True:
             left = None if bound is None else bound - (time.monotonic() - began)
-            args["for_s"] = interval if left is None else max(1.0, min(interval, left))
+            if interval is not None:
+                args["for_s"] = interval if left is None else max(1.0, min(interval, left))
             answer = self._execute_module(module_name="case_wait", module_args=args, task_vars=task_vars)
             polls += 1
             if answer.get("failed") or answer.get("unreachable") or answer.get("finished"):
                 break
-            if left is not None and left <= interval:
+            interval = interval or float(answer.get("for_s") or 0) or None
+            if left is not None and left <= (interval or 0):
                 answer.update(failed=True, msg="the launcher still runs %g s after the case timeout of %g s"
                                                 % (margin, float(timeout)))
                 break

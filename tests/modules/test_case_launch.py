@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 ARGS = {"project_dir": "/repo", "python": "/venv/bin/python", "config": "/run/c/resolved_config.json",
-        "log_dir": "/run/c/round1/localhost_noderank0", "run_id": "run1", "timeout": 60}
+        "log_dir": "/run/c/round1/localhost_noderank0", "run_id": "run1", "timeout_s": 60}
 LAUNCHER = {"pid": 4242, "start": 81234567, "pidns": 4026531836, "started_at": 1795376237.0}
 STARTED = {"started": True, "launcher": LAUNCHER, "log": "/run/c/round1/localhost_noderank0/launcher.log",
            "reason": None}
 SUCCESS = {"schema": "perfplay.node_result/1", "node_rank": 0, "status": "success", "reason": None,
            "ranks": {"0": {"exit_code": 0, "log": "rank0.out.log"}}, "duration_s": 1.5, "host": "h"}
 WAIT = {"project_dir": "/repo", "python": "/venv/bin/python", "log_dir": "/run/c/round1/localhost_noderank0",
-        "run_id": "run1", "launcher": LAUNCHER, "timeout": 60, "for_s": 30}
+        "run_id": "run1", "launcher": LAUNCHER, "timeout_s": 60, "for_s": 30}
 
 
 def ended(node_result):
@@ -45,7 +45,7 @@ def test_starts_the_launcher_in_the_background_and_returns_its_identity(run_modu
     assert call["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "launch", "--config", "/run/c/resolved_config.json",
         "--log-dir", "/run/c/round1/localhost_noderank0", "--node-rank", "0", "--master-addr", "127.0.0.1",
-        "--master-port", "0", "--timeout", "60.0", "--run-id", "run1", "--monitor-interval", "1.0", "--detach"]
+        "--master-port", "0", "--timeout-s", "60.0", "--run-id", "run1", "--detach"]
     assert call["cwd"] == "/repo" and call["data"] is None
     assert call["environ_update"] == {"NCCL_SOCKET_IFNAME": "ib0"}
 
@@ -64,7 +64,7 @@ def test_a_remote_host_is_given_the_config_on_the_launch_s_stdin(run_module):
     kind, result, cli = run_module("case_launch", dict(ARGS, config_content=content), {"launch": STARTED})
     assert kind == "exit" and result["changed"] is True
     (call,) = cli.calls
-    assert call["argv"][-3:] == ["1.0", "--detach", "--config-stdin"]
+    assert call["argv"][-3:] == ["run1", "--detach", "--config-stdin"]
     assert json.loads(call["data"]) == content
 
 
@@ -91,21 +91,22 @@ def test_no_answer_at_all(run_module):
 
 def test_multi_node_options_reach_the_launcher(run_module):
     args = dict(ARGS, node_rank=1, master_addr="10.231.77.11", master_port=29500, node_name="node2", nic="ib0",
-                rdzv_timeout=60, heartbeat_timeout=5, monitors=False, monitor_interval=0.5)
+                rdzv_timeout_s=60, heartbeat_timeout_s=5, monitors=False, monitor_interval=0.5)
     kind, _, cli = run_module("case_launch", args, {"launch": STARTED})
     assert kind == "exit"
     (call,) = cli.calls
     assert call["argv"][call["argv"].index("--node-rank"):] == [
-        "--node-rank", "1", "--master-addr", "10.231.77.11", "--master-port", "29500", "--timeout", "60.0",
-        "--run-id", "run1", "--node-name", "node2", "--nic", "ib0", "--rdzv-timeout", "60.0",
-        "--heartbeat-timeout", "5.0", "--no-monitors", "--monitor-interval", "0.5", "--detach"]
+        "--node-rank", "1", "--master-addr", "10.231.77.11", "--master-port", "29500", "--timeout-s", "60.0",
+        "--run-id", "run1", "--node-name", "node2", "--nic", "ib0", "--rdzv-timeout-s", "60.0",
+        "--heartbeat-timeout-s", "5.0", "--no-monitors", "--monitor-interval", "0.5", "--detach"]
 
 
 def test_an_empty_nic_or_node_name_is_left_to_the_launcher(run_module):
     kind, _, cli = run_module("case_launch", dict(ARGS, nic="", node_name=""), {"launch": STARTED})
     assert kind == "exit"
     (call,) = cli.calls
-    assert not {"--nic", "--node-name", "--rdzv-timeout", "--heartbeat-timeout"} & set(call["argv"])
+    left_out = {"--nic", "--node-name", "--rdzv-timeout-s", "--heartbeat-timeout-s", "--monitor-interval"}
+    assert not left_out & set(call["argv"]), "case_runners applies the defaults"
 
 
 # -- case_wait: one long poll ------------------------------------------------------------------------------------
@@ -120,7 +121,15 @@ def test_a_poll_of_a_running_node_reports_progress_and_changes_nothing(run_modul
     (call,) = cli.calls
     assert call["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "wait", "--log-dir", "/run/c/round1/localhost_noderank0",
-        "--run-id", "run1", "--launcher", json.dumps(LAUNCHER), "--timeout", "60.0", "--for", "30.0"]
+        "--run-id", "run1", "--launcher", json.dumps(LAUNCHER), "--timeout-s", "60.0", "--for-s", "30.0"]
+
+
+def test_a_poll_without_for_s_takes_case_runners_default_and_reports_it(run_module):
+    running = {"finished": False, "status": "running", "reason": None, "node_result": None, "for_s": 30.0,
+               "progress": {"phase": "training"}, "line": "training"}
+    kind, result, cli = run_module("case_wait", {k: v for k, v in WAIT.items() if k != "for_s"}, {"wait": running})
+    assert kind == "exit" and result["for_s"] == 30.0
+    assert "--for-s" not in cli.calls[0]["argv"]
 
 
 def test_a_node_that_succeeded_ends_the_wait(run_module):
@@ -161,7 +170,7 @@ def test_finish_after_a_clean_end_changes_nothing(run_module):
     (call,) = cli.calls
     assert call["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "finish", "--log-dir", "/run/c/round1/h_noderank0",
-        "--run-id", "run1", "--launcher", json.dumps(LAUNCHER), "--grace", "10.0"]
+        "--run-id", "run1", "--launcher", json.dumps(LAUNCHER)]
 
 
 def test_finish_that_stopped_leftovers_or_packed_the_directory_is_a_change(run_module):
@@ -172,8 +181,8 @@ def test_finish_that_stopped_leftovers_or_packed_the_directory_is_a_change(run_m
                                    {"finish": finished(archive={"path": "/tmp/x/node.tar.gz", "bytes": 10})})
     assert kind == "exit" and result["changed"] is True
     argv = cli.calls[0]["argv"]
-    assert argv[argv.index("--grace"):] == ["--grace", "10.0", "--containers", "--round", "c/round1",
-                                            "--archive", "/tmp/x/node.tar.gz"]
+    assert argv[argv.index("--containers"):] == ["--containers", "--round", "c/round1", "--archive",
+                                                 "/tmp/x/node.tar.gz"]
 
 
 def test_finish_without_a_launcher_leaves_the_flag_out(run_module):

@@ -15,8 +15,8 @@ def test_module_missing_arguments(run_module):
 
 
 def test_module_rejects_a_negative_grace(run_module):
-    kind, result, _ = run_module("run_cleanup", {"project_dir": "/p", "run_id": RUN, "dir": "/r", "grace_period": -1})
-    assert kind == "fail" and "grace_period must be >= 0" in result["msg"]
+    kind, result, _ = run_module("run_cleanup", {"project_dir": "/p", "run_id": RUN, "dir": "/r", "grace_s": -1})
+    assert kind == "fail" and "grace_s must be >= 0" in result["msg"]
 
 
 def answer(**doc):
@@ -34,11 +34,11 @@ def answer(**doc):
 ])
 def test_module_outcomes(run_module, check_mode, doc, changed):
     kind, result, calls = run_module("run_cleanup", {"project_dir": "/p", "run_id": RUN, "dir": "/r/" + RUN,
-                                                     "grace_period": 2, "containers": True, "round": "c/round1"},
+                                                     "grace_s": 2, "containers": True, "round": "c/round1"},
                                      check_mode=check_mode, answers=answer(**doc))
     assert kind == "exit" and result["changed"] is changed
     (argv,) = [call["argv"] for call in calls.calls]
     assert argv[argv.index("--run-id") + 1] == RUN and argv[argv.index("--dir") + 1] == "/r/" + RUN
-    assert argv[argv.index("--grace") + 1] == "2.0" and "--containers" in argv
+    assert argv[argv.index("--grace-s") + 1] == "2.0" and "--containers" in argv
     assert argv[argv.index("--round") + 1] == "c/round1"
     assert ("--check" in argv) is check_mode

@@ -57,14 +57,14 @@ def test_a_background_round_reports_progress_then_its_result_and_is_packed(tmp_p
     # Trains for 6 s whatever the machine's speed: polls every second see it train.
     long = config(tmp_path, synthetic=True, max_epochs=10000, time_budget_s=6, log_freq=5)
     started = cli("launch", "--detach", "--config", str(long),
-                  "--log-dir", str(node), "--run-id", run_id, "--no-monitors", "--timeout", "600")
+                  "--log-dir", str(node), "--run-id", run_id, "--no-monitors", "--timeout-s", "600")
     assert started["started"] and started["log"] == str(node / "launcher.log")
     launcher = started["launcher"]
     assert is_same(ProcessId.from_json(launcher)), "the launcher outlives the command that started it"
 
     polls = []
     while True:
-        answer = cli("wait", *node_args(node, run_id, launcher), "--for", "1", "--timeout", "600")
+        answer = cli("wait", *node_args(node, run_id, launcher), "--for-s", "1", "--timeout-s", "600")
         if answer["finished"]:
             break
         polls.append(answer)
@@ -89,9 +89,9 @@ def test_finish_stops_a_launcher_the_wait_gave_up_on(tmp_path, run_id):
     started = cli("launch", "--detach", "--config", str(config(tmp_path, max_steps=100000)),
                   "--log-dir", str(node), "--run-id", run_id, "--no-monitors")
     launcher = started["launcher"]
-    answer = cli("wait", *node_args(node, run_id, launcher), "--for", "1")
+    answer = cli("wait", *node_args(node, run_id, launcher), "--for-s", "1")
     assert answer["finished"] is False
-    done = cli("finish", *node_args(node, run_id, launcher), "--grace", "5")
+    done = cli("finish", *node_args(node, run_id, launcher), "--grace-s", "5")
     assert done["status"] == "failed" and done["reason"] == "the launcher was still running"
     assert launcher["pid"] in done["cleanup"]["terminated"] + done["cleanup"]["killed"]
     assert not is_same(ProcessId.from_json(launcher)) and run_pids(run_id) == []
@@ -101,7 +101,7 @@ def test_a_launcher_that_ends_without_a_result_is_a_failure_naming_its_log(tmp_p
     node = tmp_path / "node"
     started = cli("launch", "--detach", "--config", str(tmp_path / "missing.json"), "--log-dir", str(node),
                   "--run-id", run_id)
-    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for", "120")
+    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for-s", "120")
     assert answer["finished"] and answer["status"] == "failed"
     assert answer["reason"].startswith("the launcher ended without writing node_result.json: ")
     assert "missing.json" in answer["reason"], "the tail of launcher.log says why"
@@ -123,9 +123,9 @@ def test_a_config_on_stdin_is_checked_and_written_before_the_launcher_starts(tmp
     started = cli(*args, stdin=sent)
     assert received.read_text(encoding="utf-8") == sent
     assert received.parent.stat().st_mode & 0o777 == 0o700
-    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for", "120")
+    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for-s", "120")
     while not answer["finished"]:
-        answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for", "120")
+        answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for-s", "120")
     assert answer["status"] in ("success", "not_converged"), answer["reason"]
     assert run("launch", *args[2:], stdin=sent).stderr.strip() == \
         "error: --config-stdin goes with --detach (the launch a module starts on a host)"

@@ -52,7 +52,7 @@ class Launcher:
         self.log_dir = log_dir
         argv = [sys.executable, "-m", "case_runners", "launch", "--config", str(config), "--log-dir", str(log_dir),
                 "--run-id", self.run_id, "--monitor-interval", "0.2"] + ([] if monitors else ["--no-monitors"]) + \
-            (["--timeout", str(timeout)] if timeout else [])
+            (["--timeout-s", str(timeout)] if timeout else [])
         self.proc = subprocess.Popen(argv, cwd=project_root(), stdout=subprocess.PIPE, text=True)
 
     def result(self, timeout: float = 600) -> dict:

@@ -146,7 +146,7 @@ class TicksThenStop:
     def __init__(self, ticks: int) -> None:
         self.ticks = ticks
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout_s: float) -> bool:
         self.ticks -= 1
         return self.ticks < 0
 

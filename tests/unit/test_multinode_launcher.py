@@ -134,7 +134,7 @@ def test_a_killed_rank_stops_every_node_naming_the_rank_and_its_node(tmp_path, n
 
 def test_a_host_that_drops_off_is_lost_by_node_0_and_fences_itself(tmp_path, nodes):
     config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
-    both = [start(nodes, config, tmp_path, rank, port, "--heartbeat-timeout", "3") for rank in (0, 1)]
+    both = [start(nodes, config, tmp_path, rank, port, "--heartbeat-timeout-s", "3") for rank in (0, 1)]
     for node in both:
         wait_for_event(node.log_dir / f"rank{node.rank}.events.jsonl", "TRAIN_START")
     # The whole of node 1 freezes, as a host that falls off the network looks from node 0.
@@ -177,7 +177,7 @@ def test_an_interrupted_node_stops_the_others(tmp_path, nodes):
 
 def test_the_case_timeout_stops_both_nodes_as_a_timeout(tmp_path, nodes):
     config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
-    both = [start(nodes, config, tmp_path, rank, port, "--timeout", "8") for rank in (0, 1)]
+    both = [start(nodes, config, tmp_path, rank, port, "--timeout-s", "8") for rank in (0, 1)]
     results = [node.wait() for node in both]
     for node, result in zip(both, results):
         assert node.proc.returncode == 124 and result["status"] == "timeout", result
@@ -187,8 +187,8 @@ def test_the_case_timeout_stops_both_nodes_as_a_timeout(tmp_path, nodes):
 
 def test_a_wrong_port_fails_both_nodes_after_the_rendezvous_timeout(tmp_path, nodes):
     config, port, wrong = two_node_config(tmp_path), free_port(), free_port()
-    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout", "3")
-    node1 = start(nodes, config, tmp_path, 1, wrong, "--rdzv-timeout", "3")
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", "3")
+    node1 = start(nodes, config, tmp_path, 1, wrong, "--rdzv-timeout-s", "3")
     results = [node0.wait(), node1.wait()]
     took = [node.ended - node.started for node in (node0, node1)]
     print(f"rendezvous failures after {took[0]:.2f} s (node 0) and {took[1]:.2f} s (node 1)")
@@ -202,8 +202,8 @@ def test_a_wrong_port_fails_both_nodes_after_the_rendezvous_timeout(tmp_path, no
 
 def test_a_node_of_another_run_is_rejected(tmp_path, nodes):
     config, port = two_node_config(tmp_path), free_port()
-    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout", "20", run_id="run-aaaa")
-    node1 = start(nodes, config, tmp_path, 1, port, "--rdzv-timeout", "120", run_id="run-bbbb")
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", "20", run_id="run-aaaa")
+    node1 = start(nodes, config, tmp_path, 1, port, "--rdzv-timeout-s", "120", run_id="run-bbbb")
     result1 = node1.wait()
     # Rejected at once: waiting for node 0 would take node 1's rendezvous timeout of 120 s.
     assert node1.ended - node1.started < 60
@@ -218,9 +218,9 @@ def test_a_node_of_another_run_is_rejected(tmp_path, nodes):
 
 def test_a_node_rank_taken_twice_is_rejected_and_a_missing_node_aborts_the_joined_ones(tmp_path, nodes):
     config, port = two_node_config(tmp_path, nnodes=3), free_port()
-    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout", "10")
-    both = {"node2": start(nodes, config, tmp_path, 1, port, "--rdzv-timeout", "10", name="node2"),
-            "node3": start(nodes, config, tmp_path, 1, port, "--rdzv-timeout", "10", name="node3", dir_name="dup")}
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", "10")
+    both = {"node2": start(nodes, config, tmp_path, 1, port, "--rdzv-timeout-s", "10", name="node2"),
+            "node3": start(nodes, config, tmp_path, 1, port, "--rdzv-timeout-s", "10", name="node3", dir_name="dup")}
     results = {name: node.wait() for name, node in both.items()}
     # Whichever joined first holds rank 1; the other is rejected, naming it.
     rejected = [name for name, result in results.items()
