@@ -2,7 +2,7 @@
 
 Read from the files alone (no Ansible run, no Ansible import):
 - the `perfplay_*` vars the plays read: every Jinja expression in playbooks/ and roles/ (templated strings and
-  bare conditions), less the names the plays define themselves (vars, set_fact, register, loop_var);
+  bare conditions), less the names the plays define themselves (vars, vars files, set_fact, register, loop_var);
 - case_plan's options (library/case_plan.py's DOCUMENTATION) and the vars each one carries: the value preflight
   passes it, or the run var its description names;
 - the role options each var reaches: a role default or a role var set from it, or an option whose description in
@@ -140,6 +140,8 @@ class Code:
         plan_doc = case_plan_documentation()
         self.plan_options: dict[str, dict[str, Any]] = plan_doc["options"]
         for path in yaml_files("playbooks", "roles"):
+            if path.parent.name == "vars":  # a vars file the plays load (playbooks/vars/) or a role's vars
+                self.defined.update(load(path) or {})
             for key, value, parent in walk(load(path)):
                 if key in ("vars", *SET_FACT) and isinstance(value, dict):
                     self.defined.update(value)
@@ -213,7 +215,7 @@ def test_the_reader_sees_the_vars_the_plays_read(code: Code) -> None:
     """The parser finds what it must (a changed file layout would make every other check vacuous)."""
     for var in ("perfplay_cases", "perfplay_vendor", "perfplay_venv", "perfplay_nic", "perfplay_node_addr"):
         assert var in code.read, var
-    assert {"perfplay_run", "perfplay_round", "perfplay_plan"} <= code.defined
+    assert {"perfplay_run", "perfplay_round", "perfplay_plan", "perfplay_host_is_local"} <= code.defined
     assert "perfplay_hosts" not in code.read  # a string literal (an inventory group), not a var
 
 
@@ -320,3 +322,15 @@ def test_run_vars_are_documented_in_one_place() -> None:
                  for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if path != DOC
                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if ROW.match(line)]
     assert not elsewhere, f"run var tables outside {shown(DOC)}: " + ", ".join(elsewhere)
+
+
+def test_the_local_host_test_is_defined_once() -> None:
+    """Whether a host is the controller is perfplay_host_is_local (playbooks/vars/hosts.yml), which every play on
+    the hosts loads; no play or role tests ansible_connection itself."""
+    found = [f"{shown(path)}:{number}" for path in yaml_files("playbooks", "roles")
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if "ansible_connection" in line]
+    assert found == ["playbooks/vars/hosts.yml:6"], found
+    loading = [shown(path) for path in yaml_files("playbooks") for play in (load(path) or [])
+               if isinstance(play, dict) and "vars/hosts.yml" in (play.get("vars_files") or [])]
+    assert loading == ["playbooks/cleanup.yml", "playbooks/preflight.yml", "playbooks/run_case.yml"]
