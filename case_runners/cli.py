@@ -269,7 +269,7 @@ def cmd_check_record(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_summarize(args: argparse.Namespace) -> int:
+def cmd_summary(args: argparse.Namespace) -> int:
     from case_runners.results.summary import render_table, summarize_run, write_run_summary
     run_dir = Path(args.run_dir)
     summary, written = write_run_summary(run_dir) if args.write else (summarize_run(run_dir), None)
@@ -454,12 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.set_defaults(func=cmd_check_record)
 
-    p = sub.add_parser("summarize", help="summarise a run directory over rounds")
+    p = sub.add_parser("summary", help="summarise a run directory over rounds")
     p.add_argument("run_dir")
     p.add_argument("--write", action="store_true",
                    help="write summary.json and summary.md where their content changed (listed in \"written\")")
     p.add_argument("--table", action="store_true", help="print the table instead of JSON (which holds it as 'table')")
-    p.set_defaults(func=cmd_summarize)
+    p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("discard-run", help="remove a run directory in which no round started (JSON)")
     p.add_argument("run_dir")

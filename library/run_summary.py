@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: run_summary
 short_description: Summarise a perfplay run directory and write summary.json and summary.md into it
 description:
-  - Runs C(python -m case_runners summarize RUN_DIR --write) on the controller and returns the summary
+  - Runs C(python -m case_runners summary RUN_DIR --write) on the controller and returns the summary
     (schema C(perfplay.run_summary/1)), per case the mean and standard deviation over its rounds.
   - Writes C(<run_dir>/summary.json) and C(<run_dir>/summary.md), each only when its content changed, whatever
     callbacks Ansible runs with (C(ansible-playbook), C(ansible-runner), AWX). A summary that cannot be written
@@ -90,8 +90,8 @@ except ImportError:  # imported as a plain file by the module tests, which put t
 def main():
     argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    argv = cli_argv(module.params["python"], "summarize", module.params["run_dir"], write=not module.check_mode)
-    summary = run_json(module, argv, module.params["project_dir"], "case_runners summarize", check_rc=True).doc
+    argv = cli_argv(module.params["python"], "summary", module.params["run_dir"], write=not module.check_mode)
+    summary = run_json(module, argv, module.params["project_dir"], "case_runners summary", check_rc=True).doc
     table = summary.pop("table", None)
     written = summary.pop("written", [])
     write_error = summary.pop("write_error", None)

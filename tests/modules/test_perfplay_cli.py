@@ -14,8 +14,8 @@ def test_cli_argv_flags():
 
 def test_cli_argv_positional_and_default_python(monkeypatch):
     monkeypatch.setattr("sys.executable", "/usr/bin/python3")
-    assert cli_argv(None, "summarize", "/res/run1") == ["/usr/bin/python3", "-m", "case_runners", "summarize",
-                                                        "/res/run1"]
+    assert cli_argv(None, "summary", "/res/run1") == ["/usr/bin/python3", "-m", "case_runners", "summary",
+                                                      "/res/run1"]
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -17,26 +17,26 @@ SUMMARY = {"schema": "perfplay.run_summary/1", "run_id": "run1", "ok": True, "ca
 
 def test_writes_and_returns_the_summary(run_module):
     answer = dict(SUMMARY, written=["/res/run1/summary.json", "/res/run1/summary.md"])
-    kind, result, cli = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summarize": answer})
+    kind, result, cli = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summary": answer})
     assert kind == "exit"
     assert result["changed"] is True
     assert result["summary"] == SUMMARY, "the summary as written: without the write's outcome"
     assert result["written"] == ["/res/run1/summary.json", "/res/run1/summary.md"]
-    assert cli.calls[0]["argv"] == ["/venv/bin/python", "-m", "case_runners", "summarize", "/res/run1", "--write"]
+    assert cli.calls[0]["argv"] == ["/venv/bin/python", "-m", "case_runners", "summary", "/res/run1", "--write"]
 
 
 def test_check_mode_reads_only(run_module):
-    kind, result, cli = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summarize": SUMMARY},
+    kind, result, cli = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summary": SUMMARY},
                                    check_mode=True)
     assert kind == "exit" and result["changed"] is False and result["written"] == []
-    assert cli.calls[0]["argv"] == ["/venv/bin/python", "-m", "case_runners", "summarize", "/res/run1"]
+    assert cli.calls[0]["argv"] == ["/venv/bin/python", "-m", "case_runners", "summary", "/res/run1"]
 
 
 def test_a_summary_that_cannot_be_written_is_a_warning(run_module, monkeypatch):
     # As on a target: once a test has loaded controller plugins, module warnings would go to the display instead.
     monkeypatch.setattr(_internal, "is_controller", False)
     answer = dict(SUMMARY, written=[], write_error="/res/run1/summary.json: no space left on device")
-    kind, result, _ = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summarize": answer})
+    kind, result, _ = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summary": answer})
     assert kind == "exit" and result["changed"] is False
     assert ("summary.json and summary.md not written: /res/run1/summary.json: no space left on device"
             in get_warning_messages())  # what exit_json adds to the result as "warnings"
@@ -44,20 +44,20 @@ def test_a_summary_that_cannot_be_written_is_a_warning(run_module, monkeypatch):
 
 
 def test_failure(run_module):
-    kind, result, _ = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summarize": (1, "", "x")})
+    kind, result, _ = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summary": (1, "", "x")})
     assert kind == "fail"
     assert result["rc"] == 1
 
 
 def test_passes_the_failed_rounds_through(run_module):
     summary = dict(SUMMARY, failed_rounds=["c round 3: timeout: no exit within 60 s"])
-    kind, result, _ = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summarize": summary})
+    kind, result, _ = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summary": summary})
     assert kind == "exit"
     assert result["failed_rounds"] == ["c round 3: timeout: no exit within 60 s"]
 
 
 def test_changed_only_when_it_writes(run_module, tmp_path):
-    """Against the real case_runners summarize: the second call finds both files up to date."""
+    """Against the real case_runners summary: the second call finds both files up to date."""
     def real(argv):
         proc = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, check=False)
         return proc.returncode, proc.stdout, proc.stderr
@@ -65,12 +65,12 @@ def test_changed_only_when_it_writes(run_module, tmp_path):
     run_dir = tmp_path / "run20250101000000"
     run_dir.mkdir()
     args = dict(COMMON, project_dir=str(REPO), run_dir=str(run_dir))
-    _, first, _ = run_module("run_summary", args, {"summarize": real})
+    _, first, _ = run_module("run_summary", args, {"summary": real})
     assert first["changed"] is True
     assert first["written"] == [str(run_dir / "summary.json"), str(run_dir / "summary.md")]
     assert json.loads((run_dir / "summary.json").read_text()) == first["summary"]
-    _, second, _ = run_module("run_summary", args, {"summarize": real})
+    _, second, _ = run_module("run_summary", args, {"summary": real})
     assert (second["changed"], second["written"]) == (False, [])
     (run_dir / "summary.md").write_text("edited\n")
-    _, third, _ = run_module("run_summary", args, {"summarize": real})
+    _, third, _ = run_module("run_summary", args, {"summary": real})
     assert third["written"] == [str(run_dir / "summary.md")]
