@@ -28,6 +28,7 @@ from case_runners.defaults import (
     VENDOR,
 )
 from case_runners.errors import PerfplayError
+from case_runners.paths import RESULTS_NAME
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.scaffold.commands import add_commands
 
@@ -182,9 +183,11 @@ def cmd_image(args: argparse.Namespace) -> int:
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
     from case_runners.cleanup import stop_run
+    from case_runners.paths import project_root
     from case_runners.run_ids import check_run_id
     check_run_id(args.run_id, key="--run-id", file=None)
-    _print_json(stop_run(Path(args.dir), args.run_id, args.grace_s, check=args.check, containers=args.containers,
+    run_dir = Path(args.dir) if args.dir else project_root() / RESULTS_NAME / args.run_id
+    _print_json(stop_run(run_dir, args.run_id, args.grace_s, check=args.check, containers=args.containers,
                          round_name=args.round))
     return 0
 
@@ -314,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
                         "inference: a key of configurations.yaml)")
-    p.add_argument("--results-dir", default="results")
+    p.add_argument("--results-dir", default=RESULTS_NAME, help=f"default ./{RESULTS_NAME}")
     p.add_argument("--timeout-s", type=int, metavar="SECONDS", help="case timeout; default: the case's timeout_s")
     p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
     p.add_argument("--no-monitors", action="store_true")
@@ -381,8 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cleanup", help="stop what is left of a run on this host: the processes its pid files "
                                         "name, its containers (JSON)")
     p.add_argument("--run-id", required=True)
-    p.add_argument("--dir", required=True, help="where the run's pid files are: the host's run directory, or one "
-                                                "node directory of a round")
+    p.add_argument("--dir", help="where the run's pid files are: the host's run directory, or one node directory "
+                                 f"of a round; default the checkout's {RESULTS_NAME}/RUN_ID")
     p.add_argument("--grace-s", type=float, default=GRACE_S, metavar="SECONDS",
                    help=f"seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
     p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")

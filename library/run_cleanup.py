@@ -28,8 +28,8 @@ options:
       - Where the run's pid files are, searched recursively; the host's run directory for a whole run, one node
         directory of a round for the sweep after a failed round (then only that round's processes are touched).
       - A directory that does not exist holds no process of the run.
+      - Default C(<project_dir>/results/<run_id>), where a run with the default results root keeps them.
     type: path
-    required: true
   grace_s:
     description: Seconds between SIGTERM and SIGKILL; default C(case_runners)' own.
     type: float
@@ -117,7 +117,7 @@ def main():
     argument_spec = dict(
         COMMON_ARGUMENT_SPEC,
         run_id=dict(type="str", required=True),
-        dir=dict(type="path", required=True),
+        dir=dict(type="path"),
         grace_s=dict(type="float"),
         containers=dict(type="bool", default=False),
         round=dict(type="str"),

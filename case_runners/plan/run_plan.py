@@ -13,7 +13,7 @@ from case_runners.config.resolved import INFERENCE, TRAINING
 from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
-from case_runners.paths import RESOLVED_NAME, project_root
+from case_runners.paths import RESOLVED_NAME, RESULTS_NAME, project_root
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
 from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
@@ -46,7 +46,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             check_run_id(run_id)
         except ConfigError as exc:
             errors.append(exc)
-    results_dir = Path(request.get("results_dir") or root / "results")
+    results_dir = Path(request.get("results_dir") or root / RESULTS_NAME)
     errors += _results_dir_errors(results_dir, run_id, run_vars["min_free_bytes"])
     vendor = None
     try:

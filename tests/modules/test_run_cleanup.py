@@ -11,7 +11,7 @@ RUN = "run20250101120000-a1b2c3"
 def test_module_missing_arguments(run_module):
     kind, result, _ = run_module("run_cleanup", {"project_dir": "/p"})
     assert kind == "fail"
-    assert "missing required arguments: dir, run_id" in result["msg"]
+    assert "missing required arguments: run_id" in result["msg"]
 
 
 def test_module_rejects_a_negative_grace(run_module):

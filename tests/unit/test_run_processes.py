@@ -4,15 +4,19 @@ and root daemons started with `--uid 0`)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from case_runners import cleanup, pidfiles
+from case_runners.paths import RESULTS_NAME, project_root
 from case_runners.processes import ProcessId, identify, is_run_process, is_same, own_id, terminate
 from case_runners.run_ids import RUN_ID_ENV
 from process_helpers import wait_for
@@ -145,3 +149,18 @@ def test_the_sweep_after_a_failed_round_touches_that_round_only(sleepers, tmp_pa
     assert [p["pid"] for p in done["processes"]] == [leftover.pid]
     assert leftover.wait(timeout=30) == -signal.SIGTERM
     assert alive(running)
+
+
+def test_cleanup_without_a_dir_looks_in_the_checkout_s_results(sleepers):
+    """`case_runners cleanup` without --dir takes the run directory the playbook's default results root gives it."""
+    run_id = f"run20991231235959-{os.getpid():06x}"[:24]
+    run_dir = project_root() / RESULTS_NAME / run_id
+    try:
+        stray = sleepers(run_id=run_id)
+        pid_file(run_dir / "c" / "round1" / "localhost_noderank0", "launcher", stray, run_id=run_id)
+        done = subprocess.run([sys.executable, "-m", "case_runners", "cleanup", "--run-id", run_id, "--grace-s", "5"],
+                              cwd=project_root(), capture_output=True, text=True, timeout=120, check=True)
+        assert json.loads(done.stdout)["terminated"] == [stray.pid]
+        assert stray.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
