@@ -26,6 +26,7 @@ from case_runners.records.schema import (
     described,
     field_names,
     key_name,
+    object_entries,
     value_problems,
 )
 
@@ -127,11 +128,7 @@ def _metrics_check(keys: tuple[str, ...], types: dict[str, Any]) -> Any:
 def _per_rank_check(value: list[dict[str, Any]], where: str) -> list[Problem]:
     """per_rank: every rank result, with the host and node rank of its node."""
     found: list[Problem] = []
-    for index, entry in enumerate(value):
-        at = key_name(where, index)
-        if not isinstance(entry, dict):
-            found.append(f"key '{at}': expected an object, got {described(entry)}")
-            continue
+    for at, entry in object_entries(value, where, found):
         found += [f"key '{key_name(at, key)}': expected {what}, got {described(entry.get(key))}"
                   for key, kind, what in (("host", str, "a string"), ("node_rank", int, "an integer"))
                   if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool)]

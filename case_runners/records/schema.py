@@ -17,7 +17,7 @@ import enum
 import json
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
@@ -63,6 +63,16 @@ def key_name(where: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{where}[{key}]"
     return f"{where}.{key}" if where else key
+
+
+def object_entries(items: list[Any], where: str, found: list[Problem]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key name, entry) of each entry of a list that is an object; a problem in found for each that is not."""
+    for index, entry in enumerate(items):
+        at = key_name(where, index)
+        if isinstance(entry, dict):
+            yield at, entry
+        else:
+            found.append(f"key '{at}': expected an object, got {described(entry)}")
 
 
 def described(value: Any) -> str:

@@ -18,6 +18,7 @@ from case_runners.records.schema import (
     choices,
     described,
     key_name,
+    object_entries,
     value_problems,
 )
 
@@ -51,11 +52,7 @@ def _figures(value: Any, where: str) -> list[Problem]:
 def _rounds_problems(rounds: list[dict[str, Any]], where: str, task: str) -> list[Problem]:
     found: list[Problem] = []
     expected = ("round", "status", "reason", *round_keys(task))
-    for index, entry in enumerate(rounds):
-        at = key_name(where, index)
-        if not isinstance(entry, dict):
-            found.append(f"key '{at}': expected an object, got {described(entry)}")
-            continue
+    for at, entry in object_entries(rounds, where, found):
         found += [f"key '{key_name(at, k)}': unknown (allowed: {', '.join(sorted(expected))})"
                   for k in entry if k not in expected]
         found += [f"key '{key_name(at, k)}': missing" for k in expected if k not in entry]
