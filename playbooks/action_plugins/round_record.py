@@ -3,17 +3,28 @@
 
 from __future__ import annotations
 
-import json
+import importlib.util
+import os
 import subprocess
-import sys
 
 from ansible.plugins.action import ActionBase
 
-TAIL_CHARS = 4000
+
+def _load_cli():
+    """module_utils/_perfplay_cli.py (stdlib only): the argv and the answer of a subcommand, as the modules build
+    and read them."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "module_utils",
+                        "_perfplay_cli.py")
+    spec = importlib.util.spec_from_file_location("perfplay_cli_helpers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CLI = _load_cli()
 
 ARGUMENT_SPEC = dict(
-    project_dir=dict(type="path", required=True),
-    python=dict(type="str"),
+    CLI.COMMON_ARGUMENT_SPEC,
     round_dir=dict(type="path", required=True),
     config=dict(type="path", required=True),
     round=dict(type="int", required=True),
@@ -22,33 +33,17 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def record_argv(args):
-    """`python -m case_runners record ...` for the validated args."""
-    argv = [args["python"] or sys.executable, "-m", "case_runners", "record", "--round-dir", args["round_dir"],
-            "--config", args["config"], "--round", str(args["round"])]
-    if args["run_id"]:
-        argv += ["--run-id", args["run_id"]]
-    for error in args["errors"]:
-        argv += ["--error", error]
-    return argv
-
-
 def record(args, check_mode, run=subprocess.run):
     """The task result: the record and its digest, as `case_runners record` prints them."""
-    argv = record_argv(args)
+    argv = CLI.cli_argv(args["python"], "record", round_dir=args["round_dir"], config=args["config"],
+                        round=args["round"], run_id=args["run_id"], error=args["errors"])
     if check_mode:
         return dict(changed=True, record={}, compact={}, cmd=argv)
     done = run(argv, cwd=args["project_dir"], capture_output=True, text=True, check=False)
-    try:
-        doc = json.loads(done.stdout)
-    except ValueError:
-        doc = None
-    if done.returncode != 0 or not isinstance(doc, dict):
-        return dict(failed=True, changed=False, cmd=argv, rc=done.returncode, stdout=done.stdout[-TAIL_CHARS:],
-                    stderr=done.stderr[-TAIL_CHARS:],
-                    msg="case_runners record: `-m case_runners record` exited %s%s" % (
-                        done.returncode, "" if isinstance(doc, dict) else " without a JSON document on stdout"))
-    return dict(changed=True, record=doc.get("record"), compact=doc.get("compact"))
+    answer = CLI.CliResult(argv, done.returncode, done.stdout, done.stderr)
+    if answer.doc is None or answer.rc != 0:
+        return dict(failed=True, changed=False, **answer.failure("case_runners record"))
+    return dict(changed=True, record=answer.doc.get("record"), compact=answer.doc.get("compact"))
 
 
 class ActionModule(ActionBase):
