@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import __version__
+from case_runners.compare.cli import add_command as add_compare_command
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.defaults import (
     GRACE_S,
@@ -469,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_discard_run)
 
     add_commands(sub)  # new-vendor, new-case
+    add_compare_command(sub)
     return parser
 
 

@@ -335,7 +335,8 @@ def inference_rows(summary: RunSummary) -> list[list[str]]:
     return rows
 
 
-def _columns(header: list[str], rows: list[list[str]]) -> list[str]:
+def text_columns(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A table as lines of text: the header, then the rows, each column as wide as its widest cell."""
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()
     return [line, *("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)]
@@ -375,7 +376,7 @@ def render_scaling_text(summary: RunSummary) -> list[str]:
     for group in summary.scaling:
         header = ["case", "devices", group.basis, "speed-up", "efficiency"]
         rows = [[r[0], r[3], r[4], r[5], r[6]] for r in scaling_rows(group)]
-        lines += ["", f"scaling ({group.basis}, {group.unit}; base: {group.base})", *_columns(header, rows),
+        lines += ["", f"scaling ({group.basis}, {group.unit}; base: {group.base})", *text_columns(header, rows),
                   *(f"  {note}" for note in _scaling_notes(group))]
     return lines
 
@@ -386,12 +387,12 @@ def render_table(summary: RunSummary) -> str:
     lines = [f"perfplay summary: {summary.run_id} (mean ± std over rounds)"]
     training = table_rows(summary)
     if training or not summary.cases:
-        line, *body = _columns([name for name, _ in COLUMNS], training)
+        line, *body = text_columns([name for name, _ in COLUMNS], training)
         lines += ["training (throughput in samples/s)", line, "-" * len(line), *body,
                   *render_per_node_text(summary), *render_scaling_text(summary)]
     inference = inference_rows(summary)
     if inference:
-        line, *body = _columns(list(INFERENCE_COLUMNS), inference)
+        line, *body = text_columns(list(INFERENCE_COLUMNS), inference)
         lines += ([""] if training else []) + [
             "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]

@@ -1,0 +1,7 @@
+"""`python -m case_runners compare`: accuracy alignment of a candidate run against a reference run (seed 004 §3.5:
+the same parameters, the training loss and final metric within a relative error, 1 % by default).
+
+rounds.py finds and reads a round (its record, resolved config and rank 0's loss curve), alignment.py holds the
+arithmetic and the parameter check, report.py the result document, its verdict and its table, plot.py the figure,
+cli.py the subcommand. docs/compare.md describes it for users.
+"""
