@@ -105,8 +105,8 @@ def check_same_workload(reference: Mapping[str, Any], candidate: Mapping[str, An
     if refused:
         listed = "; ".join(f"{key}: reference {_shown(r)}, candidate {_shown(c)}" for key, (r, c) in refused.items())
         flags = " ".join(f"--allow-diff {key}" for key in refused)
-        raise PerfplayError(f"the runs differ in what they compute (seed 004 compares runs with the same "
-                            f"parameters): {listed}; to compare them anyway: {flags}")
+        raise PerfplayError(f"the runs differ in what they compute (an accuracy alignment compares runs with "
+                            f"the same parameters): {listed}; to compare them anyway: {flags}")
     return {key: values for key, values in found.items() if key in allowed}
 
 

@@ -149,7 +149,7 @@ def _num(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _shown_steps(points: list[LossPoint], worst: int) -> list[LossPoint]:
+def table_steps(points: list[LossPoint], worst: int) -> list[LossPoint]:
     """At most TABLE_STEPS points: evenly spread from the first to the last, and the worst one."""
     if len(points) <= TABLE_STEPS:
         return points
@@ -169,7 +169,7 @@ def render_text(found: Comparison) -> str:
     lines += ["", f"loss of rank {RANK}: {found.aligned_steps} aligned steps ({first}..{last}), mean relative error "
                   f"{percent(found.loss_mean_relative_error)}, max {percent(found.loss_max_relative_error)} at step "
                   f"{found.loss_max_error_step}"]
-    shown = _shown_steps(found.loss, found.loss_max_error_step)
+    shown = table_steps(found.loss, found.loss_max_error_step)
     rows = [[str(p.step), f"{p.reference:.6g}", f"{p.candidate:.6g}", percent(p.relative_error)] for p in shown]
     lines += ["  " + line for line in text_columns(["step", "reference", "candidate", "rel. error"], rows)]
     if len(shown) < len(found.loss):
