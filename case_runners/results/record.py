@@ -117,7 +117,7 @@ def throughput_block(nodes: list[TrainingNodeEntry], metrics: dict[str, Any]) ->
         per_node_p_core={name: getattr(n, names.MFU_BASIS) for name, n in zip(labels, nodes)})
 
 
-def _node_result(path: Path) -> tuple[str, str | None, float | None]:
+def read_node_result(path: Path) -> tuple[str, str | None, float | None]:
     """(status, reason, duration_s) of a node directory's node result; failed, naming why, without a valid one."""
     if not (path / NODE_RESULT).exists():
         return names.FAILED, NO_NODE_RESULT, None
@@ -152,7 +152,7 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
     monitors: dict[str, dict[str, Any]] = {}
     inference = config.task_name == names.INFERENCE  # one rank: no per-node throughputs
     for host, node_rank, path in node_dirs(round_dir):
-        status, reason, duration_s = _node_result(path)
+        status, reason, duration_s = read_node_result(path)
         node_ranks, node_invalid = _rank_results(path)
         invalid.update(node_invalid)
         ranks += [(host, node_rank, r) for r in node_ranks]
