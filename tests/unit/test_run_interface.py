@@ -174,3 +174,24 @@ def test_two_nodes_on_loopback_each_run_their_node_and_node_0_records_the_round(
     assert not (node1 / "result.json").exists() and not (tmp_path / "node1" / run_id / "summary.json").exists()
     assert json.loads(next(node1.glob("*_noderank1/rank1.result.json")).read_text())["world_size"] == 2
     assert run_pids(run_id) == []
+
+
+def test_a_node_of_another_run_is_turned_away_and_node_0_records_the_failed_round(tmp_path):
+    port = str(free_port())
+    common = ("--nnode", "2", "--master-port", port, "--step", "5", "--rdzv-timeout-s", "5")
+    procs = [start(tmp_path / "node0", *common, "--node-rank", "0", "--run-id", "ourrun001"),
+             start(tmp_path / "node1", *common, "--node-rank", "1", "--run-id", "otherrun01")]
+    try:
+        (_, err0), (_, err1) = [proc.communicate(timeout=900) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        kill_run("ourrun001")
+        kill_run("otherrun01")
+    assert [proc.returncode for proc in procs] == [1, 1], (err0, err1)
+    assert "digits_cnn_CPUx2x1 round 1: node 1: failed (rendezvous" in err1
+    record = RoundRecord.load(tmp_path / "node0" / "ourrun001" / "digits_cnn_CPUx2x1" / "round1" / "result.json")
+    assert record.status == "failed" and "rendezvous: node(s) 1 did not join" in record.reason
+    assert record.nodes_elsewhere == [1]
