@@ -31,6 +31,7 @@ from case_runners.defaults import (
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESULTS_NAME
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
+from case_runners.run_options import add_run_options
 from case_runners.scaffold.commands import add_commands
 
 EXIT_BAD_INPUT = 2
@@ -305,23 +306,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"perfplay case_runners {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary")
-    p.add_argument("cases", nargs="+", help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat")
-    p.add_argument("--vendor", default=VENDOR)
+    p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary; "
+                                   "with --nnode N --node-rank R this host's node of each round")
+    p.add_argument("cases", nargs="*", metavar="CASE",
+                   help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat (or --model-name)")
     p.add_argument("--task", choices=TASKS, default=TRAINING,
-                   help="inference: the cases' inference pipeline (steps a-g: torch validation, ONNX "
-                        "export, the vendor's engine)")
-    p.add_argument("--hardware")
-    p.add_argument("--nproc", type=int)
-    p.add_argument("--repeat", type=int)
-    p.add_argument("--data-dir")
+                   help="[run var perfplay_task] inference: the cases' inference pipeline (steps a-g: torch "
+                        "validation, ONNX export, the vendor's engine)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
-                        "inference: a key of configurations.yaml)")
+                        "inference: a key of configurations.yaml); an option below that sets the same key must "
+                        "agree")
     p.add_argument("--results-dir", default=RESULTS_NAME, help=f"default ./{RESULTS_NAME}")
     p.add_argument("--timeout-s", type=int, metavar="SECONDS", help="case timeout; default: the case's timeout_s")
     p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
     p.add_argument("--no-monitors", action="store_true")
+    add_run_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("plan", help="resolve and check a run request (JSON) and create the run directory")

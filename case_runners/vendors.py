@@ -40,6 +40,43 @@ def load_vendor(name: str, root: Path | None = None) -> dict[str, Any]:
     return data
 
 
+def vendor_devices(root: Path | None = None) -> dict[str, str | None]:
+    """Each vendor's device type (its vendor.yaml `device`), by vendor name; None where that file cannot be read
+    or names no device (load_vendor says why)."""
+    root = root or project_root()
+    found: dict[str, str | None] = {}
+    for name in vendor_names(root):
+        try:
+            device = load_mapping(root / "vendor" / name / "vendor.yaml", root).get("device")
+        except ConfigError:
+            device = None
+        found[name] = device if isinstance(device, str) else None
+    return found
+
+
+def vendor_for_device(device: str, vendor: str | None = None, root: Path | None = None,
+                      option: str = "--device") -> str:
+    """The vendor whose device type (vendor.yaml `device`) is `device`: `vendor` when given, if it agrees. A
+    ConfigError naming `option` and listing the vendors and their devices for a device no vendor has, one several
+    have (name the vendor then), or one the given vendor does not have."""
+    devices = vendor_devices(root)
+    listed = ", ".join(f"{name}: {dev or '(unreadable vendor.yaml)'}" for name, dev in devices.items())
+    if vendor is not None:
+        if vendor not in devices:
+            raise ConfigError(f"unknown vendor '{vendor}'", key="vendor", allowed=devices)
+        if devices[vendor] != device:
+            raise ConfigError(f"{option} {device} does not agree with vendor '{vendor}', whose device is "
+                              f"{devices[vendor]} (vendors and their devices: {listed})")
+        return vendor
+    matching = [name for name, dev in devices.items() if dev == device]
+    if not matching:
+        raise ConfigError(f"{option} {device}: no vendor has this device type (vendors and their devices: {listed})")
+    if len(matching) > 1:
+        raise ConfigError(f"{option} {device}: several vendors have this device type ({', '.join(matching)}); "
+                          f"choose one with --vendor (vendors and their devices: {listed})")
+    return matching[0]
+
+
 def _require(data: dict, key: str, kind: type | tuple, file: str) -> Any:
     if key not in data:
         raise ConfigError("is required", key=key, file=file)

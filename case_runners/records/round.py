@@ -165,6 +165,9 @@ class RoundRecord(Document):
     monitors: dict[str, dict[str, dict[str, Any]]]  # per node directory, per monitor: its summary
     params: dict[str, Any]
     orchestration_errors: list[str] | Absent = ABSENT  # the tasks that failed on the hosts of the round
+    # The node ranks whose node directories stay on their own hosts (`case_runners run --nnode N` on each host, no
+    # controller to collect them): not read, and not missing; node 0's launcher saw them end (its status says how).
+    nodes_elsewhere: list[int] | Absent = ABSENT
     write_error: str | Absent = ABSENT  # only in the answer when the record could not be written
 
     @classmethod

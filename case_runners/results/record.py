@@ -117,7 +117,7 @@ def throughput_block(nodes: list[TrainingNodeEntry], metrics: dict[str, Any]) ->
         per_node_p_core={name: getattr(n, names.MFU_BASIS) for name, n in zip(labels, nodes)})
 
 
-def _node_result(path: Path) -> tuple[str, str | None, float | None]:
+def read_node_result(path: Path) -> tuple[str, str | None, float | None]:
     """(status, reason, duration_s) of a node directory's node result; failed, naming why, without a valid one."""
     if not (path / NODE_RESULT).exists():
         return names.FAILED, NO_NODE_RESULT, None
@@ -141,15 +141,18 @@ def _rank_results(path: Path) -> tuple[list[RankResult], dict[int, str]]:
     return results, invalid
 
 
-def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int,
-                       run_id: str | None = None) -> RoundRecord:
+def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, run_id: str | None = None,
+                       nodes_elsewhere: list[int] | tuple[int, ...] = ()) -> RoundRecord:
+    """The round's record from its node directories. `nodes_elsewhere`: the node ranks whose directories stay on
+    their hosts (`case_runners run --nnode` on each host): not counted missing; node 0's launcher, which watched
+    them to the end, speaks for them (a node that failed anywhere fails node 0 too)."""
     nodes: list[NodeEntry] = []
     ranks: list[tuple[str, int, RankResult]] = []
     invalid: dict[int, str] = {}
     monitors: dict[str, dict[str, Any]] = {}
     inference = config.task_name == names.INFERENCE  # one rank: no per-node throughputs
     for host, node_rank, path in node_dirs(round_dir):
-        status, reason, duration_s = _node_result(path)
+        status, reason, duration_s = read_node_result(path)
         node_ranks, node_invalid = _rank_results(path)
         invalid.update(node_invalid)
         ranks += [(host, node_rank, r) for r in node_ranks]
@@ -161,7 +164,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int,
                                for log in sorted(path.glob("*_monitor.jsonl"))}
     ranks.sort(key=lambda item: item[2].rank)
     rank0 = next((r for _, _, r in ranks if r.rank == 0), None)
-    status, reason = _status(nodes, rank0, invalid.get(0), config)
+    elsewhere = sorted(set(nodes_elsewhere) - {n.node_rank for n in nodes})
+    status, reason = _status(nodes, rank0, invalid.get(0), config.nnodes - len(elsewhere))
     metrics = {key: getattr(rank0, key, None) for key in names.metric_keys(config.task_name)}
     metrics[names.DEVICE_MEMORY] = device_memory(monitors, nodes, config.vendor,
                                                  getattr(rank0, "monitor_devices", None)).to_json()
@@ -173,7 +177,7 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int,
         versions=getattr(rank0, "versions", None),  # the software stack of rank 0 (torch, and the vendor hook's)
         **config.standard_fields(), metrics=metrics,
         per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks], monitors=monitors,
-        params=config.params)
+        params=config.params, **({"nodes_elsewhere": elsewhere} if elsewhere else {}))
     if inference:  # MFU and throughput on the engine's core throughput, or the framework's without one
         side = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
         basis = f"p_{side}_core"
@@ -187,8 +191,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int,
 
 
 def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str | None,
-            config: ResolvedConfig) -> tuple[str, str | None]:
-    expected = config.nnodes
+            expected: int) -> tuple[str, str | None]:
+    """The round's (status, reason); `expected`: how many node directories the round should have here."""
     if not nodes:
         return names.FAILED, "no node of this round left any output"
     for wanted in (names.TIMEOUT, names.INTERRUPTED, names.FAILED):
@@ -211,11 +215,12 @@ def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str
 
 
 def write_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, run_id: str | None = None,
-                       errors: list[str] | tuple[str, ...] = ()) -> RoundRecord:
-    """Build the record, fail it for the `errors` the orchestration met in the round (a host that failed a task),
-    and write it as result.json. A record that cannot be written is returned failed, naming why, and not raised:
-    one round's lost record never costs the run."""
-    record = build_round_record(round_dir, config, round_no, run_id)
+                       errors: list[str] | tuple[str, ...] = (),
+                       nodes_elsewhere: list[int] | tuple[int, ...] = ()) -> RoundRecord:
+    """Build the record (build_round_record), fail it for the `errors` the orchestration met in the round (a host
+    that failed a task), and write it as result.json. A record that cannot be written is returned failed, naming
+    why, and not raised: one round's lost record never costs the run."""
+    record = build_round_record(round_dir, config, round_no, run_id, nodes_elsewhere)
     if errors:
         record.orchestration_errors = list(errors)
         said = "; ".join(errors)

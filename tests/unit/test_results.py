@@ -51,6 +51,18 @@ def test_a_failed_node_fails_the_round_with_its_reason(tmp_path):
     assert record.status == "failed" and "gpu2" in record.reason and "rank 9" in record.reason
 
 
+def test_nodes_elsewhere_are_not_missing_and_node_0_speaks_for_them(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round1"
+    node(round_dir, ranks=range(8))
+    assert write_round_record(round_dir, config(nnodes=2), 1).reason == "only 1 of 2 nodes left output"
+    record = write_round_record(round_dir, config(nnodes=2), 1, nodes_elsewhere=[1])
+    assert (record.status, record.nodes_elsewhere) == ("success", [1])
+    assert RoundRecord.load(round_dir / "result.json").nodes_elsewhere == [1]
+    node(round_dir, status="failed", reason="stopped: node 1 (gpu2) failed: rank 9 exited with code 1")
+    record = write_round_record(round_dir, config(nnodes=2), 1, nodes_elsewhere=[1])
+    assert record.status == "failed" and "node 1 (gpu2) failed" in record.reason
+
+
 def test_timeout_and_missing_output_are_reported(tmp_path):
     round_dir = tmp_path / "r" / "c" / "round1"
     node(round_dir, status="timeout", reason="case timeout of 60 s reached; ranks stopped")
