@@ -76,8 +76,8 @@ def dllogger_files(log_dir: Path | str) -> dict[int, Path]:
 
 
 class JSONStream:
-    """dllogger's JSONStreamBackend: `DLLL {json}` lines to a new file, never through a symlink; a failed write
-    (a full disk) is a files.WriteError naming the cause and the file."""
+    """dllogger's JSONStreamBackend: `DLLL {json}` lines to a file it truncates, never through a symlink; a failed
+    write (a full disk) is a files.WriteError naming the cause and the file."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
