@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from case_runners import files
 
@@ -67,16 +67,30 @@ def events_files(log_dir: Path) -> dict[int, Path]:
             if (m := _EVENTS_FILE.fullmatch(path.name))}
 
 
+class EventSink(Protocol):
+    """Another log written from a rank's events (dllogger.TrainingStream): it sees each event an EventLogger
+    records, after log_freq filtering, and is closed with it."""
+
+    def event(self, name: str, value: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class EventLogger:
-    """Writes driver events of one rank to `rank<R>.events.jsonl` and as `[PerfLog]` lines."""
+    """Writes driver events of one rank to `rank<R>.events.jsonl`, as `[PerfLog]` lines and to its sinks."""
 
     def __init__(self, log_dir: Path, rank: int, log_freq: int, stream: TextIO | None | _Stream = STDOUT) -> None:
         """`stream`: where `[PerfLog]` lines go; the current sys.stdout by default, None for nowhere."""
         self.rank = rank
         self.log_freq = max(1, int(log_freq))
+        self.log_dir = Path(log_dir)
         self.path = events_path(log_dir, rank)
         self._file = files.open_text(self.path, append=True)  # never through a symlink planted in the log dir
         self._stream = stream
+        self._sinks: list[EventSink] = []
+
+    def add_sink(self, sink: EventSink) -> None:
+        self._sinks.append(sink)
 
     def should_log_step(self, step: int) -> bool:
         """FlagPerf's rule: step events only every log_freq steps, and at step 1."""
@@ -108,9 +122,14 @@ class EventLogger:
         if stream is not None:
             with contextlib.suppress(OSError):  # a copy for the log; the events file is the record
                 print(PERFLOG_PREFIX + line, file=stream, flush=True)
+        for sink in self._sinks:
+            sink.event(name, value)
         return True
 
     def close(self) -> None:
+        for sink in self._sinks:
+            sink.close()
+        self._sinks.clear()
         self._file.close()
 
     def __enter__(self) -> EventLogger:

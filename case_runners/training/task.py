@@ -1,7 +1,8 @@
 """A training rank's task (the rank runtime runs it: case_runners/rank/worker.py).
 
 Loads the vendor's extern/ adapter (training/adapter.py) where the vendor case has one, joins the process group,
-builds the case and trains; the trainer writes the events, the rank runtime the result.
+builds the case and trains; the trainer writes the events (and through them the rank's dllogger stream,
+driver/dllogger.py), the rank runtime the result.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from typing import Any
 
 from case_runners.driver import events as ev
+from case_runners.driver.dllogger import TrainingStream
 from case_runners.driver.events import EventLogger
 from case_runners.errors import PerfplayError
 from case_runners.rank import stop_request
@@ -58,9 +60,10 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
                      pin_memory=device.type != "cpu")
     case = load_case_builder(config.case)(params, ctx)
     stop_request.check("init (trainer)")
-    log.event(ev.LAUNCH_TRAINING, {"case": config.case})
     if config.target is None:
         raise PerfplayError(f"{config_path}: a training case needs a target (key 'target' is null)")
+    log.add_sink(TrainingStream(log.log_dir, env.rank, config.target, params))  # rank<R>.dllogger.json
+    log.event(ev.LAUNCH_TRAINING, {"case": config.case})
     trainer = Trainer(case, params, ctx, config.target,
                       amp_dtype=config.vendor_info.amp_dtype or DEFAULT_AMP_DTYPE, adapter=adapter)
     return {**trainer.run(), "versions": versions}

@@ -291,7 +291,7 @@ class Trainer:
                 if log_this:
                     log.event(ev.STEP_END, {"epoch": epoch, "loss": float(loss.item()),
                                             "lr": lr,
-                                            "rank_samples": samples,
+                                            "rank_samples": samples, "rank_core_time": core_time,
                                             "rank_core_samples_per_s": samples / core_time if core_time else None},
                               step=step)
                 if self.max_steps and step >= self.max_steps:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.driver import dllogger
 from case_runners.driver.events import parse_perflog_lines, read_events
 from case_runners.rank.env import DistEnv
 from case_runners.rank.worker import main
@@ -135,3 +136,5 @@ def test_two_ranks_ddp_converge_with_global_samples(tmp_path):
     assert results[0]["samples"] == results[1]["samples"] == results[0]["epochs"] * 1438
     assert results[0]["final_metric"] == results[1]["final_metric"]
     assert any(e["event"] == "MODEL_TO_DDP" for e in read_events(log_dir / "rank1.events.jsonl"))
+    streams = dllogger.dllogger_files(log_dir)  # every rank writes its own
+    assert sorted(streams) == [0, 1] and dllogger.summary(dllogger.read_dllogger(streams[1]))["rank"] == 1
