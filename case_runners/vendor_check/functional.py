@@ -3,7 +3,8 @@ run (`python -m case_runners run`: plan, host preflight with the runtime hook, l
 
 Training: each case with a config_<HW>x1x1.yaml runs max_steps steps (synthetic data where the case needs a data
 dir it was not given) and must leave a valid record, the lifecycle events and, with an extern adapter, the points it
-defines recorded as adapted. Inference: each case with a <vendor>_configurations.yaml runs steps a-g on the case's
+defines recorded as adapted, and rank 0's dllogger stream (seed 004's unified log) with the loss, the ips and the
+eval metric. Inference: each case with a <vendor>_configurations.yaml runs steps a-g on the case's
 small built-in input.
 """
 
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from case_runners.data_check import data_problems
+from case_runners.driver import dllogger
 from case_runners.driver import events as ev
 from case_runners.paths import display_path
 from case_runners.plan.layering import load_case_base
@@ -92,12 +94,27 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
         missing = [e for e in TRAINING_EVENTS if e not in _events(node)]
         if missing:
             found.append(error(where, f"rank 0 logged no {', '.join(missing)} event"))
+        found += _unified_log(node, record, where)
         found += _adapted(name, case, record, root, where)
         if not found:
             rate = record.metrics.get("p_train")
             found.append(ok(where, f"{steps} steps, status {status}, p_train {rate:.1f} samples/s"
                                    + (f", adapted: {', '.join(record.adapted)}" if record.adapted else "")))
         return found
+
+
+def _unified_log(node: Path | None, record: RoundRecord, where: str) -> list[Finding]:
+    """Rank 0's dllogger stream parses and has train.loss, train.ips and the eval metric."""
+    path = dllogger.dllogger_path(node, 0) if node else None
+    if path is None or not path.is_file():
+        return [error(where, f"rank 0 wrote no {dllogger.dllogger_path('', 0).name}")]
+    try:
+        entries = dllogger.read_dllogger(path)
+    except dllogger.DlloggerError as exc:
+        return [error(where, str(exc))]
+    wanted = (dllogger.TRAIN_LOSS, dllogger.TRAIN_IPS, dllogger.eval_metric(str(record.metrics.get("metric"))))
+    missing = [m for m in wanted if not dllogger.metric_series(entries, m)]
+    return [error(where, f"rank 0's {path.name} has no {', '.join(missing)} line")] if missing else []
 
 
 def _adapted(name: str, case: str, record: RoundRecord, root: Path, where: str) -> list[Finding]:

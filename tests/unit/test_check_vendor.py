@@ -112,3 +112,23 @@ def test_the_shipped_vendors_pass_where_their_devices_are():
     nvidia = lines(project_root(), "nvidia")
     assert all(f.startswith("error: vendor/nvidia/monitor.py: -o start failed") for f in nvidia), \
         "without a GPU only NVML is missing"
+
+
+def test_the_functional_check_wants_rank_0s_dllogger_stream(tmp_path):
+    """A round that left no unified log, a malformed one, or one without the eval metric is an error naming it."""
+    from case_runners.driver import dllogger
+    from case_runners.vendor_check.functional import _unified_log
+
+    class Record:
+        metrics = {"metric": "accuracy"}
+
+    assert "rank 0 wrote no rank0.dllogger.json" in str(_unified_log(tmp_path, Record(), "c")[0])
+    stream = dllogger.dllogger_path(tmp_path, 0)
+    stream.write_text("not dllogger\n")
+    assert f"{stream}:1: not a dllogger line" in str(_unified_log(tmp_path, Record(), "c")[0])
+    line = ('DLLL {"timestamp": "1.0", "elapsedtime": "0.5", "datetime": null, "type": "LOG", "step": [1, 1], '
+            '"data": {"%s": 1.0}}\n')
+    stream.write_text(line % "train.loss" + line % "train.ips")
+    assert "has no eval.accuracy line" in str(_unified_log(tmp_path, Record(), "c")[0])
+    stream.write_text(line % "train.loss" + line % "train.ips" + line % "eval.accuracy")
+    assert _unified_log(tmp_path, Record(), "c") == []
