@@ -267,3 +267,14 @@ def test_bert_reads_token_shards(tmp_path: Path):
     np.savez(shards / "eval" / "part-00000.npz", input_ids=ids, attention_mask=np.ones_like(ids))
     result = _tiny_bert(tmp_path, str(shards))
     assert result["inference_items"] == 6 and result["agreement"] >= 0.99
+
+
+def test_bert_reads_flagperf_hdf5_shards_with_their_masks(tmp_path: Path):
+    from bert_shards import masked_rows, token_rows, write_shard
+
+    shards = tmp_path / "bert"
+    write_shard(shards / "eval_set_uncompressed" / "part_eval_10k.hdf5", masked_rows(token_rows(6, 16), 3),
+                compressed=True)
+    assert data_problems("bert", {"seq_len": 16, "max_predictions_per_seq": 3}, str(shards), INFERENCE) == []
+    result = _tiny_bert(tmp_path, str(shards))
+    assert result["inference_items"] == 6 and result["agreement"] >= 0.99
