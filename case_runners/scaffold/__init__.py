@@ -18,9 +18,10 @@ import re
 # The `## ` sections of vendor/<vendor>/README.md (the chip, the software stack, the results at
 # 1x1, 1x8 and 2x8 beside NVIDIA's, what was adapted). Results has a `### <case>` section per case.
 README_SECTIONS = ("Chip and server", "Software stack", "How to run", "Monitor", "Results", "Adaptation notes")
-# The `## ` sections of case_runners/cases/<case>/README.md (the case document, with the reference
-# results on NVIDIA at 1x1, 1x8 and 2x8).
-CASE_README_SECTIONS = ("Data", "FLOPs per sample", "Parameters", "Run", "Reference results")
+# The `## ` sections of case_runners/cases/<case>/README.md: seed 004 §3.6's template (the model and its source, the
+# dataset and how to prepare it, the environment, how to start, the results per vendor and scale beside the
+# reference's), then the FLOPs arithmetic and the params.
+CASE_README_SECTIONS = ("Model", "Data", "Environment", "How to start", "Results", "FLOPs per sample", "Parameters")
 
 _HEADING = re.compile(r"^(#{2,3}) +(.+?) *#*$")
 

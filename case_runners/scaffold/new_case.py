@@ -37,6 +37,20 @@ def _number(value: float | str, what: str) -> float:
     return number
 
 
+def case_files(name: str, metric: str = DEFAULT_METRIC, target: float = DEFAULT_TARGETS[True],
+               higher_is_better: bool = True) -> dict[str, str]:
+    """The texts new_case writes: CASE_FILES by name, and the two vendor configs as cpu_config.yaml and
+    reference_config.yaml."""
+    values = {"name": name, "metric": metric, "target": repr(target), "stand_in": "accuracy" if higher_is_better
+              else "eval_loss", "higher_is_better": str(higher_is_better).lower(),
+              "comparison": "≥" if higher_is_better else "≤", "reference_hardware": REFERENCE[1],
+              "local_vendor": LOCAL[0], "local_hardware": LOCAL[1],
+              "case_class": "".join(w.capitalize() for w in name.split("_")) + "Case"}
+    files = {file: render(f"case/{file}.tmpl", **values) for file in CASE_FILES}
+    return {**files, **{config: render(f"case/{config}.tmpl", **values)
+                        for config in ("cpu_config.yaml", "reference_config.yaml")}}
+
+
 def new_case(name: str, metric: str = DEFAULT_METRIC, target: float | str | None = None,
              higher_is_better: bool = True, root: Path | None = None) -> list[Path]:
     """Write the case and its two vendor configs under root (default: this checkout); the files written.
@@ -54,13 +68,8 @@ def new_case(name: str, metric: str = DEFAULT_METRIC, target: float | str | None
             raise ScaffoldError(f"{display_path(vendor_dir(root, vendor) / VENDOR_FILE, root)} not found: a case "
                                 f"gets configs for the vendors {LOCAL[0]} and {REFERENCE[0]}; nothing was written")
     refuse_existing([case_dir, cases / f"{name}.py", *(folder for folder, _ in configs)], root, "new-case")
-    values = {"name": name, "metric": metric, "target": repr(value), "stand_in": "accuracy" if higher_is_better
-              else "eval_loss", "higher_is_better": str(higher_is_better).lower(),
-              "comparison": "≥" if higher_is_better else "≤", "reference_hardware": REFERENCE[1],
-              "case_class": "".join(w.capitalize() for w in name.split("_")) + "Case"}
-    files = {file: render(f"case/{file}.tmpl", **values) for file in CASE_FILES}
-    local = render("case/cpu_config.yaml.tmpl", **values)
-    reference = render("case/reference_config.yaml.tmpl", **values)
+    files = case_files(name, metric, value, higher_is_better)
+    local, reference = files.pop("cpu_config.yaml"), files.pop("reference_config.yaml")
     with Staging(root) as stage:
         staged = stage.folder(case_dir)
         for relative, text in files.items():

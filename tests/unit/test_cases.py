@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from bert_shards import masked_rows, token_rows, write_shard
 from case_runners.cases import case_dir, list_cases
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
@@ -280,6 +281,84 @@ def test_bert_data_check_rejects_malformed_shards(tmp_path):
     np.savez(only / "a.npz", input_ids=np.zeros((2, 32), dtype=np.int32))
     assert "at least one training shard and one held-out shard" in check(str(only), {"seq_len": 32})[0]
     assert "init_checkpoint not found" in check(None, {"synthetic": True, "init_checkpoint": "bert.pt"})[0]
+
+
+def flagperf_shards(root: Path, seq_len: int = 32, max_predictions: int = 5) -> tuple[Path, list[dict]]:
+    """FlagPerf's layout: two training shards (one contiguous, one gzip) and an eval shard; their datasets."""
+    shards = [masked_rows(token_rows(n, seq_len, seed), max_predictions, seed)
+              for n, seed in ((20, 1), (12, 2), (8, 3))]
+    write_shard(root / "2048_shards_uncompressed" / "part_00000.hdf5", shards[0], compressed=False)
+    write_shard(root / "2048_shards_uncompressed" / "part_00001.hdf5", shards[1], compressed=True)
+    write_shard(root / "eval_set_uncompressed" / "part_eval_10k.hdf5", shards[2], compressed=False)
+    return root, shards
+
+
+def test_bert_reads_flagperf_hdf5_shards_as_written(tmp_path):
+    import h5py
+
+    from case_runners.cases.bert.data import shard_files
+    from case_runners.cases.bert.dataset import IGNORE, MaskedShards, build_datasets, load_hdf5_array
+
+    root, written = flagperf_shards(tmp_path / "bert")
+    params = {**base_config("bert")["params"], **TINY_BERT, "synthetic": False}
+    assert data_checker("bert")(str(root), params) == []
+    train_files, eval_files = shard_files(str(root))
+    assert [p.name for p in train_files + eval_files] == ["part_00000.hdf5", "part_00001.hdf5", "part_eval_10k.hdf5"]
+    with h5py.File(train_files[0]) as contiguous, h5py.File(train_files[1]) as gzipped:
+        assert isinstance(load_hdf5_array(contiguous, "input_ids"), np.memmap)
+        assert isinstance(load_hdf5_array(gzipped, "input_ids"), h5py.Dataset)
+    train = MaskedShards(train_files)
+    assert len(train) == 32
+    for index, (shard, row) in enumerate([(0, r) for r in range(20)] + [(1, r) for r in range(12)]):
+        sample, w = train[index], written[shard]
+        used = w["masked_lm_positions"][row] != 0
+        assert sample["input_ids"].tolist() == w["input_ids"][row].tolist()
+        assert sample["attention_mask"].tolist() == w["input_mask"][row].tolist()
+        assert sample["token_type_ids"].tolist() == w["segment_ids"][row].tolist()
+        assert sample["positions"].tolist() == w["masked_lm_positions"][row].tolist()
+        assert sample["labels"].tolist() == np.where(used, w["masked_lm_ids"][row], IGNORE).tolist()
+    _, eval_set = build_datasets(str(root), params)
+    ids, attention, positions, labels, segments = eval_set.tensors
+    assert ids.tolist() == written[2]["input_ids"].tolist() and segments.tolist() == written[2]["segment_ids"].tolist()
+    assert labels[0][0].item() == written[2]["masked_lm_ids"][0][0] != IGNORE
+
+
+def test_bert_data_check_rejects_malformed_hdf5_shards(tmp_path, monkeypatch):
+    import importlib.util
+
+    check = data_checker("bert")
+    root, written = flagperf_shards(tmp_path / "bert")
+    assert any("'masked_lm_positions' has shape (20, 5); expected (N, 76) for max_predictions_per_seq 76" in p
+               for p in check(str(root), {"seq_len": 32}))
+    bad = root / "2048_shards_uncompressed" / "part_00002.hdf5"
+    write_shard(bad, {k: v for k, v in written[0].items() if k != "segment_ids"}, compressed=False)
+    assert check(str(root), {"seq_len": 32, "max_predictions_per_seq": 5})[0].startswith(
+        f"{bad}: no dataset segment_ids (has: input_ids, input_mask, masked_lm_ids, masked_lm_positions, "
+        "next_sentence_labels); expected FlagPerf's *.hdf5 shards")
+    bad.write_bytes(b"not hdf5" * 100)
+    problem = f"{bad}: not an HDF5 file (no HDF5 signature)"
+    assert check(str(root), {"seq_len": 32, "max_predictions_per_seq": 5})[0].startswith(problem)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "h5py" else find_spec(name, *a))
+    assert check(str(root), {"seq_len": 64})[0].startswith(problem), "without h5py: the signature only"
+    bad.unlink()
+    assert check(str(root), {"seq_len": 64}) == []
+    monkeypatch.undo()
+    np.savez(root / "eval_set_uncompressed" / "part_eval.npz", input_ids=np.zeros((2, 32), dtype=np.int32))
+    assert check(str(root), {"seq_len": 32, "max_predictions_per_seq": 5}) == [
+        f"the shards mix formats ({root / '2048_shards_uncompressed' / 'part_00000.hdf5'}, "
+        f"{root / 'eval_set_uncompressed' / 'part_eval.npz'}); use one: *.npz shards with 'input_ids' (N, seq_len) "
+        "integers and optional 'attention_mask' (N, seq_len), or FlagPerf's *.hdf5 shards (2048_shards_uncompressed/, "
+        "eval_set_uncompressed/) with input_ids, input_mask, segment_ids (N, seq_len), masked_lm_positions, "
+        "masked_lm_ids (N, max_predictions_per_seq) and next_sentence_labels (N,)"]
+
+
+def test_bert_trains_on_flagperf_hdf5_shards(tmp_path):
+    root, _ = flagperf_shards(tmp_path / "bert")
+    result = run_case(tmp_path, "bert", data_dir=str(root), max_steps=3, eval_every_steps=3, **TINY_BERT)
+    assert (result["status"], result["stop_reason"], result["steps"], result["samples"]) == \
+        ("not_converged", "max_steps", 3, 48)
+    assert 0 <= result["final_metric"] <= 1
 
 
 def test_bert_masking_follows_the_80_10_10_rule():

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.cases.resnet50.data import VAL_LAYOUT
+from case_runners.config.resolved import INFERENCE
+from case_runners.data_check import data_problems
 from case_runners.errors import ConfigError
 from case_runners.inference.pipeline import run_pipeline
 from case_runners.paths import project_root
@@ -184,19 +187,45 @@ def test_resnet50_runs_every_step_on_synthetic_images(tmp_path: Path):
     assert result["agreement"] >= 0.99, "ONNX Runtime and torch agree on the same weights"
 
 
-def test_resnet50_reads_imagenet_val_in_imagefolder_layout(tmp_path: Path):
+def _imagenet_val(root: Path) -> Path:
+    """<root>/val/<wnid>/*.JPEG: 3 classes of 2 real JPEGs each."""
     from PIL import Image
 
     for index, name in enumerate(["n01440764", "n01443537", "n01484850"]):
-        folder = tmp_path / "imagenet" / "val" / name
+        folder = root / "val" / name
         folder.mkdir(parents=True)
         for k in range(2):
             image = Image.new("RGB", (48 + k * 8, 40), (80 * index, 40 * k, 200))
             image.save(folder / f"ILSVRC2012_val_{index}{k}.JPEG")
-    _, result = _tiny_resnet(tmp_path, str(tmp_path / "imagenet"))
+    return root
+
+
+@pytest.mark.parametrize("folder", ["", "val"], ids=["imagenet root", "the val folder itself (FlagPerf)"])
+def test_resnet50_reads_imagenet_val_in_imagefolder_layout(tmp_path: Path, folder: str):
+    data_dir = str(_imagenet_val(tmp_path / "imagenet") / folder)
+    assert data_problems("resnet50", {"num_classes": 3}, data_dir, INFERENCE) == [], "the host preflight agrees"
+    _, result = _tiny_resnet(tmp_path, data_dir)
     assert result["steps"] == ["a", "b", "c", "d", "e", "f", "g"]
     assert result["inference_items"] == 6, "every image of val/ was read (repeat 1)"
     assert 0.0 <= result["inference_accuracy"] <= 1.0 and result["agreement"] >= 0.99
+
+
+def test_resnet50_inference_data_check_names_the_folder_at_fault(tmp_path: Path):
+    from PIL import Image
+
+    root = _imagenet_val(tmp_path / "imagenet")
+    assert data_problems("resnet50", {"num_classes": 2}, str(root / "val"), INFERENCE) == [
+        f"{root / 'val'}: 3 class folders but the model has 2 classes"]
+    train_only = tmp_path / "train_only"
+    (train_only / "train" / "n01").mkdir(parents=True)
+    assert data_problems("resnet50", {}, str(train_only), INFERENCE) == [
+        f"{train_only / 'val'}: missing; expected {VAL_LAYOUT}"]
+    flat = tmp_path / "flat_val"
+    flat.mkdir()
+    Image.new("RGB", (8, 8)).save(flat / "ILSVRC2012_val_00000001.JPEG")
+    problems = data_problems("resnet50", {}, str(flat), INFERENCE)
+    assert len(problems) == 1 and problems[0].startswith(f"{flat}: no class folders (it holds images such as "
+                                                         "ILSVRC2012_val_00000001.JPEG directly")
 
 
 def test_the_nvidia_inductor_engine_compiles_the_torch_model_outside_the_core_time(standard, tmp_path: Path):
@@ -236,5 +265,16 @@ def test_bert_reads_token_shards(tmp_path: Path):
     ids = rng.integers(1000, 30522, size=(6, 16), dtype=np.int32)
     ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
     np.savez(shards / "eval" / "part-00000.npz", input_ids=ids, attention_mask=np.ones_like(ids))
+    result = _tiny_bert(tmp_path, str(shards))
+    assert result["inference_items"] == 6 and result["agreement"] >= 0.99
+
+
+def test_bert_reads_flagperf_hdf5_shards_with_their_masks(tmp_path: Path):
+    from bert_shards import masked_rows, token_rows, write_shard
+
+    shards = tmp_path / "bert"
+    write_shard(shards / "eval_set_uncompressed" / "part_eval_10k.hdf5", masked_rows(token_rows(6, 16), 3),
+                compressed=True)
+    assert data_problems("bert", {"seq_len": 16, "max_predictions_per_seq": 3}, str(shards), INFERENCE) == []
     result = _tiny_bert(tmp_path, str(shards))
     assert result["inference_items"] == 6 and result["agreement"] >= 0.99

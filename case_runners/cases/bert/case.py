@@ -36,8 +36,10 @@ class BertPretraining(nn.Module):
 
         self.mlm = BertForMaskedLM(config)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        hidden = self.mlm.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        hidden = self.mlm.bert(input_ids=input_ids, attention_mask=attention_mask,
+                               token_type_ids=token_type_ids).last_hidden_state
         picked = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
         return self.mlm.cls(picked)  # (batch, max_predictions, vocab)
 
@@ -97,7 +99,7 @@ class BertCase(TrainingCase):
         dist.set_sampler_epoch(self.train_loader, epoch)
 
     def train_step(self, model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
-        logits = model(batch["input_ids"], batch["attention_mask"], batch["positions"])
+        logits = model(batch["input_ids"], batch["attention_mask"], batch["positions"], batch.get("token_type_ids"))
         loss = F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE)
         return loss, batch["input_ids"].shape[0]
 
@@ -107,8 +109,8 @@ class BertCase(TrainingCase):
         loss = torch.zeros((), dtype=torch.float64, device=device)
         count = torch.zeros((), dtype=torch.float64, device=device)
         for batch in eval_loader:
-            input_ids, attention, positions, labels = self.to_device(batch, device)
-            logits = model(input_ids, attention, positions).float().flatten(0, 1)
+            input_ids, attention, positions, labels, *segments = self.to_device(batch, device)  # EVAL_FIELDS
+            logits = model(input_ids, attention, positions, *segments).float().flatten(0, 1)
             labels = labels.flatten()
             used = labels != IGNORE
             loss += F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum")

@@ -1,4 +1,5 @@
-"""Pre-tokenised .npz shards (memory-mapped), synthetic sequences, and masking for MLM."""
+"""Pre-tokenised .npz shards (memory-mapped) masked on the fly, FlagPerf's pre-masked .hdf5 shards, synthetic
+sequences, and masking for MLM."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, TensorDataset
 
-from case_runners.cases.bert.data import check_data_dir, shard_files
+from case_runners.cases.bert.data import check_data_dir, is_hdf5, shard_files
 from case_runners.cases.npy_header import npz_arrays, read_npy_header
 
 PAD_ID, CLS_ID, SEP_ID, MASK_ID = 0, 101, 102, 103
@@ -68,6 +69,59 @@ class TokenShards(Dataset):
         return input_ids, attention
 
 
+def load_hdf5_array(handle, name: str):
+    """A dataset of an open h5py file, memory-mapped when stored contiguous and unfiltered (FlagPerf's
+    *_uncompressed shards), else the h5py dataset itself, read row by row through its chunk cache."""
+    data = handle[name]
+    offset = data.id.get_offset() if data.chunks is None and data.compression is None else None
+    if offset is None:
+        return data
+    return np.memmap(handle.filename, dtype=data.dtype, mode="r", offset=offset, shape=data.shape)
+
+
+class MaskedShards(Dataset):
+    """FlagPerf's (MLPerf's) .hdf5 shards, masked when written: the static masks FlagPerf trains and evaluates
+    on. A sample is the model's inputs: input_ids (masked), attention_mask, token_type_ids (segment_ids), positions
+    and labels (IGNORE where masked_lm_positions is 0: the lists are zero-padded and [CLS] is never masked).
+    next_sentence_labels are not read (the case trains the masked-LM head only). Files open lazily in each process."""
+
+    FIELDS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids")
+
+    def __init__(self, shards: list[Path]) -> None:
+        import h5py
+
+        rows = []
+        for shard in shards:
+            with h5py.File(shard, "r") as f:
+                rows.append(f["input_ids"].shape[0])
+        self.shards = shards
+        self.ends = [int(e) for e in np.cumsum(rows)]
+        self._arrays: list | None = None
+
+    def __len__(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_arrays": None}
+
+    def _open(self) -> list:
+        if self._arrays is None:
+            import h5py
+
+            handles = [h5py.File(s, "r") for s in self.shards]
+            self._arrays = [[load_hdf5_array(h, name) for name in self.FIELDS] for h in handles]
+        return self._arrays
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        shard = bisect.bisect_right(self.ends, index)
+        row = index - (self.ends[shard - 1] if shard else 0)
+        ids, mask, segments, positions, words = (torch.from_numpy(np.asarray(a[row], dtype=np.int64))
+                                                 for a in self._open()[shard])
+        used = positions != 0
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": segments,
+                "positions": torch.where(used, positions, 0), "labels": torch.where(used, words, IGNORE)}
+
+
 class SyntheticTokens(Dataset):
     """`length` sequences cycling over a pool of random word ids framed by [CLS] ... [SEP]."""
 
@@ -108,28 +162,43 @@ def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, mask_prob
             "labels": labels}
 
 
+def stack(samples: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return {key: torch.stack([s[key] for s in samples]) for key in samples[0]}
+
+
 class MaskingCollator:
-    """Stacks (input_ids, attention_mask) samples and masks them anew every time (training)."""
+    """Stacks (input_ids, attention_mask) samples and masks them anew every time (training); samples masked
+    already (MaskedShards: dicts) are stacked as they are."""
 
     def __init__(self, params: dict) -> None:
         self.mask_prob, self.max_predictions = float(params["mask_prob"]), int(params["max_predictions_per_seq"])
         self.vocab_size = int(params["vocab_size"])
 
-    def __call__(self, samples: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    def __call__(self, samples: list) -> dict[str, torch.Tensor]:
+        if isinstance(samples[0], dict):
+            return stack(samples)
         ids, attention = (torch.stack(x) for x in zip(*samples))
         return mask_tokens(ids, attention, self.mask_prob, self.max_predictions, self.vocab_size)
 
 
-def fixed_eval_set(dataset: TokenShards | SyntheticTokens, params: dict) -> TensorDataset:
-    """The first eval_samples held-out sequences, masked once with a fixed seed (comparable evals)."""
+EVAL_FIELDS = ("input_ids", "attention_mask", "positions", "labels", "token_type_ids")  # token_type_ids: .hdf5
+
+
+def fixed_eval_set(dataset: TokenShards | SyntheticTokens | MaskedShards, params: dict) -> TensorDataset:
+    """The first eval_samples held-out sequences, masked once with a fixed seed (comparable evals), or with the
+    masks they were written with (MaskedShards); tensors in the order of EVAL_FIELDS."""
     n = min(len(dataset), int(params["eval_samples"]))
-    ids, attention = (torch.stack(x) for x in zip(*(dataset[i] for i in range(n))))
-    batch = mask_tokens(ids, attention, float(params["mask_prob"]), int(params["max_predictions_per_seq"]),
-                        int(params["vocab_size"]), torch.Generator().manual_seed(int(params["seed"])))
-    return TensorDataset(batch["input_ids"], batch["attention_mask"], batch["positions"], batch["labels"])
+    if isinstance(dataset, MaskedShards):
+        batch = stack([dataset[i] for i in range(n)])
+    else:
+        ids, attention = (torch.stack(x) for x in zip(*(dataset[i] for i in range(n))))
+        batch = mask_tokens(ids, attention, float(params["mask_prob"]), int(params["max_predictions_per_seq"]),
+                            int(params["vocab_size"]), torch.Generator().manual_seed(int(params["seed"])))
+    return TensorDataset(*(batch[key] for key in EVAL_FIELDS if key in batch))
 
 
 def build_datasets(data_dir: str | None, params: dict) -> tuple[Dataset, TensorDataset]:
+    """(training set, fixed eval set): synthetic, .npz shards (masked here) or .hdf5 shards (masked already)."""
     seq_len, vocab, seed = int(params["seq_len"]), int(params["vocab_size"]), int(params["seed"])
     if params["synthetic"]:
         n = int(params["synthetic_samples"])
@@ -140,4 +209,5 @@ def build_datasets(data_dir: str | None, params: dict) -> tuple[Dataset, TensorD
         raise ValueError("; ".join(problems))
     assert data_dir is not None  # without synthetic, check_data_dir names a missing data_dir
     train, held_out = shard_files(data_dir)
-    return TokenShards(train), fixed_eval_set(TokenShards(held_out), params)
+    shards = MaskedShards if is_hdf5(train) else TokenShards
+    return shards(train), fixed_eval_set(shards(held_out), params)

@@ -3,7 +3,9 @@
 data_dir is an ImageNet tree in ImageFolder layout:
     <data_dir>/train/<class>/<image>.JPEG   one folder per class (e.g. the wnid n01440764)
     <data_dir>/val/<class>/<image>.JPEG     the same class folders
-The inference case reads val/ only.
+The inference case reads val/ only; its data_dir may also be that val folder itself (FlagPerf's inference configs
+point at .../imagenet/val):
+    <data_dir>/<class>/<image>.JPEG
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 SPLITS = ("train", "val")
 LAYOUT = "<data_dir>/{train,val}/<class>/<image>.JPEG (ImageFolder: one folder per class, e.g. n01440764)"
-VAL_LAYOUT = "<data_dir>/val/<class>/<image>.JPEG (ImageFolder: one folder per class, e.g. n01440764)"
+VAL_LAYOUT = ("<data_dir>/val/<class>/<image>.JPEG, or data_dir the val folder itself: <data_dir>/<class>/<image>.JPEG "
+              "(ImageFolder: one folder per class, e.g. n01440764)")
 
 
 def is_image(name: str) -> bool:
@@ -68,13 +71,22 @@ def check_data_dir(data_dir: str | None, params: dict) -> list[str]:
     return problems
 
 
+def inference_split(data_dir: str) -> Path:
+    """The folder the inference case reads: <data_dir>/val when there is one, else data_dir itself."""
+    root = Path(data_dir)
+    return root / "val" if (root / "val").is_dir() else root
+
+
 def check_inference_data_dir(data_dir: str, params: dict) -> list[str]:
-    """The inference case's data dir: val/ in ImageFolder layout."""
+    """The inference case's data dir: val/ in ImageFolder layout, or that val folder itself."""
     root = Path(data_dir)
     if not root.is_dir():
         return [f"{root}: not a directory; expected {VAL_LAYOUT}"]
-    classes, problems = check_split(root, "val", VAL_LAYOUT)
+    split = inference_split(data_dir)
+    if split == root and (root / "train").is_dir():
+        return [f"{root / 'val'}: missing; expected {VAL_LAYOUT}"]
+    classes, problems = check_split(split.parent, split.name, VAL_LAYOUT)
     expected = params.get("num_classes")
     if classes and expected is not None and len(classes) > int(expected):
-        problems.append(f"{root / 'val'}: {len(classes)} class folders but the model has {expected} classes")
+        problems.append(f"{split}: {len(classes)} class folders but the model has {expected} classes")
     return problems

@@ -1,7 +1,7 @@
-"""bert inference: masked-token top-1 accuracy of BERT-large (the training case's model) on token shards
-(data_dir/eval/*.npz, else the last *.npz; 'input_ids' and optional 'attention_mask'), or on synthetic
-sequences. Each sequence is masked the same way in every run (seeded by its index), so the torch and the
-engine paths see the same inputs."""
+"""bert inference: masked-token top-1 accuracy of BERT-large (the training case's model) on the held-out token
+shards of the training case's data dir (data.shard_files: .npz with 'input_ids' and optional 'attention_mask', or
+FlagPerf's .hdf5 masked when written), or on synthetic sequences. Each .npz or synthetic sequence is masked the same
+way in every run (seeded by its index), so the torch and the engine paths see the same inputs."""
 
 from __future__ import annotations
 
@@ -12,17 +12,18 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from case_runners.cases.bert.case import BertPretraining, bert_config, load_checkpoint
-from case_runners.cases.bert.data import shard_files
-from case_runners.cases.bert.dataset import IGNORE, SyntheticTokens, TokenShards, mask_tokens
+from case_runners.cases.bert.data import is_hdf5, shard_files
+from case_runners.cases.bert.dataset import IGNORE, MaskedShards, SyntheticTokens, TokenShards, mask_tokens
 from case_runners.inference.pipeline import forward_loop, torch_forward
 
-INPUTS = ("input_ids", "attention_mask", "positions")
+INPUTS = ("input_ids", "attention_mask", "positions", "token_type_ids")
 
 
 class MaskedSequences(Dataset):
-    """(input_ids, attention_mask, positions, labels) of one sequence, masked by a generator seeded with its index."""
+    """The INPUTS and labels of one sequence, masked by a generator seeded with its index, or as it was written
+    (MaskedShards); token_type_ids are 0 but in .hdf5 shards."""
 
-    def __init__(self, sequences: TokenShards | SyntheticTokens, config: dict[str, Any]) -> None:
+    def __init__(self, sequences: TokenShards | SyntheticTokens | MaskedShards, config: dict[str, Any]) -> None:
         self.sequences, self.config = sequences, config
 
     def __len__(self) -> int:
@@ -30,10 +31,14 @@ class MaskedSequences(Dataset):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, ...]:
         c = self.config
-        ids, attention = self.sequences[index]
+        sample = self.sequences[index]
+        if isinstance(sample, dict):
+            return tuple(sample[k] for k in (*INPUTS, "labels"))
+        ids, attention = sample
         generator = torch.Generator().manual_seed(int(c["seed"]) * 1_000_003 + index)
         masked = mask_tokens(ids[None], attention[None], float(c["mask_prob"]), int(c["max_predictions_per_seq"]),
                              int(c["vocab_size"]), generator)
+        masked["token_type_ids"] = torch.zeros_like(ids)[None]
         return tuple(masked[k][0] for k in (*INPUTS, "labels"))
 
 
@@ -41,8 +46,9 @@ def build_dataloader(config: dict[str, Any]) -> DataLoader:
     if config.get("data_dir"):
         _, held_out = shard_files(config["data_dir"])
         if not held_out:
-            raise ValueError(f"{config['data_dir']}: no token shards (*.npz) to evaluate")
-        sequences: TokenShards | SyntheticTokens = TokenShards(held_out)
+            raise ValueError(f"{config['data_dir']}: no token shards (*.npz, *.hdf5) to evaluate")
+        sequences: TokenShards | SyntheticTokens | MaskedShards = \
+            MaskedShards(held_out) if is_hdf5(held_out) else TokenShards(held_out)
     else:
         sequences = SyntheticTokens(int(config["synthetic_samples"]), int(config["seq_len"]),
                                     int(config["vocab_size"]), int(config["seed"]))
@@ -76,7 +82,8 @@ def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
     device = next(model.parameters()).device
     example = (torch.ones(2, seq_len, dtype=torch.long, device=device),
                torch.ones(2, seq_len, dtype=torch.long, device=device),
-               torch.zeros(2, predictions, dtype=torch.long, device=device))
+               torch.zeros(2, predictions, dtype=torch.long, device=device),
+               torch.zeros(2, seq_len, dtype=torch.long, device=device))
     batch = torch.export.Dim("batch")
     torch.onnx.export(model, example, str(path), input_names=list(INPUTS), output_names=["logits"],
                       dynamic_shapes={name: {0: batch} for name in INPUTS}, verbose=False)

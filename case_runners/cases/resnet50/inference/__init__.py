@@ -1,5 +1,6 @@
 """resnet50 inference: ResNet-50 v1.5 (the training case's model) on ImageNet val in ImageFolder layout
-(data_dir/val/<class>/*.JPEG, resized to 256 and centre-cropped to 224), or on synthetic images without a
+(data_dir/val/<class>/*.JPEG, or data_dir/<class>/*.JPEG when data_dir is the val folder itself as in FlagPerf's
+configs; resized to 256 and centre-cropped to 224), or on synthetic images without a
 data dir. Inputs are normalised float32 NCHW tensors (fp16 when the config says so)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from case_runners.cases.resnet50.case import ResNetClassifier
+from case_runners.cases.resnet50.data import inference_split
 from case_runners.cases.resnet50.dataset import MEAN, STD, ImageFolder, SyntheticImages, eval_transform
 from case_runners.inference.pipeline import forward_loop, torch_forward
 
@@ -34,7 +36,7 @@ class Normalised(Dataset):
 def build_dataloader(config: dict[str, Any]) -> DataLoader:
     size = int(config["image_size"])
     if config.get("data_dir"):
-        images: ImageFolder | SyntheticImages = ImageFolder(Path(config["data_dir"]) / "val", eval_transform(size))
+        images: ImageFolder | SyntheticImages = ImageFolder(inference_split(config["data_dir"]), eval_transform(size))
     else:
         images = SyntheticImages(int(config["synthetic_samples"]), size, int(config["num_classes"]),
                                  int(config["seed"]))
