@@ -70,6 +70,13 @@ def assert_rejected(run, results_dir: Path, *expected: str) -> None:
                  ["2 problem(s)", "run vars: key 'perfplay_case_timeout': renamed to perfplay_case_timeout_s",
                   "run vars: key 'perfplay_rdzv_timeout': renamed to perfplay_rdzv_timeout_s"],
                  id="renamed-run-vars"),
+    pytest.param("VENDOR=nvidia",
+                 ["run vars: key 'VENDOR': is a FlagPerf setting, which perfplay does not read (perfplay's is "
+                  "perfplay_vendor); python -m case_runners import-flagperf PATH converts"],
+                 id="flagperf-run-var"),
+    pytest.param("perfplay_vendr=cpu",
+                 ["run vars: key 'perfplay_vendr': unknown perfplay var (did you mean perfplay_vendor?)"],
+                 id="unknown-perfplay-var"),
     pytest.param('{"perfplay_nic": "eth0/1"}',
                  ["run vars: key 'perfplay_nic': 'eth0/1' (host localhost) is not a network interface name"],
                  id="nic-not-an-interface-name"),
