@@ -6,7 +6,8 @@ the vendor configs training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<
   hosts in order in the group perfplay_hosts, SSH_PORT as ansible_port, and the host vars perfplay needs;
 - flagperf_training.yml (test_conf.py, with cluster_conf.py's MASTER_PORT) and flagperf_inference.yml (host.yaml):
   run vars for `-e @FILE`;
-- vendor/<vendor>/cases/<case>/config_<HW>x<N>x<P>.yaml: the params mapping.py maps, checked against the case.
+- vendor/<vendor>/cases/<case>/config_<HW>x<N>x<P>.yaml: the params config/flagperf_names.py maps, checked against
+  the case.
 
 Every setting, case and param is reported: mapped (from -> to), no counterpart (and why), or skipped (a statement
 the reader does not run, with its file and line). Everything is read before anything is written; an existing file
@@ -25,10 +26,7 @@ import yaml
 
 from case_runners import files
 from case_runners.cases import list_cases
-from case_runners.config.selection import split_framework
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import ConfigError
-from case_runners.flagperf.mapping import (
+from case_runners.config.flagperf_names import (
     CASE_NAMES,
     CLUSTER_CONF,
     COMMAND,
@@ -38,6 +36,9 @@ from case_runners.flagperf.mapping import (
     param,
     run_setting,
 )
+from case_runners.config.selection import split_framework
+from case_runners.config.yaml_io import load_mapping
+from case_runners.errors import ConfigError
 from case_runners.flagperf.pyconfig import PyConfig, read_config
 from case_runners.paths import project_root
 from case_runners.plan.inference_config import inference_cases

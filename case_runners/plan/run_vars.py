@@ -19,10 +19,10 @@ from typing import Any
 
 from case_runners import defaults
 from case_runners.config.constraints import Constraint, make_constraint
+from case_runners.config.flagperf_names import COMMAND, run_setting
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.config.selection import BOUNDS
 from case_runners.errors import RUN_VARS_FILE, ConfigError
-from case_runners.flagperf.mapping import COMMAND, run_setting
 from case_runners.records.resolved import RUNTIMES
 
 PREFIX = "perfplay_"

@@ -14,10 +14,10 @@ import yaml
 
 from case_runners.cases import list_cases
 from case_runners.cli import main
+from case_runners.config.flagperf_names import CASE_NAMES, FLAGPERF_RUN_VARS, PARAMS, RUN_SETTINGS, markdown_table
 from case_runners.config.shared_params import SHARED_PARAMS
 from case_runners.container.image import BUILD_KEYS
 from case_runners.flagperf.importer import HOST_VARS, import_flagperf
-from case_runners.flagperf.mapping import CASE_NAMES, FLAGPERF_RUN_VARS, PARAMS, RUN_SETTINGS, markdown_table
 from case_runners.flagperf.pyconfig import read_config
 from case_runners.paths import project_root
 from case_runners.plan.layering import load_case_base
@@ -327,7 +327,7 @@ def test_the_docs_table_is_the_mapping():
     text = DOC.read_text(encoding="utf-8")
     for rows, files in ((RUN_SETTINGS, True), (PARAMS, False)):
         table = "\n".join(markdown_table(rows, files=files))
-        assert table in text, f"{DOC.name} must show this table (from case_runners/flagperf/mapping.py):\n{table}"
+        assert table in text, f"{DOC.name} must show this table (from case_runners/config/flagperf_names.py):\n{table}"
 
 
 def test_the_perfplay_side_of_the_mapping_exists():

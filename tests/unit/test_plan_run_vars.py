@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from case_runners import defaults
-from case_runners.flagperf.mapping import FLAGPERF_RUN_VARS
+from case_runners.config.flagperf_names import FLAGPERF_RUN_VARS
 from case_runners.plan.run_plan import make_plan
 from case_runners.plan.run_vars import CHOICES, KNOWN_RUN_VARS, NIC_NAME, RENAMED, SCALARS, check_run_vars
 

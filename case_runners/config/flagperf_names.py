@@ -3,7 +3,7 @@ cluster_conf.py and inference/configs/host.yaml (RUN_SETTINGS), the case params 
 config_<HW>x<N>x<P>.py (PARAMS), and the case names (CASE_NAMES).
 
 A row whose perfplay side is None has no counterpart; its note says why and where the setting lives instead.
-The importer (importer.py), the plan's refusal of FlagPerf run vars (plan/run_vars.py) and
+The importer (case_runners/flagperf/importer.py), the plan's refusal of FlagPerf run vars (plan/run_vars.py) and
 docs/flagperf-migration.md (checked by tests/unit/test_import_flagperf.py) all read these tables.
 """
 
