@@ -160,7 +160,7 @@ def main():
         result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)
     doc = result.doc
     for warning in doc.get("warnings") or []:  # shown by the play, never fatal
-        module.warn(warning)
+        module.warn("%s: %s" % (doc.get("hostname"), warning))
     module.exit_json(changed=False, ok=bool(doc.get("ok")), problems=list(doc.get("problems") or []),
                      python=doc.get("python"), hostname=doc.get("hostname"), devices=doc.get("devices") or {},
                      data=doc.get("data") or [], master_port=doc.get("master_port"))
