@@ -6,6 +6,8 @@ Each problem is a sentence naming the key and the value at fault; the caller pre
 
 from __future__ import annotations
 
+import importlib.metadata
+import itertools
 import platform
 import socket
 import sys
@@ -19,6 +21,7 @@ from case_runners.devices import list_devices
 from case_runners.errors import PerfplayError
 from case_runners.netutil import bind_tcp
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.schema import ABSENT
 from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
 
@@ -92,6 +95,40 @@ def check_runtime(vendor: str, cases: list[ResolvedConfig]) -> list[str]:
     return [p for config in adapters.values() for p in adapter_problems(config)]
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version: '2.13.0+cpu' -> (2, 13, 0)."""
+    numbers = []
+    for part in version.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        numbers.append(int(digits))
+        if digits != part:
+            break
+    return tuple(numbers)
+
+
+def framework_warnings(cases: list[ResolvedConfig]) -> list[str]:
+    """The cases that run in this Python (host runtime) whose framework key names a torch version (pytorch_1.8)
+    that is not this Python's torch, compared on major.minor. Warnings: the cases still run on the torch there is."""
+    wanted = [c for c in cases if c.runtime_kind == "host" and c.framework == "pytorch"
+              and c.framework_version is not ABSENT]
+    if not wanted:
+        return []
+    try:
+        have = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        have = None
+    found = []
+    for config in wanted:
+        want = str(config.framework_version)
+        if have is None or _release(have)[:2] != _release(want)[:2]:
+            torch = f"torch {have}" if have else "no torch"
+            found.append(f"case {config.case_id} asks for pytorch_{want} (perfplay_cases), this host has {torch} "
+                         f"({sys.executable}): its results are for the torch it ran on")
+    return found
+
+
 def check_master_port(addr: str, port: int) -> tuple[int | None, list[str]]:
     """Port 0: pick a free one. Another: check it is free, bound as the launcher binds it (netutil.bind_tcp)."""
     try:
@@ -147,6 +184,6 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("master_port") is not None:
         port, port_problems = check_master_port(request.get("master_addr") or "", int(request["master_port"]))
         problems += port_problems
-    return {"ok": not problems, "problems": problems, "python": platform.python_version(),
-            "executable": sys.executable, "hostname": socket.gethostname(), "devices": devices, "data": data,
-            "master_port": port}
+    return {"ok": not problems, "problems": problems, "warnings": framework_warnings(cases),
+            "python": platform.python_version(), "executable": sys.executable, "hostname": socket.gethostname(),
+            "devices": devices, "data": data, "master_port": port}

@@ -72,10 +72,18 @@ options:
     type: raw
   run_var_names:
     description:
-      - Names of the C(perfplay_*) vars set for the controller (C(query('ansible.builtin.varnames', '^perfplay_'))).
-        A renamed run var among them is an error naming its new name, instead of being ignored.
+      - Names of the vars set for the controller that are perfplay's or upper-case (C(query('ansible.builtin.varnames',
+        ...)) with the pattern C(QUERIED_NAMES) of C(case_runners/plan/run_vars.py)), so that none is ignored.
+      - A renamed run var is an error naming its new name, another unknown C(perfplay_*) name an error naming the
+        closest run var, and a FlagPerf setting (C(VENDOR), C(CASES), C(HOSTS), ...) an error pointing to
+        C(python -m case_runners import-flagperf).
     type: list
     elements: str
+  host_var_names:
+    description:
+      - "The same names set for each host of the run (its inventory host and group vars), C({host: [names]}): an
+        unknown one on a remote host is an error naming the var and the host."
+    type: dict
   clear_caches:
     description: Drop the page cache before each round (run var C(perfplay_clear_caches)); a boolean.
     type: raw
@@ -266,15 +274,16 @@ except ImportError:  # imported as a plain file by the module tests, which put t
 
 # Options that are keys of the plan request as they are (case_runners checks them and applies the defaults).
 REQUEST_OPTIONS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "run_id", "case_timeout_s", "hosts",
-                   "nic", "run_var_names", "clear_caches", "monitor_interval", "progress_interval", "rdzv_timeout_s",
-                   "heartbeat_timeout_s", "master_port", "min_free_bytes", "bundle")
+                   "nic", "run_var_names", "host_var_names", "clear_caches", "monitor_interval", "progress_interval",
+                   "rdzv_timeout_s", "heartbeat_timeout_s", "master_port", "min_free_bytes", "bundle")
 ARGUMENT_SPEC = dict(
     COMMON_ARGUMENT_SPEC,
     hosts=dict(type="list", elements="str", required=True),
     run_var_names=dict(type="list", elements="str"),
+    host_var_names=dict(type="dict"),
     bundle=dict(type="bool", default=True),
     **{option: dict(type="raw") for option in REQUEST_OPTIONS
-       if option not in ("hosts", "run_var_names", "bundle")}
+       if option not in ("hosts", "run_var_names", "host_var_names", "bundle")}
 )
 
 

@@ -16,6 +16,9 @@ description:
     this user may write in, that the host has the network interface O(nic), and, on a node 0 of multi-node
     rounds, the master port.
   - Reports problems without failing, so the play can name every host's problems at once.
+  - Warns (a module warning, the run goes on) about a case whose framework key names a torch version
+    (C(pytorch_1.8)) other than the host's, compared on major.minor; with the docker runtime the image's torch counts,
+    and nothing is compared here.
   - Read-only; never changes anything.
 options:
   vendor:
@@ -156,6 +159,8 @@ def main():
         argv = cli_argv(params["python"], "host-check", request=request_path)
         result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)
     doc = result.doc
+    for warning in doc.get("warnings") or []:  # shown by the play, never fatal
+        module.warn("%s: %s" % (doc.get("hostname"), warning))
     module.exit_json(changed=False, ok=bool(doc.get("ok")), problems=list(doc.get("problems") or []),
                      python=doc.get("python"), hostname=doc.get("hostname"), devices=doc.get("devices") or {},
                      data=doc.get("data") or [], master_port=doc.get("master_port"))

@@ -4,12 +4,16 @@ Accepted forms of the run's case list (`perfplay_cases`):
 - a list of mappings: {case, task, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
   (task: training, the default, or inference: the case's inference pipeline, steps a-g)
 - FlagPerf's mapping: {"resnet50:pytorch:A100:1:8:3": "/data/imagenet"}
+
+A framework may carry a version as FlagPerf's keys do (`pytorch_1.8`): the framework (`pytorch`) resolves the
+case, the version is kept in the resolved config and checked against the host's torch at preflight.
 - a list of strings (a case name, or the FlagPerf key without a data dir), or one such string;
 - any of these written as JSON or YAML text, as an AWX survey's text field gives it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +24,8 @@ from case_runners.errors import RUN_VARS_FILE, ConfigError
 
 SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
                   "timeout_s")
+# A versioned framework: name_version, the version digits and dots (pytorch_1.8, pytorch_2.1.0).
+VERSIONED_FRAMEWORK = re.compile(r"(?P<name>.+)_(?P<version>[0-9]+(?:\.[0-9]+)*)")
 FORMS = ("a list of cases, a case name, or FlagPerf's {'case:framework:hardware:nnodes:nproc:repeat': data_dir} "
          "mapping; or one of these written as JSON or YAML text")
 # The ranges of a selection's numbers (timeout_s also bounds perfplay_case_timeout_s and a case's own timeout_s):
@@ -43,6 +49,12 @@ class Selection:
     overrides: dict[str, Any] = field(default_factory=dict)
     timeout_s: int | None = None
     task: str = TRAINING
+    framework_version: str | None = None  # of a versioned framework key: pytorch_1.8 -> 1.8
+
+    @property
+    def framework_key(self) -> str:
+        """The framework as the selection wrote it (pytorch_1.8)."""
+        return f"{self.framework}_{self.framework_version}" if self.framework_version else self.framework
 
     @property
     def config_name(self) -> str:
@@ -86,6 +98,12 @@ def parse_selections(raw: Any, source: str = "perfplay_cases",
         if selection is not None:
             selections.append(selection)
     return selections, errors
+
+
+def split_framework(framework: str) -> tuple[str, str | None]:
+    """'pytorch_1.8' -> ('pytorch', '1.8'); a framework without a version as it is, with None."""
+    match = VERSIONED_FRAMEWORK.fullmatch(framework)
+    return (match["name"], match["version"]) if match else (framework, None)
 
 
 def _from_text(text: str, source: str) -> Any:
@@ -157,6 +175,7 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
             errors.append(exc)
     if any(exc.key in (f"{where}.nnodes", f"{where}.nproc") for exc in errors):
         return None, errors
-    return Selection(case=case, source=where, framework=str(item.get("framework") or "pytorch"),
+    framework, version = split_framework(str(item.get("framework") or "pytorch"))
+    return Selection(case=case, source=where, framework=framework, framework_version=version,
                      hardware=str(item["hardware"]) if item.get("hardware") else None, data_dir=data_dir or None,
                      overrides=dict(overrides), task=task, **numbers), errors

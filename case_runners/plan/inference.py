@@ -13,6 +13,7 @@ from case_runners.errors import RUN_VARS_FILE, ConfigError
 from case_runners.plan.inference_config import inference_cases, resolve_inference
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig, VendorInfo
+from case_runners.records.schema import ABSENT
 from case_runners.vendors import vendor_info
 
 FLOPS_CONVENTION = ("1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass "
@@ -35,8 +36,9 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
                                       f"{getattr(sel, key)}", key=f"{sel.source}.{key}", file=RUN_VARS_FILE,
                                       allowed=[1]))
     if sel.framework != "pytorch":
-        errors.append(ConfigError(f"inference case '{sel.case}' is written for pytorch", key=f"{sel.source}.framework",
-                                  file=RUN_VARS_FILE, allowed=["pytorch"]))
+        errors.append(ConfigError(f"unknown framework '{sel.framework_key}': inference case '{sel.case}' is written "
+                                  f"for pytorch", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
+                                  allowed=["pytorch", "pytorch_<version>"]))
     try:
         resolved, notes = resolve_inference(sel.case, vendor["name"], root, sel.overrides,
                                             f"run overrides ({sel.source}.overrides)")
@@ -47,8 +49,9 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
     conf = resolved["configurations"]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     return ResolvedConfig(
-        task=INFERENCE, case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"],
-        hardware=hardware, nnodes=1, nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
+        task=INFERENCE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
+        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware, nnodes=1,
+        nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
         timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S, sources=resolved["sources"],
         provenance=resolved["provenance"], **read_standard(resolved), notes=notes, inference=resolved,
         params={**conf, **resolved["parameters"]}, target=None, flops_per_sample=conf["flops"],

@@ -23,6 +23,7 @@ from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import RUN_VARS_FILE, ConfigError, raise_all
 from case_runners.paths import display_path
 from case_runners.records.resolved import ResolvedConfig, Target, VendorInfo
+from case_runners.records.schema import ABSENT
 from case_runners.vendors import vendor_info
 
 
@@ -129,9 +130,11 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         base, base_file = load_case_base(sel.case, root)
     except ConfigError as exc:
         return None, [exc]
-    if sel.framework != base.get("framework", "pytorch"):
-        return None, [ConfigError(f"case '{sel.case}' is written for {base.get('framework')}",
-                                  key=f"{sel.source}.framework", allowed=[base.get("framework")])]
+    framework = base.get("framework", "pytorch")
+    if sel.framework != framework:
+        return None, [ConfigError(f"unknown framework '{sel.framework_key}': case '{sel.case}' is written for "
+                                  f"{framework}", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
+                                  allowed=[framework, f"{framework}_<version>"])]
     vendor_file = vendor_config_path(root, vendor["name"], sel)
     if not vendor_file.is_file():
         available = sorted(p.stem.removeprefix("config_") for p in vendor_file.parent.glob("config_*.yaml"))
@@ -164,7 +167,8 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     non_standard = [k for k in base["run_only"] if params[k] != base["params"][k]]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     config = ResolvedConfig(
-        case=sel.case, case_id=sel.case_id, framework=sel.framework, vendor=vendor["name"], hardware=hardware,
+        case=sel.case, case_id=sel.case_id, framework=sel.framework,
+        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
         nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
         sources=[base_file, vendor_shown] + ([overrides_file] if sel.overrides else []), provenance=provenance,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),

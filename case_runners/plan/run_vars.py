@@ -1,8 +1,10 @@
 """The run vars of a plan request, each checked once, in one pass.
 
 A request key is the run var's name less `perfplay_` (`case_timeout_s` is `perfplay_case_timeout_s`); `hosts` is
-what `perfplay_host_pattern` matched, `nic` the hosts' `perfplay_nic`, and `run_var_names` the names of the
-`perfplay_*` vars set for the controller, so that a renamed run var is an error instead of being ignored. Every
+what `perfplay_host_pattern` matched, `nic` the hosts' `perfplay_nic`, `run_var_names` the names of the vars set
+for the controller that match QUERIED_NAMES (`perfplay_*` and upper-case names) and `host_var_names` those of each
+host of the run, so that no var is silently ignored: a `perfplay_*` name that is not one of KNOWN_RUN_VARS (a
+typo, a renamed run var) and a FlagPerf setting (`VENDOR`, `CASES`, ...) are errors naming the var. Every
 problem is a ConfigError naming the run var, the "run vars" file label and the allowed values; the plan reports
 them together with its other errors. A run var left unset takes its default here (SCALARS), or none
 when a later one applies (the case's own timeout, the launcher's rendezvous timeout from the host's environment).
@@ -10,12 +12,14 @@ when a later one applies (the case's own timeout, the launcher's rendezvous time
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from case_runners import defaults
 from case_runners.config.constraints import Constraint, make_constraint
+from case_runners.config.flagperf_names import COMMAND, run_setting
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.config.selection import BOUNDS
 from case_runners.errors import RUN_VARS_FILE, ConfigError
@@ -25,6 +29,20 @@ PREFIX = "perfplay_"
 # A network interface name as Linux takes it: at most 15 characters (IFNAMSIZ - 1), no '/', ':' or space.
 NIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
 NIC_RULE = "1 to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
+# The names preflight queries (ansible.builtin.varnames) for the controller's and the hosts' vars: perfplay's
+# and upper-case ones, where FlagPerf's settings are.
+QUERIED_NAMES = r"^(perfplay_|[A-Z][A-Z0-9_]*$)"
+# The perfplay_* vars a user may set: the documented run and host vars (docs/run-vars.md) ...
+DOCUMENTED_RUN_VARS = frozenset(PREFIX + name for name in (
+    "cases", "vendor", "task", "runtime", "image", "case_timeout_s", "results_dir", "run_id", "min_free_bytes",
+    "clear_caches", "monitor_interval", "progress_interval", "master_port", "rdzv_timeout_s", "heartbeat_timeout_s",
+    "host_pattern", "project_dir", "venv", "host_results_dir", "node_addr", "nic", "device_count"))
+# ... and the names the plays define themselves (play vars, vars files, set_fact, register), seen while they run.
+PLAY_VARS = frozenset(PREFIX + name for name in (
+    "ansible_core", "cleanup", "host_is_local", "host_needs", "host_run_dir", "master", "node_dir", "node_rank",
+    "plan", "plan_hosts", "preflight_only", "python", "remote", "round", "round_error", "round_record", "run",
+    "summary"))
+KNOWN_RUN_VARS = DOCUMENTED_RUN_VARS | PLAY_VARS  # tests/unit/test_docs_run_vars.py keeps both in step
 # Run vars renamed: the old name is an error naming the new one.
 RENAMED = {f"{PREFIX}case_timeout": f"{PREFIX}case_timeout_s", f"{PREFIX}rdzv_timeout": f"{PREFIX}rdzv_timeout_s",
            f"{PREFIX}heartbeat_timeout": f"{PREFIX}heartbeat_timeout_s"}
@@ -52,7 +70,7 @@ SCALARS: dict[str, tuple[Constraint, Any]] = {
 # Request keys whose values other parts of the plan check: the selection, the image settings, the results dir,
 # the run id, and whether to write the checkout bundle (not a run var).
 PASSED_ON = ("cases", "image", "results_dir", "run_id", "bundle")
-REQUEST_KEYS = (*CHOICES, *SCALARS, "hosts", "nic", "run_var_names", *PASSED_ON)
+REQUEST_KEYS = (*CHOICES, *SCALARS, "hosts", "nic", "run_var_names", "host_var_names", *PASSED_ON)
 
 
 def error(name: str, message: str, allowed: list[str] | tuple[str, ...] | None = None) -> ConfigError:
@@ -65,12 +83,7 @@ def check_run_vars(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[Con
     range, no host, a NIC that cannot be an interface name."""
     errors = [ConfigError("unknown request key", key=key, allowed=REQUEST_KEYS)
               for key in sorted(set(request) - set(REQUEST_KEYS))]
-    names = request.get("run_var_names") or []
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        errors.append(ConfigError("must be a list of run var names", key="run_var_names"))
-        names = []
-    errors += [ConfigError(f"renamed to {RENAMED[old]}: set that instead", key=old, file=RUN_VARS_FILE)
-               for old in sorted(set(names) & set(RENAMED))]
+    errors += var_name_errors(request.get("run_var_names"), request.get("host_var_names"))
     values: dict[str, Any] = {}
     for name, (choices, default) in CHOICES.items():
         value = request.get(name)
@@ -91,6 +104,52 @@ def check_run_vars(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[Con
     values["hosts"], host_errors = _hosts(request.get("hosts"))
     values["nic"], nic_errors = _nics(request.get("nic"), values["hosts"])
     return values, errors + host_errors + nic_errors
+
+
+def var_name_errors(run_var_names: Any, host_var_names: Any) -> list[ConfigError]:
+    """The vars set for the controller (run_var_names: a list of names) or for a host of the run (host_var_names:
+    {host: names}) that would be ignored: a renamed run var, another unknown `perfplay_*` name, a FlagPerf setting.
+    Each name once, with the hosts that set it when the controller does not."""
+    errors: list[ConfigError] = []
+    names = run_var_names or []
+    if not _names(names):
+        errors.append(ConfigError("must be a list of var names", key="run_var_names"))
+        names = []
+    by_host = host_var_names or {}
+    if not isinstance(by_host, Mapping) or not all(_names(v) for v in by_host.values()):
+        errors.append(ConfigError("must map each host to a list of var names", key="host_var_names"))
+        by_host = {}
+    hosts: dict[str, list[str]] = {}
+    for host, host_names in by_host.items():
+        for name in host_names:
+            if name not in names:
+                hosts.setdefault(name, []).append(str(host))
+    for name in sorted({*names, *hosts}):
+        message = _unknown_var(name)
+        if message:
+            where = f"host vars of {', '.join(sorted(hosts[name]))}" if name in hosts else RUN_VARS_FILE
+            errors.append(ConfigError(message, key=name, file=where))
+    return errors
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(n, str) for n in value)
+
+
+def _unknown_var(name: str) -> str | None:
+    """Why a var set for the run would be ignored, or None when perfplay reads it (or it is not perfplay's)."""
+    if name in RENAMED:
+        return f"renamed to {RENAMED[name]}: set that instead"
+    if name.startswith(PREFIX) and name not in KNOWN_RUN_VARS:
+        close = difflib.get_close_matches(name, sorted(DOCUMENTED_RUN_VARS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"unknown perfplay var{hint}: perfplay would ignore it; docs/run-vars.md lists the run vars"
+    setting = run_setting(name)
+    if setting is not None:
+        instead = f"perfplay's is {setting.perfplay}" if setting.perfplay else f"no counterpart: {setting.note}"
+        return (f"is a FlagPerf setting, which perfplay does not read ({instead}); "
+                f"{COMMAND} PATH converts a FlagPerf checkout's configs (docs/flagperf-migration.md)")
+    return None
 
 
 def _hosts(hosts: Any) -> tuple[list[str] | None, list[ConfigError]]:

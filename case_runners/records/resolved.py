@@ -52,6 +52,7 @@ class ResolvedConfig(Document):
     case: str
     case_id: str
     framework: str
+    framework_version: str | Absent = ABSENT  # of a versioned framework key (pytorch_1.8: 1.8), checked at preflight
     vendor: str
     hardware: str
     nnodes: int

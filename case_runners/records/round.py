@@ -147,6 +147,7 @@ class RoundRecord(Document):
     vendor: str
     hardware: str
     framework: str | None
+    framework_version: str | Absent = ABSENT  # the resolved config's, when its framework key had one
     nnodes: int
     nproc: int
     round: int

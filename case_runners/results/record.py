@@ -172,6 +172,7 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
     common: dict[str, Any] = dict(
         run_id=run_id or round_dir.parent.parent.name, case_id=config.case_id, case=config.case, vendor=config.vendor,
         hardware=config.hardware, framework=config.framework, nnodes=config.nnodes, nproc=config.nproc,
+        framework_version=config.framework_version,
         round=round_no, status=status, reason=reason, task=config.task_name,
         adapted=list(getattr(rank0, "adapted", None) or []),  # trainer points rank 0 ran from the vendor's adapter
         versions=getattr(rank0, "versions", None),  # the software stack of rank 0 (torch, and the vendor hook's)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,13 @@ def assert_rejected(run, results_dir: Path, *expected: str) -> None:
                  ["2 problem(s)", "run vars: key 'perfplay_case_timeout': renamed to perfplay_case_timeout_s",
                   "run vars: key 'perfplay_rdzv_timeout': renamed to perfplay_rdzv_timeout_s"],
                  id="renamed-run-vars"),
+    pytest.param("VENDOR=nvidia",
+                 ["run vars: key 'VENDOR': is a FlagPerf setting, which perfplay does not read (perfplay's is "
+                  "perfplay_vendor); python -m case_runners import-flagperf PATH converts"],
+                 id="flagperf-run-var"),
+    pytest.param("perfplay_vendr=cpu",
+                 ["run vars: key 'perfplay_vendr': unknown perfplay var (did you mean perfplay_vendor?)"],
+                 id="unknown-perfplay-var"),
     pytest.param('{"perfplay_nic": "eth0/1"}',
                  ["run vars: key 'perfplay_nic': 'eth0/1' (host localhost) is not a network interface name"],
                  id="nic-not-an-interface-name"),
@@ -150,3 +158,12 @@ def test_under_awx_a_results_dir_in_the_project_is_a_warning():
     quiet = run_playbook(REPO, "playbooks/preflight.yml", "-e", "tower_job_id=7",
                          "-e", f"perfplay_results_dir={REPO / 'results'}")
     assert quiet.rc == 0 and warning not in quiet.output, quiet.output[-3000:]
+
+
+def test_a_framework_version_other_than_the_hosts_torch_is_a_warning(results_dir: Path):
+    """pytorch_1.8 resolves as pytorch; the host preflight warns that this host's torch is another, and goes on."""
+    run = run_playbook(REPO, "playbooks/preflight.yml", "-e", f"perfplay_results_dir={results_dir}",
+                       "-e", cases("digits_cnn:pytorch_1.8"))
+    assert run.rc == 0, run.output[-3000:]
+    assert re.search(r"\[WARNING\]: \S+: case digits_cnn_CPUx1x1 asks for pytorch_1\.8 \(perfplay_cases\), this host "
+                     r"has torch \S+ \(", run.output), run.output[-3000:]

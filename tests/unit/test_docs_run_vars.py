@@ -27,7 +27,16 @@ import yaml
 from jinja2 import Environment, nodes
 
 from case_runners import defaults
-from case_runners.plan.run_vars import CHOICES, PREFIX, RENAMED, SCALARS
+from case_runners.plan.run_vars import (
+    CHOICES,
+    DOCUMENTED_RUN_VARS,
+    KNOWN_RUN_VARS,
+    PLAY_VARS,
+    PREFIX,
+    QUERIED_NAMES,
+    RENAMED,
+    SCALARS,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "run-vars.md"
@@ -281,6 +290,24 @@ def test_the_plans_defaults_are_the_docs(doc: dict[str, dict[str, Any]]) -> None
         else "not documented") for var, value in sorted(known.items())
         if var not in doc or not states(doc[var]["default"], value)]
     assert not wrong, f"{shown(DOC)}, column 'default': " + "; ".join(wrong)
+
+
+def test_the_plans_known_vars_are_the_documented_and_the_plays_own(code: Code, doc: dict[str, dict[str, Any]]) -> None:
+    """run_vars.KNOWN_RUN_VARS, the perfplay_* names the plan accepts, is this page's rows (DOCUMENTED_RUN_VARS) and
+    the names the plays define themselves (PLAY_VARS): any other is refused instead of being ignored."""
+    assert sorted(DOCUMENTED_RUN_VARS) == sorted(doc), f"case_runners/plan/run_vars.py vs the rows of {shown(DOC)}"
+    assert sorted(PLAY_VARS) == sorted(n for n in code.defined if VAR.fullmatch(n)), "the names the plays define"
+    assert KNOWN_RUN_VARS == DOCUMENTED_RUN_VARS | PLAY_VARS
+
+
+def test_preflight_queries_the_names_the_plan_checks() -> None:
+    """The controller's and the hosts' var names reach the plan through run_vars.QUERIED_NAMES, written in
+    playbooks/preflight.yml (a play cannot import it)."""
+    text = (ROOT / "playbooks" / "preflight.yml").read_text(encoding="utf-8")
+    assert text.count(f"'{QUERIED_NAMES}'") == 2, f"preflight.yml must query both name lists with {QUERIED_NAMES}"
+    pattern = re.compile(QUERIED_NAMES)
+    assert all(pattern.search(n) for n in ("perfplay_vendr", "VENDOR", "FLAGPERF_LOG_PATH", "SSH_PORT"))
+    assert not any(pattern.search(n) for n in ("ansible_port", "Vendor", "hostvars", "MY-VAR"))
 
 
 def test_renamed_run_vars_are_no_longer_documented(code: Code, doc: dict[str, dict[str, Any]]) -> None:

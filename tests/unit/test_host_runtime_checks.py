@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import socket
 import subprocess
@@ -37,6 +38,22 @@ def test_host_check_names_every_problem_at_once(tmp_path):
     assert "a round needs nproc=4096 cpu devices, the host has 2 (host var perfplay_device_count)" \
         in result["problems"][0]
     assert "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1" in result["problems"][1]
+
+
+def test_a_framework_version_other_than_the_hosts_torch_is_a_warning():
+    """pytorch_<major.minor> of a selection is compared with this Python's torch: a mismatch warns, never fails."""
+    here = ".".join(importlib.metadata.version("torch").split("+")[0].split(".")[:2])
+    same = resolved(selection={"framework": f"pytorch_{here}.9"})  # the patch level does not count
+    other = resolved(selection={"framework": "pytorch_1.8"})
+    assert (same["framework"], same["framework_version"]) == ("pytorch", f"{here}.9")
+    assert host_check({"vendor": "cpu", "cases": [same]})["warnings"] == []
+    result = host_check({"vendor": "cpu", "cases": [other, DIGITS]})
+    assert result["ok"], result["problems"]
+    assert result["warnings"] == [
+        f"case digits_cnn_CPUx1x1 asks for pytorch_1.8 (perfplay_cases), this host has torch "
+        f"{importlib.metadata.version('torch')} ({sys.executable}): its results are for the torch it ran on"]
+    docker = dict(other, runtime={"kind": "docker", "image": "perfplay-cpu-pytorch:0", "run": {}})
+    assert host_check({"vendor": "cpu", "cases": [docker]})["warnings"] == [], "the image's torch counts there"
 
 
 def test_a_case_of_the_request_is_a_resolved_config():

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from case_runners import defaults
+from case_runners.config.flagperf_names import FLAGPERF_RUN_VARS
 from case_runners.plan.run_plan import make_plan
-from case_runners.plan.run_vars import CHOICES, NIC_NAME, RENAMED, SCALARS, check_run_vars
+from case_runners.plan.run_vars import CHOICES, KNOWN_RUN_VARS, NIC_NAME, RENAMED, SCALARS, check_run_vars
 
 BOOLS = "(allowed: true/false, yes/no, on/off, 1/0)"
 
@@ -152,3 +153,69 @@ def test_a_docker_run_lists_each_hosts_images(tmp_path):
     result = plan(tmp_path, check=True, runtime="docker", hosts=["a"])
     assert result["ok"], result["errors"]
     assert result["host_needs"]["a"]["images"] == [result["images"][0]["ref"]]
+
+
+def test_an_unknown_perfplay_var_is_an_error_naming_the_closest_run_var(tmp_path):
+    result = plan(tmp_path, check=True, run_var_names=["perfplay_vendor", "perfplay_vendr", "perfplay_plan_hosts"])
+    assert result["errors"] == [
+        "run vars: key 'perfplay_vendr': unknown perfplay var (did you mean perfplay_vendor?): perfplay would ignore "
+        "it; docs/run-vars.md lists the run vars"]
+
+
+@pytest.mark.parametrize("name", sorted(FLAGPERF_RUN_VARS))
+def test_a_flagperf_setting_is_an_error_pointing_to_the_importer(tmp_path, name):
+    (error,) = plan(tmp_path, check=True, run_var_names=[name])["errors"]
+    assert error.startswith(f"run vars: key '{name}': is a FlagPerf setting, which perfplay does not read (")
+    assert error.endswith("python -m case_runners import-flagperf PATH converts a FlagPerf checkout's configs "
+                          "(docs/flagperf-migration.md)")
+
+
+def test_the_flagperf_error_names_perfplays_counterpart(tmp_path):
+    errors = plan(tmp_path, check=True, run_var_names=["VENDOR", "SHM_SIZE"])["errors"]
+    assert "(perfplay's is perfplay_vendor)" in errors[1]
+    assert "(no counterpart: the vendor's: vendor/<vendor>/vendor.yaml container.run.shm_size" in errors[0]
+
+
+def test_other_upper_case_names_and_the_plays_own_vars_are_no_error(tmp_path):
+    names = ["MY_SITE_VAR", "NCCL_DEBUG", *sorted(KNOWN_RUN_VARS)]
+    result = plan(tmp_path, check=True, run_var_names=names, host_var_names={"a": names}, hosts=["a"])
+    assert result["ok"], result["errors"]
+
+
+def test_host_vars_are_checked_and_name_their_hosts(tmp_path):
+    result = plan(tmp_path, check=True, hosts=["a", "b"], run_var_names=["perfplay_vendr"],
+                  host_var_names={"a": ["perfplay_nics", "HOSTS", "perfplay_vendr"], "b": ["perfplay_nics"]})
+    assert result["errors"] == [
+        "host vars of a: key 'HOSTS': is a FlagPerf setting, which perfplay does not read (perfplay's is inventory: "
+        "perfplay_hosts); python -m case_runners import-flagperf PATH converts a FlagPerf checkout's configs "
+        "(docs/flagperf-migration.md)",
+        "host vars of a, b: key 'perfplay_nics': unknown perfplay var (did you mean perfplay_nic?): perfplay would "
+        "ignore it; docs/run-vars.md lists the run vars",
+        # once, as a run var: an extra var is in every host's vars too
+        "run vars: key 'perfplay_vendr': unknown perfplay var (did you mean perfplay_vendor?): perfplay would ignore "
+        "it; docs/run-vars.md lists the run vars"]
+
+
+@pytest.mark.parametrize("names, host_names, key", [
+    ("perfplay_vendor", None, "run_var_names"), ([1], None, "run_var_names"),
+    (None, ["perfplay_vendor"], "host_var_names"), (None, {"a": "perfplay_vendor"}, "host_var_names")])
+def test_malformed_var_name_lists_are_errors(tmp_path, names, host_names, key):
+    assert plan(tmp_path, check=True, run_var_names=names, host_var_names=host_names)["errors"][0].startswith(
+        f"key '{key}': must")
+
+
+@pytest.mark.parametrize("task", ["training", "inference"])
+def test_a_versioned_framework_is_kept_in_the_resolved_config(tmp_path, task):
+    result = plan(tmp_path, check=True, task=task, cases={"digits_cnn:pytorch_2.1": None})
+    assert result["ok"], result["errors"]
+    (case,) = result["cases"]
+    assert (case["framework"], case["framework_version"]) == ("pytorch", "2.1")
+    assert "framework_version" not in plan(tmp_path, check=True, task=task)["cases"][0], "absent without a version"
+
+
+@pytest.mark.parametrize("task, what", [("training", "case"), ("inference", "inference case")])
+def test_an_unknown_framework_names_the_allowed_ones(tmp_path, task, what):
+    result = plan(tmp_path, check=True, task=task, cases=["digits_cnn:paddle_2.5"])
+    assert result["errors"] == [
+        f"run vars: key 'perfplay_cases[0].framework': unknown framework 'paddle_2.5': {what} 'digits_cnn' is "
+        f"written for pytorch (allowed: pytorch, pytorch_<version>)"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from case_runners.config.selection import parse_selections
+from case_runners.config.selection import parse_selections, split_framework
 
 
 def test_flagperf_mapping_form_gives_every_field():
@@ -96,3 +96,22 @@ def test_bad_text_names_perfplay_cases_and_the_allowed_forms(text, where):
 def test_errors_inside_text_name_the_item():
     _, errors = parse_selections('[{"case": "digits_cnn", "repeat": "abc"}]')
     assert "perfplay_cases[0].repeat" in str(errors[0]) and "'abc'" in str(errors[0])
+
+
+@pytest.mark.parametrize("raw", [
+    {"resnet50:pytorch_1.8:A100:1:8:1": "/data"},        # FlagPerf's mapping
+    ["resnet50:pytorch_1.8:A100:1:8:1"],                  # a FlagPerf key
+    [{"case": "resnet50", "framework": "pytorch_1.8"}],   # the list of mappings
+    [{"case": "resnet50:pytorch_1.8:A100"}],              # a key as the case of a mapping
+])
+def test_a_versioned_framework_key_is_pytorch_with_its_version(raw):
+    (sel,), errors = parse_selections(raw)
+    assert errors == []
+    assert (sel.framework, sel.framework_version, sel.framework_key) == ("pytorch", "1.8", "pytorch_1.8")
+
+
+@pytest.mark.parametrize("framework, name, version", [
+    ("pytorch", "pytorch", None), ("pytorch_2.1.0", "pytorch", "2.1.0"), ("paddle_2.5.1", "paddle", "2.5.1"),
+    ("pytorch_x", "pytorch_x", None), ("tensorrt-llm", "tensorrt-llm", None), ("_1.8", "_1.8", None)])
+def test_split_framework(framework, name, version):
+    assert split_framework(framework) == (name, version)

@@ -1,0 +1,438 @@
+"""`import-flagperf`: a FlagPerf checkout's configs (or one of them) as perfplay's, and a report per item.
+
+Reads (never runs) training/run_benchmarks/config/test_conf.py and cluster_conf.py, inference/configs/host.yaml and
+the vendor configs training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py, and writes under OUT:
+- inventory/flagperf/hosts.yml (cluster_conf.py; inventory/flagperf_inference/hosts.yml from host.yaml): the
+  hosts in order in the group perfplay_hosts, SSH_PORT as ansible_port, and the host vars perfplay needs;
+- flagperf_training.yml (test_conf.py, with cluster_conf.py's MASTER_PORT) and flagperf_inference.yml (host.yaml):
+  run vars for `-e @FILE`;
+- vendor/<vendor>/cases/<case>/config_<HW>x<N>x<P>.yaml: the params config/flagperf_names.py maps, checked against
+  the case.
+
+Every setting, case and param is reported: mapped (from -> to), no counterpart (and why), or skipped (a statement
+the reader does not run, with its file and line). Everything is read before anything is written; an existing file
+is kept unless `force`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from case_runners import files
+from case_runners.cases import list_cases
+from case_runners.config.flagperf_names import (
+    CASE_NAMES,
+    CLUSTER_CONF,
+    COMMAND,
+    FRAMEWORK,
+    HOST_YAML,
+    TEST_CONF,
+    param,
+    run_setting,
+)
+from case_runners.config.selection import split_framework
+from case_runners.config.yaml_io import load_mapping
+from case_runners.errors import ConfigError
+from case_runners.flagperf.pyconfig import PyConfig, read_config
+from case_runners.paths import project_root
+from case_runners.plan.inference_config import inference_cases
+from case_runners.plan.layering import load_case_base
+from case_runners.vendors import load_vendor, vendor_names
+
+MAPPED, NONE, SKIPPED, WROTE, KEPT = "mapped", "no counterpart", "skipped", "wrote", "kept"
+CONFIG_DIR = ("training", "run_benchmarks", "config")
+HOST_YAML_DIR = ("inference", "configs")
+VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z][A-Za-z0-9_]*)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
+TRAINING_VARS, INFERENCE_VARS = "flagperf_training.yml", "flagperf_inference.yml"
+INVENTORY, INFERENCE_INVENTORY = "inventory/flagperf/hosts.yml", "inventory/flagperf_inference/hosts.yml"
+# The host vars every remote host needs (docs/run-vars.md, The hosts), at inventory/sample's paths.
+HOST_VARS = {"perfplay_project_dir": "/opt/perfplay/src", "perfplay_venv": "/opt/perfplay/venv",
+             "perfplay_host_results_dir": "/opt/perfplay/results"}
+
+
+@dataclass
+class Item:
+    status: str
+    source: str  # file[:line] and the FlagPerf name
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.status:<14}  {self.source}: {self.detail}"
+
+
+@dataclass
+class Output:
+    path: str  # relative to OUT
+    header: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Report:
+    items: list[Item] = field(default_factory=list)
+    outputs: list[Output] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+
+    def add(self, status: str, source: str, detail: str) -> None:
+        self.items.append(Item(status, source, detail))
+
+
+@dataclass
+class Sources:
+    base: Path  # the checkout, for the names in the report
+    test_conf: Path | None = None
+    cluster_conf: Path | None = None
+    host_yaml: Path | None = None
+    vendor_configs: list[Path] = field(default_factory=list)
+
+
+def find_sources(path: Path) -> Sources:
+    """The FlagPerf configs of a checkout, or the one config file `path` is; ConfigError when there is none."""
+    if path.is_dir():
+        found = Sources(base=path)
+        config_dir = path.joinpath(*CONFIG_DIR)
+        found.test_conf = _file(config_dir / TEST_CONF)
+        found.cluster_conf = _file(config_dir / CLUSTER_CONF)
+        found.host_yaml = _file(path.joinpath(*HOST_YAML_DIR, HOST_YAML))
+        found.vendor_configs = sorted(p for p in path.glob("training/*/*-*/config/config_*.py")
+                                      if p.parts[-4] not in ("benchmarks", "run_benchmarks")
+                                      and VENDOR_CONFIG.fullmatch(p.name))
+        if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs):
+            raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
+                              f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
+                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
+        return found
+    if not path.is_file():
+        raise ConfigError(f"{path} does not exist")
+    name, parts = path.name, path.resolve().parts
+    if name in (TEST_CONF, CLUSTER_CONF):
+        found = Sources(base=_above(path, CONFIG_DIR))
+        setattr(found, "test_conf" if name == TEST_CONF else "cluster_conf", path)
+        return found
+    if name == HOST_YAML:
+        return Sources(base=_above(path, HOST_YAML_DIR), host_yaml=path)
+    if VENDOR_CONFIG.fullmatch(name):
+        if len(parts) < 5 or parts[-5] != "training" or parts[-2] != "config" or "-" not in parts[-3]:
+            raise ConfigError(f"{path}: cannot tell its vendor and case: a vendor config is "
+                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
+        return Sources(base=path.resolve().parents[4], vendor_configs=[path])
+    raise ConfigError(f"{path} is not a FlagPerf config: expected {TEST_CONF}, {CLUSTER_CONF}, {HOST_YAML} or "
+                      f"config_<HW>x<N>x<P>.py")
+
+
+def _file(path: Path) -> Path | None:
+    return path if path.is_file() else None
+
+
+def _above(path: Path, folders: tuple[str, ...]) -> Path:
+    """The checkout a config at <checkout>/<folders>/<file> is in; its own folder when it is elsewhere."""
+    resolved = path.resolve()
+    inside = resolved.parent.parts[-len(folders):] == folders
+    return resolved.parents[len(folders)] if inside else resolved.parent
+
+
+class Importer:
+    """Reads the sources and maps them into outputs; write() writes them."""
+
+    def __init__(self, sources: Sources, root: Path) -> None:
+        self.sources = sources
+        self.root = root
+        self.report = Report()
+        self.cases = list_cases()
+        self.vendors = vendor_names(root)
+        self.missing_vendors: set[str] = set()
+        self.skipped_seen: set[str] = set()  # a sibling file's statements, reported once
+
+    def shown(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.sources.base.resolve()))
+        except ValueError:
+            return str(path)
+
+    def run(self) -> Report:
+        sources = self.sources
+        training: dict[str, Any] = {}
+        hosts: tuple[list[str], int | None] | None = None
+        if sources.test_conf:  # FlagPerf's host.yaml has the hosts in it; a test_conf.py may too
+            hosts = self._python_settings(sources.test_conf, training, inference=False)
+        if sources.cluster_conf:
+            hosts = self._python_settings(sources.cluster_conf, training, inference=False) or hosts
+        if training:
+            files_read = [self.shown(p) for p in (sources.test_conf, sources.cluster_conf) if p]
+            self._output(TRAINING_VARS, f"Run vars from FlagPerf {' and '.join(files_read)}", training)
+        if hosts:
+            self._inventory(INVENTORY, hosts, self.shown(sources.cluster_conf or sources.test_conf or Path()))
+        if sources.host_yaml:
+            self._host_yaml(sources.host_yaml)
+        for path in sources.vendor_configs:
+            self._vendor_config(path)
+        return self.report
+
+    # -- run settings ------------------------------------------------------------------------------------------
+
+    def _python_settings(self, path: Path, run_vars: dict[str, Any], *,
+                         inference: bool) -> tuple[list[str], int | None] | None:
+        """Map a test_conf.py or cluster_conf.py into run_vars; its hosts (HOSTS, SSH_PORT), if it names them."""
+        shown = self.shown(path)
+        config = self._read_python(path, shown)
+        return self._settings(config.values, config.where, run_vars, inference)
+
+    def _host_yaml(self, path: Path) -> None:
+        shown = self.shown(path)
+        data = load_mapping(path, self.sources.base)
+        run_vars: dict[str, Any] = {"perfplay_task": "inference"}
+        hosts = self._settings(data, {name: shown for name in data}, run_vars, inference=True)
+        if len(run_vars) > 1:
+            self._output(INFERENCE_VARS, f"Run vars from FlagPerf {shown} (inference)", run_vars)
+        if hosts:
+            self._inventory(INFERENCE_INVENTORY, hosts, shown)
+
+    def _settings(self, values: dict[str, Any], where: dict[str, str], run_vars: dict[str, Any],
+                  inference: bool) -> tuple[list[str], int | None] | None:
+        hosts: list[str] | None = None
+        port: int | None = None
+        for name, value in values.items():
+            source = f"{where[name]} {name}"
+            row = run_setting(str(name))
+            if row is None:
+                self.report.add(NONE, source, "not a FlagPerf setting perfplay knows (docs/flagperf-migration.md)")
+            elif row.perfplay is None:
+                self.report.add(NONE, source, row.note)
+            elif name == "CASES":
+                self._cases(value, source, run_vars, inference)
+            elif name == "HOSTS":
+                if isinstance(value, list) and value and all(isinstance(h, str) and h.strip() for h in value):
+                    hosts = [h.strip() for h in value]
+                    self.report.add(MAPPED, source, f"-> {row.perfplay}: {', '.join(hosts)}")
+                else:
+                    self.report.add(NONE, source, f"expected a list of host names or addresses, got {value!r}")
+            elif name == "SSH_PORT":
+                port = self._port(value, source, row.perfplay)
+            elif name == "MASTER_PORT":
+                master = self._port(value, source, row.perfplay)
+                if master is not None:
+                    run_vars["perfplay_master_port"] = master
+            elif name == "VENDOR":
+                self._vendor(value, source, run_vars)
+            elif name == "CLEAR_CACHES":
+                if isinstance(value, bool):
+                    run_vars["perfplay_clear_caches"] = value
+                    self.report.add(MAPPED, source, f"-> {row.perfplay}: {str(value).lower()}")
+                else:
+                    self.report.add(NONE, source, f"expected True or False, got {value!r}")
+            elif name == "PIP_SOURCE":
+                if isinstance(value, str) and value.strip():
+                    run_vars["perfplay_image"] = {"pip_index_url": value.strip()}
+                    self.report.add(MAPPED, source, f"-> {row.perfplay}: {value.strip()}; {row.note}")
+                else:
+                    self.report.add(NONE, source, f"expected a URL, got {value!r}")
+        return (hosts, port) if hosts else None
+
+    def _port(self, value: Any, source: str, target: str) -> int | None:
+        try:
+            port = int(str(value).strip())
+        except ValueError:
+            port = -1
+        if not 0 <= port <= 65535 or isinstance(value, bool):
+            self.report.add(NONE, source, f"expected a port number, got {value!r}")
+            return None
+        self.report.add(MAPPED, source, f"-> {target}: {port}")
+        return port
+
+    def _vendor(self, value: Any, source: str, run_vars: dict[str, Any]) -> None:
+        if not isinstance(value, str) or not value.strip():
+            self.report.add(NONE, source, f"expected a vendor name, got {value!r}")
+            return
+        vendor = value.strip()
+        run_vars["perfplay_vendor"] = vendor
+        missing = "" if vendor in self.vendors else (
+            f" (perfplay has no vendor/{vendor}/ yet: python -m case_runners new-vendor {vendor} writes one; "
+            f"vendors: {', '.join(self.vendors)})")
+        self.report.add(MAPPED, source, f"-> perfplay_vendor: {vendor}{missing}")
+
+    def _cases(self, value: Any, source: str, run_vars: dict[str, Any], inference: bool) -> None:
+        if isinstance(value, list):
+            self.report.add(NONE, source, "the list form of CASES (FlagPerf before 2023-04): write it as the mapping "
+                                          "{'case:framework:HW:nnodes:nproc:repeat': data_dir}")
+            return
+        if not isinstance(value, dict):
+            self.report.add(NONE, source, f"expected a mapping of case keys to data dirs, got {value!r}")
+            return
+        cases: dict[str, str] = {}
+        for key, data_dir in value.items():
+            where = f"{source}['{key}']"
+            mapped = self._case_key(key, data_dir, where, inference)
+            if mapped:
+                cases[mapped] = data_dir
+        if cases:
+            run_vars["perfplay_cases"] = cases
+        elif not value:
+            self.report.add(NONE, source, "selects no case (is every entry commented out?): perfplay_cases is not set")
+        else:
+            self.report.add(NONE, source, "no case of CASES has a perfplay counterpart: perfplay_cases is not set")
+
+    def _case_key(self, key: Any, data_dir: Any, where: str, inference: bool) -> str | None:
+        """The perfplay_cases key of one FlagPerf CASES entry, or None (reported)."""
+        if not isinstance(key, str) or not key:
+            self.report.add(NONE, where, "a case key is a string 'case:framework:...'")
+            return None
+        parts = key.split(":")
+        framework = parts[1] if len(parts) > 1 and parts[1] else FRAMEWORK
+        if split_framework(framework)[0] != FRAMEWORK:
+            self.report.add(NONE, where, f"framework {framework}: perfplay's cases are written for {FRAMEWORK}")
+            return None
+        known = inference_cases(self.root) if inference else self.cases
+        case = CASE_NAMES.get(parts[0], parts[0])
+        if case not in known:
+            what = "inference case" if inference else "case"
+            self.report.add(NONE, where, f"perfplay has no {what} '{parts[0]}' (its {what}s: {', '.join(known)})")
+            return None
+        if not isinstance(data_dir, str) or not data_dir:
+            self.report.add(NONE, where, f"the data dir must be a path, got {data_dir!r}")
+            return None
+        mapped = ":".join([case, *parts[1:]])
+        self.report.add(MAPPED, where, f"-> perfplay_cases['{mapped}']: {data_dir}")
+        return mapped
+
+    # -- vendor configs ----------------------------------------------------------------------------------------
+
+    def _vendor_config(self, path: Path) -> None:
+        shown = self.shown(path)
+        match = VENDOR_CONFIG.fullmatch(path.name)
+        assert match is not None  # find_sources took only these
+        vendor, case_dir = path.resolve().parts[-4], path.resolve().parts[-3]
+        model, _, framework = case_dir.rpartition("-")
+        if framework != FRAMEWORK:
+            self.report.add(NONE, shown, f"framework {framework}: perfplay's cases are written for {FRAMEWORK}")
+            return
+        case = CASE_NAMES.get(model, model)
+        if case not in self.cases:
+            self.report.add(NONE, shown, f"perfplay has no case '{model}' (its cases: {', '.join(self.cases)})")
+            return
+        base, _ = load_case_base(case, self.root)
+        config = self._read_python(path, shown)
+        params: dict[str, Any] = {}
+        for name, value in config.values.items():
+            where = config.where[name]  # file:line, of this file or of a sibling it imports
+            source = f"{where} {name}" if where.startswith(f"{shown}:") else f"{shown} {name} (from {where})"
+            target = self._param(name, value, source, case, base)
+            if target is not None:
+                params[target[0]] = target[1]
+        hardware = match["hw"]
+        if vendor not in self.vendors and vendor not in self.missing_vendors:
+            self.missing_vendors.add(vendor)
+            self.report.add(NONE, shown, f"perfplay has no vendor/{vendor}/ yet: python -m case_runners new-vendor "
+                                         f"{vendor} writes one (the config is written all the same)")
+        elif vendor in self.vendors:
+            known = sorted(load_vendor(vendor, self.root)["hardware"])
+            if hardware not in known:
+                self.report.add(NONE, shown, f"hardware {hardware} is not in vendor/{vendor}/vendor.yaml (its "
+                                             f"hardware: {', '.join(known)}): add it there before this config runs")
+        out = f"vendor/{vendor}/cases/{case}/config_{hardware}x{match['nnodes']}x{match['nproc']}.yaml"
+        self._output(out, f"{case} on {hardware}, from FlagPerf {shown}", params)
+
+    def _param(self, name: str, value: Any, source: str, case: str,
+               base: dict[str, Any]) -> tuple[str, Any] | None:
+        row = param(name)
+        if row is not None and row.perfplay is None:
+            self.report.add(NONE, source, row.note)
+            return None
+        target = row.perfplay if row is not None else name
+        assert target is not None
+        if target not in base["params"]:
+            self.report.add(NONE, source, f"perfplay's {case} has no param {target}")
+            return None
+        if target not in base["mutable"]:
+            kind = "run-only" if target in base["run_only"] else "immutable"
+            self.report.add(NONE, source, f"{target} is {kind} in perfplay's {case}: a vendor config may not set it")
+            return None
+        try:
+            checked = base["constraints"][target].check(_plain(value), key=target, file=f"perfplay's {case}")
+        except ConfigError as exc:
+            self.report.add(NONE, source, f"-> {target}: {exc}")
+            return None
+        note = f"; {row.note}" if row is not None and row.perfplay != name else ""
+        self.report.add(MAPPED, source, f"-> {target}: {json.dumps(checked)}{note}")
+        return target, checked
+
+    def _read_python(self, path: Path, shown: str) -> PyConfig:
+        """The config, its skipped statements reported (a sibling file's once); ConfigError when unreadable."""
+        try:
+            config = read_config(path, shown)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as exc:
+            raise ConfigError(f"cannot be read as a Python config ({exc})", file=shown) from None
+        for skipped in config.skipped:
+            where = f"{skipped.file}:{skipped.line}"
+            if where not in self.skipped_seen:
+                self.skipped_seen.add(where)
+                self.report.add(SKIPPED, where, f"`{skipped.what}`: {skipped.why}")
+        return config
+
+    # -- outputs -----------------------------------------------------------------------------------------------
+
+    def _inventory(self, out: str, hosts: tuple[list[str], int | None], shown: str) -> None:
+        names, port = hosts
+        group_vars: dict[str, Any] = {} if port is None else {"ansible_port": port}
+        group_vars.update(HOST_VARS)
+        data = {"all": {"children": {"perfplay_hosts": {"hosts": {h: None for h in names}, "vars": group_vars}}}}
+        self._output(out, f"The hosts of FlagPerf {shown}, in node order (the first is node 0). The perfplay_* "
+                          f"vars are where perfplay lives on each host (docs/run-vars.md, The hosts): change "
+                          f"them as you like", data)
+
+    def _output(self, path: str, what: str, data: dict[str, Any]) -> None:
+        self.report.outputs.append(Output(path, f"{what}.", data))
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists (YAML and the constraints know lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def render(output: Output) -> str:
+    header = "".join(f"# {line}\n" for line in [*_wrap(output.header), f"Written by {COMMAND}."])
+    body = yaml.safe_dump(output.data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=116) \
+        if output.data else "{}\n"
+    return f"---\n{header}{body}"
+
+
+def _wrap(text: str, width: int = 116) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + ([line] if line else [])
+
+
+def write(report: Report, out: Path, *, force: bool) -> None:
+    """Write every output under `out`; an existing file is kept (reported) unless `force`."""
+    for output in report.outputs:
+        target = out / output.path
+        existed = target.exists()
+        if existed and not force:
+            report.add(KEPT, str(target), "exists already (--force replaces it)")
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        files.atomic_write_text(target, render(output))
+        report.written.append(target)
+        report.add(WROTE, str(target), "replaced" if existed else "new")
+
+
+def import_flagperf(path: Path, out: Path, *, force: bool = False, root: Path | None = None) -> Report:
+    """Read the FlagPerf configs at `path` and write perfplay's under `out` (ConfigError, before anything is
+    written, when an input cannot be read)."""
+    report = Importer(find_sources(path), root or project_root()).run()
+    write(report, out, force=force)
+    return report

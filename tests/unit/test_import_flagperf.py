@@ -1,0 +1,349 @@
+"""`import-flagperf` on a small FlagPerf-shaped tree the tests write: the configs are read without being run, every
+item is reported, the inventory, run vars and vendor configs it writes are what the plan accepts, and the mapping
+table is the one docs/flagperf-migration.md shows."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from case_runners.cases import list_cases
+from case_runners.cli import main
+from case_runners.config.flagperf_names import CASE_NAMES, FLAGPERF_RUN_VARS, PARAMS, RUN_SETTINGS, markdown_table
+from case_runners.config.shared_params import SHARED_PARAMS
+from case_runners.container.image import BUILD_KEYS
+from case_runners.flagperf.importer import HOST_VARS, import_flagperf
+from case_runners.flagperf.pyconfig import read_config
+from case_runners.paths import project_root
+from case_runners.plan.layering import load_case_base
+from case_runners.plan.run_plan import make_plan
+from case_runners.plan.run_vars import DOCUMENTED_RUN_VARS, PREFIX, QUERIED_NAMES
+
+ROOT = project_root()
+DOC = ROOT / "docs" / "flagperf-migration.md"
+CONFIG = "training/run_benchmarks/config"
+RESNET = "training/nvidia/resnet50-pytorch/config"
+BERT = "training/nvidia/bert-pytorch/config"
+
+TREE = {
+    f"{CONFIG}/cluster_conf.py": """\
+        '''Cluster configs'''
+        HOSTS = ["10.1.2.2", "10.1.2.3"]
+        HOSTS_PORTS = ["2222"]
+        MASTER_PORT = "29501"
+        SSH_PORT = "2200"
+        """,
+    f"{CONFIG}/test_conf.py": """\
+        '''Test Configs'''
+        import os
+        VENDOR = "nvidia"
+        ACCE_CONTAINER_OPT = " --gpus all"
+        ACCE_VISIBLE_DEVICE_ENV_NAME = "CUDA_VISIBLE_DEVICES"
+        PIP_SOURCE = "https://mirror.example.com/pypi/simple"
+        FLAGPERF_PATH = "/home/FlagPerf/training"
+        FLAGPERF_LOG_PATH = FLAGPERF_PATH + "/result/"
+        FLAGPERF_LOG_LEVEL = os.environ.get("LEVEL", "debug")
+        SHM_SIZE = "32G"
+        CLEAR_CACHES = True
+        CASES = {
+            "resnet50:pytorch_1.8:A100:1:8:1": "/raid/dataset/ImageNet_1k_2012/",
+            # "bert:pytorch_1.8:A100:1:8:1": "/raid/bert/",
+            "bert:pytorch_1.8:A100:1:1:2": "/raid/bert/",
+            "glm:pytorch_1.8:A100:1:8:1": "/raid/glm/",
+            "llama1_7B:paddle_2.5.1:TP1PP1SH2SP8A10040G:1:8:1": "/raid/llama/",
+        }
+        """,
+    "inference/configs/host.yaml": """\
+        FLAGPERF_PATH: "/home/FlagPerf/inference"
+        VENDOR: "nvidia"
+        HOSTS: ["10.1.2.59"]
+        SSH_PORT: "22"
+        LOG_CALL_INFORMATION: True
+        CLEAR_CACHES: False
+        CASES:
+          "resnet50:pytorch_1.13": "/raid/dataset/ImageNet/val"
+          "llama3_70b:tensorrt-llm": "/data/llama3_infer"
+        """,
+    f"{RESNET}/config_common.py": """\
+        vendor = "nvidia"
+        dist_backend = "nccl"
+        fp16 = True
+        """,
+    f"{RESNET}/config_A100x1x8.py": """\
+        from config_common import *
+
+        train_batch_size = 256
+        eval_batch_size = train_batch_size
+        max_steps = 10000 * 1000
+        max_samples_termination = 43912600*1000
+        learning_rate = 0.1
+        seed = 23333
+        """,
+    f"{BERT}/config_A100x1x1.py": """\
+        from torch.cuda.amp import GradScaler
+        train_batch_size = 8
+        gradient_accumulation_steps = 4
+        learning_rate = 3.5e-4
+        grad_scaler = GradScaler(init_scale=2**20)
+        weight_decay_rate = 0.01
+        target_mlm_accuracy = 0.72
+        """,
+}
+
+
+def write_tree(base: Path) -> Path:
+    for name, text in TREE.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return base
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "FlagPerf")
+
+
+def load(path: Path):
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def lines(report) -> list[str]:
+    return [str(item) for item in report.items]
+
+
+def test_the_inventory_lists_the_hosts_in_order_with_the_ssh_port(tree, tmp_path):
+    out = tmp_path / "out"
+    import_flagperf(tree, out)
+    group = load(out / "inventory/flagperf/hosts.yml")["all"]["children"]["perfplay_hosts"]
+    assert list(group["hosts"]) == ["10.1.2.2", "10.1.2.3"]
+    assert group["vars"] == {"ansible_port": 2200, **HOST_VARS}
+    inference = load(out / "inventory/flagperf_inference/hosts.yml")["all"]["children"]["perfplay_hosts"]
+    assert list(inference["hosts"]) == ["10.1.2.59"] and inference["vars"]["ansible_port"] == 22
+
+
+def test_the_run_vars(tree, tmp_path):
+    out = tmp_path / "out"
+    import_flagperf(tree, out)
+    assert load(out / "flagperf_training.yml") == {
+        "perfplay_vendor": "nvidia",
+        "perfplay_image": {"pip_index_url": "https://mirror.example.com/pypi/simple"},
+        "perfplay_clear_caches": True,
+        "perfplay_cases": {"resnet50:pytorch_1.8:A100:1:8:1": "/raid/dataset/ImageNet_1k_2012/",
+                           "bert:pytorch_1.8:A100:1:1:2": "/raid/bert/"},
+        "perfplay_master_port": 29501}
+    assert load(out / "flagperf_inference.yml") == {
+        "perfplay_task": "inference", "perfplay_vendor": "nvidia", "perfplay_clear_caches": False,
+        "perfplay_cases": {"resnet50:pytorch_1.13": "/raid/dataset/ImageNet/val"}}
+    assert (out / "flagperf_training.yml").read_text().startswith(
+        "---\n# Run vars from FlagPerf training/run_benchmarks/config/test_conf.py and\n")
+
+
+def test_the_vendor_configs(tree, tmp_path):
+    out = tmp_path / "out"
+    import_flagperf(tree, out)
+    # config_common.py's fp16, then the file's own keys; the name assigned earlier is its value
+    assert load(out / "vendor/nvidia/cases/resnet50/config_A100x1x8.yaml") == {
+        "amp": True, "batch_size": 256, "eval_batch_size": 256, "max_steps": 10000000, "lr": 0.1, "seed": 23333}
+    assert load(out / "vendor/nvidia/cases/bert/config_A100x1x1.yaml") == {
+        "batch_size": 8, "lr": 3.5e-4, "weight_decay": 0.01}
+
+
+def test_the_report_names_every_item(tree, tmp_path):
+    out = tmp_path / "out"
+    found = lines(import_flagperf(tree, out))
+    conf, common, resnet, bert = (f"{CONFIG}/test_conf.py", f"{RESNET}/config_common.py",
+                                  f"{RESNET}/config_A100x1x8.py", f"{BERT}/config_A100x1x1.py")
+    expected = [
+        f"skipped         {conf}:2: `import os`: an import of another module is not followed",
+        f"skipped         {conf}:9: `FLAGPERF_LOG_LEVEL = os.environ.get('LEVEL', 'debug')`: a call is not evaluated "
+        f"(configs are read, never run)",
+        f"mapped          {conf}:3 VENDOR: -> perfplay_vendor: nvidia",
+        f"no counterpart  {conf}:10 SHM_SIZE: the vendor's: vendor/<vendor>/vendor.yaml container.run.shm_size "
+        f"(docker runtime)",
+        f"no counterpart  {conf}:7 FLAGPERF_PATH: perfplay ships its own checkout to every host (host var "
+        f"perfplay_project_dir)",
+        f"mapped          {conf}:11 CLEAR_CACHES: -> perfplay_clear_caches: true",
+        f"mapped          {conf}:12 CASES['resnet50:pytorch_1.8:A100:1:8:1']: -> "
+        f"perfplay_cases['resnet50:pytorch_1.8:A100:1:8:1']: /raid/dataset/ImageNet_1k_2012/",
+        f"no counterpart  {conf}:12 CASES['glm:pytorch_1.8:A100:1:8:1']: perfplay has no case 'glm' (its cases: "
+        f"{', '.join(list_cases())})",
+        f"no counterpart  {conf}:12 CASES['llama1_7B:paddle_2.5.1:TP1PP1SH2SP8A10040G:1:8:1']: framework "
+        f"paddle_2.5.1: perfplay's cases are written for pytorch",
+        f"mapped          {CONFIG}/cluster_conf.py:2 HOSTS: -> inventory: perfplay_hosts: 10.1.2.2, 10.1.2.3",
+        f"mapped          {CONFIG}/cluster_conf.py:5 SSH_PORT: -> inventory: ansible_port: 2200",
+        f"mapped          {CONFIG}/cluster_conf.py:4 MASTER_PORT: -> perfplay_master_port: 29501",
+        "no counterpart  inference/configs/host.yaml CASES['llama3_70b:tensorrt-llm']: framework tensorrt-llm: "
+        "perfplay's cases are written for pytorch",
+        "no counterpart  inference/configs/host.yaml LOG_CALL_INFORMATION: every perfplay event carries its rank "
+        "and time already",
+        f"no counterpart  {resnet} dist_backend (from {common}:2): the vendor's: vendor/<vendor>/vendor.yaml "
+        f"dist_backend",
+        f"mapped          {resnet} fp16 (from {common}:3): -> amp: true; autocast to the vendor's amp_dtype "
+        f"(vendor.yaml; fp16 adds a GradScaler)",
+        f"mapped          {resnet}:4 eval_batch_size: -> eval_batch_size: 256",
+        f"no counterpart  {resnet}:6 max_samples_termination: a run stops at max_steps, max_epochs or time_budget_s",
+        f"skipped         {bert}:1: `from torch.cuda.amp import GradScaler`: an import of another module "
+        f"(torch.cuda.amp) is not followed; only a sibling file (from config_common import *) is",
+        f"skipped         {bert}:5: `grad_scaler = GradScaler(init_scale=2 ** 20)`: a call is not evaluated (configs "
+        f"are read, never run)",
+        f"no counterpart  {bert}:3 gradient_accumulation_steps: perfplay's trainer steps the optimizer every batch",
+        f"no counterpart  {bert}:7 target_mlm_accuracy: the target is the case's (its config.yaml target), not a "
+        f"vendor's",
+        f"wrote           {out}/vendor/nvidia/cases/resnet50/config_A100x1x8.yaml: new",
+    ]
+    missing = [line for line in expected if line not in found]
+    assert not missing, "\n".join(["missing:", *missing, "report:", *found])
+
+
+def test_the_output_passes_the_plan(tree, tmp_path):
+    """Imported into a checkout's copy (--out there, --force over its own configs), the run vars and the inventory
+    are a run the plan accepts, with the imported configs and the framework versions."""
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(ROOT / "case_runners")  # its cases (inference's are looked up under root)
+    report = import_flagperf(tree, root, force=True)
+    assert f"wrote           {root}/vendor/nvidia/cases/resnet50/config_A100x1x8.yaml: replaced" in lines(report)
+    hosts = list(load(root / "inventory/flagperf/hosts.yml")["all"]["children"]["perfplay_hosts"]["hosts"])
+    for name in ("flagperf_training.yml", "flagperf_inference.yml"):
+        run_vars = load(root / name)
+        request = {key.removeprefix(PREFIX): value for key, value in run_vars.items()}
+        result = make_plan({**request, "hosts": hosts, "run_var_names": sorted(run_vars),
+                            "results_dir": str(tmp_path / "results")}, check=True, root=root)
+        assert result["ok"], (name, result["errors"])
+    training = make_plan({"vendor": "nvidia", "cases": load(root / "flagperf_training.yml")["perfplay_cases"],
+                          "results_dir": str(tmp_path / "results")}, check=True, root=root)["cases"]
+    resnet = next(c for c in training if c["case"] == "resnet50")
+    assert resnet["framework_version"] == "1.8"
+    assert {k: resnet["params"][k] for k in ("batch_size", "amp", "lr", "seed", "max_steps")} == \
+        {"batch_size": 256, "amp": True, "lr": 0.1, "seed": 23333, "max_steps": 10000000}
+    assert resnet["sources"][1] == "vendor/nvidia/cases/resnet50/config_A100x1x8.yaml"
+
+
+def test_existing_files_are_kept_without_force(tree, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["import-flagperf", str(tree), "--out", str(out)]) == 0
+    written = {p: p.read_text() for p in out.rglob("*.y*ml")}
+    assert len(written) == 6
+    for path in written:
+        path.write_text("mine\n")
+    capsys.readouterr()
+    assert main(["import-flagperf", str(tree), "--out", str(out)]) == 1, "nothing written"
+    text = capsys.readouterr().out
+    assert f"kept            {out}/flagperf_training.yml: exists already (--force replaces it)" in text
+    assert text.rstrip().endswith("nothing written")
+    assert all(p.read_text() == "mine\n" for p in written)
+    assert main(["import-flagperf", str(tree), "--out", str(out), "--force"]) == 0
+    assert {p: p.read_text() for p in written} == written
+
+
+def test_one_config_file(tree, tmp_path):
+    out = tmp_path / "out"
+    report = import_flagperf(tree / RESNET / "config_A100x1x8.py", out)
+    assert [p.relative_to(out).as_posix() for p in report.written] == [
+        "vendor/nvidia/cases/resnet50/config_A100x1x8.yaml"]
+    report = import_flagperf(tree / CONFIG / "cluster_conf.py", out)
+    assert sorted(p.relative_to(out).as_posix() for p in report.written) == [
+        "flagperf_training.yml", "inventory/flagperf/hosts.yml"]
+    assert load(out / "flagperf_training.yml") == {"perfplay_master_port": 29501}
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda t: (t / CONFIG / "test_conf.py").write_text("VENDOR = (\n"),
+     "error: training/run_benchmarks/config/test_conf.py: cannot be read as a Python config ('(' was never closed"),
+    (lambda t: (t / "inference/configs/host.yaml").write_text("CASES: [\n"),
+     "error: inference/configs/host.yaml: malformed YAML"),
+    (lambda t: shutil.rmtree(t / "training") or shutil.rmtree(t / "inference"), "is not a FlagPerf checkout"),
+])
+def test_unreadable_input_is_exit_2_and_writes_nothing(tree, tmp_path, capsys, setup, message):
+    setup(tree)
+    out = tmp_path / "out"
+    assert main(["import-flagperf", str(tree), "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_vendor_config_outside_the_layout_is_refused(tmp_path, capsys):
+    stray = tmp_path / "config_A100x1x8.py"
+    stray.write_text("train_batch_size = 1\n")
+    assert main(["import-flagperf", str(stray), "--out", str(tmp_path / "out")]) == 2
+    assert "cannot tell its vendor and case" in capsys.readouterr().err
+
+
+def test_the_reader_evaluates_literals_and_skips_the_rest(tmp_path):
+    (tmp_path / "config_common.py").write_text("base = 2\nshared = [1, 2]\n")
+    (tmp_path / "other.py").write_text("named = 'n'\n")
+    (tmp_path / "config.py").write_text(textwrap.dedent("""\
+        '''doc'''
+        from config_common import *
+        from other import named as alias
+        a = base * 3 + 1
+        b: float = -a / 4
+        c = d = (a, "x" + "y", None, True)
+        e = {"k": [a, {1: 2.5}], "n": not False}
+        shared += [3]
+        big = 10 ** 100000
+        f = len("x")
+        g = [i for i in range(3)]
+        h = base.real
+        i = undefined + 1
+        j = f"{a}"
+        if a:
+            k = 1
+        """))
+    config = read_config(tmp_path / "config.py", "cfg/config.py")
+    assert config.values == {"base": 2, "shared": [1, 2, 3], "alias": "n", "a": 7, "b": -1.75,
+                             "c": (7, "xy", None, True), "d": (7, "xy", None, True),
+                             "e": {"k": [7, {1: 2.5}], "n": True}}
+    assert config.where["base"] == "cfg/config_common.py:1" and config.where["shared"] == "cfg/config.py:8"
+    assert [str(s) for s in config.skipped] == [
+        "cfg/config.py:9: `big = 10 ** 100000` skipped: a number that large is not read",
+        "cfg/config.py:10: `f = len('x')` skipped: a call is not evaluated (configs are read, never run)",
+        "cfg/config.py:11: `g = [i for i in range(3)]` skipped: a comprehension is not evaluated (configs are read, "
+        "never run)",
+        "cfg/config.py:12: `h = base.real` skipped: an attribute is not evaluated (configs are read, never run)",
+        "cfg/config.py:13: `i = undefined + 1` skipped: uses undefined, which is not assigned earlier",
+        "cfg/config.py:14: `j = f'{a}'` skipped: an f-string is not evaluated (configs are read, never run)",
+        "cfg/config.py:15: `if a: k = 1` skipped: a If statement is not read (configs are read, never run)"]
+
+
+def test_a_sibling_import_cycle_is_reported(tmp_path):
+    (tmp_path / "a.py").write_text("from b import *\nx = 1\n")
+    (tmp_path / "b.py").write_text("from a import *\ny = 2\n")
+    config = read_config(tmp_path / "a.py", "a.py")
+    assert config.values == {"y": 2, "x": 1}
+    assert [str(s) for s in config.skipped] == ["b.py:1: `from a import *` skipped: a.py imports itself in a cycle"]
+
+
+# -- the mapping table ------------------------------------------------------------------------------------------
+
+
+def test_the_docs_table_is_the_mapping():
+    text = DOC.read_text(encoding="utf-8")
+    for rows, files in ((RUN_SETTINGS, True), (PARAMS, False)):
+        table = "\n".join(markdown_table(rows, files=files))
+        assert table in text, f"{DOC.name} must show this table (from case_runners/config/flagperf_names.py):\n{table}"
+
+
+def test_the_perfplay_side_of_the_mapping_exists():
+    for row in RUN_SETTINGS:
+        assert row.flagperf.isupper() and re.search(QUERIED_NAMES, row.flagperf), row
+        target = row.perfplay or ""
+        if target.startswith(PREFIX):
+            var, _, key = target.partition(".")
+            assert var in DOCUMENTED_RUN_VARS, row
+            assert not key or key in BUILD_KEYS, row
+    assert FLAGPERF_RUN_VARS == {row.flagperf for row in RUN_SETTINGS}
+    mutable = set()
+    for case in list_cases():
+        base, _ = load_case_base(case, ROOT)
+        mutable.update(base["mutable"])
+    for row in PARAMS:
+        if row.perfplay:
+            assert row.perfplay in SHARED_PARAMS and row.perfplay in mutable, row
+    assert set(CASE_NAMES.values()) <= set(list_cases())
