@@ -52,8 +52,8 @@ VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z][A-Za-z0-9_]*)x(?P<nnodes>[0-
 TRAINING_VARS, INFERENCE_VARS = "flagperf_training.yml", "flagperf_inference.yml"
 INVENTORY, INFERENCE_INVENTORY = "inventory/flagperf/hosts.yml", "inventory/flagperf_inference/hosts.yml"
 # The host vars every remote host needs (docs/run-vars.md, The hosts), at inventory/sample's paths.
-HOST_VARS = {"perfplay_project_dir": "/opt/perfplay/src", "perfplay_venv": "/opt/perfplay/venv",
-             "perfplay_host_results_dir": "/opt/perfplay/results"}
+HOST_VARS = ("perfplay_project_dir", "perfplay_venv", "perfplay_host_results_dir")
+SAMPLE_HOST_VARS = ("inventory", "sample", "group_vars", "all", "perfplay.yml")
 
 
 @dataclass
@@ -379,7 +379,8 @@ class Importer:
     def _inventory(self, out: str, hosts: tuple[list[str], int | None], shown: str) -> None:
         names, port = hosts
         group_vars: dict[str, Any] = {} if port is None else {"ansible_port": port}
-        group_vars.update(HOST_VARS)
+        sample = load_mapping(self.root.joinpath(*SAMPLE_HOST_VARS), self.root)
+        group_vars.update({name: sample[name] for name in HOST_VARS})
         data = {"all": {"children": {"perfplay_hosts": {"hosts": {h: None for h in names}, "vars": group_vars}}}}
         self._output(out, f"The hosts of FlagPerf {shown}, in node order (the first is node 0). The perfplay_* "
                           f"vars are where perfplay lives on each host (docs/run-vars.md, The hosts): change "

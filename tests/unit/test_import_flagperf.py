@@ -122,7 +122,11 @@ def test_the_inventory_lists_the_hosts_in_order_with_the_ssh_port(tree, tmp_path
     import_flagperf(tree, out)
     group = load(out / "inventory/flagperf/hosts.yml")["all"]["children"]["perfplay_hosts"]
     assert list(group["hosts"]) == ["10.1.2.2", "10.1.2.3"]
-    assert group["vars"] == {"ansible_port": 2200, **HOST_VARS}
+    # the host vars at inventory/sample's paths, read from there
+    assert group["vars"] == {"ansible_port": 2200, "perfplay_project_dir": "/opt/perfplay/src",
+                             "perfplay_venv": "/opt/perfplay/venv",
+                             "perfplay_host_results_dir": "/opt/perfplay/results"}
+    assert set(group["vars"]) == {"ansible_port", *HOST_VARS}
     inference = load(out / "inventory/flagperf_inference/hosts.yml")["all"]["children"]["perfplay_hosts"]
     assert list(inference["hosts"]) == ["10.1.2.59"] and inference["vars"]["ansible_port"] == 22
 
