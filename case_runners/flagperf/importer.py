@@ -17,124 +17,27 @@ is kept unless `force`.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from case_runners import files
 from case_runners.cases import list_cases
-from case_runners.config.flagperf_names import (
-    CASE_NAMES,
-    CLUSTER_CONF,
-    COMMAND,
-    FRAMEWORK,
-    HOST_YAML,
-    TEST_CONF,
-    param,
-    run_setting,
-)
+from case_runners.config.flagperf_names import CASE_NAMES, FRAMEWORK, param, run_setting
 from case_runners.config.selection import split_framework
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
 from case_runners.flagperf.pyconfig import PyConfig, read_config
+from case_runners.flagperf.report import MAPPED, NONE, SKIPPED, Output, Report, write
+from case_runners.flagperf.sources import VENDOR_CONFIG, Sources, find_sources
 from case_runners.paths import project_root
 from case_runners.plan.inference_config import inference_cases
 from case_runners.plan.layering import load_case_base
 from case_runners.vendors import load_vendor, vendor_names
 
-MAPPED, NONE, SKIPPED, WROTE, KEPT = "mapped", "no counterpart", "skipped", "wrote", "kept"
-CONFIG_DIR = ("training", "run_benchmarks", "config")
-HOST_YAML_DIR = ("inference", "configs")
-VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z][A-Za-z0-9_]*)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
 TRAINING_VARS, INFERENCE_VARS = "flagperf_training.yml", "flagperf_inference.yml"
 INVENTORY, INFERENCE_INVENTORY = "inventory/flagperf/hosts.yml", "inventory/flagperf_inference/hosts.yml"
 # The host vars every remote host needs (docs/run-vars.md, The hosts), at inventory/sample's paths.
 HOST_VARS = ("perfplay_project_dir", "perfplay_venv", "perfplay_host_results_dir")
 SAMPLE_HOST_VARS = ("inventory", "sample", "group_vars", "all", "perfplay.yml")
-
-
-@dataclass
-class Item:
-    status: str
-    source: str  # file[:line] and the FlagPerf name
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.status:<14}  {self.source}: {self.detail}"
-
-
-@dataclass
-class Output:
-    path: str  # relative to OUT
-    header: str
-    data: dict[str, Any]
-
-
-@dataclass
-class Report:
-    items: list[Item] = field(default_factory=list)
-    outputs: list[Output] = field(default_factory=list)
-    written: list[Path] = field(default_factory=list)
-
-    def add(self, status: str, source: str, detail: str) -> None:
-        self.items.append(Item(status, source, detail))
-
-
-@dataclass
-class Sources:
-    base: Path  # the checkout, for the names in the report
-    test_conf: Path | None = None
-    cluster_conf: Path | None = None
-    host_yaml: Path | None = None
-    vendor_configs: list[Path] = field(default_factory=list)
-
-
-def find_sources(path: Path) -> Sources:
-    """The FlagPerf configs of a checkout, or the one config file `path` is; ConfigError when there is none."""
-    if path.is_dir():
-        found = Sources(base=path)
-        config_dir = path.joinpath(*CONFIG_DIR)
-        found.test_conf = _file(config_dir / TEST_CONF)
-        found.cluster_conf = _file(config_dir / CLUSTER_CONF)
-        found.host_yaml = _file(path.joinpath(*HOST_YAML_DIR, HOST_YAML))
-        found.vendor_configs = sorted(p for p in path.glob("training/*/*-*/config/config_*.py")
-                                      if p.parts[-4] not in ("benchmarks", "run_benchmarks")
-                                      and VENDOR_CONFIG.fullmatch(p.name))
-        if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs):
-            raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
-                              f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
-                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
-        return found
-    if not path.is_file():
-        raise ConfigError(f"{path} does not exist")
-    name, parts = path.name, path.resolve().parts
-    if name in (TEST_CONF, CLUSTER_CONF):
-        found = Sources(base=_above(path, CONFIG_DIR))
-        setattr(found, "test_conf" if name == TEST_CONF else "cluster_conf", path)
-        return found
-    if name == HOST_YAML:
-        return Sources(base=_above(path, HOST_YAML_DIR), host_yaml=path)
-    if VENDOR_CONFIG.fullmatch(name):
-        if len(parts) < 5 or parts[-5] != "training" or parts[-2] != "config" or "-" not in parts[-3]:
-            raise ConfigError(f"{path}: cannot tell its vendor and case: a vendor config is "
-                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
-        return Sources(base=path.resolve().parents[4], vendor_configs=[path])
-    raise ConfigError(f"{path} is not a FlagPerf config: expected {TEST_CONF}, {CLUSTER_CONF}, {HOST_YAML} or "
-                      f"config_<HW>x<N>x<P>.py")
-
-
-def _file(path: Path) -> Path | None:
-    return path if path.is_file() else None
-
-
-def _above(path: Path, folders: tuple[str, ...]) -> Path:
-    """The checkout a config at <checkout>/<folders>/<file> is in; its own folder when it is elsewhere."""
-    resolved = path.resolve()
-    inside = resolved.parent.parts[-len(folders):] == folders
-    return resolved.parents[len(folders)] if inside else resolved.parent
 
 
 class Importer:
@@ -397,38 +300,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
-
-
-def render(output: Output) -> str:
-    header = "".join(f"# {line}\n" for line in [*_wrap(output.header), f"Written by {COMMAND}."])
-    body = yaml.safe_dump(output.data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=116) \
-        if output.data else "{}\n"
-    return f"---\n{header}{body}"
-
-
-def _wrap(text: str, width: int = 116) -> list[str]:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return lines + ([line] if line else [])
-
-
-def write(report: Report, out: Path, *, force: bool) -> None:
-    """Write every output under `out`; an existing file is kept (reported) unless `force`."""
-    for output in report.outputs:
-        target = out / output.path
-        existed = target.exists()
-        if existed and not force:
-            report.add(KEPT, str(target), "exists already (--force replaces it)")
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        files.atomic_write_text(target, render(output))
-        report.written.append(target)
-        report.add(WROTE, str(target), "replaced" if existed else "new")
 
 
 def import_flagperf(path: Path, out: Path, *, force: bool = False, root: Path | None = None) -> Report:

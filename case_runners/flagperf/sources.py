@@ -1,0 +1,68 @@
+"""Where a FlagPerf checkout keeps its configs, and which of them a path given to import-flagperf is."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from case_runners.config.flagperf_names import CLUSTER_CONF, HOST_YAML, TEST_CONF
+from case_runners.errors import ConfigError
+
+CONFIG_DIR = ("training", "run_benchmarks", "config")
+HOST_YAML_DIR = ("inference", "configs")
+VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z][A-Za-z0-9_]*)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
+
+
+@dataclass
+class Sources:
+    base: Path  # the checkout, for the names in the report
+    test_conf: Path | None = None
+    cluster_conf: Path | None = None
+    host_yaml: Path | None = None
+    vendor_configs: list[Path] = field(default_factory=list)
+
+
+def find_sources(path: Path) -> Sources:
+    """The FlagPerf configs of a checkout, or the one config file `path` is; ConfigError when there is none."""
+    if path.is_dir():
+        found = Sources(base=path)
+        config_dir = path.joinpath(*CONFIG_DIR)
+        found.test_conf = _file(config_dir / TEST_CONF)
+        found.cluster_conf = _file(config_dir / CLUSTER_CONF)
+        found.host_yaml = _file(path.joinpath(*HOST_YAML_DIR, HOST_YAML))
+        found.vendor_configs = sorted(p for p in path.glob("training/*/*-*/config/config_*.py")
+                                      if p.parts[-4] not in ("benchmarks", "run_benchmarks")
+                                      and VENDOR_CONFIG.fullmatch(p.name))
+        if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs):
+            raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
+                              f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
+                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
+        return found
+    if not path.is_file():
+        raise ConfigError(f"{path} does not exist")
+    name, parts = path.name, path.resolve().parts
+    if name in (TEST_CONF, CLUSTER_CONF):
+        found = Sources(base=_above(path, CONFIG_DIR))
+        setattr(found, "test_conf" if name == TEST_CONF else "cluster_conf", path)
+        return found
+    if name == HOST_YAML:
+        return Sources(base=_above(path, HOST_YAML_DIR), host_yaml=path)
+    if VENDOR_CONFIG.fullmatch(name):
+        if len(parts) < 5 or parts[-5] != "training" or parts[-2] != "config" or "-" not in parts[-3]:
+            raise ConfigError(f"{path}: cannot tell its vendor and case: a vendor config is "
+                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
+        return Sources(base=path.resolve().parents[4], vendor_configs=[path])
+    raise ConfigError(f"{path} is not a FlagPerf config: expected {TEST_CONF}, {CLUSTER_CONF}, {HOST_YAML} or "
+                      f"config_<HW>x<N>x<P>.py")
+
+
+def _file(path: Path) -> Path | None:
+    return path if path.is_file() else None
+
+
+def _above(path: Path, folders: tuple[str, ...]) -> Path:
+    """The checkout a config at <checkout>/<folders>/<file> is in; its own folder when it is elsewhere."""
+    resolved = path.resolve()
+    inside = resolved.parent.parts[-len(folders):] == folders
+    return resolved.parents[len(folders)] if inside else resolved.parent
