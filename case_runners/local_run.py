@@ -39,22 +39,23 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The run overrides: every --set KEY=VALUE and every option that sets a config key (--batch-size, --step,
     ...), each VALUE read as a YAML scalar or flow list (0.1, true, [1, 1, 1, 1]). ConfigError (exit status 2,
     before any run directory) for a --set that is not KEY=VALUE, and for two that set a key differently."""
-    texts: list[tuple[str, str, str]] = []  # (what gave it, key, value text)
+    texts: list[tuple[str, str, str, str]] = []  # (what gave it, as errors name it, key, value text)
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--set wants KEY=VALUE, got {item[:80]!r}")
-        texts.append((f"--set {item}", key, value))
+        texts.append((f"--set {item[:80]}", f"--set {key}", key, value))  # a parse error never echoes the value
     for option, value in given(args, CONFIG_KEY):
         text = "true" if option.metavar is None else value
-        texts.append((option.flags[0] if option.metavar is None else f"{option.flags[0]} {text}", option.key, text))
+        shown = option.flags[0] if option.metavar is None else f"{option.flags[0]} {text}"
+        texts.append((shown, shown, option.key, text))
     overrides: dict[str, Any] = {}
     said: dict[str, str] = {}
-    for source, key, text in texts:
+    for shown, source, key, text in texts:
         value = load_yaml(text, source=source, limit=VALUE_LIMIT)
         if key in overrides and (type(value), value) != (type(overrides[key]), overrides[key]):
-            raise ConfigError(f"{said[key]} and {source} set it differently: give one", key=key)
-        overrides[key], said[key] = value, source
+            raise ConfigError(f"{said[key]} and {shown} set it differently: give one", key=key)
+        overrides[key], said[key] = value, shown
     return overrides
 
 
