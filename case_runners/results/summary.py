@@ -361,12 +361,22 @@ def _scaling_notes(group: ScalingGroup) -> list[str]:
     return [f"{row.case_id}: {row.reason}" for row in group.rows if row.reason]
 
 
+ELSEWHERE = "on its own host"  # a node whose directory stayed there (case_runners run --nnode): no figure here
+
+
+def _nodes_elsewhere(case: SummaryCase) -> list[int]:
+    """The node ranks of a multi-node case that no valid round's record has: run with `case_runners run --nnode`,
+    each node's directory stays on its host (the records' nodes_elsewhere)."""
+    return sorted(set(range(case.nnodes)) - {n.node_rank for n in case.per_node}) if case.per_node else []
+
+
 def render_per_node_text(summary: RunSummary) -> list[str]:
     """One line per multi-node case: each node's p_train (mean ± std over valid rounds)."""
     lines = []
     for case in summary.cases:
         if case.nnodes > 1 and case.per_node:
-            nodes = "  ".join(f"node{n.node_rank} {n.host}: {_fmt(n.stats['p_train'])}" for n in case.per_node)
+            nodes = "  ".join([*(f"node{n.node_rank} {n.host}: {_fmt(n.stats['p_train'])}" for n in case.per_node),
+                               *(f"node{rank}: {ELSEWHERE}" for rank in _nodes_elsewhere(case))])
             lines.append(f"  {_label(case)}  {nodes}")
     return ["", "per node (p_train, samples/s; sum of the node's ranks):", *lines] if lines else []
 
@@ -457,6 +467,7 @@ def _per_node_markdown(case: SummaryCase) -> list[str]:
              "| node | host | ranks | p_train | p_core |", "|---|---|---|---|---|"]
     lines += [f"| {n.node_rank} | {n.host} | {n.ranks} | {_fmt(n.stats['p_train'])} | "
               f"{_fmt(n.stats['p_core'])} |" for n in case.per_node]
+    lines += [f"| {rank} | {ELSEWHERE} | | | |" for rank in _nodes_elsewhere(case)]
     lines.append(f"| total | | {case.nnodes * case.nproc} | {_fmt(case.stats['p_train'])} | "
                  f"{_fmt(case.stats['p_core'])} |")
     return lines

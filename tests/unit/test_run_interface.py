@@ -170,6 +170,8 @@ def test_two_nodes_on_loopback_each_run_their_node_and_node_0_records_the_round(
     assert [(r["rank"], r["world_size"], r["node_rank"]) for r in record.per_rank] == [(0, 2, 0)]
     assert record.metrics["samples"] == 5 * 32 * 2, "rank 0 counts both nodes' samples"
     assert json.loads((tmp_path / "node0" / run_id / "summary.json").read_text())["cases"][0]["rounds"]
+    assert "node1: on its own host" in out0, out0  # the summary names the node it has no figure of
+    assert "| 1 | on its own host |" in (tmp_path / "node0" / run_id / "summary.md").read_text()
     node1 = tmp_path / "node1" / run_id / "digits_cnn_CPUx2x1" / "round1"
     assert not (node1 / "result.json").exists() and not (tmp_path / "node1" / run_id / "summary.json").exists()
     assert json.loads(next(node1.glob("*_noderank1/rank1.result.json")).read_text())["world_size"] == 2
