@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import basic
+from ansible.module_utils import _internal, basic
 from ansible.module_utils.testing import patch_module_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # module_harness, whatever pytest's import mode
@@ -22,6 +22,9 @@ def run_module(monkeypatch) -> Callable[..., tuple[str, dict[str, Any], FakeCli]
 
     ``patch(module)`` may replace attributes of the freshly loaded module before it runs.
     """
+    # As on a target: once a test has loaded controller plugins, module warnings would go to the display instead
+    # of the result's "warnings" (get_warning_messages), and a test's outcome would depend on the order.
+    monkeypatch.setattr(_internal, "is_controller", False)
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-from ansible.module_utils import _internal
 from ansible.module_utils.common.warnings import get_warning_messages
 
 from module_harness import REPO
@@ -32,9 +31,7 @@ def test_check_mode_reads_only(run_module):
     assert cli.calls[0]["argv"] == ["/venv/bin/python", "-m", "case_runners", "summary", "/res/run1"]
 
 
-def test_a_summary_that_cannot_be_written_is_a_warning(run_module, monkeypatch):
-    # As on a target: once a test has loaded controller plugins, module warnings would go to the display instead.
-    monkeypatch.setattr(_internal, "is_controller", False)
+def test_a_summary_that_cannot_be_written_is_a_warning(run_module):
     answer = dict(SUMMARY, written=[], write_error="/res/run1/summary.json: no space left on device")
     kind, result, _ = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summary": answer})
     assert kind == "exit" and result["changed"] is False
