@@ -406,10 +406,13 @@ def render_table(summary: RunSummary) -> str:
         lines += ([""] if training else []) + [
             "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
-    failures = [f"  {c.case_id} round {r['round']}: {r['status']}: {r['reason']}"
-                for c in summary.cases for r in c.rounds if r["status"] != names.SUCCESS]
-    if failures:
-        lines += ["", "failures:", *failures]
+    # A round that missed its target is a valid result (a --step run's, by design), listed apart from failures.
+    rounds = [(c.case_id, r) for c in summary.cases for r in c.rounds if r["status"] != names.SUCCESS]
+    for title, valid in (("not converged (valid results, in the means):", True), ("failures:", False)):
+        listed = [f"  {case_id} round {r['round']}: {r['status']}: {r['reason']}" for case_id, r in rounds
+                  if (r["status"] in names.VALID_STATUSES) == valid]
+        if listed:
+            lines += ["", title, *listed]
     non_standard = _non_standard_notes(summary)
     if non_standard:
         lines += ["", f"{NOT_STANDARD_NOTE}:", *(f"  {note}" for note in non_standard)]

@@ -123,7 +123,10 @@ def test_table_and_markdown_show_mean_std_and_failures():
     summary = summarize_records(records([100.0, 120.0], ["success", "timeout"]), "run7")
     table = render_table(summary)
     assert "run7" in table and "resnet50_A100x1x8" in table and "100.0" in table
-    assert "round 2: timeout: boom" in table
+    assert "failures:\n  resnet50_A100x1x8 round 2: timeout: boom" in table and "not converged" not in table
+    missed = render_table(summarize_records(records([100.0, 120.0], ["success", "not_converged"]), "run9"))
+    assert "not converged (valid results, in the means):\n  resnet50_A100x1x8 round 2: not_converged" in missed
+    assert "failures:" not in missed, "a missed target is a result, not a failure"
     both = summarize_records(records([100.0, 120.0]), "run8")
     assert "110.0 ±14.1" in render_table(both) and "25.00 ±0.00%" in render_table(both)
     assert "| resnet50_A100x1x8 |" in render_markdown(both)
