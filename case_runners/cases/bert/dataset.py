@@ -37,14 +37,13 @@ def load_npz_array(path: Path, name: str) -> np.ndarray:
                      order="F" if header.fortran_order else "C")
 
 
-class TokenShards(Dataset):
-    """Sequences of several shards; arrays are opened lazily in each process (workers included)."""
+class _Shards(Dataset):
+    """Rows of several shard files, indexed as one sequence; each process (data loader workers included) opens the
+    files itself, lazily, through _open_arrays."""
 
-    def __init__(self, shards: list[Path]) -> None:
-        headers = [npz_arrays(s) for s in shards]
+    def __init__(self, shards: list[Path], rows: list[int]) -> None:
         self.shards = shards
-        self.has_mask = ["attention_mask" in h for h in headers]
-        self.ends = [int(e) for e in np.cumsum([h["input_ids"].shape[0] for h in headers])]
+        self.ends = [int(e) for e in np.cumsum(rows)]
         self._arrays: list | None = None
 
     def __len__(self) -> int:
@@ -53,16 +52,31 @@ class TokenShards(Dataset):
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_arrays": None}
 
-    def _open(self) -> list:
+    def _open_arrays(self) -> list:
+        raise NotImplementedError
+
+    def _row(self, index: int) -> tuple[list | tuple, int]:
+        """The arrays of the shard that holds row `index`, and the row's index in that shard."""
         if self._arrays is None:
-            self._arrays = [(load_npz_array(s, "input_ids"), load_npz_array(s, "attention_mask") if m else None)
-                            for s, m in zip(self.shards, self.has_mask)]
-        return self._arrays
+            self._arrays = self._open_arrays()
+        shard = bisect.bisect_right(self.ends, index)
+        return self._arrays[shard], index - (self.ends[shard - 1] if shard else 0)
+
+
+class TokenShards(_Shards):
+    """Sequences of several .npz shards."""
+
+    def __init__(self, shards: list[Path]) -> None:
+        headers = [npz_arrays(s) for s in shards]
+        super().__init__(shards, [h["input_ids"].shape[0] for h in headers])
+        self.has_mask = ["attention_mask" in h for h in headers]
+
+    def _open_arrays(self) -> list:
+        return [(load_npz_array(s, "input_ids"), load_npz_array(s, "attention_mask") if m else None)
+                for s, m in zip(self.shards, self.has_mask)]
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        shard = bisect.bisect_right(self.ends, index)
-        row = index - (self.ends[shard - 1] if shard else 0)
-        ids, mask = self._open()[shard]
+        (ids, mask), row = self._row(index)
         input_ids = torch.from_numpy(np.array(ids[row], dtype=np.int64))
         attention = (torch.from_numpy(np.array(mask[row], dtype=np.int64)) if mask is not None
                      else (input_ids != PAD_ID).long())
@@ -79,7 +93,7 @@ def load_hdf5_array(handle, name: str):
     return np.memmap(handle.filename, dtype=data.dtype, mode="r", offset=offset, shape=data.shape)
 
 
-class MaskedShards(Dataset):
+class MaskedShards(_Shards):
     """FlagPerf's (MLPerf's) .hdf5 shards, masked when written: the static masks FlagPerf trains and evaluates
     on. A sample is the model's inputs: input_ids (masked), attention_mask, token_type_ids (segment_ids), positions
     and labels (IGNORE where masked_lm_positions is 0: the lists are zero-padded and [CLS] is never masked).
@@ -94,29 +108,18 @@ class MaskedShards(Dataset):
         for shard in shards:
             with h5py.File(shard, "r") as f:
                 rows.append(f["input_ids"].shape[0])
-        self.shards = shards
-        self.ends = [int(e) for e in np.cumsum(rows)]
-        self._arrays: list | None = None
+        super().__init__(shards, rows)
 
-    def __len__(self) -> int:
-        return self.ends[-1] if self.ends else 0
+    def _open_arrays(self) -> list:
+        import h5py
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_arrays": None}
-
-    def _open(self) -> list:
-        if self._arrays is None:
-            import h5py
-
-            handles = [h5py.File(s, "r") for s in self.shards]
-            self._arrays = [[load_hdf5_array(h, name) for name in self.FIELDS] for h in handles]
-        return self._arrays
+        handles = [h5py.File(s, "r") for s in self.shards]
+        return [[load_hdf5_array(h, name) for name in self.FIELDS] for h in handles]
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        shard = bisect.bisect_right(self.ends, index)
-        row = index - (self.ends[shard - 1] if shard else 0)
+        arrays, row = self._row(index)
         ids, mask, segments, positions, words = (torch.from_numpy(np.asarray(a[row], dtype=np.int64))
-                                                 for a in self._open()[shard])
+                                                 for a in arrays)
         used = positions != 0
         return {"input_ids": ids, "attention_mask": mask, "token_type_ids": segments,
                 "positions": torch.where(used, positions, 0), "labels": torch.where(used, words, IGNORE)}
