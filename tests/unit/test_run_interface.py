@@ -113,6 +113,20 @@ def start(results: Path, *argv: str) -> subprocess.Popen:
                             stdin=subprocess.DEVNULL, start_new_session=True)
 
 
+def run_to_the_end(procs: list[subprocess.Popen], *run_ids: str) -> list[tuple[str, str]]:
+    """Each node's (stdout, stderr) once it ended; whatever is left of them and their runs is killed, also when a
+    node hangs past the (generous) timeout."""
+    try:
+        return [proc.communicate(timeout=900) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for run_id in run_ids:
+            kill_run(run_id)
+
+
 def printed_launch(err: str) -> list[str]:
     """The launch command `run` printed before running it."""
     (line,) = [line for line in err.splitlines() if " -m case_runners launch " in line]
@@ -127,13 +141,7 @@ def value(argv: list[str], option: str) -> str:
 
 def test_a_short_run_prints_its_launch_command_and_runs_the_options(tmp_path):
     proc = start(tmp_path, "--step", "3", "--batch-size", "16", "--autocast", "--run-id", "short0001")
-    try:
-        out, err = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        kill_run("short0001")
+    ((out, err),) = run_to_the_end([proc], "short0001")
     assert proc.returncode == 0, err
     argv = printed_launch(err)
     round_dir = tmp_path / "short0001" / "digits_cnn_CPUx1x1" / "round1"
@@ -149,14 +157,7 @@ def test_two_nodes_on_loopback_each_run_their_node_and_node_0_records_the_round(
     common = ("--nnode", "2", "--run-id", run_id, "--master-addr", "127.0.0.1", "--master-port", port, "--step", "5",
               "--rdzv-timeout-s", "600")  # a bound on a hang, not on speed
     procs = [start(tmp_path / f"node{rank}", *common, "--node-rank", str(rank)) for rank in (0, 1)]
-    try:
-        (out0, err0), (out1, err1) = [proc.communicate(timeout=900) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        kill_run(run_id)
+    (out0, err0), (out1, err1) = run_to_the_end(procs, run_id)
     assert [proc.returncode for proc in procs] == [0, 0], (err0, err1)
     for rank, err in ((0, err0), (1, err1)):
         argv = printed_launch(err)
@@ -183,15 +184,7 @@ def test_a_node_of_another_run_is_turned_away_and_node_0_records_the_failed_roun
     common = ("--nnode", "2", "--master-port", port, "--step", "5", "--rdzv-timeout-s", "5")
     procs = [start(tmp_path / "node0", *common, "--node-rank", "0", "--run-id", "ourrun001"),
              start(tmp_path / "node1", *common, "--node-rank", "1", "--run-id", "otherrun01")]
-    try:
-        (_, err0), (_, err1) = [proc.communicate(timeout=900) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        kill_run("ourrun001")
-        kill_run("otherrun01")
+    (_, err0), (_, err1) = run_to_the_end(procs, "ourrun001", "otherrun01")
     assert [proc.returncode for proc in procs] == [1, 1], (err0, err1)
     assert "digits_cnn_CPUx2x1 round 1: node 1: failed (rendezvous" in err1
     record = RoundRecord.load(tmp_path / "node0" / "ourrun001" / "digits_cnn_CPUx2x1" / "round1" / "result.json")
