@@ -40,8 +40,8 @@ DOCUMENTED_RUN_VARS = frozenset(PREFIX + name for name in (
 # ... and the names the plays define themselves (play vars, vars files, set_fact, register), seen while they run.
 PLAY_VARS = frozenset(PREFIX + name for name in (
     "ansible_core", "cleanup", "host_is_local", "host_needs", "host_run_dir", "master", "node_dir", "node_rank",
-    "plan", "plan_hosts", "preflight_only", "python", "remote", "round", "round_error", "round_record", "run",
-    "summary"))
+    "plan", "plan_hosts", "preflight_only", "python", "queried_names", "remote", "round", "round_error",
+    "round_record", "run", "summary"))
 KNOWN_RUN_VARS = DOCUMENTED_RUN_VARS | PLAY_VARS  # tests/unit/test_docs_run_vars.py keeps both in step
 # Run vars renamed: the old name is an error naming the new one.
 RENAMED = {f"{PREFIX}case_timeout": f"{PREFIX}case_timeout_s", f"{PREFIX}rdzv_timeout": f"{PREFIX}rdzv_timeout_s",
