@@ -313,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat (or --model-name)")
     p.add_argument("--task", choices=TASKS, default=TRAINING,
                    help="[run var perfplay_task] inference: the cases' inference pipeline (steps a-g: torch "
-                        "validation, ONNX export, the vendor's engine)")
+                        "validation, ONNX export, the vendor's engine); base: hardware benchmarks (CASE: gemm, "
+                        "allreduce, ...; none: the vendor's base suite)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
                         "inference: a key of configurations.yaml); an option below that sets the same key must "

@@ -6,14 +6,15 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.resolved import INFERENCE, TRAINING
+from case_runners.config.resolved import BASE, INFERENCE, TRAINING
 from case_runners.records.resolved import ResolvedConfig
 
 
 def data_problems(case: str, params: dict[str, Any], data_dir: str | None, task: str = TRAINING) -> list[str]:
     """Problems with a case's data dir, each naming the path and the expected format; [] when fine.
-    An inference case without a data dir runs on synthetic data (digits_cnn: scikit-learn's digits)."""
-    if params.get("synthetic"):
+    An inference case without a data dir runs on synthetic data (digits_cnn: scikit-learn's digits); a base
+    benchmark reads no data."""
+    if params.get("synthetic") or task == BASE:
         return []
     module = importlib.import_module(f"case_runners.cases.{case}.data")
     if task == INFERENCE:

@@ -6,6 +6,7 @@ Imports nothing: the launcher and the monitors import it.
 """
 
 VENDOR = "cpu"  # the vendor of a run that names none
+CASE = "digits_cnn"  # the case of a run that names none (with perfplay_task: base, the vendor's base suite)
 MIN_FREE_BYTES = 1 << 30  # a run refuses to start with less free space in its results dir (any host)
 
 RDZV_TIMEOUT_S = 30.0  # seconds the nodes of a multi-node round have to meet at node 0

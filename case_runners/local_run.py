@@ -24,7 +24,7 @@ from case_runners.netutil import free_port
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import PARENT_PID_ENV
-from case_runners.records.names import SUCCESS
+from case_runners.records.names import BASE, SUCCESS
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import read_node_result, write_round_record
 from case_runners.results.summary import render_table, write_run_summary
@@ -66,7 +66,7 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError(f"give the case as CASE or as --model-name, not both (got {' '.join(args.cases)} and "
                           f"--model-name {args.model_name})")
     names = args.cases or ([args.model_name] if args.model_name else [])
-    if not names:
+    if not names and args.task != BASE:  # the base task's default: the vendor's base suite
         raise ConfigError("no case: give CASE or --model-name")
     overrides = _overrides(args)
     fields = {option.key: value for option, value in given(args, SELECTION) if option.key != "case"}
@@ -77,7 +77,7 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
         check_run_id(args.run_id, key="--run-id", file=None)
     return {**request, "runtime": "host", "task": args.task, "results_dir": str(Path(args.results_dir).resolve()),
             "case_timeout_s": args.timeout_s,
-            "cases": [{"case": name, **fields, "overrides": overrides} for name in names]}
+            **({"cases": [{"case": name, **fields, "overrides": overrides} for name in names]} if names else {})}
 
 
 def _node_problems(configs: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:

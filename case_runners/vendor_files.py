@@ -1,6 +1,7 @@
 """Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (DESIGN.md; docs/adapting-a-chip.md).
 
-vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, engines/<compiler>.py, docker_image/<framework>/ and, per case,
+vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
+vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,
 vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, environment_variables.sh, requirements.txt,
 <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers) and csrc/setup.py.
 Stdlib only.
@@ -15,6 +16,7 @@ from case_runners.config.resolved import INFERENCE
 VENDOR_FILE = "vendor.yaml"
 RUNTIME_FILE = "runtime.py"
 MONITOR_FILE = "monitor.py"
+BASE_FILE = "base.yaml"
 ENV_FILE = "environment_variables.sh"
 EXTERN_DIR = "extern"
 ADAPTER_FILE = "trainer_adapter.py"

@@ -12,6 +12,11 @@ applies, through torch's module for the device type (torch.<device>: synchronize
     def reset_peak_memory(device): ...
     def allow_tf32(enabled): ...       TF32 or the chip's equivalent for fp32 matmuls and convolutions, on or off
     def versions() -> dict             software stack versions, recorded with every rank's result
+    def timing_event(device)           a new event timing the device's work: record(), synchronize(),
+                                       elapsed_time(end) in ms (torch.cuda.Event's interface); None: no events
+    def memory_info(device) -> (free, total) | None    the device's memory, bytes
+    def empty_cache(device): ...       give the allocator's cached memory back to the device
+    def pin_memory(tensor) -> tensor   page-locked host memory the device copies from directly
 
 A rank calls prepare() (environment, imports, setup) before it touches torch's device or backend. The module itself
 must import with the standard library only: the host preflight loads it where torch may be absent (the docker
@@ -41,6 +46,10 @@ POINTS = contract(
     Point("reset_peak_memory", ("device",), "restart the peak memory count"),
     Point("allow_tf32", ("enabled",), "TF32 or the chip's equivalent for fp32 matmuls and convolutions"),
     Point("versions", (), "software stack versions: {name: version}"),
+    Point("timing_event", ("device",), "a new event that times the device's work, or None"),
+    Point("memory_info", ("device",), "(free, total) bytes of the device's memory, or None"),
+    Point("empty_cache", ("device",), "give the allocator's cached memory back to the device"),
+    Point("pin_memory", ("tensor",), "the tensor in page-locked host memory"),
 )
 CONSTANTS = {"IMPORTS": "modules imported before the case", "ENVIRONMENT": "variables set before the imports"}
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")  # the form of a torch device type and of a backend name
@@ -199,6 +208,48 @@ class VendorRuntime:
         import torch
 
         torch.set_float32_matmul_precision("high" if enabled else "highest")
+
+    def timing_event(self, device: Any) -> Any:
+        """A new event that times the device's queued work (record(), synchronize(), elapsed_time(end) in ms): the
+        hook's, else torch.<device>.Event(enable_timing=True) where torch has one for a device that is not the host's
+        CPU. None: time with perf_counter around synchronize() (the base task's timing.py)."""
+        if "timing_event" in self.points:
+            return self._call("timing_event", device)
+        module = self._torch_module()
+        if getattr(device, "type", "cpu") == "cpu" or not hasattr(module, "Event"):
+            return None
+        return module.Event(enable_timing=True)
+
+    def memory_info(self, device: Any) -> tuple[int, int] | None:
+        """(free, total) bytes of the device's memory: the hook's, else torch.<device>.mem_get_info; None when
+        neither says."""
+        if "memory_info" in self.points:
+            found = self._call("memory_info", device)
+        else:
+            module = self._torch_module()
+            found = module.mem_get_info(device) if hasattr(module, "mem_get_info") else None
+        if found is None:
+            return None
+        try:
+            free, total = (int(v) for v in found)
+        except (TypeError, ValueError):
+            raise RuntimeHookError(f"{self.shown}: memory_info() returned {found!r}, not (free, total)") from None
+        return free, total
+
+    def empty_cache(self, device: Any) -> None:
+        if "empty_cache" in self.points:
+            self._call("empty_cache", device)
+            return
+        module = self._torch_module()
+        if hasattr(module, "empty_cache"):
+            module.empty_cache()
+
+    def pin_memory(self, tensor: Any) -> Any:
+        """The tensor in page-locked host memory: the hook's, else torch's pin_memory() (the current accelerator's);
+        the error says when the device has none."""
+        if "pin_memory" in self.points:
+            return self._call("pin_memory", tensor)
+        return tensor.pin_memory()
 
     def versions(self) -> dict[str, str]:
         import torch

@@ -5,6 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from case_runners.config.benchmarks import (
+    H2D,
+    INTER,
+    INTERCONNECT,
+    INTRA,
+    MEMORY_BANDWIDTH,
+    MEMORY_BYTES,
+    PRECISIONS_KEY,
+)
 from case_runners.config.yaml_io import load_mapping
 from case_runners.container.options import check_container
 from case_runners.errors import ConfigError
@@ -109,10 +118,41 @@ def _check_vendor(data: dict, file: str) -> None:
             if flops is not None and not isinstance(flops, (int, float)):
                 raise ConfigError("must be a number of FLOP/s", key=f"hardware.{model}.peak_flops.{precision}",
                                   file=file)
+        _check_peaks(spec, f"hardware.{model}", file)
     default = _require(data, "default_hardware", str, file)
     if default not in hardware:
         raise ConfigError(f"'{default}' is not in hardware", key="default_hardware", file=file, allowed=hardware)
     check_container(data.get("container"), file)
+
+
+def _check_peaks(spec: dict[str, Any], where: str, file: str) -> None:
+    """A hardware entry's memory, bandwidth peaks and precisions (the base benchmarks' peaks: null where unknown)."""
+    def number(value: Any, key: str, unit: str) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise ConfigError(f"must be a positive number of {unit} or null, not {value!r}", key=key, file=file)
+
+    number(spec.get(MEMORY_BYTES), f"{where}.{MEMORY_BYTES}", "bytes")
+    for key in (MEMORY_BANDWIDTH, H2D):
+        number(spec.get(key), f"{where}.{key}", "bytes/s")
+    links = spec.get(INTERCONNECT)
+    if links is not None:
+        if not isinstance(links, dict):
+            raise ConfigError(f"must be a mapping {{{INTRA}: bytes/s, {INTER}: bytes/s}}",
+                              key=f"{where}.{INTERCONNECT}", file=file)
+        for scope, value in links.items():
+            if scope not in (INTRA, INTER):
+                raise ConfigError("unknown interconnect", key=f"{where}.{INTERCONNECT}.{scope}", file=file,
+                                  allowed=(INTRA, INTER))
+            number(value, f"{where}.{INTERCONNECT}.{scope}", "bytes/s")
+    precisions = spec.get(PRECISIONS_KEY)
+    if precisions is not None:
+        if not isinstance(precisions, list):
+            raise ConfigError("must be a list of precisions", key=f"{where}.{PRECISIONS_KEY}", file=file,
+                              allowed=PRECISIONS)
+        for precision in precisions:
+            if precision not in PRECISIONS:
+                raise ConfigError(f"unknown precision {precision!r}", key=f"{where}.{PRECISIONS_KEY}", file=file,
+                                  allowed=PRECISIONS)
 
 
 def vendor_info(vendor: dict[str, Any], hardware: str) -> dict[str, Any]:

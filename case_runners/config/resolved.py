@@ -7,4 +7,5 @@ RESOLVED_SCHEMA = "perfplay.resolved_config/1"
 DEFAULT_TIMEOUT_S = 3600  # a case's timeout when neither the case nor the run gives one
 TRAINING = "training"  # the task of a config without one
 INFERENCE = "inference"  # the case's inference pipeline, steps a-g
-TASKS = (TRAINING, INFERENCE)
+BASE = "base"  # a hardware microbenchmark (case_runners/base/): its figures against the vendor's peaks
+TASKS = (TRAINING, INFERENCE, BASE)

@@ -2,7 +2,8 @@
 
 Accepted forms of the run's case list (`perfplay_cases`):
 - a list of mappings: {case, task, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
-  (task: training, the default, or inference: the case's inference pipeline, steps a-g)
+  (task: training, the default; inference: the case's inference pipeline, steps a-g; base: a hardware
+  microbenchmark, case_runners/base/)
 - FlagPerf's mapping: {"resnet50:pytorch:A100:1:8:3": "/data/imagenet"}
 
 A framework may carry a version as FlagPerf's keys do (`pytorch_1.8`): the framework (`pytorch`) resolves the
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from case_runners.config.constraints import make_constraint
-from case_runners.config.resolved import INFERENCE, TASKS, TRAINING
+from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import RUN_VARS_FILE, ConfigError
 
@@ -62,7 +63,7 @@ class Selection:
 
     @property
     def case_id(self) -> str:
-        infix = f"_{INFERENCE}" if self.task == INFERENCE else ""
+        infix = "" if self.task == TRAINING else f"_{self.task}"  # resnet50_inference_A100x1x1, gemm_base_A100x1x1
         return f"{self.case}{infix}_{self.hardware}x{self.nnodes}x{self.nproc}"
 
 

@@ -61,6 +61,9 @@ def progress(log_dir: Path) -> dict[str, Any]:
         elif name == ev.INFERENCE_STEP:
             state["phase"] = "inference"
             state["inference_step"] = f"{value.get('step')} ({value.get('name')}) done"
+        elif name == ev.BASE_MEASUREMENT:
+            state["phase"] = "measuring"
+            state["measured"] = f"{value.get('benchmark')} {value.get('kind')} {value.get('size')}"
         elif name in (ev.TRAIN_END, ev.FINISHED):
             state["phase"] = "finishing"
     return state
@@ -81,5 +84,7 @@ def describe(state: dict[str, Any]) -> str:
     parts += [f"{k} {v:.4g}" for k, v in metric.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if state.get("inference_step"):
         parts.append(f"step {state['inference_step']}")
+    if state.get("measured"):
+        parts.append(f"{state['measured']} done")
     rank = f" (rank {state['rank']})" if parts and state.get("rank") is not None else ""
     return state["phase"] + (": " + ", ".join(parts) if parts else "") + rank

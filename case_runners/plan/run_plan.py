@@ -7,13 +7,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from case_runners import files
+from case_runners import defaults, files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
-from case_runners.config.resolved import INFERENCE, TRAINING
+from case_runners.config.resolved import BASE, INFERENCE, TRAINING
 from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.paths import RESOLVED_NAME, RESULTS_NAME, project_root
+from case_runners.plan.base import base_suite, resolve_base_selection
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
 from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
@@ -56,13 +57,21 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         errors.append(ConfigError(exc.message, key="perfplay_vendor", file=RUN_VARS_FILE, allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
     task, timeout, hosts = run_vars["task"], run_vars["case_timeout_s"], run_vars["hosts"]
-    selections, selection_errors = parse_selections(request.get("cases"), task=task)
+    cases_asked, source = request.get("cases"), "perfplay_cases"
+    if cases_asked is None:  # the run names no case: the default case, or the vendor's base suite
+        cases_asked = defaults.CASE
+        if task == BASE and vendor is not None:
+            try:
+                cases_asked, source = base_suite(root, vendor["name"]), f"the base suite of vendor '{vendor['name']}'"
+            except ConfigError as exc:
+                errors.append(exc)
+    selections, selection_errors = parse_selections(cases_asked, source=source, task=task)
     errors += selection_errors
     cases: list[ResolvedConfig] = []
     adapters_checked: set[str] = set()
     if vendor is not None:
         for sel in selections:
-            resolver = resolve_inference_selection if sel.task == INFERENCE else resolve
+            resolver = {INFERENCE: resolve_inference_selection, BASE: resolve_base_selection}.get(sel.task, resolve)
             config, case_errors = resolver(sel, vendor, root, timeout)
             errors += case_errors
             if config is not None:

@@ -89,7 +89,8 @@ def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) 
     code = code or (1 if written.status == names.FAILED else 0)  # a task's result that is not valid fails the rank
     try:
         log = log or EventLogger(out, env.rank, 10)
-        log.event(ev.FINISHED, {k: v for k, v in written.to_json().items() if k not in ("metrics_history", "reason")})
+        log.event(ev.FINISHED, {k: v for k, v in written.to_json().items()
+                                if k not in ("metrics_history", "measurements", "reason")})
         stop_request.write_result(lambda: write_result(result_path(out, env.rank), written), code)
         log.close()
     except (OSError, PerfplayError) as e:  # a full disk: the launcher names it from the free space it sees

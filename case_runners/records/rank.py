@@ -1,7 +1,8 @@
 """rank<R>.result.json (`perfplay.rank_result/1`): what one rank reports when it ends, however it ends.
 
-Three variants under one schema: a training rank's result, an inference rank's, and a failed rank's (any task).
-RankResult.from_json picks the variant from the document (status failed, task inference, else training). The rank
+Four variants under one schema: a training rank's result, an inference rank's, a base benchmark rank's, and a failed
+rank's (any task). RankResult.from_json picks the variant from the document (status failed, task inference or base,
+else training). The rank
 runtime writes it (case_runners/rank/worker.py) from what the task returns; rank 0's is authoritative.
 """
 
@@ -11,7 +12,9 @@ import dataclasses
 import re
 from typing import Any
 
-from case_runners.records.names import FAILED, INFERENCE, NOT_CONVERGED, STOP_REASONS, SUCCESS
+from case_runners.config.benchmarks import BENCHMARKS
+from case_runners.records.base import Headline, Measurement
+from case_runners.records.names import BASE, FAILED, INFERENCE, NOT_CONVERGED, STOP_REASONS, SUCCESS
 from case_runners.records.schema import Document, choices
 
 RESULT_PATTERN = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")  # in the node directory
@@ -37,7 +40,7 @@ class RankResult(Document):
             return cls
         if doc.get("status") == FAILED:
             return FailedRankResult
-        return InferenceRankResult if doc.get("task") == INFERENCE else TrainingRankResult
+        return {INFERENCE: InferenceRankResult, BASE: BaseRankResult}.get(str(doc.get("task")), TrainingRankResult)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -111,13 +114,28 @@ class InferenceRankResult(RankResult):
 
 
 @dataclasses.dataclass(kw_only=True)
+class BaseRankResult(RankResult):
+    """A base benchmark's figures on this rank's device (case_runners/base/; a collective's are the ranks' together:
+    the slowest rank's time)."""
+    status: str = dataclasses.field(metadata=choices(SUCCESS))
+    task: str = dataclasses.field(metadata=choices(BASE))
+    benchmark: str = dataclasses.field(metadata=choices(*BENCHMARKS))
+    device: str
+    measurements: list[Measurement]  # one per variant and size
+    headlines: list[Headline]  # per variant: the best over sizes (gemm: and the median)
+    flop_convention: str
+    versions: dict[str, Any]
+    e2e_time: float
+
+
+@dataclasses.dataclass(kw_only=True)
 class FailedRankResult(RankResult):
     status: str = dataclasses.field(metadata=choices(FAILED))
     reason: str  # a traceback, or where a signal stopped the rank
     e2e_time: float
 
 
-RANK_VARIANTS = (TrainingRankResult, InferenceRankResult, FailedRankResult)
+RANK_VARIANTS = (TrainingRankResult, InferenceRankResult, BaseRankResult, FailedRankResult)
 
 
 def build_rank_result(rank: int, world_size: int, fields: dict[str, Any], e2e_time: float) -> RankResult:

@@ -1,9 +1,11 @@
 """result.json (`perfplay.round_record/1`): the record of one round of a case, built on the controller from every
 node directory of the round (case_runners/results/record.py).
 
-Two variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput block
-on p_train) and an inference round's (the pipeline's metrics; one rank, no per-node throughputs). Rank 0's metrics
-are the round's; its type is the rank result's for the same key (records/rank.py), or null where rank 0 left none.
+Three variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput
+block on p_train), an inference round's (the pipeline's metrics; one rank, no per-node throughputs) and a base
+round's (its benchmark's measurements and headlines, each with its fraction of the vendor's peak; no throughput).
+Rank 0's metrics are the round's; its type is the rank result's for the same key (records/rank.py), or null where
+rank 0 left none.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 
 from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names
-from case_runners.records.names import INFERENCE, NODE_STATUSES, ROUND_STATUSES, TASKS
-from case_runners.records.rank import InferenceRankResult, RankResult, TrainingRankResult
+from case_runners.records.names import BASE, INFERENCE, NODE_STATUSES, ROUND_STATUSES, TASKS
+from case_runners.records.rank import BaseRankResult, InferenceRankResult, RankResult, TrainingRankResult
 from case_runners.records.schema import (
     ABSENT,
     Absent,
@@ -104,6 +106,7 @@ def _metric_types(result: type[RankResult]) -> dict[str, Any]:
 
 _TRAINING_TYPES = _metric_types(TrainingRankResult)
 _INFERENCE_TYPES = _metric_types(InferenceRankResult)
+_BASE_TYPES = _metric_types(BaseRankResult)
 
 
 def _metrics_check(keys: tuple[str, ...], types: dict[str, Any]) -> Any:
@@ -175,7 +178,7 @@ class RoundRecord(Document):
     def variant(cls, doc: dict[str, Any]) -> type[Document]:
         if cls is not RoundRecord:
             return cls
-        return InferenceRoundRecord if doc.get("task") == INFERENCE else TrainingRoundRecord
+        return {INFERENCE: InferenceRoundRecord, BASE: BaseRoundRecord}.get(str(doc.get("task")), TrainingRoundRecord)
 
     def standard_fields(self) -> dict[str, Any]:
         """standard and non_standard (config/standard.py), a record without them counting as standard."""
@@ -194,4 +197,13 @@ class TrainingRoundRecord(RoundRecord):
 class InferenceRoundRecord(RoundRecord):
     metrics: dict[str, Any] = dataclasses.field(metadata=_metrics_check(names.INFERENCE_METRICS, _INFERENCE_TYPES))
     throughput: InferenceThroughput
+    per_node: list[NodeEntry]
+
+
+@dataclasses.dataclass(kw_only=True)
+class BaseRoundRecord(RoundRecord):
+    """A base benchmark's round: rank 0's measurements (records/base.py); its mfu has no value (each measurement has
+    its fraction of peak instead), and it has no throughput."""
+    metrics: dict[str, Any] = dataclasses.field(metadata=_metrics_check(names.BASE_METRICS, _BASE_TYPES))
+    throughput: None
     per_node: list[NodeEntry]

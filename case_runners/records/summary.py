@@ -9,7 +9,7 @@ from typing import Any
 
 from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names
-from case_runners.records.names import INFERENCE, SUMMARY_ROUND_STATUSES, TASKS
+from case_runners.records.names import SUMMARY_ROUND_STATUSES, TASKS
 from case_runners.records.schema import (
     ABSENT,
     Absent,
@@ -35,13 +35,12 @@ class Stat(Document):
 
 def round_keys(task: str) -> tuple[str, ...]:
     """The figures a summary round shows for its task, beside round, status and reason."""
-    stats = names.SUMMARY_INFERENCE_STATS if task == INFERENCE else names.SUMMARY_TRAINING_STATS
-    return (*stats, "converged")
+    return (*names.summary_stats(task), "converged")
 
 
 def stat_keys(task: str) -> tuple[str, ...]:
     """The figures a summary case has statistics of."""
-    return (*(names.SUMMARY_INFERENCE_STATS if task == INFERENCE else names.SUMMARY_TRAINING_STATS), "mfu")
+    return (*names.summary_stats(task), "mfu")
 
 
 def _figures(value: Any, where: str) -> list[Problem]:

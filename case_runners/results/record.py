@@ -1,6 +1,6 @@
 """The round record: one per case and round, built from what every node of the round left behind.
 An inference round (task: inference) has its own metrics (the inference pipeline's four throughputs, both
-accuracies).
+accuracies), and so has a base round (task: base: its benchmark's measurements, each against the vendor's peak).
 Whether the round ran the case's standard workload is copied from the resolved config (config/standard.py).
 
 Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
+from case_runners.config.benchmarks import FLOP_CONVENTION
 from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
 from case_runners.records import names
@@ -24,6 +25,7 @@ from case_runners.records.rank import RESULT_PATTERN, RankResult
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import (
     RECORD_NAME,
+    BaseRoundRecord,
     DeviceMemory,
     InferenceRoundRecord,
     InferenceThroughput,
@@ -151,6 +153,7 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
     invalid: dict[int, str] = {}
     monitors: dict[str, dict[str, Any]] = {}
     inference = config.task_name == names.INFERENCE  # one rank: no per-node throughputs
+    per_node_throughput = config.task_name == names.TRAINING
     for host, node_rank, path in node_dirs(round_dir):
         status, reason, duration_s = read_node_result(path)
         node_ranks, node_invalid = _rank_results(path)
@@ -158,8 +161,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
         ranks += [(host, node_rank, r) for r in node_ranks]
         entry: dict[str, Any] = dict(host=host, node_rank=node_rank, status=status, reason=reason,
                                      duration_s=duration_s, dir=path.name)
-        nodes.append(NodeEntry(**entry) if inference else
-                     TrainingNodeEntry(**entry, **node_throughput(node_ranks, config.nproc)))
+        nodes.append(TrainingNodeEntry(**entry, **node_throughput(node_ranks, config.nproc)) if per_node_throughput
+                     else NodeEntry(**entry))
         monitors[path.name] = {log.name.removesuffix("_monitor.jsonl"): summarize_monitor_log(log)
                                for log in sorted(path.glob("*_monitor.jsonl"))}
     ranks.sort(key=lambda item: item[2].rank)
@@ -179,6 +182,11 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
         **config.standard_fields(), metrics=metrics,
         per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks], monitors=monitors,
         params=config.params, **({"nodes_elsewhere": elsewhere} if elsewhere else {}))
+    if config.task_name == names.BASE:  # each measurement has its fraction of peak: no MFU, no throughput
+        return BaseRoundRecord(**common, throughput=None, per_node=nodes, mfu=Mfu(
+            value=None, basis="fraction_of_peak", flops_per_sample=0.0, precision="-", peak_flops_per_device=None,
+            devices=config.nnodes * config.nproc, convention=FLOP_CONVENTION,
+            reason="a base benchmark: each measurement has its fraction_of_peak"))
     if inference:  # MFU and throughput on the engine's core throughput, or the framework's without one
         side = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
         basis = f"p_{side}_core"
@@ -247,6 +255,8 @@ def compact_record(record: RoundRecord, errors: list[str] | tuple[str, ...] = ()
     shown: tuple[str, ...] = names.COMPACT_TRAINING
     if record.task == names.INFERENCE:
         compact["task"], shown = names.INFERENCE, names.COMPACT_INFERENCE
+    if record.task == names.BASE:
+        compact["task"], shown = names.BASE, names.COMPACT_BASE
     compact.update((key, record.metrics.get(key)) for key in shown)
     compact["mfu"] = record.mfu.value
     compact["errors"] = list(errors)

@@ -130,7 +130,7 @@ def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> Stan
 
 
 def _stat_keys(record: Round) -> tuple[str, ...]:
-    return names.SUMMARY_INFERENCE_STATS if record.task == names.INFERENCE else names.SUMMARY_TRAINING_STATS
+    return names.summary_stats(record.task)
 
 
 def _round_values(record: Round) -> dict[str, Any]:

@@ -1,0 +1,174 @@
+"""A base selection resolved into the run's resolved config (the same outer shape as a training case's): benchmark
+config < the vendor's base.yaml < run overrides, checked against the device before any host is touched.
+
+- case_runners/base/benchmarks/<benchmark>/config.yaml: `params` with their ranges (config/constraints.py), and
+  `timeout_s`;
+- vendor/<vendor>/base.yaml (optional): `suite`, what `perfplay_task: base` runs when the run names no case (the
+  forms perfplay_cases takes; without the file, every benchmark that takes one rank), and `params.<benchmark>`, the
+  vendor's values over the benchmark's defaults;
+- the selection's overrides, last.
+
+Refused here: an unknown benchmark or param, a precision the hardware does not compute (vendor.yaml
+hardware.<HW>.precisions, else its peak_flops keys), a collective on one rank (p2p: other than two), and sizes that
+do not fit in the device's memory (hardware.<HW>.memory_bytes, where the vendor gives it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from case_runners.config.benchmarks import (
+    BENCHMARKS,
+    COLLECTIVE,
+    FLOP_CONVENTION,
+    MEMORY_BYTES,
+    ONE,
+    PAIR,
+    supported_precisions,
+)
+from case_runners.config.constraints import declare_params
+from case_runners.config.resolved import BASE, DEFAULT_TIMEOUT_S
+from case_runners.config.selection import BOUNDS, Selection
+from case_runners.config.standard import standard_fields
+from case_runners.config.yaml_io import load_mapping
+from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.paths import display_path
+from case_runners.plan.layering import apply_layer, choose_hardware
+from case_runners.records.resolved import ResolvedConfig, VendorInfo
+from case_runners.records.schema import ABSENT
+from case_runners.vendor_files import BASE_FILE, vendor_dir
+from case_runners.vendors import vendor_info
+
+BENCHMARKS_DIR = ("case_runners", "base", "benchmarks")
+FOOTPRINT_MODULE = "case_runners.base.benchmarks.{name}"  # its footprint(params, world_size): torch-free
+PRECISIONS_PARAM = "precisions"  # a benchmark's param checked against the precisions the hardware computes
+
+
+def benchmark_config_path(root: Path, name: str) -> Path:
+    return root.joinpath(*BENCHMARKS_DIR, name, "config.yaml")
+
+
+def vendor_base(root: Path, vendor: str) -> tuple[dict[str, Any], str]:
+    """The vendor's base.yaml ({} when it has none) and its path as messages show it; ConfigError for keys other
+    than suite and params, or params of an unknown benchmark."""
+    path = vendor_dir(root, vendor) / BASE_FILE
+    shown = display_path(path, root)
+    if not path.is_file():
+        return {}, shown
+    data = load_mapping(path, root)
+    for key in data:
+        if key not in ("suite", "params"):
+            raise ConfigError("unknown key", key=key, file=shown, allowed=["suite", "params"])
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        raise ConfigError("must map benchmark names to their params", key="params", file=shown)
+    for name, values in params.items():
+        if name not in BENCHMARKS:
+            raise ConfigError(f"unknown benchmark '{name}'", key=f"params.{name}", file=shown, allowed=BENCHMARKS)
+        if not isinstance(values, dict):
+            raise ConfigError("must map param names to values", key=f"params.{name}", file=shown)
+    return data, shown
+
+
+def base_suite(root: Path, vendor: str) -> Any:
+    """What `perfplay_task: base` runs when the run names no case: the vendor's base.yaml suite, else every benchmark
+    that takes one rank (a collective needs a scale: the vendor's suite, or a selection, gives it)."""
+    data, _ = vendor_base(root, vendor)
+    if "suite" in data:
+        return data["suite"]
+    return [name for name, spec in BENCHMARKS.items() if spec.ranks == ONE]
+
+
+def resolve_base_selection(sel: Selection, vendor: dict[str, Any], root: Path,
+                           default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None, list[ConfigError]]:
+    """(config, errors) for a selection with task: base."""
+    if sel.case not in BENCHMARKS:
+        return None, [ConfigError(f"unknown base benchmark '{sel.case}'", key=f"{sel.source}.case",
+                                  file=RUN_VARS_FILE, allowed=BENCHMARKS)]
+    spec = BENCHMARKS[sel.case]
+    errors = [e for e in [choose_hardware(sel, vendor, root)] if e]
+    if sel.framework != "pytorch":
+        errors.append(ConfigError(f"unknown framework '{sel.framework_key}': the base benchmarks are written for "
+                                  "pytorch", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
+                                  allowed=["pytorch", "pytorch_<version>"]))
+    world = sel.nnodes * sel.nproc
+    if spec.ranks == COLLECTIVE and world < 2:
+        errors.append(ConfigError(f"{sel.case} is a collective: it needs at least 2 ranks (nnodes x nproc), got "
+                                  f"{world}", key=f"{sel.source}.nproc", file=RUN_VARS_FILE))
+    if spec.ranks == PAIR and world != 2:
+        errors.append(ConfigError(f"{sel.case} runs between two ranks (nnodes x nproc = 2: 1x2 within a node, 2x1 "
+                                  f"across nodes), got {world}", key=f"{sel.source}.nproc", file=RUN_VARS_FILE))
+    if spec.ranks == ONE and sel.nnodes != 1:
+        errors.append(ConfigError(f"{sel.case} measures each device on its own: run it on one node (nproc: the "
+                                  f"devices to measure at once), got nnodes {sel.nnodes}", key=f"{sel.source}.nnodes",
+                                  file=RUN_VARS_FILE, allowed=[1]))
+    config_path = benchmark_config_path(root, sel.case)
+    base_file = display_path(config_path, root)
+    try:
+        base = load_mapping(config_path, root)
+        defaults, constraints = declare_params(base.get("params") or {}, file=base_file, prefix="params.")
+        timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
+            base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
+        vendor_data, vendor_shown = vendor_base(root, vendor["name"])
+    except ConfigError as exc:
+        return None, [*errors, exc]
+    if errors:
+        return None, errors
+    params, provenance = dict(defaults), {key: base_file for key in defaults}
+    names = list(params)
+    vendor_params = (vendor_data.get("params") or {}).get(sel.case) or {}
+    apply_layer(params, provenance, vendor_params, constraints=constraints, allowed=names, run_only=[],
+                file=f"{vendor_shown} (params.{sel.case})", errors=errors)
+    overrides_file = f"run overrides ({sel.source}.overrides)"
+    apply_layer(params, provenance, sel.overrides, constraints=constraints, allowed=names, run_only=[],
+                file=overrides_file, errors=errors)
+    hardware = str(sel.hardware)
+    spec_hw = vendor["hardware"][hardware]
+    vendor_file = display_path(Path(vendor["dir"]) / "vendor.yaml", root)
+    if not errors:
+        errors += _device_errors(sel, params, provenance, spec_hw, hardware, vendor_file, world)
+    if errors:
+        return None, errors
+    sources = [base_file, *([vendor_shown] if vendor_params else []), *([overrides_file] if sel.overrides else [])]
+    return ResolvedConfig(
+        task=BASE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
+        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
+        nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
+        sources=sources, provenance=provenance, **standard_fields([]), params=params, target=None,
+        flops_per_sample=None, flops_convention=FLOP_CONVENTION,
+        flops_note="a base benchmark: each measurement has its own figure and fraction of peak",
+        vendor_info=VendorInfo(**vendor_info(vendor, hardware))), []
+
+
+def _device_errors(sel: Selection, params: dict[str, Any], provenance: dict[str, str], hardware: dict[str, Any],
+                   hardware_name: str, vendor_file: str, world: int) -> list[ConfigError]:
+    """Precisions the hardware does not compute (a null list becomes the hardware's), and sizes beyond its
+    memory."""
+    errors = []
+    if PRECISIONS_PARAM in params:
+        supported = supported_precisions(hardware)
+        if params[PRECISIONS_PARAM] is None:
+            params[PRECISIONS_PARAM] = supported
+            provenance[PRECISIONS_PARAM] = f"{vendor_file} (hardware.{hardware_name})"
+            if not supported:
+                errors.append(ConfigError(f"{hardware_name} lists no precision: set hardware.{hardware_name}."
+                                          "precisions (or its peak_flops) in the vendor file, or name the precisions",
+                                          key=f"{sel.source}.overrides.{PRECISIONS_PARAM}", file=vendor_file))
+        for precision in params[PRECISIONS_PARAM]:
+            if precision not in supported:
+                errors.append(ConfigError(f"{hardware_name} does not compute '{precision}' (vendor.yaml hardware."
+                                          f"{hardware_name}.precisions, else its peak_flops)",
+                                          key=PRECISIONS_PARAM, file=provenance[PRECISIONS_PARAM],
+                                          allowed=supported))
+    memory = hardware.get(MEMORY_BYTES)
+    if errors or not isinstance(memory, int) or isinstance(memory, bool) or memory <= 0:
+        return errors
+    footprint = importlib.import_module(FOOTPRINT_MODULE.format(name=sel.case)).footprint
+    for what, needed in footprint(params, world):
+        if needed > memory:
+            errors.append(ConfigError(f"{what} needs {needed} bytes of device memory, more than the {memory} of "
+                                      f"{hardware_name} (vendor.yaml hardware.{hardware_name}.memory_bytes)",
+                                      key=f"{sel.source}.case", file=RUN_VARS_FILE))
+    return errors
