@@ -42,7 +42,9 @@ from case_runners.vendor_files import BASE_FILE, vendor_dir
 from case_runners.vendors import vendor_info
 
 BENCHMARKS_DIR = ("case_runners", "base", "benchmarks")
-FOOTPRINT_MODULE = "case_runners.base.benchmarks.{name}"  # its footprint(params, world_size): torch-free
+# A benchmark's package, torch-free: footprint(params, world_size) -> [(what, bytes)], the device memory its params
+# need at once; and, optional, plan_problems(params, hardware, hardware_name, world_size) -> [(param, message)].
+BENCHMARK_MODULE = "case_runners.base.benchmarks.{name}"
 PRECISIONS_PARAM = "precisions"  # a benchmark's param checked against the precisions the hardware computes
 
 
@@ -144,8 +146,8 @@ def resolve_base_selection(sel: Selection, vendor: dict[str, Any], root: Path,
 
 def _device_errors(sel: Selection, params: dict[str, Any], provenance: dict[str, str], hardware: dict[str, Any],
                    hardware_name: str, vendor_file: str, world: int) -> list[ConfigError]:
-    """Precisions the hardware does not compute (a null list becomes the hardware's), and sizes beyond its
-    memory."""
+    """Precisions the hardware does not compute (a null list becomes the hardware's), the benchmark's own
+    plan_problems, and sizes beyond the device's memory."""
     errors = []
     if PRECISIONS_PARAM in params:
         supported = supported_precisions(hardware)
@@ -162,11 +164,16 @@ def _device_errors(sel: Selection, params: dict[str, Any], provenance: dict[str,
                                           f"{hardware_name}.precisions, else its peak_flops)",
                                           key=PRECISIONS_PARAM, file=provenance[PRECISIONS_PARAM],
                                           allowed=supported))
+    if errors:
+        return errors
+    module = importlib.import_module(BENCHMARK_MODULE.format(name=sel.case))
+    if hasattr(module, "plan_problems"):  # what else its params and the hardware must agree on
+        errors += [ConfigError(message, key=param, file=provenance.get(param, vendor_file))
+                   for param, message in module.plan_problems(params, hardware, hardware_name, world)]
     memory = hardware.get(MEMORY_BYTES)
     if errors or not isinstance(memory, int) or isinstance(memory, bool) or memory <= 0:
         return errors
-    footprint = importlib.import_module(FOOTPRINT_MODULE.format(name=sel.case)).footprint
-    for what, needed in footprint(params, world):
+    for what, needed in module.footprint(params, world):
         if needed > memory:
             errors.append(ConfigError(f"{what} needs {needed} bytes of device memory, more than the {memory} of "
                                       f"{hardware_name} (vendor.yaml hardware.{hardware_name}.memory_bytes)",
