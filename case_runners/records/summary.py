@@ -9,6 +9,7 @@ from typing import Any
 
 from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names
+from case_runners.records.base import Measurement
 from case_runners.records.names import SUMMARY_ROUND_STATUSES, TASKS
 from case_runners.records.schema import (
     ABSENT,
@@ -77,6 +78,22 @@ class SummaryNode(Document):
 
 
 @dataclasses.dataclass(kw_only=True)
+class BaseRow(Document):
+    """A base case's headline (records/base.py) over its valid rounds: the table FlagPerf's contributors write by
+    hand (benchmark, precision or size, achieved, peak, fraction)."""
+    benchmark: str
+    kind: str  # the precision (gemm), copy/triad, single/total, pinned/pageable, the collective
+    stat: str  # best or median over the sizes
+    size: str | None  # where the best was reached (the last valid round's)
+    unit: str
+    achieved: Stat
+    peak: float | None
+    peak_key: str
+    fraction_of_peak: Stat
+    reason: str | None  # why the fraction is withheld
+
+
+@dataclasses.dataclass(kw_only=True)
 class SummaryCase(Document):
     case_id: str
     case: str
@@ -93,6 +110,8 @@ class SummaryCase(Document):
     rounds: list[dict[str, Any]]  # round, status, reason and the round's figures (round_keys)
     memory_total_bytes: int | None | Absent = ABSENT  # (inference) the device's memory
     mfu_basis: str | None | Absent = ABSENT  # (inference) what MFU is computed on
+    base: list[BaseRow] | Absent = ABSENT  # (base) its headlines over the valid rounds
+    measurements: list[Measurement] | Absent = ABSENT  # (base) every figure of its last valid round
     stats: dict[str, Stat]  # stat_keys: {mean, std, n} over the valid rounds
     per_node: list[SummaryNode]
     succeeded: int

@@ -34,6 +34,7 @@ from case_runners.records.summary import (
     SummaryNode,
     round_keys,
 )
+from case_runners.results import base_summary
 
 INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
                      "val acc", "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
@@ -150,6 +151,7 @@ class _Case:
     non_standard: set[str] = dataclasses.field(default_factory=set)
     memory_total_bytes: Any = None
     mfu_basis: Any = None
+    records: list[Round] = dataclasses.field(default_factory=list)
 
 
 def summarize_records(records: list[Round], run_id: str | None = None) -> RunSummary:
@@ -157,6 +159,7 @@ def summarize_records(records: list[Round], run_id: str | None = None) -> RunSum
     for record in sorted(records, key=lambda r: (r.case_id, r.round)):
         keys = _stat_keys(record)
         entry = cases.setdefault(record.case_id, _Case(record, values={k: [] for k in keys}))
+        entry.records.append(record)
         fields = record.standard_fields()  # standard only if every round was
         entry.standard = entry.standard and fields[STANDARD]
         entry.non_standard |= set(fields[NON_STANDARD])
@@ -186,12 +189,14 @@ def summarize_records(records: list[Round], run_id: str | None = None) -> RunSum
 def _summary_case(entry: _Case) -> SummaryCase:
     first, statuses = entry.first, [r["status"] for r in entry.rounds]
     inference = first.task == names.INFERENCE
+    base: dict[str, Any] = {"base": base_summary.base_rows(entry.records),
+            "measurements": base_summary.last_measurements(entry.records)} if first.task == names.BASE else {}
     return SummaryCase(
         case_id=first.case_id, case=first.case, task=first.task, vendor=first.vendor, hardware=first.hardware,
         nnodes=first.nnodes, nproc=first.nproc, framework=first.framework, metric=first.metrics.get("metric"),
         target=first.metrics.get("target"), standard=entry.standard, non_standard=sorted(entry.non_standard),
         rounds=entry.rounds,
-        **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else {}),
+        **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else base),
         stats={**{key: mean_std(v) for key, v in entry.values.items()}, "mfu": mean_std(entry.mfu)},
         per_node=[SummaryNode(node_rank=rank, host="/".join(node["hosts"]), ranks=max(node["ranks"]),
                               stats={key: mean_std(node["values"][key]) for key in names.SUMMARY_NODE_STATS})
@@ -393,7 +398,8 @@ def render_scaling_text(summary: RunSummary) -> list[str]:
 
 def render_table(summary: RunSummary) -> str:
     """Plain-text tables for the end of the play (mean ± std over rounds): the training cases (samples/s), then a
-    line per multi-node case with each node's throughput and the scaling tables; the inference cases (items/s)."""
+    line per multi-node case with each node's throughput and the scaling tables; the inference cases (items/s); the
+    base benchmarks (achieved against the vendor's peaks)."""
     lines = [f"perfplay summary: {summary.run_id} (mean ± std over rounds)"]
     training = table_rows(summary)
     if training or not summary.cases:
@@ -406,6 +412,9 @@ def render_table(summary: RunSummary) -> str:
         lines += ([""] if training else []) + [
             "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
+    base = base_summary.render_text(summary, text_columns)
+    if base:
+        lines += ([""] if training or inference else []) + base
     # A round that missed its target is a valid result (a --step run's, by design), listed apart from failures.
     rounds = [(c.case_id, r) for c in summary.cases for r in c.rounds if r["status"] != names.SUCCESS]
     for title, valid in (("not converged (valid results, in the means):", True), ("failures:", False)):
@@ -436,6 +445,7 @@ def render_markdown(summary: RunSummary) -> str:
                   "compiler is null); memory = the vendor monitor's peak used / total, GiB.", "",
                   "| " + " | ".join(INFERENCE_COLUMNS) + " |", "|" + "---|" * len(INFERENCE_COLUMNS)]
         lines += ["| " + " | ".join(row) + " |" for row in inference]
+    lines += base_summary.render_markdown(summary)
     non_standard = _non_standard_notes(summary)
     if non_standard:
         lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
@@ -444,6 +454,9 @@ def render_markdown(summary: RunSummary) -> str:
         lines += ["", f"## {_label(case)}", ""]
         if not _is_standard(case):
             lines += [f"{NOT_STANDARD_NOTE}: {_why(case)}.", ""]
+        if case.task == names.BASE:
+            lines += base_summary.case_markdown(case)
+            continue
         if case.task == names.INFERENCE:
             keys = names.INFERENCE_THROUGHPUTS
             lines += ["| round | status | val whole | val core | inf whole | inf core | val acc | inf acc | "
