@@ -47,7 +47,10 @@ options:
       - The task of selections that do not name theirs (run var C(perfplay_task)).
       - C(training) runs the training case; C(inference) the case's inference pipeline (steps a-g, framework
         validation, ONNX export and the vendor's engine C(vendor/<vendor>/engines/<compiler>.py)), one process on
-        one device.
+        one device; C(base) a hardware benchmark (gemm, memory_bandwidth, memory_capacity, h2d, d2h, allreduce,
+        allgather, p2p), against the vendor's peaks.
+      - With no O(cases), C(base) runs the vendor's base suite (C(vendor/<vendor>/base.yaml)), any other task the
+        default case.
     type: raw
   results_dir:
     description: Results root on the controller (run var C(perfplay_results_dir)); default C(<project_dir>/results).
@@ -162,6 +165,13 @@ EXAMPLES = r"""
     cases: [resnet50]
     hosts: [localhost]
 
+- name: Run the cpu vendor's base suite (GEMM, memory, transfers, collectives)
+  case_plan:
+    project_dir: /opt/perfplay
+    vendor: cpu
+    task: base
+    hosts: [localhost]
+
 - name: Select a case the FlagPerf way
   case_plan:
     project_dir: /opt/perfplay
@@ -187,6 +197,7 @@ cases:
     - Resolved config of every case (schema C(perfplay.resolved_config/1)).
     - An inference case has C(task=inference), its C(inference) configurations and parameters, and the C(notes) its
       overrides produced (a key a vendor file adds is also a module warning).
+    - A base benchmark has C(task=base) and its C(params) (sizes, precisions, iterations).
   returned: success
   type: list
   elements: dict

@@ -19,7 +19,7 @@ description:
     naming the cause and the path, and the play goes on to the next round.
   - Also returns C(compact), a small digest of the record for C(ansible.builtin.set_stats) (AWX artifacts), as
     C(case_runners record) builds it; for an inference round (C(task=inference)) its four throughputs and two
-    accuracies instead of the training figures.
+    accuracies instead of the training figures, for a base round (C(task=base)) its benchmark and headlines.
 options:
   round_dir:
     description: Round directory, C(<run_dir>/<case_id>/round<N>), holding the node directories.
