@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from case_runners.config.benchmarks import BENCHMARKS, FLOP_CONVENTION, ONE
+from case_runners.config.benchmarks import BENCHMARKS, ONE
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
 from case_runners.rank import stop_request
@@ -53,4 +53,4 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     return {"status": names.SUCCESS, "task": names.BASE, "benchmark": benchmark.name, "device": str(device),
             "measurements": [m.to_json() for m in measurements],
             "headlines": [h.to_json() for h in headlines(measurements)],
-            "flop_convention": FLOP_CONVENTION, "versions": versions}
+            "convention": benchmark.convention, "versions": versions}

@@ -39,19 +39,28 @@ class Benchmark:
     unit: str  # of its achieved figure
     peak: str  # the hardware table key of its peak
     measures: str  # one line, for --help, the docs and messages
+    convention: str  # how its figure is counted, stated in every record
 
 
+BUS = "nccl-tests' convention: algbw = S / t"
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
-    Benchmark("gemm", ONE, FLOP_S, PEAK_FLOPS, "matmul FLOP/s per precision, square and LLM-shaped"),
+    Benchmark("gemm", ONE, FLOP_S, PEAK_FLOPS, "matmul FLOP/s per precision, square and LLM-shaped",
+              FLOP_CONVENTION),
     Benchmark("memory_bandwidth", ONE, BYTES_S, MEMORY_BANDWIDTH,
-              "device memory bandwidth: device-to-device copy and a STREAM-style triad"),
+              "device memory bandwidth: device-to-device copy and a STREAM-style triad",
+              "bytes = read + written per iteration: copy 2 x size, triad (a = b + s*c) 3 x size"),
     Benchmark("memory_capacity", ONE, BYTES, MEMORY_BYTES,
-              "the largest single allocation and the total one process can hold"),
-    Benchmark("h2d", ONE, BYTES_S, H2D, "host-to-device copies from pinned and pageable memory, by size"),
-    Benchmark("d2h", ONE, BYTES_S, H2D, "device-to-host copies to pinned and pageable memory, by size"),
-    Benchmark("allreduce", COLLECTIVE, BYTES_S, INTERCONNECT, "all-reduce bus bandwidth by message size"),
-    Benchmark("allgather", COLLECTIVE, BYTES_S, INTERCONNECT, "all-gather bus bandwidth by message size"),
-    Benchmark("p2p", PAIR, BYTES_S, INTERCONNECT, "send/recv bandwidth between two ranks by message size"),
+              "the largest single allocation and the total one process can hold", "bytes allocated and held"),
+    Benchmark("h2d", ONE, BYTES_S, H2D, "host-to-device copies from pinned and pageable memory, by size",
+              "bytes = the transfer size, one way"),
+    Benchmark("d2h", ONE, BYTES_S, H2D, "device-to-host copies to pinned and pageable memory, by size",
+              "bytes = the transfer size, one way"),
+    Benchmark("allreduce", COLLECTIVE, BYTES_S, INTERCONNECT, "all-reduce bus bandwidth by message size",
+              f"{BUS} with S the message size; busbw = algbw x 2(n-1)/n over n ranks"),
+    Benchmark("allgather", COLLECTIVE, BYTES_S, INTERCONNECT, "all-gather bus bandwidth by message size",
+              f"{BUS} with S the gathered bytes (n x the message); busbw = algbw x (n-1)/n"),
+    Benchmark("p2p", PAIR, BYTES_S, INTERCONNECT, "send/recv bandwidth between two ranks by message size",
+              f"{BUS} with S the message rank 0 sends rank 1; busbw = algbw"),
 )}
 
 

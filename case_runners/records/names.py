@@ -53,7 +53,7 @@ INFERENCE_METRICS = (*INFERENCE_THROUGHPUTS, *INFERENCE_ACCURACIES, "agreement",
                      "compiler", "precision", "batch_size", "device", "onnx_path", "compiled_path", "flops_per_item",
                      "flops_per_s", "torch_peak_memory_bytes")
 # A base round record's metrics: rank 0's figures of its benchmark (records/base.py), in this order.
-BASE_METRICS = ("benchmark", "device", "measurements", "headlines", "flop_convention", "e2e_time")
+BASE_METRICS = ("benchmark", "device", "measurements", "headlines", "convention", "e2e_time")
 NODE_THROUGHPUTS = THROUGHPUTS  # a node's: the sums over its ranks of rank_<key>
 
 # What the run summary shows of them: mean and std over the valid rounds.

@@ -123,7 +123,7 @@ class BaseRankResult(RankResult):
     device: str
     measurements: list[Measurement]  # one per variant and size
     headlines: list[Headline]  # per variant: the best over sizes (gemm: and the median)
-    flop_convention: str
+    convention: str  # how the figures are counted (config/benchmarks.py)
     versions: dict[str, Any]
     e2e_time: float
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
-from case_runners.config.benchmarks import FLOP_CONVENTION
+from case_runners.config.benchmarks import BENCHMARKS
 from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
 from case_runners.records import names
@@ -185,7 +185,7 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
     if config.task_name == names.BASE:  # each measurement has its fraction of peak: no MFU, no throughput
         return BaseRoundRecord(**common, throughput=None, per_node=nodes, mfu=Mfu(
             value=None, basis="fraction_of_peak", flops_per_sample=0.0, precision="-", peak_flops_per_device=None,
-            devices=config.nnodes * config.nproc, convention=FLOP_CONVENTION,
+            devices=config.nnodes * config.nproc, convention=BENCHMARKS[config.case].convention,
             reason="a base benchmark: each measurement has its fraction_of_peak"))
     if inference:  # MFU and throughput on the engine's core throughput, or the framework's without one
         side = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"

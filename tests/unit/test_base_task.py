@@ -8,7 +8,6 @@ import math
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
