@@ -169,7 +169,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
     rank0 = next((r for _, _, r in ranks if r.rank == 0), None)
     elsewhere = sorted(set(nodes_elsewhere) - {n.node_rank for n in nodes})
     status, reason = _status(nodes, rank0, invalid.get(0), config.nnodes - len(elsewhere))
-    metrics = {key: getattr(rank0, key, None) for key in names.metric_keys(config.task_name)}
+    rank0_doc = rank0.to_json() if rank0 is not None else {}  # JSON values, as a record read from its file has
+    metrics = {key: rank0_doc.get(key) for key in names.metric_keys(config.task_name)}
     metrics[names.DEVICE_MEMORY] = device_memory(monitors, nodes, config.vendor,
                                                  getattr(rank0, "monitor_devices", None)).to_json()
     common: dict[str, Any] = dict(
