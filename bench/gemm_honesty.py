@@ -100,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ngemm {args.precision} {m}x{n}x{k} on {device} ({vendor} vendor, {torch.get_num_threads()} CPU threads, "
           f"{args.warmup} warm-up + {args.iterations} timed calls, {args.pairs} pairs): harness {h / 1e12:.4f}, "
           f"bare torch.matmul {b / 1e12:.4f} TFLOP/s (medians); the best of each: ratio {best:.4f}")
+    spread = {way: (lambda q: (q[2] - q[0]) / q[1])(statistics.quantiles(v, n=4)) if len(v) > 1 else 0.0
+              for way, v in figures.items()}
+    noisy = max(spread.values()) > 2 * TARGET
+    print(f"spread (interquartile range / median): harness {spread['harness']:.1%}, bare {spread['bare']:.1%}"
+          + (": a noisy host, where other work moves the ratio more than the harness can" if noisy else ""))
     print(f"gemm honesty: harness/bare = {ratio:.4f} (target {1 - TARGET:.2f}..{1 + TARGET:.2f}) {verdict}")
     return 0 if verdict == "PASS" else 1  # a missed target fails `make bench`
 
