@@ -1,0 +1,113 @@
+"""GEMM honesty: the base task's gemm figure against a bare torch.matmul loop timed the same way, in one process.
+
+    python -m bench.gemm_honesty [--shape M N K] [--precision P] [--warmup W] [--iterations I] [--pairs N]
+
+The harness side is gemm's measure() (case_runners/base/benchmarks/gemm/measure.py) through a BaseContext on the
+vendor's runtime: the cpu vendor, or nvidia where torch sees a CUDA device. The bare side multiplies the same shape
+and precision with torch.matmul: `warmup` untimed calls, a synchronize, then `iterations` calls timed as one block
+(CUDA events on a GPU; perf_counter around the block and a synchronize on the CPU). The two alternate pair by pair
+and their median FLOP/s are compared. Target: harness / bare within 2 %. On a CPU both use one torch thread unless
+--threads says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from case_runners.base.benchmarks.gemm.measure import DTYPES, measure
+from case_runners.base.context import BaseContext
+from case_runners.vendor_runtime import VendorRuntime
+from case_runners.vendors import load_vendor
+
+TARGET = 0.02
+PRECISIONS = ("fp64", "fp32", "fp16", "bf16")  # those gemm runs with torch.matmul (fp8 and int8 have their own ops)
+# (vendor, device type, backend, shape, precision, warmup, iterations, pairs). On a CPU, many short blocks: other
+# processes on the host slow some of them down, and the median over many alternations is what stays put.
+SETUPS = {"cuda": ("nvidia", "cuda", "nccl", (8192, 8192, 8192), "bf16", 10, 100, 7),
+          "cpu": ("cpu", "cpu", "gloo", (1024, 1024, 1024), "fp32", 2, 5, 25)}
+
+
+def bare(precision: str, shape: tuple[int, int, int], device: Any, warmup: int, iterations: int) -> float:
+    """FLOP/s of a plain torch.matmul loop: no harness code between the matrices and the clock."""
+    m, n, k = shape
+    dtype = getattr(torch, DTYPES[precision])
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
+    for _ in range(warmup):
+        torch.matmul(a, b)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iterations):
+            torch.matmul(a, b)
+        end.record()
+        end.synchronize()
+        seconds = start.elapsed_time(end) / 1000.0 / iterations
+    else:
+        began = time.perf_counter()
+        for _ in range(iterations):
+            torch.matmul(a, b)
+        seconds = (time.perf_counter() - began) / iterations
+    return 2.0 * m * n * k / seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    kind = "cuda" if torch.cuda.is_available() else "cpu"
+    vendor, device_type, backend, shape, precision, warmup, iterations, pairs = SETUPS[kind]
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", type=int, nargs=3, default=list(shape), metavar=("M", "N", "K"))
+    parser.add_argument("--precision", choices=PRECISIONS, default=precision)
+    parser.add_argument("--warmup", type=int, default=warmup)
+    parser.add_argument("--iterations", type=int, default=iterations)
+    parser.add_argument("--pairs", type=int, default=pairs, help="alternated harness/bare pairs")
+    parser.add_argument("--threads", type=int, default=1 if kind == "cpu" else None,
+                        help="torch's CPU threads, the same for both sides (CPU default 1: one busy core of a shared "
+                             "host slows a one-thread matmul less than it stalls a two-thread one)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    m, n, k = args.shape
+    runtime = VendorRuntime(vendor, device_type, backend)
+    runtime.prepare()
+    device = runtime.pick_device(0)
+    info = load_vendor(vendor)
+    hardware_name = str(info["default_hardware"])
+    ctx = BaseContext(benchmark="gemm", runtime=runtime, device=device, hardware_name=hardware_name,
+                      hardware=info["hardware"][hardware_name], nnodes=1, rank=0, world_size=1, say=lambda _: None)
+    params = {"precisions": [args.precision], "shapes": [[m, n, k]], "warmup": args.warmup,
+              "iterations": args.iterations}
+    runtime.allow_tf32(False)  # the bare loop's matmuls: as gemm's measure() leaves them (no TF32 for fp32)
+    figures: dict[str, list[float]] = {"harness": [], "bare": []}
+    for pair in range(args.pairs):
+        for way in ("harness", "bare") if pair % 2 == 0 else ("bare", "harness"):
+            if way == "harness":
+                value = measure(params, ctx)[0].achieved
+            else:
+                value = bare(args.precision, (m, n, k), device, args.warmup, args.iterations)
+            figures[way].append(value)
+        print(f"pair {pair + 1:2d}: harness {figures['harness'][-1] / 1e12:8.4f}, "
+              f"bare {figures['bare'][-1] / 1e12:8.4f} TFLOP/s", flush=True)
+    h, b = statistics.median(figures["harness"]), statistics.median(figures["bare"])
+    ratio = h / b
+    verdict = "PASS" if abs(ratio - 1) <= TARGET else "FAIL"
+    best = max(figures["harness"]) / max(figures["bare"])
+    print(f"\ngemm {args.precision} {m}x{n}x{k} on {device} ({vendor} vendor, {torch.get_num_threads()} CPU threads, "
+          f"{args.warmup} warm-up + {args.iterations} timed calls, {args.pairs} pairs): harness {h / 1e12:.4f}, "
+          f"bare torch.matmul {b / 1e12:.4f} TFLOP/s (medians); the best of each: ratio {best:.4f}")
+    spread = {way: (lambda q: (q[2] - q[0]) / q[1])(statistics.quantiles(v, n=4)) if len(v) > 1 else 0.0
+              for way, v in figures.items()}
+    noisy = max(spread.values()) > 2 * TARGET
+    print(f"spread (interquartile range / median): harness {spread['harness']:.1%}, bare {spread['bare']:.1%}"
+          + (": a noisy host, where other work moves the ratio more than the harness can" if noisy else ""))
+    print(f"gemm honesty: harness/bare = {ratio:.4f} (target {1 - TARGET:.2f}..{1 + TARGET:.2f}) {verdict}")
+    return 0 if verdict == "PASS" else 1  # a missed target fails `make bench`
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
