@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 
-from case_runners.base.benchmarks.gemm.measure import DTYPES, measure
+from case_runners.base.benchmarks.gemm.measure import measure
 from case_runners.base.context import BaseContext
+from case_runners.base.dtypes import torch_dtype
 from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
 
@@ -35,7 +36,7 @@ SETUPS = {"cuda": ("nvidia", "cuda", "nccl", (8192, 8192, 8192), "bf16", 10, 100
 def bare(precision: str, shape: tuple[int, int, int], device: Any, warmup: int, iterations: int) -> float:
     """FLOP/s of a plain torch.matmul loop: no harness code between the matrices and the clock."""
     m, n, k = shape
-    dtype = getattr(torch, DTYPES[precision])
+    dtype = torch_dtype(precision)
     a = torch.randn(m, k, device=device).to(dtype)
     b = torch.randn(k, n, device=device).to(dtype)
     for _ in range(warmup):

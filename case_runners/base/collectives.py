@@ -13,13 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from case_runners.base.context import BaseContext
-from case_runners.base.memory import size_label
+from case_runners.base.dtypes import torch_dtype
+from case_runners.base.sizes import size_label
+from case_runners.config.benchmarks import DTYPES
 from case_runners.errors import PerfplayError
 from case_runners.records.base import Measurement, measurement
 
 ALLREDUCE, ALLGATHER, P2P = "allreduce", "allgather", "p2p"
-DTYPE_BYTES = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2}  # the element types a collective sends, and their size
-TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+SENT_TYPES = ("fp64", "fp32", "fp16", "bf16")  # the element types a collective sends (config/benchmarks.py DTYPES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,18 +66,17 @@ def plan_problems(params: dict[str, Any], hardware: dict[str, Any], hardware_nam
                   world_size: int) -> list[tuple[str, str]]:
     """(param, message): a dtype the collectives do not send, a size that is no whole number of elements."""
     dtype = params["dtype"]
-    if dtype not in DTYPE_BYTES:
+    if dtype not in SENT_TYPES:
         return [("dtype", f"'{dtype}' is not an element type the collectives send: one of "
-                          f"{', '.join(DTYPE_BYTES)}")]
-    return [("sizes", f"{size} bytes is no whole number of {dtype} elements ({DTYPE_BYTES[dtype]} bytes each)")
-            for size in params["sizes"] if size % DTYPE_BYTES[dtype]]
+                          f"{', '.join(SENT_TYPES)}")]
+    return [("sizes", f"{size} bytes is no whole number of {dtype} elements ({DTYPES[dtype][1]} bytes each)")
+            for size in params["sizes"] if size % DTYPES[dtype][1]]
 
 
 def measure(name: str, params: dict[str, Any], ctx: BaseContext) -> list[Measurement]:
     """Per message size: the buffers on the device, one call checked for the values it must deliver, a barrier,
     then `warmup` untimed and `iterations` timed calls (ctx.seconds_per_call); every rank reports the slowest
     rank's seconds."""
-    import torch
     import torch.distributed as dist
 
     spec, n, dtype = COLLECTIVES[name], ctx.world_size, params["dtype"]
@@ -88,7 +88,7 @@ def measure(name: str, params: dict[str, Any], ctx: BaseContext) -> list[Measure
         label = size_label(message) + (" per rank" if spec.gathers else "")
         what = f"{name} {label} {dtype} on {ctx.device} ({n} ranks, {ctx.runtime.dist_backend})"
         try:
-            call, delivered = _collective(name, message // DTYPE_BYTES[dtype], getattr(torch, TORCH_DTYPES[dtype]),
+            call, delivered = _collective(name, message // DTYPES[dtype][1], torch_dtype(dtype),
                                           ctx.rank, n, ctx.device)
             call()
             _agree(delivered(), what, ctx.device)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from case_runners.base.context import BaseContext
-from case_runners.base.sizes import size_text
+from case_runners.base.sizes import size_label
 from case_runners.errors import PerfplayError
 from case_runners.plugin_source import last_line
 from case_runners.records.base import Measurement, measurement
@@ -20,7 +20,7 @@ HOST_NOTE = "the device is the host: a host-memory copy (memcpy), not a bus tran
 
 def footprint(params: dict[str, Any], world_size: int) -> list[tuple[str, int]]:
     """(what, bytes) of each size: the device's buffer (the host holds its copy)."""
-    return [(f"a transfer of {size_text(size)}", size) for size in params["sizes"]]
+    return [(f"a transfer of {size_label(size)}", size) for size in params["sizes"]]
 
 
 def _pinned_problem(ctx: BaseContext) -> str | None:
@@ -68,7 +68,7 @@ def measure(direction: str, params: dict[str, Any], ctx: BaseContext) -> list[Me
     found = []
     for mode in params["modes"]:
         for size in params["sizes"]:
-            shown = size_text(size)
+            shown = size_label(size)
             try:
                 seconds = _seconds_per_copy(direction, mode, size, params, ctx)
             except RuntimeError as exc:  # out of host or device memory, a failed copy

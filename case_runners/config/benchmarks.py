@@ -30,6 +30,11 @@ PRECISIONS_KEY = "precisions"  # the precisions the device computes (default: th
 HARDWARE_PEAKS = (PEAK_FLOPS, MEMORY_BYTES, MEMORY_BANDWIDTH, H2D, INTERCONNECT)
 
 FLOP_CONVENTION = "FLOPs of an MxK by KxN matmul = 2*M*N*K (1 multiply-add = 2 FLOPs)"
+# A precision's element type: the torch dtype's name (torch-free here) and its bytes per element. tf32 computes on
+# fp32 tensors; fp8 is e4m3.
+DTYPES: dict[str, tuple[str, int]] = {
+    "fp64": ("float64", 8), "fp32": ("float32", 4), "tf32": ("float32", 4), "fp16": ("float16", 2),
+    "bf16": ("bfloat16", 2), "fp8": ("float8_e4m3fn", 1), "int8": ("int8", 1)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,8 +15,8 @@ from case_runners.base.collectives import (
     ALLGATHER,
     ALLREDUCE,
     COLLECTIVES,
-    DTYPE_BYTES,
     P2P,
+    SENT_TYPES,
     bandwidths,
     collective_bytes,
     footprint,
@@ -58,7 +58,7 @@ def test_the_footprint_is_what_one_rank_holds() -> None:
 def test_plan_problems_name_the_param() -> None:
     assert plan_problems({"sizes": [MiB], "dtype": "fp32"}, {}, "CPU", 2) == []
     ((param, message),) = plan_problems({"sizes": [MiB], "dtype": "int4"}, {}, "CPU", 2)
-    assert param == "dtype" and "'int4'" in message and all(d in message for d in DTYPE_BYTES)
+    assert param == "dtype" and "'int4'" in message and all(d in message for d in SENT_TYPES)
     ((param, message),) = plan_problems({"sizes": [MiB, 6], "dtype": "fp32"}, {}, "CPU", 2)
     assert param == "sizes" and message.startswith("6 bytes")
     assert plan_problems({"sizes": [6], "dtype": "fp16"}, {}, "CPU", 2) == []

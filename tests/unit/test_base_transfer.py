@@ -13,7 +13,7 @@ from case_runners.base import transfer
 from case_runners.base.benchmarks.d2h.measure import measure as measure_d2h
 from case_runners.base.benchmarks.h2d.measure import measure as measure_h2d
 from case_runners.base.context import BaseContext
-from case_runners.base.sizes import size_text
+from case_runners.base.sizes import size_label
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import PerfplayError
 from case_runners.plan.run_plan import make_plan
@@ -41,7 +41,7 @@ def test_pageable_copies_count_their_size(benchmark: str, measure: Any) -> None:
     lines: list[str] = []
     found = measure(params(), cpu_context(benchmark, lines))
     assert [(m.benchmark, m.kind, m.bytes, m.size) for m in found] == [
-        (benchmark, "pageable", size, size_text(size)) for size in SIZES]
+        (benchmark, "pageable", size, size_label(size)) for size in SIZES]
     for m in found:
         assert m.unit == "B/s" and m.iterations == 3
         assert m.seconds is not None and m.seconds > 0 and math.isfinite(m.achieved) and m.achieved > 0
@@ -65,7 +65,7 @@ def test_pinned_is_refused_on_the_cpu_naming_mode_device_and_hook(benchmark: str
 
 
 def test_sizes_show_in_binary_units() -> None:
-    assert [size_text(n) for n in (512, 1024, 65536, 1536 << 10, 1 << 30)] == [
+    assert [size_label(n) for n in (512, 1024, 65536, 1536 << 10, 1 << 30)] == [
         "512 B", "1 KiB", "64 KiB", "1.5 MiB", "1 GiB"]
 
 

@@ -6,11 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from case_runners.base.context import BaseContext
+from case_runners.base.dtypes import torch_dtype
 from case_runners.errors import PerfplayError
 from case_runners.records.base import Measurement, measurement
-
-DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16",
-          "fp8": "float8_e4m3fn", "int8": "int8"}
 
 
 def matmul(precision: str, m: int, n: int, k: int, device: Any) -> Callable[[], Any]:
@@ -18,7 +16,7 @@ def matmul(precision: str, m: int, n: int, k: int, device: Any) -> Callable[[], 
     for fp8 (unit scales, bf16 out), torch._int_mm for int8 (int32 out)."""
     import torch
 
-    dtype = getattr(torch, DTYPES[precision])
+    dtype = torch_dtype(precision)
     if precision == "int8":
         a = torch.randint(-128, 128, (m, k), dtype=dtype, device=device)
         b = torch.randint(-128, 128, (k, n), dtype=dtype, device=device)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from case_runners.base.benchmarks.gemm import ELEMENT_BYTES
-from case_runners.base.memory import size_label
+from case_runners.base.sizes import size_label
+from case_runners.config.benchmarks import DTYPES
 
 # Each kind's buffers on the device, which is also how many buffers' bytes a call moves (each read or written once),
 # and which they are.
@@ -15,7 +15,7 @@ SCALAR = 3.0  # triad's s, as STREAM's
 
 
 def element_bytes(dtype: str) -> int:
-    return ELEMENT_BYTES[dtype][0]
+    return DTYPES[dtype][1]
 
 
 def plan_problems(params: dict[str, Any], hardware: dict[str, Any], hardware_name: str,

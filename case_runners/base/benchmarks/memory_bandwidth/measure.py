@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from case_runners.base.benchmarks.gemm.measure import DTYPES
 from case_runners.base.benchmarks.memory_bandwidth import KINDS, SCALAR, element_bytes
 from case_runners.base.context import BaseContext
-from case_runners.base.memory import out_of_memory, size_label
+from case_runners.base.dtypes import torch_dtype
+from case_runners.base.memory import out_of_memory
+from case_runners.base.sizes import size_label
 from case_runners.errors import PerfplayError
 from case_runners.records.base import Measurement, measurement
 
@@ -20,7 +21,7 @@ def buffers(count: int, elements: int, dtype: str, device: Any) -> list[Any]:
 
     found = []
     for i in range(count):
-        found.append(torch.empty(elements, dtype=getattr(torch, DTYPES[dtype]), device=device))
+        found.append(torch.empty(elements, dtype=torch_dtype(dtype), device=device))
         found[-1].fill_(i + 1)
     return found
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from case_runners.base.benchmarks.memory_capacity import NO_BOUND, known_memory
 from case_runners.base.context import BaseContext
-from case_runners.base.memory import out_of_memory, size_label
+from case_runners.base.memory import out_of_memory
+from case_runners.base.sizes import size_label
 from case_runners.errors import PerfplayError
 from case_runners.records.base import Measurement, measurement
 
