@@ -14,6 +14,9 @@ Stdlib only.
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from case_runners.config.benchmarks import BENCHMARKS, ONE
 
 # The `## ` sections of vendor/<vendor>/README.md (the chip, the software stack, the results at
 # 1x1, 1x8 and 2x8 beside NVIDIA's, what was adapted). Results has a `### <case>` section per case.
@@ -22,6 +25,15 @@ README_SECTIONS = ("Chip and server", "Software stack", "How to run", "Monitor",
 # dataset and how to prepare it, the environment, how to start, the results per vendor and scale beside the
 # reference's), then the FLOPs arithmetic and the params.
 CASE_README_SECTIONS = ("Model", "Data", "Environment", "How to start", "Results", "FLOPs per sample", "Parameters")
+
+COLLECTIVE_NPROC = 2  # the ranks of a collective (and p2p) in a scaffolded suite and in check-vendor: one server
+
+
+def smallest_selection(benchmark: str) -> str | dict[str, Any]:
+    """A base benchmark at its smallest scale, as perfplay_cases takes it: its name (one rank), or two ranks of
+    one server for a collective and p2p. New-vendor's base.yaml suite; check-vendor resolves params with it."""
+    return benchmark if BENCHMARKS[benchmark].ranks == ONE else {"case": benchmark, "nproc": COLLECTIVE_NPROC}
+
 
 _HEADING = re.compile(r"^(#{2,3}) +(.+?) *#*$")
 

@@ -1,6 +1,8 @@
 """`new-vendor NAME --device D --backend B [--hardware H]`: vendor/<NAME>/, complete and valid, to adapt from.
 
-    vendor.yaml                         device, backend, the hardware table to fill (null peaks: MFU null)
+    vendor.yaml                         device, backend, the hardware table to fill (null peaks: MFU and the base
+                                        benchmarks' fractions of peak null)
+    base.yaml                           the base suite (every benchmark; collectives on two ranks), params to size
     runtime.py                          the hook's points, commented, with torch's defaults named
     monitor.py                          a monitor that runs (None readings) with the library calls to fill
     docker_image/pytorch/               Dockerfile and pytorch_install.sh (the cpu vendor's pattern)
@@ -16,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.cases import list_cases
+from case_runners.config.benchmarks import BENCHMARKS
 from case_runners.config.yaml_io import load_mapping
 from case_runners.paths import display_path, project_root
+from case_runners.scaffold import smallest_selection
 from case_runners.scaffold.writer import (
     HARDWARE,
     HARDWARE_RULE,
@@ -28,7 +32,14 @@ from case_runners.scaffold.writer import (
     refuse_existing,
     render,
 )
-from case_runners.vendor_files import MONITOR_FILE, RUNTIME_FILE, VENDOR_FILE, vendor_case_dir, vendor_dir
+from case_runners.vendor_files import (
+    BASE_FILE,
+    MONITOR_FILE,
+    RUNTIME_FILE,
+    VENDOR_FILE,
+    vendor_case_dir,
+    vendor_dir,
+)
 from case_runners.vendor_runtime import NAME as TORCH_NAME
 
 RESERVED = ("host",)  # the host monitor's name (case_runners.monitors.loader)
@@ -65,6 +76,16 @@ def case_results(base: dict[str, Any], case: str, hardware: str) -> str:
                   target_value=target.get("value", "?"), reference_hardware=REFERENCE[1])
 
 
+def base_suite_lines() -> str:
+    """base.yaml's suite: every base benchmark at its smallest scale, one YAML list item a line."""
+    def item(selection: str | dict[str, Any]) -> str:
+        if isinstance(selection, str):
+            return selection
+        return "{" + ", ".join(f"{key}: {value}" for key, value in selection.items()) + "}"
+
+    return "\n".join(f"  - {item(smallest_selection(name))}" for name in BENCHMARKS)
+
+
 def monitor_class(name: str) -> str:
     return "".join(word.capitalize() for word in name.split("_")) + "Monitor"
 
@@ -92,6 +113,7 @@ def new_vendor(name: str, device: str, backend: str, hardware: str | None = None
     first_case = SMOKE_CASE if SMOKE_CASE in cases else cases[0]
     files = {  # relative path: text
         VENDOR_FILE: render("vendor/vendor.yaml.tmpl", **values),
+        BASE_FILE: render("vendor/base.yaml.tmpl", **values, suite=base_suite_lines()),
         RUNTIME_FILE: render("vendor/runtime.py.tmpl", **values),
         MONITOR_FILE: render("vendor/monitor.py.tmpl", **values, monitor_class=monitor_class(name)),
         "docker_image/pytorch/Dockerfile": render("vendor/Dockerfile.tmpl", **values),

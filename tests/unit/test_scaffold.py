@@ -15,21 +15,30 @@ import pytest
 
 from case_runners import cli
 from case_runners.cases import list_cases
+from case_runners.config.benchmarks import BENCHMARKS, COLLECTIVE, PAIR, peak_for
 from case_runners.config.yaml_io import load_mapping
 from case_runners.monitors.base import DEVICE_FIELDS
 from case_runners.monitors.loader import load_vendor_monitor_class
 from case_runners.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.scaffold import CASE_README_SECTIONS, README_SECTIONS, headings, missing_sections
+from case_runners.scaffold import (
+    CASE_README_SECTIONS,
+    COLLECTIVE_NPROC,
+    README_SECTIONS,
+    headings,
+    missing_sections,
+    smallest_selection,
+)
 from case_runners.scaffold.new_case import new_case
 from case_runners.scaffold.new_vendor import new_vendor
 from case_runners.scaffold.writer import Staging
+from case_runners.vendor_check.structure import check_structure
 from case_runners.vendor_runtime import check_hook_source
 from case_runners.vendors import load_vendor
 from process_helpers import run_pids, wait_for
 
-VENDOR_FILES = {"vendor.yaml", "runtime.py", "monitor.py", "README.md", "docker_image/pytorch/Dockerfile",
+VENDOR_FILES = {"vendor.yaml", "base.yaml", "runtime.py", "monitor.py", "README.md", "docker_image/pytorch/Dockerfile",
                 "docker_image/pytorch/pytorch_install.sh"}
 CASE_FILES = {"__init__.py", "case.py", "config.yaml", "data.py", "README.md"}
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -88,7 +97,8 @@ def test_new_vendor_writes_every_file_and_says_so(acme: Path, capsys) -> None:
     assert files_under(folder) == expected
     assert [p.name for p in (acme / "vendor").iterdir() if p.name.startswith(".")] == []  # no staging left
     assert os.access(folder / "docker_image/pytorch/pytorch_install.sh", os.X_OK)
-    for text in ("vendor.yaml", "runtime.py", "monitor.py", "README.md", "docker_image/pytorch/Dockerfile"):
+    for text in ("vendor.yaml", "base.yaml", "runtime.py", "monitor.py", "README.md",
+                 "docker_image/pytorch/Dockerfile"):
         assert "TODO(vendor)" in (folder / text).read_text(), text
 
 
@@ -115,6 +125,36 @@ def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
                        root=acme)
     assert docker["ok"], docker["errors"]
     assert docker["images"][0]["name"] == "perfplay-acme-pytorch"
+
+
+def test_new_vendor_hardware_has_every_base_peak_to_fill(acme: Path) -> None:
+    """The base benchmarks' peaks and precisions are in the table, null (fractions withheld) until filled."""
+    text = (acme / "vendor/acme/vendor.yaml").read_text()
+    hardware = load_vendor("acme", acme)["hardware"]["X100"]
+    assert hardware["precisions"] is None
+    assert (hardware["memory_bandwidth_bytes_s"], hardware["h2d_bytes_s"]) == (None, None)
+    assert hardware["interconnect_bytes_s"] == {"intra": None, "inter": None}
+    for key in ("precisions", "memory_bandwidth_bytes_s", "h2d_bytes_s", "interconnect_bytes_s"):
+        assert text.count(f"    {key}: ") == 1, key
+    for name in BENCHMARKS:
+        peak = peak_for(name, "X100", hardware, precision="bf16")
+        assert peak.value is None and peak.key in peak.reason, name
+
+
+def test_new_vendor_base_suite_has_every_benchmark_and_resolves_with_no_code(acme: Path) -> None:
+    """base.yaml: every benchmark, collectives and p2p on two ranks of one server, no params; the base task resolves
+    it as written and check-vendor finds nothing in it."""
+    base = load_mapping(acme / "vendor/acme/base.yaml")
+    assert base["params"] == {}
+    assert base["suite"] == [smallest_selection(name) for name in BENCHMARKS]
+    for name, spec in BENCHMARKS.items():
+        many = spec.ranks in (COLLECTIVE, PAIR)
+        assert (name if not many else {"case": name, "nproc": COLLECTIVE_NPROC}) in base["suite"]
+    plan = make_plan({"vendor": "acme", "task": "base"}, check=True, root=acme)
+    assert plan["ok"], plan["errors"]
+    assert [c["case"] for c in plan["cases"]] == list(BENCHMARKS)
+    found = [f for f in check_structure("acme", acme) if f.where == "vendor/acme/base.yaml"]
+    assert [f.level for f in found] == ["ok"] and "its suite resolves" in found[0].message, found
 
 
 def test_new_vendor_readme_has_every_section(acme: Path) -> None:
