@@ -14,7 +14,7 @@ from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.paths import RESOLVED_NAME, RESULTS_NAME, project_root
-from case_runners.plan.base import base_suite, resolve_base_selection
+from case_runners.plan.base import base_suite, resolve_base_selection, vendor_base
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
 from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
@@ -57,23 +57,26 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         errors.append(ConfigError(exc.message, key="perfplay_vendor", file=RUN_VARS_FILE, allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
     task, timeout, hosts = run_vars["task"], run_vars["case_timeout_s"], run_vars["hosts"]
-    cases_asked, source = request.get("cases"), "perfplay_cases"
+    cases_asked, source, suite_file = request.get("cases"), "perfplay_cases", None
     if cases_asked is None:  # the run names no case: the default case, or the vendor's base suite
         cases_asked = defaults.CASE
         if task == BASE and vendor is not None:
             try:
+                data, shown = vendor_base(root, vendor["name"])
                 cases_asked, source = base_suite(root, vendor["name"]), f"the base suite of vendor '{vendor['name']}'"
+                if "suite" in data:  # its entries' errors name base.yaml and suite[i]
+                    source, suite_file = "suite", shown
             except ConfigError as exc:
                 errors.append(exc)
     selections, selection_errors = parse_selections(cases_asked, source=source, task=task)
-    errors += selection_errors
+    errors += _in_file(selection_errors, suite_file)
     cases: list[ResolvedConfig] = []
     adapters_checked: set[str] = set()
     if vendor is not None:
         for sel in selections:
             resolver = {INFERENCE: resolve_inference_selection, BASE: resolve_base_selection}.get(sel.task, resolve)
             config, case_errors = resolver(sel, vendor, root, timeout)
-            errors += case_errors
+            errors += _in_file(case_errors, suite_file)
             if config is not None:
                 if config.task_name == TRAINING and config.case not in adapters_checked:
                     adapters_checked.add(config.case)  # the vendor's extern/ adapter, from its source
@@ -119,6 +122,14 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             file=RUN_VARS_FILE))]}
     result.update(run_id=run_dir.name, run_dir=str(run_dir), cases=[c.to_json() for c in cases])
     return _with_rounds(result, cases, run_vars)
+
+
+def _in_file(errors: list[ConfigError], file: str | None) -> list[ConfigError]:
+    """Errors of selections that came from `file` (a vendor's base.yaml suite) name it instead of the run vars."""
+    if file is None:
+        return errors
+    return [ConfigError(e.message, key=e.key, file=file, allowed=e.allowed) if e.file == RUN_VARS_FILE else e
+            for e in errors]
 
 
 def _with_rounds(result: dict[str, Any], cases: list[ResolvedConfig], run_vars: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """What check-vendor reads without running anything: the files of the vendor folder layout, vendor.yaml, the runtime
-hook, the config file names against the hardware table, every config resolved (vendor-mutable keys only), the README's
-sections, the engines' InferModel contract and the extern adapters' points."""
+hook, the config file names against the hardware table, every config resolved (vendor-mutable keys only), the base
+suite and params of base.yaml resolved, the README's sections, the engines' InferModel contract and the extern
+adapters' points."""
 
 from __future__ import annotations
 
@@ -9,15 +10,19 @@ import re
 from pathlib import Path
 
 from case_runners.cases import list_cases
+from case_runners.config.resolved import BASE
+from case_runners.config.selection import parse_selections
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
+from case_runners.plan.base import base_suite, vendor_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.plugin_source import Point, source_arity
-from case_runners.scaffold import README_SECTIONS, missing_sections
+from case_runners.scaffold import README_SECTIONS, missing_sections, smallest_selection
 from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_files import (
     ADAPTER_FILE,
+    BASE_FILE,
     ENV_FILE,
     EXTERN_DIR,
     MONITOR_FILE,
@@ -56,6 +61,7 @@ def check_structure(name: str, root: Path) -> list[Finding]:
                     f"device {vendor['device']}, backend {vendor['dist_backend']}, hardware "
                     f"{', '.join(vendor['hardware'])}; runtime.py's source fits the contract"))
     found += _readme(folder / README, root)
+    found += _base(name, root)
     for engine in sorted((folder / "engines").glob("*.py")):
         found += _engine(engine, root)
     cases = sorted(p for p in (folder / "cases").iterdir() if p.is_dir()) if (folder / "cases").is_dir() else []
@@ -73,6 +79,41 @@ def _readme(path: Path, root: Path) -> list[Finding]:
     shown = display_path(path, root)
     return [error(shown, f"has no section '{s}' (the vendor README: docs/adapting-a-chip.md)") for s in missing] or \
         [ok(shown, f"has the sections {', '.join(README_SECTIONS)}")]
+
+
+def _base(vendor: str, root: Path) -> list[Finding]:
+    """base.yaml: its keys and params' benchmarks (plan.base.vendor_base), then the base suite resolved as the base
+    task resolves it, and the params of each benchmark the suite does not run resolved at its smallest scale. Without
+    the file, the suite is every one-rank benchmark at its defaults: resolved too."""
+    shown = display_path(vendor_dir(root, vendor) / BASE_FILE, root)
+    try:
+        data, _ = vendor_base(root, vendor)
+    except ConfigError as exc:
+        return [error(shown, _in_base(str(exc), shown))]
+    suite_is = "its suite" if "suite" in data else "absent: the base suite, every one-rank benchmark at its defaults,"
+    plan = make_plan({"vendor": vendor, "task": BASE}, check=True, root=root)
+    found = [error(shown, _in_base(e, shown) if "suite" in data else f"{suite_is} does not resolve: {e}")
+             for e in plan["errors"]]
+    suite, _ = parse_selections(base_suite(root, vendor), source="suite", task=BASE)
+    unrun = [name for name in data.get("params") or {} if name not in {sel.case for sel in suite}]
+    if unrun:
+        params = make_plan({"vendor": vendor, "task": BASE, "cases": [smallest_selection(n) for n in unrun]},
+                           check=True, root=root)
+        found += [error(shown, _in_base(e, shown)) for e in params["errors"]]
+    if found:
+        return found
+    also = f"; the params of {', '.join(unrun)} too" if unrun else ""
+    return [ok(shown, f"{suite_is} resolves ({', '.join(c['case_id'] for c in plan['cases'])}){also}")]
+
+
+def _in_base(message: str, shown: str) -> str:
+    """A plan error about base.yaml without the file's name (the finding names it): "params.gemm: key ..." for
+    "vendor/x/base.yaml (params.gemm): key ..."."""
+    match = re.match(rf"^{re.escape(shown)}(?: \((?P<part>[^)]*)\))?: ", message)
+    if not match:
+        return message
+    rest = message[match.end():]
+    return f"{match['part']}: {rest}" if match["part"] else rest
 
 
 def _engine(path: Path, root: Path) -> list[Finding]:

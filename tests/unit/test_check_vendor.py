@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from case_runners import cli
+from case_runners.config.benchmarks import BENCHMARKS, ONE
 from case_runners.paths import project_root
 from case_runners.vendor_check.run import check_vendor
 
@@ -97,6 +98,64 @@ def test_engines_and_adapters_are_held_to_their_contracts(root):
     assert "error: vendor/testchip/engines/acmert.py: InferModel.__call__ is not defined" in found
     assert any(f.startswith("error: vendor/testchip/cases/digits_cnn/extern/trainer_adapter.py: line ")
                and "defines 'step_optimizer', which is not a point" in f for f in found), found
+
+
+BASE = "vendor/testchip/base.yaml"
+LISTED = ", ".join(sorted(BENCHMARKS))
+
+
+def base_findings(root: Path, text: str | None) -> list[str]:
+    """check-vendor's findings on base.yaml, written with `text` (None: without the file)."""
+    path = root / BASE
+    path.unlink()
+    if text is not None:
+        path.write_text("---\n" + textwrap.dedent(text))
+    return [str(f) for f in check_vendor("testchip", root) if f.where == BASE]
+
+
+def test_base_yaml_suite_entries_resolve_as_the_base_task_resolves_them(root):
+    found = base_findings(root, """\
+        suite:
+          - gemm
+          - nosuch
+          - {case: allreduce, nproc: 1}
+        params:
+          gemm: {precisions: [fp32, fp64]}
+        """)
+    assert f"error: {BASE}: key 'suite[1].case': unknown base benchmark 'nosuch' (allowed: {LISTED})" in found
+    assert f"error: {BASE}: key 'suite[2].nproc': allreduce is a collective: it needs at least 2 ranks (nnodes x " \
+           "nproc), got 1" in found
+    assert f"error: {BASE}: params.gemm: key 'precisions': TC1 does not compute 'fp64' (vendor.yaml hardware.TC1." \
+           "precisions, else its peak_flops) (allowed: bf16, fp16, fp32, int8, tf32)" in found, found
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("suite: [gemm]\nsizes: {gemm: 1}\n", "key 'sizes': unknown key (allowed: params, suite)"),
+    ("suite: [gemm]\nparams: {gemmm: {}}\n", f"key 'params.gemmm': unknown benchmark 'gemmm' (allowed: {LISTED})"),
+    ("suite: [gemm]\nparams: {gemm: [fp32]}\n", "key 'params.gemm': must map param names to values"),
+])
+def test_base_yaml_keys_and_params_benchmarks_are_checked(root, text, expected):
+    assert base_findings(root, text) == [f"error: {BASE}: {expected}"]
+
+
+def test_params_of_a_benchmark_outside_the_suite_are_checked_too(root):
+    found = base_findings(root, """\
+        suite:
+          - {case: allreduce, nproc: 2}
+        params:
+          gemm: {iterations: 0, warp: 1}
+        """)
+    assert f"error: {BASE}: params.gemm: key 'warp': unknown config key (allowed: iterations, precisions, shapes, " \
+           "warmup)" in found, found
+    assert any(f.startswith(f"error: {BASE}: params.gemm: key 'iterations': 0 is out of range") for f in found), found
+
+
+def test_a_base_yaml_that_resolves_is_one_ok_line(root):
+    assert base_findings(root, "suite: [gemm]\nparams:\n  gemm: {precisions: [fp32]}\n") == \
+        [f"ok: {BASE}: its suite resolves (gemm_base_TC1x1x1)"]
+    default = ", ".join(f"{name}_base_TC1x1x1" for name, spec in BENCHMARKS.items() if spec.ranks == ONE)
+    assert base_findings(root, None) == [f"ok: {BASE}: absent: the base suite, every one-rank benchmark at its "
+                                         f"defaults, resolves ({default})"]
 
 
 def test_an_unknown_vendor_or_a_path_is_refused(root, capsys):
