@@ -142,14 +142,20 @@ def test_new_vendor_hardware_has_every_base_peak_to_fill(acme: Path) -> None:
 
 
 def test_new_vendor_base_suite_has_every_benchmark_and_resolves_with_no_code(acme: Path) -> None:
-    """base.yaml: every benchmark, collectives and p2p on two ranks of one server, no params; the base task resolves
-    it as written and check-vendor finds nothing in it."""
+    """base.yaml: every benchmark, collectives and p2p on two ranks of one server, no params. As written, the base
+    task names the one line to fill (memory_capacity's bound, the device memory); filled, the suite resolves and
+    check-vendor finds nothing in it."""
     base = load_mapping(acme / "vendor/acme/base.yaml")
     assert base["params"] == {}
     assert base["suite"] == [smallest_selection(name) for name in BENCHMARKS]
     for name, spec in BENCHMARKS.items():
         many = spec.ranks in (COLLECTIVE, PAIR)
         assert (name if not many else {"case": name, "nproc": COLLECTIVE_NPROC}) in base["suite"]
+    plan = make_plan({"vendor": "acme", "task": "base"}, check=True, root=acme)
+    (unfilled,) = plan["errors"]
+    assert "key 'max_bytes'" in unfilled and "vendor.yaml hardware.X100.memory_bytes" in unfilled
+    vendor_yaml = acme / "vendor/acme/vendor.yaml"
+    vendor_yaml.write_text(vendor_yaml.read_text().replace("memory_bytes: null", "memory_bytes: 68719476736", 1))
     plan = make_plan({"vendor": "acme", "task": "base"}, check=True, root=acme)
     assert plan["ok"], plan["errors"]
     assert [c["case"] for c in plan["cases"]] == list(BENCHMARKS)
