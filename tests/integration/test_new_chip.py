@@ -20,17 +20,10 @@ from case_runners.config.resolved import BASE
 from case_runners.config.selection import parse_selections
 from case_runners.config.yaml_io import load_mapping
 from playbook_run import REPO, checkout_copy, launched_anything, run_playbook
+from testchip import PEAK_BF16, fill_hardware
 
 OVERLAY = REPO / "tests" / "vendor_testchip"
 ADAPTED = ["backward", "convert_model", "create_optimizer", "model_to_fp16"]
-PEAK_BF16 = 4.0e12
-# The peaks a vendor engineer writes over the scaffold's null ones: plausible for a server CPU (a CI box of two cores
-# reaches a few percent of them; no host reaches 1.5 times them). Each scaffolded line must be there to be filled.
-PEAKS = {
-    "peak_flops: {fp32: null, tf32: null, fp16: null, bf16: null, int8: null}":
-        f"peak_flops: {{fp32: 2.0e12, bf16: {PEAK_BF16}}}",
-    "memory_bandwidth_bytes_s: null": "memory_bandwidth_bytes_s: 2.0e11",
-}
 
 
 def case_runners(checkout: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -52,12 +45,7 @@ def checkout(tmp_path_factory) -> Path:
             shutil.copy(item, vendor / item.name)
     for case in ("bert", "resnet50"):  # this chip adapts digits_cnn only
         shutil.rmtree(vendor / "cases" / case)
-    yaml = vendor / "vendor.yaml"
-    text = yaml.read_text()
-    for scaffolded, filled in PEAKS.items():
-        assert text.count(scaffolded) == 1, scaffolded
-        text = text.replace(scaffolded, filled)
-    yaml.write_text(text)
+    fill_hardware(vendor)
     return path
 
 
@@ -138,7 +126,8 @@ def test_its_base_suite_runs_through_the_playbook_with_no_code(checkout, results
     assert errors == [] and suite
     hardware = load_mapping(vendor / "vendor.yaml")["hardware"]["TC1"]
     summary = json.loads((results_dir / "newchip-base" / "summary.json").read_text())
-    assert summary["ok"] and [c["case"] for c in summary["cases"]] == [sel.case for sel in suite]
+    assert summary["ok"] and sorted((c["case"], c["nproc"]) for c in summary["cases"]) == \
+        sorted((sel.case, sel.nproc) for sel in suite)
     peaks_used = set()
     for case in summary["cases"]:
         assert case["task"] == "base" and case["status"] == "success", case
