@@ -198,7 +198,7 @@ def test_override_rules_and_bad_switches_stop_the_run_before_any_host(tmp_path: 
     pytest.param({"case": "digits_cnn", "nproc": 2}, {},
                  ["key 'perfplay_cases[0].nproc'", "one process on one device"], id="nproc-2"),
     pytest.param({"case": "digits_cnn"}, {"perfplay_task": "serving"},
-                 ["key 'perfplay_task'", "unknown task 'serving'", "(allowed: inference, training)"],
+                 ["key 'perfplay_task'", "unknown task 'serving'", "(allowed: base, inference, training)"],
                  id="unknown-task"),
 ])
 def test_an_inference_selection_is_checked_like_any_other(tmp_path: Path, selection, run_vars, expected):
