@@ -12,7 +12,7 @@ from case_runners.compare.alignment import LossAlignment, relative_error
 from case_runners.compare.rounds import RANK, Round
 from case_runners.records.names import THROUGHPUTS
 from case_runners.records.schema import Document, choices
-from case_runners.results.summary import text_columns
+from case_runners.results.text import text_columns
 
 PASS, FAIL = "PASS", "FAIL"
 EXIT_CODES = {PASS: 0, FAIL: 1}

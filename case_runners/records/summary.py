@@ -5,6 +5,7 @@ of their figures over the valid rounds, and the scaling tables; written on the c
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from typing import Any
 
 from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
@@ -32,6 +33,14 @@ class Stat(Document):
     mean: float | None
     std: float | None  # the sample standard deviation; 0 for one round
     n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> Stat:
+        """The mean and sample standard deviation of values (none: nulls, n 0)."""
+        if not values:
+            return cls(mean=None, std=None, n=0)
+        return cls(mean=statistics.fmean(values), std=statistics.stdev(values) if len(values) > 1 else 0.0,
+                   n=len(values))
 
 
 def round_keys(task: str) -> tuple[str, ...]:

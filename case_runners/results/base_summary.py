@@ -4,8 +4,6 @@ peak, fraction of peak."""
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable
 from typing import Any
 
 from case_runners.config.benchmarks import BYTES, BYTES_S, FLOP_S
@@ -14,19 +12,13 @@ from case_runners.records.base import Headline, Measurement
 from case_runners.records.round import RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import BaseRow, RunSummary, Stat, SummaryCase
+from case_runners.results.text import number_text, text_columns
 
 COLUMNS = ("case", "rounds", "ok", "benchmark", "kind", "stat", "size", "achieved", "peak", "fraction")
 DETAIL_COLUMNS = ("kind", "size", "achieved", "algbw", "seconds", "peak", "fraction")
 NOTE = ("Achieved against the vendor's stated peak (vendor.yaml hardware.<HW>), mean ± std over valid rounds; best "
         "and median over the sizes each benchmark ran. GEMM FLOPs = 2·M·N·K; bandwidths count the bytes each "
         "benchmark's README states (collectives: nccl-tests' bus bandwidth).")
-
-
-def _stat(values: list[float]) -> Stat:
-    if not values:
-        return Stat(mean=None, std=None, n=0)
-    return Stat(mean=statistics.fmean(values), std=statistics.stdev(values) if len(values) > 1 else 0.0,
-                n=len(values))
 
 
 def base_rows(records: list[Any]) -> list[BaseRow]:
@@ -47,8 +39,8 @@ def base_rows(records: list[Any]) -> list[BaseRow]:
     for entry in found.values():
         line = entry["line"]
         rows.append(BaseRow(benchmark=line.benchmark, kind=line.kind, stat=line.stat, size=line.size, unit=line.unit,
-                            achieved=_stat(entry["achieved"]), peak=line.peak, peak_key=line.peak_key,
-                            fraction_of_peak=_stat(entry["fraction"]),
+                            achieved=Stat.of(entry["achieved"]), peak=line.peak, peak_key=line.peak_key,
+                            fraction_of_peak=Stat.of(entry["fraction"]),
                             reason=line.reason if isinstance(line.reason, str) else None))
     return rows
 
@@ -98,12 +90,12 @@ def table_rows(summary: RunSummary) -> list[list[str]]:
     return rows
 
 
-def render_text(summary: RunSummary, columns: Callable[[list[str], list[list[str]]], list[str]]) -> list[str]:
-    """The base table for the play's output (columns: the summary's text_columns)."""
+def render_text(summary: RunSummary) -> list[str]:
+    """The base table for the play's output."""
     rows = table_rows(summary)
     if not rows:
         return []
-    line, *body = columns(list(COLUMNS), rows)
+    line, *body = text_columns(list(COLUMNS), rows)
     lines = ["base (achieved against the vendor's peak; best and median over sizes)", line, "-" * len(line), *body]
     reasons = sorted({f"  {row.reason}" for case in summary.cases if isinstance(case.base, list)
                       for row in case.base if row.reason and row.fraction_of_peak.mean is None})
@@ -128,7 +120,7 @@ def last_measurements(records: list[Any]) -> list[Measurement]:
 def case_markdown(case: SummaryCase) -> list[str]:
     """A base case's section of summary.md: its rounds, then every measurement of its last valid round."""
     lines = ["| round | status | e2e s | reason |", "|---|---|---|---|"]
-    lines += [f"| {r['round']} | {r['status']} | {_num(r.get('e2e_time'))} | {r['reason'] or ''} |"
+    lines += [f"| {r['round']} | {r['status']} | {number_text(r.get('e2e_time'), 2)} | {r['reason'] or ''} |"
               for r in case.rounds]
     if not isinstance(case.measurements, list) or not case.measurements:
         return lines
@@ -137,10 +129,6 @@ def case_markdown(case: SummaryCase) -> list[str]:
     for m in case.measurements:
         algbw = human(m.algbw, m.unit) if m.algbw is not ABSENT else "-"
         fraction = "-" if m.fraction_of_peak is None else f"{m.fraction_of_peak * 100:.1f}%"
-        lines.append(f"| {m.kind} | {m.size} | {human(m.achieved, m.unit)} | {algbw} | {_num(m.seconds, 6)} | "
+        lines.append(f"| {m.kind} | {m.size} | {human(m.achieved, m.unit)} | {algbw} | {number_text(m.seconds, 6)} | "
                      f"{human(m.peak, m.unit)} | {fraction} |")
     return lines
-
-
-def _num(value: Any, digits: int = 2) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"

@@ -11,7 +11,6 @@ the run's list of such cases is printed under the tables: it is never shown as a
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from case_runners.records.summary import (
     round_keys,
 )
 from case_runners.results import base_summary
+from case_runners.results.text import number_text, text_columns
 
 INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
                      "val acc", "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
@@ -43,13 +43,6 @@ COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
 SCALING_BASIS = names.THROUGHPUT_BASIS
-
-
-def mean_std(values: list[float]) -> Stat:
-    if not values:
-        return Stat(mean=None, std=None, n=0)
-    return Stat(mean=statistics.fmean(values), std=statistics.stdev(values) if len(values) > 1 else 0.0,
-                n=len(values))
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -197,9 +190,9 @@ def _summary_case(entry: _Case) -> SummaryCase:
         target=first.metrics.get("target"), standard=entry.standard, non_standard=sorted(entry.non_standard),
         rounds=entry.rounds,
         **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else base),
-        stats={**{key: mean_std(v) for key, v in entry.values.items()}, "mfu": mean_std(entry.mfu)},
+        stats={**{key: Stat.of(v) for key, v in entry.values.items()}, "mfu": Stat.of(entry.mfu)},
         per_node=[SummaryNode(node_rank=rank, host="/".join(node["hosts"]), ranks=max(node["ranks"]),
-                              stats={key: mean_std(node["values"][key]) for key in names.SUMMARY_NODE_STATS})
+                              stats={key: Stat.of(node["values"][key]) for key in names.SUMMARY_NODE_STATS})
                   for rank, node in sorted(entry.nodes.items())],
         succeeded=statuses.count(names.SUCCESS), converged=sum(1 for r in entry.rounds if r.get("converged")),
         status=names.SUCCESS if set(statuses) == {names.SUCCESS} else ",".join(sorted(set(statuses))))
@@ -340,13 +333,6 @@ def inference_rows(summary: RunSummary) -> list[list[str]]:
     return rows
 
 
-def text_columns(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A table as lines of text: the header, then the rows, each column as wide as its widest cell."""
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()
-    return [line, *("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)]
-
-
 def _speedup(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -412,7 +398,7 @@ def render_table(summary: RunSummary) -> str:
         lines += ([""] if training else []) + [
             "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
-    base = base_summary.render_text(summary, text_columns)
+    base = base_summary.render_text(summary)
     if base:
         lines += ([""] if training or inference else []) + base
     # A round that missed its target is a valid result (a --step run's, by design), listed apart from failures.
@@ -462,15 +448,16 @@ def render_markdown(summary: RunSummary) -> str:
             lines += ["| round | status | val whole | val core | inf whole | inf core | val acc | inf acc | "
                       "reason |", "|---|---|---|---|---|---|---|---|---|"]
             for r in case.rounds:
-                cells = [_num(r.get(k)) for k in keys] + [_num(r.get(k), 4) for k in names.INFERENCE_ACCURACIES]
+                cells = [number_text(r.get(k)) for k in keys] + [number_text(r.get(k), 4)
+                                                                 for k in names.INFERENCE_ACCURACIES]
                 lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) + f" | {r['reason'] or ''} |")
             continue
         lines += ["| round | status | p_whole | p_train | p_core | e2e s | "
                   f"{case.metric} | reason |", "|---|---|---|---|---|---|---|---|"]
         for r in case.rounds:
-            cells = [_num(r.get(k)) for k in (*names.THROUGHPUTS, "e2e_time")]
+            cells = [number_text(r.get(k)) for k in (*names.THROUGHPUTS, "e2e_time")]
             lines.append(f"| {r['round']} | {r['status']} | " + " | ".join(cells) +
-                         f" | {_num(r.get('final_metric'), 4)} | {r['reason'] or ''} |")
+                         f" | {number_text(r.get('final_metric'), 4)} | {r['reason'] or ''} |")
         lines += _per_node_markdown(case)
     return "\n".join(lines) + "\n"
 
@@ -506,10 +493,6 @@ def _scaling_markdown(summary: RunSummary) -> list[str]:
         if notes:
             lines += [""] + [f"- {note}" for note in notes]
     return lines
-
-
-def _num(value: Any, digits: int = 1) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
 
 
 def write_run_summary(run_dir: Path) -> tuple[RunSummary, list[str]]:
