@@ -128,8 +128,16 @@ def _in_file(errors: list[ConfigError], file: str | None) -> list[ConfigError]:
     """Errors of selections that came from `file` (a vendor's base.yaml suite) name it instead of the run vars."""
     if file is None:
         return errors
-    return [ConfigError(e.message, key=e.key, file=file, allowed=e.allowed) if e.file == RUN_VARS_FILE else e
-            for e in errors]
+    return [ConfigError(e.message, key=e.key, file=_suite_file(e.file, file), allowed=e.allowed) for e in errors]
+
+
+def _suite_file(said: str | None, file: str) -> str | None:
+    """The file an error of a base.yaml suite entry names: base.yaml for the run vars, "base.yaml (suite[3].overrides)"
+    for the entry's overrides (plan/base.py names them "run overrides (suite[3].overrides)")."""
+    if said == RUN_VARS_FILE:
+        return file
+    prefix = "run overrides (suite["
+    return f"{file} ({said[len('run overrides ('):-1]})" if said and said.startswith(prefix) else said
 
 
 def _with_rounds(result: dict[str, Any], cases: list[ResolvedConfig], run_vars: dict[str, Any]) -> dict[str, Any]:

@@ -75,6 +75,19 @@ def test_the_vendors_base_file_is_checked(tmp_path):
     assert base_suite(tmp_path, "acme") == [name for name, b in BENCHMARKS.items() if b.ranks == ONE]
 
 
+def test_errors_of_the_vendors_suite_name_its_base_file(tmp_path):
+    import shutil
+
+    for folder in ("case_runners", "vendor"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "vendor/cpu/base.yaml").write_text("suite:\n  - gemmm\n  - {case: gemm, overrides: {warmupp: 1}}\n")
+    errors = make_plan({"task": "base", "vendor": "cpu"}, check=True, root=tmp_path)["errors"]
+    assert any(e.startswith("vendor/cpu/base.yaml: key 'suite[0].case': unknown base benchmark 'gemmm'")
+               for e in errors), errors
+    assert "vendor/cpu/base.yaml (suite[1].overrides): key 'warmupp': unknown config key (allowed: iterations, " \
+           "precisions, shapes, warmup)" in errors, errors
+
+
 def test_peaks_come_from_the_hardware_table_or_say_why_not():
     gemm = peak_for("gemm", "H100", H100, precision="bf16")
     assert (gemm.value, gemm.key, gemm.reason) == (989.4e12, "hardware.H100.peak_flops.bf16", None)
