@@ -185,20 +185,24 @@ class VendorRuntime:
             return lambda: None
         return lambda: module.synchronize(device)
 
+    def _from_torch(self, name: str, *args: Any) -> Any:
+        """torch.<device>.<name>(*args), the default of a point the hook leaves out; None where torch's module for
+        the device has no such function."""
+        module = self._torch_module()
+        return getattr(module, name)(*args) if hasattr(module, name) else None
+
     def peak_memory_bytes(self, device: Any) -> int | None:
         if "peak_memory_bytes" in self.points:
             value = self._call("peak_memory_bytes", device)
-            return None if value is None else int(value)
-        module = self._torch_module()
-        return int(module.max_memory_allocated(device)) if hasattr(module, "max_memory_allocated") else None
+        else:
+            value = self._from_torch("max_memory_allocated", device)
+        return None if value is None else int(value)
 
     def reset_peak_memory(self, device: Any) -> None:
         if "reset_peak_memory" in self.points:
             self._call("reset_peak_memory", device)
-            return
-        module = self._torch_module()
-        if hasattr(module, "reset_peak_memory_stats"):
-            module.reset_peak_memory_stats(device)
+        else:
+            self._from_torch("reset_peak_memory_stats", device)
 
     def allow_tf32(self, enabled: bool) -> None:
         """On or off, always set: fp32 is fp32 unless the config allows TF32 (MFU uses the peak of what ran)."""
@@ -226,8 +230,7 @@ class VendorRuntime:
         if "memory_info" in self.points:
             found = self._call("memory_info", device)
         else:
-            module = self._torch_module()
-            found = module.mem_get_info(device) if hasattr(module, "mem_get_info") else None
+            found = self._from_torch("mem_get_info", device)
         if found is None:
             return None
         try:
@@ -239,10 +242,8 @@ class VendorRuntime:
     def empty_cache(self, device: Any) -> None:
         if "empty_cache" in self.points:
             self._call("empty_cache", device)
-            return
-        module = self._torch_module()
-        if hasattr(module, "empty_cache"):
-            module.empty_cache()
+        else:
+            self._from_torch("empty_cache")
 
     def pin_memory(self, tensor: Any) -> Any:
         """The tensor in page-locked host memory: the hook's, else torch's pin_memory() (the current accelerator's);
