@@ -73,18 +73,24 @@ def read_header(data_dir: str | Path, split: str) -> tuple[dict[str, Any] | None
     return (None, problems) if problems else (header, [])
 
 
+def size_problem(data_dir: str | Path, split: str, header: dict[str, Any], size: int) -> str | None:
+    """Why a split's .bin of `size` bytes does not hold what its sidecar says, or None."""
+    tokens, dtype = header["tokens"], header["dtype"]
+    expected = tokens * DTYPES[dtype]
+    if size == expected:
+        return None
+    return (f"{bin_path(data_dir, split)}: {size} bytes, but its header {header_path(data_dir, split).name} says "
+            f"{tokens} {dtype} tokens ({expected} bytes)")
+
+
 def split_problems(data_dir: str | Path, split: str, header: dict[str, Any], params: dict) -> list[str]:
     """A split's .bin against its sidecar and the model: size, ids below the vocab, one sequence's worth."""
-    path, sidecar = bin_path(data_dir, split), header_path(data_dir, split)
-    tokens, dtype, itemsize = header["tokens"], header["dtype"], DTYPES[header["dtype"]]
+    path, sidecar, tokens = bin_path(data_dir, split), header_path(data_dir, split), header["tokens"]
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         return [f"{path}: missing; expected {FORMAT}"]
-    problems = []
-    if size != tokens * itemsize:
-        problems.append(f"{path}: {size} bytes, but its header {sidecar.name} says {tokens} {dtype} tokens "
-                        f"({tokens * itemsize} bytes)")
+    problems = [p for p in [size_problem(data_dir, split, header, size)] if p]
     vocab = header["vocab_size"]
     if header["max_token_id"] >= vocab:
         problems.append(f"{sidecar}: max_token_id {header['max_token_id']} is not below its vocab_size {vocab}")

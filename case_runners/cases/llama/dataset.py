@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from case_runners.cases.llama.data import DTYPES, bin_path, check_data_dir, header_path, read_header
+from case_runners.cases.llama.data import bin_path, check_data_dir, read_header, size_problem
 from case_runners.training.dist import eval_loader
 
 CHUNK_TOKENS = 1 << 24  # tokens read at a time when a file's ids are checked at open
@@ -33,12 +33,10 @@ class TokenFile:
             raise ValueError("; ".join(problems))
         self.path, self.header = bin_path(data_dir, split), header
         dtype = np.dtype(header["dtype"]).newbyteorder("<")
-        expected = header["tokens"] * DTYPES[header["dtype"]]
-        size = self.path.stat().st_size
-        if size != expected:
-            raise ValueError(f"{self.path}: {size} bytes, but its header {header_path(data_dir, split).name} says "
-                             f"{header['tokens']} {header['dtype']} tokens ({expected} bytes)")
-        self.tokens = (np.memmap(self.path, dtype=dtype, mode="r") if expected
+        wrong_size = size_problem(data_dir, split, header, self.path.stat().st_size)
+        if wrong_size:
+            raise ValueError(wrong_size)
+        self.tokens = (np.memmap(self.path, dtype=dtype, mode="r") if header["tokens"]
                        else np.zeros(0, dtype))  # numpy cannot map an empty file
         self.vocab_size = int(vocab_size if vocab_size is not None else header["vocab_size"])
         top = self.max_token_id()
