@@ -64,3 +64,8 @@ def launched_anything(results_dir: Path) -> list[str]:
     """Evidence that a round started: round directories or monitor pid files."""
     return sorted(str(p.relative_to(results_dir)) for p in [*results_dir.glob("run*/*/round*"),
                                                           *results_dir.rglob("*.pid")])
+
+
+def flat(text: str) -> str:
+    """Ansible wraps long lines and warnings at the terminal width: compare with single spaces."""
+    return " ".join(text.split())

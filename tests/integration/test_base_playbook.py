@@ -14,15 +14,10 @@ from case_runners.config.benchmarks import BENCHMARKS, peak_for, supported_preci
 from case_runners.config.resolved import BASE
 from case_runners.config.selection import parse_selections
 from case_runners.config.yaml_io import load_mapping
-from playbook_run import REPO, checkout_copy, launched_anything, run_playbook
+from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
 
 RUN_ID = "base-suite"
 CPU = load_mapping(REPO / "vendor" / "cpu" / "vendor.yaml")["hardware"]["CPU"]
-
-
-def flat(text: str) -> str:
-    """Ansible wraps long lines at the terminal width: compare with single spaces."""
-    return " ".join(text.split())
 
 
 def run_base(checkout: Path, results: Path, **run_vars):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from playbook_run import REPO, checkout_copy, launched_anything, run_playbook
+from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
 
 DIGITS = "digits_cnn_inference_CPUx1x1"
 RESNET = "resnet50_inference_CPUx1x1"
@@ -25,11 +25,6 @@ def run_inference(checkout: Path, results: Path, run_id: str, *selections, **run
 
 def record(results: Path, run_id: str, case_id: str = DIGITS) -> dict:
     return json.loads((results / run_id / case_id / "round1" / "result.json").read_text())
-
-
-def flat(text: str) -> str:
-    """Ansible wraps warnings at the terminal width: compare with single spaces."""
-    return " ".join(text.split())
 
 
 def imagefolder(root: Path) -> Path:
