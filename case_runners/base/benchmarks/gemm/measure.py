@@ -19,7 +19,7 @@ def matmul(precision: str, m: int, n: int, k: int, device: Any) -> Callable[[], 
     dtype = torch_dtype(precision)
     if precision == "int8":
         a = torch.randint(-128, 128, (m, k), dtype=dtype, device=device)
-        b = torch.randint(-128, 128, (k, n), dtype=dtype, device=device)
+        b = torch.randint(-128, 128, (n, k), dtype=dtype, device=device).t()  # column-major: cuBLASLt's int8 fast path
         return lambda: torch._int_mm(a, b)
     a = torch.randn(m, k, device=device).to(dtype)
     if precision == "fp8":
