@@ -1,0 +1,84 @@
+"""The llama model: transformers' LlamaForCausalLM of a shape (shapes.py), built from its config (no download), and
+its checkpoint: a directory with model.safetensors and model.json (the shape's params it was built with).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from case_runners.cases.llama.shapes import shape_of
+
+WEIGHTS_FILE = "model.safetensors"
+SHAPE_FILE = "model.json"
+SHAPE_PARAMS = ("model", "vocab_size")  # the params that fix a checkpoint's tensors
+
+
+def llama_config(params: dict[str, Any]):
+    from transformers import LlamaConfig
+
+    shape = shape_of(params)
+    return LlamaConfig(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
+                       num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
+                       num_key_value_heads=shape.kv_heads, max_position_embeddings=shape.max_positions,
+                       rope_theta=shape.rope_theta, tie_word_embeddings=shape.tied, attn_implementation="sdpa",
+                       use_cache=False)
+
+
+def build_model(params: dict[str, Any]) -> nn.Module:
+    """A freshly initialised LlamaForCausalLM of the params' shape, on the CPU, in fp32."""
+    from transformers import LlamaForCausalLM
+
+    return LlamaForCausalLM(llama_config(params))
+
+
+def decoder_layers(model: nn.Module) -> list[nn.Module]:
+    """The model's decoder layers: FSDP's units and activation checkpointing's."""
+    return list(model.model.layers)
+
+
+def shape_params(params: dict[str, Any]) -> dict[str, Any]:
+    return {key: params[key] for key in SHAPE_PARAMS}
+
+
+def save_checkpoint(model: nn.Module, directory: str | Path, params: dict[str, Any]) -> Path:
+    """model.safetensors (a full state dict on the CPU; tied weights once) and model.json into `directory`."""
+    from safetensors.torch import save_model
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_model(model, str(directory / WEIGHTS_FILE))
+    (directory / SHAPE_FILE).write_text(json.dumps(shape_params(params), indent=2) + "\n", encoding="utf-8")
+    return directory
+
+
+def checkpoint_problems(directory: str | Path, params: dict[str, Any]) -> list[str]:
+    """Why `directory` is not a checkpoint of the params' shape, naming the file; [] when it is."""
+    directory = Path(directory)
+    for name in (WEIGHTS_FILE, SHAPE_FILE):
+        if not (directory / name).is_file():
+            return [f"{directory / name}: missing; a llama checkpoint is a directory with {WEIGHTS_FILE} and "
+                    f"{SHAPE_FILE}"]
+    try:
+        saved = json.loads((directory / SHAPE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return [f"{directory / SHAPE_FILE}: not readable JSON ({exc})"]
+    wanted = shape_params(params)
+    if not isinstance(saved, dict) or any(saved.get(k) != v for k, v in wanted.items()):
+        return [f"{directory / SHAPE_FILE}: the checkpoint is of {saved}, the config asks for {wanted}"]
+    return []
+
+
+def load_checkpoint(directory: str | Path, params: dict[str, Any]) -> nn.Module:
+    """The model of a checkpoint directory, checked against the params' shape; on the CPU, in fp32."""
+    from safetensors.torch import load_model
+
+    problems = checkpoint_problems(directory, params)
+    if problems:
+        raise ValueError("; ".join(problems))
+    model = build_model(params)
+    load_model(model, str(Path(directory) / WEIGHTS_FILE))
+    return model
