@@ -14,13 +14,14 @@ from case_runners.config.benchmarks import (
     MEMORY_BYTES,
     PRECISIONS_KEY,
 )
+from case_runners.config.parallel import VENDOR_FSDP_KEY
+from case_runners.config.shared_params import AMP_DTYPES
 from case_runners.config.yaml_io import load_mapping
 from case_runners.container.options import check_container
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path, project_root
 from case_runners.vendor_runtime import NAME, check_hook_source
 
-AMP_DTYPES = ("fp16", "bf16")  # fp16 trains with a GradScaler, bf16 without
 DEFAULT_AMP_DTYPE = "fp16"
 SCOPES = ("node", "rank")
 PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -102,6 +103,9 @@ def _check_vendor(data: dict, file: str) -> None:
                               key=key, file=file)
     if data.get("amp_dtype", DEFAULT_AMP_DTYPE) not in AMP_DTYPES:
         raise ConfigError(f"unknown AMP dtype '{data['amp_dtype']}'", key="amp_dtype", file=file, allowed=AMP_DTYPES)
+    if not isinstance(data.get(VENDOR_FSDP_KEY, False), bool):
+        raise ConfigError("must be true or false: whether dist_backend runs FSDP (all_gather_into_tensor and "
+                          "reduce_scatter_tensor)", key=VENDOR_FSDP_KEY, file=file, allowed=("true", "false"))
     visible = _require(data, "visible_devices", dict, file)
     if visible.get("scope", "node") not in SCOPES:
         raise ConfigError("unknown scope", key="visible_devices.scope", file=file, allowed=SCOPES)

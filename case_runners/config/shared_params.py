@@ -21,6 +21,9 @@ _EPOCHS = {"type": "int", "min": 0, "max": 10_000}
 _BATCH = {"type": "int", "min": 1, "max": 65_536}  # per rank
 _PATH = {"type": "str", "max_length": 4096}
 
+AMP_DTYPES = ("fp16", "bf16")  # what amp autocasts to: fp16 trains with a GradScaler, bf16 without
+DDP, FSDP = "ddp", "fsdp"  # data_parallel: DistributedDataParallel, or FSDP2's fully_shard (config/parallel.py)
+
 # The trainer's (training/trainer.py, training/task.py) and its cases' data loaders and schedules.
 TRAINER_PARAMS: dict[str, dict[str, Any]] = {
     "seed": {"type": "int", "min": 0, "max": 2**32 - 1, "default": 1234},  # numpy's seed range
@@ -31,7 +34,11 @@ TRAINER_PARAMS: dict[str, dict[str, Any]] = {
     "warmup_steps": {**_STEPS, "default": 0},
     "time_budget_s": {"type": "int", "min": 0, "max": 7 * 24 * 3600, "default": 0},  # 0 = off; bounds the training
     "amp": {"type": "bool", "default": False},
+    "amp_dtype": {"type": "str", "choices": ["", *AMP_DTYPES], "default": ""},  # "": the vendor's (vendor.yaml)
     "tf32": {"type": "bool", "default": False},  # allow TF32 (or the chip's equivalent) for fp32 matmuls and convs
+    "data_parallel": {"type": "str", "choices": [DDP, FSDP], "default": DDP},  # with more than one rank
+    "activation_checkpointing": {"type": "bool", "default": False},  # recompute the case's units in backward
+    "save_checkpoint": {"type": "bool", "default": False},  # the trained model to <case dir>/checkpoint
     "log_freq": {"type": "int", "min": 1, "max": 1_000_000, "default": 10},
     "eval_every_epochs": {**_EPOCHS, "default": 1},  # 0 = off
     "eval_every_steps": {**_STEPS, "default": 0},  # 0 = off

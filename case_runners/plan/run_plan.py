@@ -9,6 +9,7 @@ from typing import Any
 
 from case_runners import defaults, files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
+from case_runners.config.parallel import data_parallel_problems
 from case_runners.config.resolved import BASE, INFERENCE, TRAINING
 from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
@@ -78,6 +79,9 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             config, case_errors = resolver(sel, vendor, root, timeout)
             errors += _in_file(case_errors, suite_file)
             if config is not None:
+                if config.task_name == TRAINING:
+                    errors += data_parallel_problems(config.params, config.provenance, config.nnodes * config.nproc,
+                                                     vendor, root)
                 if config.task_name == TRAINING and config.case not in adapters_checked:
                     adapters_checked.add(config.case)  # the vendor's extern/ adapter, from its source
                     errors += [ConfigError(p) for p in check_adapter_source(root, config.vendor, config.case)]
