@@ -23,7 +23,8 @@ Points, each called with exactly these positional arguments; where a point is ab
     create_grad_scaler(ctx) -> scaler or None
         amp only (standard: torch.amp.GradScaler with fp16, None with bf16)
     model_to_ddp(model, ctx) -> nn.Module
-        world_size > 1 only: the model wrapped for data-parallel training (standard: DistributedDataParallel)
+        world_size > 1 with data_parallel ddp only: the model wrapped for data-parallel training (standard:
+        DistributedDataParallel); data_parallel fsdp shards the model with fully_shard, and this point is not called
     train_step(model, batch, ctx) -> (loss, samples)
         the forward pass in place of the case's, inside the trainer's autocast; the batch is on the device
     backward(step, loss, optimizer, scaler, ctx) -> None

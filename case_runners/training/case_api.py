@@ -1,8 +1,9 @@
 """The contract between the trainer and a standard training case.
 
 `case_runners/cases/<case>/case.py` exposes `build_case(params, ctx) -> TrainingCase`.
-The trainer owns the loop, timing, precision, DDP and stop conditions; a case owns the model,
-data, optimizer, one step's loss and the evaluator.
+The trainer owns the loop, timing, precision, data parallelism (DDP or FSDP) and stop conditions; a case owns the
+model, data, optimizer, one step's loss and the evaluator, and optionally what FSDP shards, activation checkpointing
+and saving its checkpoint.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ class RunContext:
     log: EventLogger
     runtime: VendorRuntime | None = None  # the vendor's hook: synchronize, memory, versions
     pin_memory: bool = False  # page-locked host batches: the device is not the host
+    work_dir: Path | None = None  # the case's directory on this host (beside resolved_config.json)
 
 
 class TrainingCase(ABC):
@@ -39,7 +42,7 @@ class TrainingCase(ABC):
 
     @abstractmethod
     def build_model(self) -> nn.Module:
-        """The model on the CPU; the trainer moves it to the device and wraps it in DDP."""
+        """The model on the CPU; the trainer moves it to the device and wraps it (DDP, or FSDP's fully_shard)."""
 
     @abstractmethod
     def build_data(self) -> tuple[Iterable, Iterable]:
@@ -55,13 +58,30 @@ class TrainingCase(ABC):
 
     @abstractmethod
     def evaluate(self, model: nn.Module, eval_loader: Iterable) -> dict[str, float]:
-        """Metrics over the whole eval set, reduced over all ranks."""
+        """Metrics over the whole eval set, reduced over all ranks. Under FSDP every forward is a collective: each
+        rank must call the model the same number of times (equal shares, or padded batches it does not count)."""
 
     def to_device(self, batch: Any, device: torch.device) -> Any:
         return move_to_device(batch, device)
 
     def set_epoch(self, epoch: int) -> None:
         """Called before each epoch (1-based); cases with a DistributedSampler set its epoch."""
+
+    def shard_units(self, model: nn.Module) -> list[nn.Module]:
+        """data_parallel fsdp: the submodules sharded each on its own (fully_shard), before the root is; each is
+        all-gathered only around its own forward and backward (for a transformer: its blocks). []: the root alone."""
+        return []
+
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        """activation_checkpointing true: make the model recompute its units' activations in the backward pass
+        (called before the model is wrapped in DDP or sharded)."""
+        raise NotImplementedError(f"case {type(self).__name__} has no activation checkpointing: set "
+                                  "activation_checkpointing false")
+
+    def save_checkpoint(self, state_dict: dict[str, Any], directory: Path) -> None:
+        """save_checkpoint true: write the trained model into `directory` (rank 0 only, after training). state_dict
+        is the full, unsharded state dict of the unwrapped model, on the CPU."""
+        raise NotImplementedError(f"case {type(self).__name__} cannot save a checkpoint: set save_checkpoint false")
 
 
 def move_to_device(batch: Any, device: torch.device) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from case_runners.driver import events as ev
@@ -57,7 +58,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     seed_everything(int(params["seed"]))
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
                      device=device, data_dir=config.data_dir, log=log, runtime=runtime,
-                     pin_memory=device.type != "cpu")
+                     pin_memory=device.type != "cpu", work_dir=Path(config_path).parent)
     case = load_case_builder(config.case)(params, ctx)
     stop_request.check("init (trainer)")
     if config.target is None:

@@ -1,4 +1,4 @@
-"""The training loop: precision, DDP, stop conditions and honest timing.
+"""The training loop: precision, data parallelism (DDP or FSDP), stop conditions and honest timing.
 
 Times (seconds) and throughputs (global samples/s), as in FlagPerf's FINISHED event:
 - train_time: TRAIN_START..TRAIN_END, evaluation included  -> p_whole
@@ -12,6 +12,10 @@ timing and stop conditions stay the trainer's.
 Each rank also reports its own share: rank_samples (the samples this rank trained on) and
 rank_p_whole / rank_p_train / rank_p_core = rank_samples over this rank's own train_time /
 train_no_eval_time / rank_core_time. Summed over a node's ranks they give the node's throughput.
+
+With more than one rank, data_parallel ddp wraps the model in DistributedDataParallel after the optimizer is made;
+fsdp shards it with FSDP2's fully_shard (each of case.shard_units, then the root) before, so that the optimizer holds
+the sharded parameters. save_checkpoint writes the full model after TRAIN_END: it is not in any timed figure.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ import contextlib
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from case_runners.config.shared_params import FSDP
 from case_runners.driver import events as ev
+from case_runners.errors import PerfplayError
+from case_runners.paths import CHECKPOINT_DIR
 from case_runners.rank import stop_request
 from case_runners.records import names
 from case_runners.records.resolved import Target
@@ -44,8 +52,9 @@ def seed_everything(seed: int) -> None:
 
 @dataclass(frozen=True)
 class Precision:
-    """What a round computes in: fp32 (tf32 where the config allows it), or with amp, autocast to the vendor's AMP
-    dtype (vendor.yaml amp_dtype); fp16 adds a GradScaler. The name is the peak MFU is measured against."""
+    """What a round computes in: fp32 (tf32 where the config allows it), or with amp, autocast to the config's
+    amp_dtype or else the vendor's (vendor.yaml amp_dtype); fp16 adds a GradScaler (torch.amp's: it also takes FSDP's
+    sharded gradients, agreeing over the ranks on a step to skip). The name is the peak MFU is measured against."""
     amp: bool
     device_type: str
     amp_dtype: str = "fp16"
@@ -80,7 +89,19 @@ class Trainer:
         self.log = ctx.log
         self.device = ctx.device
         # The trainer's params, with their defaults, are declared once: config/shared_params.py TRAINER_PARAMS.
-        self.precision = Precision(bool(params["amp"]), ctx.device.type, amp_dtype, bool(params["tf32"]))
+        self.precision = Precision(bool(params["amp"]), ctx.device.type, params["amp_dtype"] or amp_dtype,
+                                   bool(params["tf32"]))
+        self.fsdp = params["data_parallel"] == FSDP and ctx.world_size > 1  # one rank: nothing to shard
+        self.save_to = None
+        if params["save_checkpoint"]:
+            if ctx.work_dir is None:
+                raise PerfplayError("save_checkpoint is true but the rank has no work directory to save into")
+            self.save_to = Path(ctx.work_dir) / CHECKPOINT_DIR
+        for param, method in (("activation_checkpointing", "enable_activation_checkpointing"),
+                              ("save_checkpoint", "save_checkpoint")):
+            if params[param] and getattr(type(case), method) is getattr(TrainingCase, method):
+                raise PerfplayError(f"{param} is true but case {type(case).__module__}.{type(case).__name__} has no "
+                                    f"{method}(): set {param} false")
         self.runtime = ctx.runtime or VendorRuntime(None, ctx.device.type, "gloo")  # torch's defaults
         self.sync = self.runtime.synchronizer(ctx.device)
         self.max_epochs = int(params["max_epochs"])
@@ -146,6 +167,12 @@ class Trainer:
                                      "standard_parameters": standard_parameters})
         if self.precision.amp and "model_to_fp16" in adapter:
             model = self._adapted("model_to_fp16", model, actx, check=torch.nn.Module)
+        if self.params["activation_checkpointing"]:
+            self.case.enable_activation_checkpointing(model)
+        self.module = model
+        if self.fsdp:  # before the optimizer: it must hold the sharded parameters
+            stop_request.check("init (FSDP)")
+            self._shard(model)
         stop_request.check("init (data)")
         self.train_loader, self.eval_loader = self.case.build_data()
         stop_request.check("init (optimizer)")
@@ -158,9 +185,8 @@ class Trainer:
             self.scaler = self._adapted("create_grad_scaler", actx) if "create_grad_scaler" in adapter \
                 else self.precision.grad_scaler()
             log.event(ev.MODEL_TO_FP16, {"autocast_dtype": self.precision.name, "grad_scaler": self.scaler is not None})
-        self.module = model
         self.model = model
-        if self.ctx.world_size > 1:
+        if self.ctx.world_size > 1 and not self.fsdp:
             stop_request.check("init (DDP)")
             if "model_to_ddp" in adapter:
                 self.model = self._adapted("model_to_ddp", model, actx, check=torch.nn.Module)
@@ -169,10 +195,53 @@ class Trainer:
 
                 ids = [device.index] if device.type != "cpu" and device.index is not None else None
                 self.model = DDP(model, device_ids=ids)
-            log.event(ev.MODEL_TO_DDP, {"world_size": self.ctx.world_size})
+            log.event(ev.MODEL_TO_DDP, {"world_size": self.ctx.world_size, "wrapper": "ddp", "units": 1})
         self.sync()
         self.init_time = time.perf_counter() - t0
         log.event(ev.INIT_END, {"init_time": self.init_time})
+
+    def _shard(self, model: torch.nn.Module) -> None:
+        """FSDP2: fully_shard each of the case's units, then the root (in place: the module keeps its identity)."""
+        from torch.distributed.fsdp import fully_shard
+
+        units = list(self.case.shard_units(model))
+        for unit in units:
+            fully_shard(unit)
+        fully_shard(model)
+        self.log.event(ev.MODEL_TO_DDP, {"world_size": self.ctx.world_size, "wrapper": "fsdp",
+                                         "units": len(units) + 1})
+
+    def _save_checkpoint(self) -> None:
+        """The full state dict of the trained model, on the CPU (under FSDP gathered by every rank, held by rank 0),
+        saved by rank 0 into work_dir/checkpoint; the ranks then agree on whether it was, so none waits for a rank 0
+        that failed."""
+        directory = self.save_to
+        assert directory is not None
+        t0 = time.perf_counter()
+        state: dict[str, Any] = {}
+        if self.fsdp:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+            state = get_model_state_dict(self.module, options=StateDictOptions(full_state_dict=True,
+                                                                               cpu_offload=True))
+        elif self.ctx.rank == 0:
+            state = {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+        error: BaseException | None = None
+        if self.ctx.rank == 0:
+            try:
+                self.case.save_checkpoint(state, directory)
+            except Exception as exc:  # noqa: BLE001 - raised below, once every rank knows
+                error = exc
+        del state
+        if any_rank(error is not None, self.device):
+            if error is not None:
+                raise error
+            raise PerfplayError(f"rank 0 failed to save the checkpoint into {directory}")
+        if self.ctx.rank == 0:
+            size = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+            seconds = time.perf_counter() - t0
+            self.log.event(ev.SAVE_CHECKPOINT, {"directory": str(directory), "bytes": size, "seconds": seconds})
+            print(f"checkpoint saved to {directory} ({size / 1e6:.1f} MB, {seconds:.1f} s)", flush=True)
 
     # -- one step and one evaluation -----------------------------------------------------------
 
@@ -318,6 +387,8 @@ class Trainer:
         log.event(ev.TRAIN_END, {"train_time": train_time, "epoch": epoch, "step": step})
 
         global_samples, global_core = all_reduce_sum([samples, core_time], self.device)
+        if self.save_to is not None:  # after TRAIN_END and the timings: a failure raised before this point
+            self._save_checkpoint()
         rank_core_time = core_time
         # p_core from the mean per-rank compute time: ranks step in lockstep under DDP.
         core_time = global_core / self.ctx.world_size
