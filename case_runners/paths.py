@@ -16,6 +16,7 @@ from case_runners.errors import PerfplayError
 VENDOR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # a folder under vendor/; also a monitor's name
 RESULTS_NAME = "results"  # the results root: <checkout>/results for the playbook, ./results for `run`
 RESOLVED_NAME = "resolved_config.json"  # a case's resolved config, <run_dir>/<case_id>/resolved_config.json
+CHECKPOINT_DIR = "checkpoint"  # a training case's saved model, <run_dir>/<case_id>/checkpoint (the generate task's)
 PROJECT_ENV = "PERFPLAY_HOME"  # the checkout perfplay runs: its vendor/, and its case_runners (cli.main)
 PROJECT_MARKERS = ("case_runners/__init__.py", "vendor")  # what makes a folder a perfplay checkout
 
