@@ -2,8 +2,9 @@
 
 vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
 vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,
-vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml, environment_variables.sh, requirements.txt,
-<vendor>_requirements.txt, extern/ (trainer adapter, converter, layers) and csrc/setup.py.
+vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml (the case's generate task),
+environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers)
+and csrc/setup.py.
 Stdlib only.
 """
 
