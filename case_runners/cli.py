@@ -322,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", choices=TASKS, default=TRAINING,
                    help="[run var perfplay_task] inference: the cases' inference pipeline (steps a-g: torch "
                         "validation, ONNX export, the vendor's engine); base: hardware benchmarks (CASE: gemm, "
-                        "allreduce, ...; none: the vendor's base suite)")
+                        "allreduce, ...; none: the vendor's base suite); generate: LLM generation latency (TTFT, "
+                        "TPOT, tokens/s) of a case that offers it (llama)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
                         "inference: a key of configurations.yaml); an option below that sets the same key must "

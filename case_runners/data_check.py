@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.resolved import BASE, INFERENCE, TRAINING
+from case_runners.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
 from case_runners.records.resolved import ResolvedConfig
 
 
@@ -16,11 +16,26 @@ def data_problems(case: str, params: dict[str, Any], data_dir: str | None, task:
     benchmark reads no data."""
     if params.get("synthetic") or task == BASE:
         return []
+    if task == GENERATE:
+        return generate_problems(case, params, data_dir)
     module = importlib.import_module(f"case_runners.cases.{case}.data")
     if task == INFERENCE:
         check = getattr(module, "check_inference_data_dir", module.check_data_dir)
         return list(check(data_dir, params)) if data_dir else []
     return list(module.check_data_dir(data_dir, params))
+
+
+def generate_problems(case: str, params: dict[str, Any], data_dir: str | None) -> list[str]:
+    """A generate case's prompts file (with a data dir; random ids without) and its checkpoint directory when the
+    config names one by path ("trained" is checked by the plan: the run saves it)."""
+    from case_runners.generate import CASE_MODULE, given_checkpoint
+
+    module = importlib.import_module(CASE_MODULE.format(case=case))
+    problems = list(module.data_problems(data_dir, params)) if data_dir else []
+    checkpoint = given_checkpoint(str(params.get("checkpoint") or ""), data_dir)
+    if checkpoint is not None:
+        problems += [f"key 'checkpoint': {p}" for p in module.checkpoint_problems(checkpoint, params)]
+    return problems
 
 
 def check_data(config: ResolvedConfig) -> list[str]:

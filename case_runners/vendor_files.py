@@ -2,8 +2,9 @@
 
 vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
 vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,
-vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, environment_variables.sh, requirements.txt,
-<vendor>_requirements.txt, extern/ (trainer adapter, converter, layers) and csrc/setup.py.
+vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml (the case's generate task),
+environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers)
+and csrc/setup.py.
 Stdlib only.
 """
 
@@ -17,6 +18,7 @@ VENDOR_FILE = "vendor.yaml"
 RUNTIME_FILE = "runtime.py"
 MONITOR_FILE = "monitor.py"
 BASE_FILE = "base.yaml"
+GENERATE_FILE = "generate.yaml"  # per case: the params of the case's generate task on this vendor
 ENV_FILE = "environment_variables.sh"
 EXTERN_DIR = "extern"
 ADAPTER_FILE = "trainer_adapter.py"

@@ -48,7 +48,8 @@ options:
       - C(training) runs the training case; C(inference) the case's inference pipeline (steps a-g, framework
         validation, ONNX export and the vendor's engine C(vendor/<vendor>/engines/<compiler>.py)), one process on
         one device; C(base) a hardware benchmark (gemm, memory_bandwidth, memory_capacity, h2d, d2h, allreduce,
-        allgather, p2p), against the vendor's peaks.
+        allgather, p2p), against the vendor's peaks; C(generate) an LLM case's generation latency (time to first
+        token, time per output token, tokens/s; C(llama)).
       - With no O(cases), C(base) runs the vendor's base suite (C(vendor/<vendor>/base.yaml)), any other task the
         default case.
     type: raw

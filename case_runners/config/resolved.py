@@ -1,5 +1,5 @@
 """The resolved config's outer shape, the same for every task (plan/layering.py for training, plan/inference.py for
-inference): its schema, its tasks and its default case timeout."""
+inference, plan/base.py, plan/generate.py): its schema, its tasks and its default case timeout."""
 
 from __future__ import annotations
 
@@ -8,4 +8,5 @@ DEFAULT_TIMEOUT_S = 3600  # a case's timeout when neither the case nor the run g
 TRAINING = "training"  # the task of a config without one
 INFERENCE = "inference"  # the case's inference pipeline, steps a-g
 BASE = "base"  # a hardware microbenchmark (case_runners/base/): its figures against the vendor's peaks
-TASKS = (TRAINING, INFERENCE, BASE)
+GENERATE = "generate"  # LLM generation latency (case_runners/generate/): TTFT, TPOT, tokens/s of a case's model
+TASKS = (TRAINING, INFERENCE, BASE, GENERATE)

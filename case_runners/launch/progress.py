@@ -64,6 +64,10 @@ def progress(log_dir: Path) -> dict[str, Any]:
         elif name == ev.BASE_MEASUREMENT:
             state["phase"] = "measuring"
             state["measured"] = f"{value.get('benchmark')} {value.get('kind')} {value.get('size')}"
+        elif name == ev.GENERATE_MEASUREMENT:
+            state["phase"] = "generating"
+            state["measured"] = f"batch {value.get('batch')} prompt {value.get('prompt_len')} output " \
+                                f"{value.get('output_len')}"
         elif name in (ev.TRAIN_END, ev.FINISHED):
             state["phase"] = "finishing"
     return state

@@ -10,12 +10,13 @@ from typing import Any
 from case_runners import defaults, files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.parallel import data_parallel_problems
-from case_runners.config.resolved import BASE, INFERENCE, TRAINING
+from case_runners.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
 from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.paths import RESOLVED_NAME, RESULTS_NAME, project_root
 from case_runners.plan.base import base_suite, resolve_base_selection, vendor_base
+from case_runners.plan.generate import resolve_generate_selection, trained_checkpoints
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
 from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
@@ -75,7 +76,8 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     adapters_checked: set[str] = set()
     if vendor is not None:
         for sel in selections:
-            resolver = {INFERENCE: resolve_inference_selection, BASE: resolve_base_selection}.get(sel.task, resolve)
+            resolver = {INFERENCE: resolve_inference_selection, BASE: resolve_base_selection,
+                        GENERATE: resolve_generate_selection}.get(sel.task, resolve)
             config, case_errors = resolver(sel, vendor, root, timeout)
             errors += _in_file(case_errors, suite_file)
             if config is not None:
@@ -89,6 +91,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
                 config.requirements = [str(p.relative_to(root)) for p in
                                        case_requirements(root, config.vendor, config.case, config.task_name)]
                 cases.append(config)
+    errors += trained_checkpoints(cases)  # a generate case on this run's trained model: which training saves it
     images, image_errors = _runtimes(cases, run_vars["runtime"], vendor, request.get("image"), root)
     errors += image_errors
     ids = [c.case_id for c in cases]

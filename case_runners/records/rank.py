@@ -1,8 +1,8 @@
 """rank<R>.result.json (`perfplay.rank_result/1`): what one rank reports when it ends, however it ends.
 
-Four variants under one schema: a training rank's result, an inference rank's, a base benchmark rank's, and a failed
-rank's (any task). RankResult.from_json picks the variant from the document (status failed, task inference or base,
-else training). The rank
+Five variants under one schema: a training rank's result, an inference rank's, a base benchmark rank's, a generate
+rank's, and a failed rank's (any task). RankResult.from_json picks the variant from the document (status failed, task
+inference, base or generate, else training). The rank
 runtime writes it (case_runners/rank/worker.py) from what the task returns; rank 0's is authoritative.
 """
 
@@ -14,7 +14,8 @@ from typing import Any
 
 from case_runners.config.benchmarks import BENCHMARKS
 from case_runners.records.base import Headline, Measurement
-from case_runners.records.names import BASE, FAILED, INFERENCE, NOT_CONVERGED, STOP_REASONS, SUCCESS
+from case_runners.records.generate import GenerateMeasurement
+from case_runners.records.names import BASE, FAILED, GENERATE, INFERENCE, NOT_CONVERGED, STOP_REASONS, SUCCESS
 from case_runners.records.schema import Document, choices
 
 RESULT_PATTERN = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")  # in the node directory
@@ -40,7 +41,8 @@ class RankResult(Document):
             return cls
         if doc.get("status") == FAILED:
             return FailedRankResult
-        return {INFERENCE: InferenceRankResult, BASE: BaseRankResult}.get(str(doc.get("task")), TrainingRankResult)
+        return {INFERENCE: InferenceRankResult, BASE: BaseRankResult,
+                GENERATE: GenerateRankResult}.get(str(doc.get("task")), TrainingRankResult)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -129,13 +131,27 @@ class BaseRankResult(RankResult):
 
 
 @dataclasses.dataclass(kw_only=True)
+class GenerateRankResult(RankResult):
+    """The case's model generating on this rank's device, each combination timed (case_runners/generate/)."""
+    status: str = dataclasses.field(metadata=choices(SUCCESS))
+    task: str = dataclasses.field(metadata=choices(GENERATE))
+    device: str
+    dtype: str  # the weights' on the device
+    checkpoint: str  # the checkpoint directory the weights came from, or "random weights"
+    prompts: str  # where the prompts came from: the token file, or random ids
+    measurements: list[GenerateMeasurement]  # one per combination, in the order measured
+    versions: dict[str, Any]
+    e2e_time: float
+
+
+@dataclasses.dataclass(kw_only=True)
 class FailedRankResult(RankResult):
     status: str = dataclasses.field(metadata=choices(FAILED))
     reason: str  # a traceback, or where a signal stopped the rank
     e2e_time: float
 
 
-RANK_VARIANTS = (TrainingRankResult, InferenceRankResult, BaseRankResult, FailedRankResult)
+RANK_VARIANTS = (TrainingRankResult, InferenceRankResult, BaseRankResult, GenerateRankResult, FailedRankResult)
 
 
 def build_rank_result(rank: int, world_size: int, fields: dict[str, Any], e2e_time: float) -> RankResult:

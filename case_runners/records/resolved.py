@@ -66,6 +66,7 @@ class ResolvedConfig(Document):
     non_standard: list[str] | Absent = ABSENT
     notes: list[str] | Absent = ABSENT  # (inference) the vendor file's changes
     inference: dict[str, Any] | Absent = ABSENT  # (inference) the three files' resolved content
+    checkpoint_case: str | Absent = ABSENT  # (generate, checkpoint "trained") the training case whose model it loads
     params: dict[str, Any]
     target: Target | None  # (inference: null)
     flops_per_sample: float | None

@@ -1,9 +1,10 @@
 """result.json (`perfplay.round_record/1`): the record of one round of a case, built on the controller from every
 node directory of the round (case_runners/results/record.py).
 
-Three variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput
-block on p_train), an inference round's (the pipeline's metrics; one rank, no per-node throughputs) and a base
-round's (its benchmark's measurements and headlines, each with its fraction of the vendor's peak; no throughput).
+Four variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput
+block on p_train), an inference round's (the pipeline's metrics; one rank, no per-node throughputs), a base
+round's (its benchmark's measurements and headlines, each with its fraction of the vendor's peak; no throughput)
+and a generate round's (its combinations' TTFT, TPOT and tokens/s, pooled over the ranks).
 Rank 0's metrics are the round's; its type is the rank result's for the same key (records/rank.py), or null where
 rank 0 left none.
 """
@@ -16,8 +17,15 @@ from typing import Any
 
 from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names
-from case_runners.records.names import BASE, INFERENCE, NODE_STATUSES, ROUND_STATUSES, TASKS
-from case_runners.records.rank import BaseRankResult, InferenceRankResult, RankResult, TrainingRankResult
+from case_runners.records.generate import Combination
+from case_runners.records.names import BASE, GENERATE, INFERENCE, NODE_STATUSES, ROUND_STATUSES, TASKS
+from case_runners.records.rank import (
+    BaseRankResult,
+    GenerateRankResult,
+    InferenceRankResult,
+    RankResult,
+    TrainingRankResult,
+)
 from case_runners.records.schema import (
     ABSENT,
     Absent,
@@ -107,6 +115,8 @@ def _metric_types(result: type[RankResult]) -> dict[str, Any]:
 _TRAINING_TYPES = _metric_types(TrainingRankResult)
 _INFERENCE_TYPES = _metric_types(InferenceRankResult)
 _BASE_TYPES = _metric_types(BaseRankResult)
+_GENERATE_TYPES = {**_metric_types(GenerateRankResult), "combinations": list[Combination] | None,
+                   **{key: float | None for key in names.GENERATE_HEADLINE}}
 
 
 def _metrics_check(keys: tuple[str, ...], types: dict[str, Any]) -> Any:
@@ -178,7 +188,8 @@ class RoundRecord(Document):
     def variant(cls, doc: dict[str, Any]) -> type[Document]:
         if cls is not RoundRecord:
             return cls
-        return {INFERENCE: InferenceRoundRecord, BASE: BaseRoundRecord}.get(str(doc.get("task")), TrainingRoundRecord)
+        return {INFERENCE: InferenceRoundRecord, BASE: BaseRoundRecord,
+                GENERATE: GenerateRoundRecord}.get(str(doc.get("task")), TrainingRoundRecord)
 
     def standard_fields(self) -> dict[str, Any]:
         """standard and non_standard (config/standard.py), a record without them counting as standard."""
@@ -205,5 +216,14 @@ class BaseRoundRecord(RoundRecord):
     """A base benchmark's round: rank 0's measurements (records/base.py); its mfu has no value (each measurement has
     its fraction of peak instead), and it has no throughput."""
     metrics: dict[str, Any] = dataclasses.field(metadata=_metrics_check(names.BASE_METRICS, _BASE_TYPES))
+    throughput: None
+    per_node: list[NodeEntry]
+
+
+@dataclasses.dataclass(kw_only=True)
+class GenerateRoundRecord(RoundRecord):
+    """A generate round: its combinations, every rank's samples pooled and tokens/s summed (records/generate.py),
+    and their headline; no MFU (latencies and tokens/s), no throughput block."""
+    metrics: dict[str, Any] = dataclasses.field(metadata=_metrics_check(names.GENERATE_METRICS, _GENERATE_TYPES))
     throughput: None
     per_node: list[NodeEntry]

@@ -103,6 +103,22 @@ class BaseRow(Document):
 
 
 @dataclasses.dataclass(kw_only=True)
+class GenerateRow(Document):
+    """A generate case's combination over its valid rounds (results/generate_summary.py): each latency figure and
+    tokens/s, mean and std over the rounds."""
+    batch: int
+    prompt_len: int
+    output_len: int
+    ttft_ms: dict[str, Stat]  # mean, p50, p99: each round's figure, over the rounds
+    tpot_ms: dict[str, Stat]
+    tokens_per_s: Stat
+    agreement: Stat
+    agreement_note: str  # the last valid round's
+    prompt_digests: list[str]  # the distinct prompt digests over the rounds: one when every round had the same
+    output_digests: list[str]  # the distinct output digests (rank 0's) over the rounds
+
+
+@dataclasses.dataclass(kw_only=True)
 class SummaryCase(Document):
     case_id: str
     case: str
@@ -121,6 +137,9 @@ class SummaryCase(Document):
     mfu_basis: str | None | Absent = ABSENT  # (inference) what MFU is computed on
     base: list[BaseRow] | Absent = ABSENT  # (base) its headlines over the valid rounds
     measurements: list[Measurement] | Absent = ABSENT  # (base) every figure of its last valid round
+    generate: list[GenerateRow] | Absent = ABSENT  # (generate) its combinations over the valid rounds
+    checkpoint: str | None | Absent = ABSENT  # (generate) the weights of its last valid round: a directory or
+    #                                           "random weights"
     stats: dict[str, Stat]  # stat_keys: {mean, std, n} over the valid rounds
     per_node: list[SummaryNode]
     succeeded: int

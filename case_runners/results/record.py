@@ -1,6 +1,7 @@
 """The round record: one per case and round, built from what every node of the round left behind.
 An inference round (task: inference) has its own metrics (the inference pipeline's four throughputs, both
-accuracies), and so has a base round (task: base: its benchmark's measurements, each against the vendor's peak).
+accuracies), and so has a base round (task: base: its benchmark's measurements, each against the vendor's peak) and a
+generate round (task: generate: its combinations' latencies and tokens/s, pooled over the ranks).
 Whether the round ran the case's standard workload is copied from the resolved config (config/standard.py).
 
 Rank 0 is authoritative for the metrics; every rank's and node's data is kept alongside.
@@ -20,6 +21,7 @@ from case_runners.config.benchmarks import BENCHMARKS
 from case_runners.errors import PerfplayError
 from case_runners.monitors.summary import summarize_monitor_log
 from case_runners.records import names
+from case_runners.records.generate import combine, headline
 from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.rank import RESULT_PATTERN, RankResult
 from case_runners.records.resolved import ResolvedConfig
@@ -27,6 +29,7 @@ from case_runners.records.round import (
     RECORD_NAME,
     BaseRoundRecord,
     DeviceMemory,
+    GenerateRoundRecord,
     InferenceRoundRecord,
     InferenceThroughput,
     Mfu,
@@ -188,6 +191,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
             value=None, basis="fraction_of_peak", flops_per_sample=0.0, precision="-", peak_flops_per_device=None,
             devices=config.nnodes * config.nproc, convention=BENCHMARKS[config.case].convention,
             reason="a base benchmark: each measurement has its fraction_of_peak"))
+    if config.task_name == names.GENERATE:
+        return generate_record(common, nodes, [r for _, _, r in ranks], config)
     if inference:  # MFU and throughput on the engine's core throughput, or the framework's without one
         side = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
         basis = f"p_{side}_core"
@@ -198,6 +203,19 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
     training_nodes = [n for n in nodes if isinstance(n, TrainingNodeEntry)]
     return TrainingRoundRecord(**common, mfu=mfu(metrics, config), per_node=training_nodes,
                                throughput=throughput_block(training_nodes, metrics))
+
+
+def generate_record(common: dict[str, Any], nodes: list[NodeEntry], ranks: list[RankResult],
+                    config: ResolvedConfig) -> GenerateRoundRecord:
+    """A generate round: every rank's measurements pooled per combination (records/generate.py) and their headline;
+    latencies and tokens/s, no MFU."""
+    measured = [r.measurements for r in ranks if hasattr(r, "measurements")]
+    combinations = combine(measured) if len(measured) == len(ranks) and ranks else []
+    metrics = {**common["metrics"], "combinations": [c.to_json() for c in combinations], **headline(combinations)}
+    return GenerateRoundRecord(**{**common, "metrics": metrics}, throughput=None, per_node=nodes, mfu=Mfu(
+        value=None, basis="tokens_per_s", flops_per_sample=0.0, precision=str(config.params.get("dtype", "-")),
+        peak_flops_per_device=None, devices=config.nnodes * config.nproc, convention=str(config.flops_convention),
+        reason="generate: latencies and tokens/s, no MFU"))
 
 
 def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str | None,
@@ -258,6 +276,8 @@ def compact_record(record: RoundRecord, errors: list[str] | tuple[str, ...] = ()
         compact["task"], shown = names.INFERENCE, names.COMPACT_INFERENCE
     if record.task == names.BASE:
         compact["task"], shown = names.BASE, names.COMPACT_BASE
+    if record.task == names.GENERATE:
+        compact["task"], shown = names.GENERATE, names.COMPACT_GENERATE
     compact.update((key, record.metrics.get(key)) for key in shown)
     compact["mfu"] = record.mfu.value
     compact["errors"] = list(errors)

@@ -33,7 +33,7 @@ from case_runners.records.summary import (
     SummaryNode,
     round_keys,
 )
-from case_runners.results import base_summary
+from case_runners.results import base_summary, generate_summary
 from case_runners.results.text import number_text, text_columns
 
 INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
@@ -182,14 +182,19 @@ def summarize_records(records: list[Round], run_id: str | None = None) -> RunSum
 def _summary_case(entry: _Case) -> SummaryCase:
     first, statuses = entry.first, [r["status"] for r in entry.rounds]
     inference = first.task == names.INFERENCE
-    base: dict[str, Any] = {"base": base_summary.base_rows(entry.records),
-            "measurements": base_summary.last_measurements(entry.records)} if first.task == names.BASE else {}
+    own: dict[str, Any] = {}  # the task's own fields
+    if first.task == names.BASE:
+        own = {"base": base_summary.base_rows(entry.records),
+               "measurements": base_summary.last_measurements(entry.records)}
+    if first.task == names.GENERATE:
+        own = {"generate": generate_summary.generate_rows(entry.records),
+               "checkpoint": generate_summary.last_checkpoint(entry.records)}
     return SummaryCase(
         case_id=first.case_id, case=first.case, task=first.task, vendor=first.vendor, hardware=first.hardware,
         nnodes=first.nnodes, nproc=first.nproc, framework=first.framework, metric=first.metrics.get("metric"),
         target=first.metrics.get("target"), standard=entry.standard, non_standard=sorted(entry.non_standard),
         rounds=entry.rounds,
-        **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else base),
+        **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else own),
         stats={**{key: Stat.of(v) for key, v in entry.values.items()}, "mfu": Stat.of(entry.mfu)},
         per_node=[SummaryNode(node_rank=rank, host="/".join(node["hosts"]), ranks=max(node["ranks"]),
                               stats={key: Stat.of(node["values"][key]) for key in names.SUMMARY_NODE_STATS})
@@ -385,7 +390,7 @@ def render_scaling_text(summary: RunSummary) -> list[str]:
 def render_table(summary: RunSummary) -> str:
     """Plain-text tables for the end of the play (mean ± std over rounds): the training cases (samples/s), then a
     line per multi-node case with each node's throughput and the scaling tables; the inference cases (items/s); the
-    base benchmarks (achieved against the vendor's peaks)."""
+    base benchmarks (achieved against the vendor's peaks); the generate cases (TTFT, TPOT, tokens/s)."""
     lines = [f"perfplay summary: {summary.run_id} (mean ± std over rounds)"]
     training = table_rows(summary)
     if training or not summary.cases:
@@ -401,6 +406,9 @@ def render_table(summary: RunSummary) -> str:
     base = base_summary.render_text(summary)
     if base:
         lines += ([""] if training or inference else []) + base
+    generate = generate_summary.render_text(summary)
+    if generate:
+        lines += ([""] if training or inference or base else []) + generate
     # A round that missed its target is a valid result (a --step run's, by design), listed apart from failures.
     rounds = [(c.case_id, r) for c in summary.cases for r in c.rounds if r["status"] != names.SUCCESS]
     for title, valid in (("not converged (valid results, in the means):", True), ("failures:", False)):
@@ -432,6 +440,7 @@ def render_markdown(summary: RunSummary) -> str:
                   "| " + " | ".join(INFERENCE_COLUMNS) + " |", "|" + "---|" * len(INFERENCE_COLUMNS)]
         lines += ["| " + " | ".join(row) + " |" for row in inference]
     lines += base_summary.render_markdown(summary)
+    lines += generate_summary.render_markdown(summary)
     non_standard = _non_standard_notes(summary)
     if non_standard:
         lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
@@ -442,6 +451,9 @@ def render_markdown(summary: RunSummary) -> str:
             lines += [f"{NOT_STANDARD_NOTE}: {_why(case)}.", ""]
         if case.task == names.BASE:
             lines += base_summary.case_markdown(case)
+            continue
+        if case.task == names.GENERATE:
+            lines += generate_summary.case_markdown(case)
             continue
         if case.task == names.INFERENCE:
             keys = names.INFERENCE_THROUGHPUTS

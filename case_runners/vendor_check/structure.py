@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 
 from case_runners.cases import list_cases
-from case_runners.config.resolved import BASE
+from case_runners.config.resolved import BASE, GENERATE
 from case_runners.config.selection import parse_selections
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path
 from case_runners.plan.base import base_suite, vendor_base
+from case_runners.plan.generate import generate_cases
 from case_runners.plan.run_plan import make_plan
 from case_runners.plugin_source import Point, source_arity
 from case_runners.scaffold import README_SECTIONS, missing_sections, smallest_selection
@@ -25,6 +26,7 @@ from case_runners.vendor_files import (
     BASE_FILE,
     ENV_FILE,
     EXTERN_DIR,
+    GENERATE_FILE,
     MONITOR_FILE,
     VENDOR_FILE,
     adapter_file,
@@ -42,8 +44,8 @@ ENGINE_POINTS = (Point("__init__", ("self", "config", "onnx_path", "model"), "co
 
 def case_files(vendor: str) -> tuple[str, ...]:
     """The files a vendor case folder may hold besides its config_<HW>x<N>x<P>.yaml files."""
-    return (ENV_FILE, "requirements.txt", f"{vendor}_requirements.txt", f"{vendor}_configurations.yaml", EXTERN_DIR,
-            "csrc", README)
+    return (ENV_FILE, "requirements.txt", f"{vendor}_requirements.txt", f"{vendor}_configurations.yaml", GENERATE_FILE,
+            EXTERN_DIR, "csrc", README)
 
 
 def check_structure(name: str, root: Path) -> list[Finding]:
@@ -139,8 +141,9 @@ def _engine(path: Path, root: Path) -> list[Finding]:
 
 def _case(vendor: str, info: dict, folder: Path, root: Path) -> list[Finding]:
     shown = display_path(folder, root)
-    if folder.name not in list_cases():
-        return [error(shown, f"unknown case '{folder.name}' (allowed: {', '.join(list_cases())})")]
+    known = sorted({*list_cases(), *generate_cases(root)})  # a case may offer only its generate task
+    if folder.name not in known:
+        return [error(shown, f"unknown case '{folder.name}' (allowed: {', '.join(known)})")]
     found: list[Finding] = []
     allowed = case_files(vendor)
     for path in sorted(folder.iterdir()):
@@ -155,6 +158,9 @@ def _case(vendor: str, info: dict, folder: Path, root: Path) -> list[Finding]:
     if (folder / f"{vendor}_configurations.yaml").is_file():
         found += _resolves(root, {"vendor": vendor, "task": "inference", "cases": [folder.name]},
                            display_path(folder / f"{vendor}_configurations.yaml", root))
+    if (folder / GENERATE_FILE).is_file():
+        found += _resolves(root, {"vendor": vendor, "task": GENERATE, "cases": [folder.name]},
+                           display_path(folder / GENERATE_FILE, root))
     if (folder / EXTERN_DIR).is_dir():
         found += _adapter(vendor, folder.name, root)
     return found

@@ -1,0 +1,145 @@
+"""A generate selection resolved into the run's resolved config (the same outer shape as a training case's):
+case_runners/cases/<case>/generate/config.yaml < vendor/<vendor>/cases/<case>/generate.yaml (optional: `params`
+only) < run overrides, each value within its range; then the case's own checks (a prompt longer than the context).
+
+A case offers the task when it has a generate/ folder with config.yaml. Refused here as well: more than one node
+(each rank measures its own device: nproc says how many at once), and a checkpoint "trained" without an earlier
+training selection of the case in the run that saves a checkpoint of the same model (trained_checkpoints).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from case_runners.config.constraints import declare_params
+from case_runners.config.resolved import DEFAULT_TIMEOUT_S, GENERATE, TRAINING
+from case_runners.config.selection import BOUNDS, Selection
+from case_runners.config.standard import standard_fields
+from case_runners.config.yaml_io import load_mapping
+from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.generate import CASE_MODULE, RANDOM, TRAINED
+from case_runners.paths import display_path
+from case_runners.plan.layering import apply_layer, choose_hardware
+from case_runners.records.resolved import ResolvedConfig, VendorInfo
+from case_runners.records.schema import ABSENT
+from case_runners.vendor_files import GENERATE_FILE, vendor_case_dir
+from case_runners.vendors import vendor_info
+
+GENERATE_DIR = "generate"  # case_runners/cases/<case>/generate/: config.yaml and the case's generate modules
+SAVE_PARAM = "save_checkpoint"  # the training param that makes a training case save its checkpoint
+CONVENTION = ("TTFT = the prefill and the first token; TPOT = each next token (greedy, KV cache); tokens/s = "
+              "batch x output_len / generation time")
+
+
+def generate_cases(root: Path) -> list[str]:
+    """The cases that offer the generate task: those with generate/config.yaml."""
+    cases = root / "case_runners" / "cases"
+    return sorted(p.parent.parent.name for p in cases.glob(f"*/{GENERATE_DIR}/config.yaml"))
+
+
+def vendor_generate(root: Path, vendor: str, case: str) -> tuple[dict[str, Any], str]:
+    """The vendor's params for the case's generate task ({} without its generate.yaml) and its path as shown;
+    ConfigError for a key other than params."""
+    path = vendor_case_dir(root, vendor, case) / GENERATE_FILE
+    shown = display_path(path, root)
+    if not path.is_file():
+        return {}, shown
+    data = load_mapping(path, root)
+    for key in data:
+        if key != "params":
+            raise ConfigError("unknown key", key=key, file=shown, allowed=["params"])
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        raise ConfigError("must map param names to values", key="params", file=shown)
+    return params, shown
+
+
+def resolve_generate_selection(sel: Selection, vendor: dict[str, Any], root: Path,
+                               default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None,
+                                                                                list[ConfigError]]:
+    """(config, errors) for a selection with task: generate."""
+    offered = generate_cases(root)
+    if sel.case not in offered:
+        return None, [ConfigError(f"case '{sel.case}' does not offer the generate task (no case_runners/cases/"
+                                  f"{sel.case}/{GENERATE_DIR}/config.yaml)", key=f"{sel.source}.case",
+                                  file=RUN_VARS_FILE, allowed=offered)]
+    errors = [e for e in [choose_hardware(sel, vendor, root)] if e]
+    if sel.framework != "pytorch":
+        errors.append(ConfigError(f"unknown framework '{sel.framework_key}': the generate task is written for "
+                                  "pytorch", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
+                                  allowed=["pytorch", "pytorch_<version>"]))
+    if sel.nnodes != 1:
+        errors.append(ConfigError(f"generate measures each device on its own: run it on one node (nproc: the "
+                                  f"devices to measure at once), got nnodes {sel.nnodes}", key=f"{sel.source}.nnodes",
+                                  file=RUN_VARS_FILE, allowed=[1]))
+    config_path = root / "case_runners" / "cases" / sel.case / GENERATE_DIR / "config.yaml"
+    base_file = display_path(config_path, root)
+    try:
+        base = load_mapping(config_path, root)
+        defaults, constraints = declare_params(base.get("params") or {}, file=base_file, prefix="params.")
+        timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
+            base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
+        vendor_params, vendor_shown = vendor_generate(root, vendor["name"], sel.case)
+    except ConfigError as exc:
+        return None, [*errors, exc]
+    if errors:
+        return None, errors
+    params, provenance = dict(defaults), {key: base_file for key in defaults}
+    names = list(params)
+    apply_layer(params, provenance, vendor_params, constraints=constraints, allowed=names, run_only=[],
+                file=vendor_shown, errors=errors)
+    overrides_file = f"run overrides ({sel.source}.overrides)"
+    apply_layer(params, provenance, sel.overrides, constraints=constraints, allowed=names, run_only=[],
+                file=overrides_file, errors=errors)
+    if not errors:
+        module = importlib.import_module(CASE_MODULE.format(case=sel.case))
+        errors += [ConfigError(message, key=param, file=provenance[param])
+                   for param, message in module.plan_problems(params)]
+        checkpoint = str(params.get("checkpoint") or RANDOM)
+        if checkpoint not in (RANDOM, TRAINED) and not Path(checkpoint).expanduser().is_absolute() \
+                and not sel.data_dir:
+            errors.append(ConfigError(f"'{checkpoint}' is relative to data_dir, and the selection has none: give "
+                                      "data_dir or an absolute path", key="checkpoint", file=provenance["checkpoint"]))
+    if errors:
+        return None, errors
+    hardware = str(sel.hardware)
+    sources = [base_file, *([vendor_shown] if vendor_params else []), *([overrides_file] if sel.overrides else [])]
+    return ResolvedConfig(
+        task=GENERATE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
+        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
+        nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
+        sources=sources, provenance=provenance, **standard_fields([]), params=params, target=None,
+        flops_per_sample=None, flops_convention=CONVENTION, flops_note="generate: latencies and tokens/s, no MFU",
+        vendor_info=VendorInfo(**vendor_info(vendor, hardware))), []
+
+
+def trained_checkpoints(cases: list[ResolvedConfig]) -> list[ConfigError]:
+    """Name, in each generate config whose checkpoint is "trained", the training case whose checkpoint it loads:
+    the last training selection of the case before it in the run with the same model params. An error naming the
+    key when there is none, or when that training does not save its checkpoint."""
+    errors = []
+    for at, config in enumerate(cases):
+        if config.task_name != GENERATE or config.params.get("checkpoint") != TRAINED:
+            continue
+        shape = importlib.import_module(CASE_MODULE.format(case=config.case)).SHAPE_PARAMS
+        wanted = {key: config.params.get(key) for key in shape}
+        said = ", ".join(f"{key} {value!r}" for key, value in wanted.items())
+        trainings = [c for c in cases[:at] if c.task_name == TRAINING and c.case == config.case
+                     and all(c.params.get(key) == value for key, value in wanted.items())]
+        if not trainings:
+            errors.append(ConfigError(
+                f"'trained' loads the checkpoint of this run's earlier {config.case} training selection of {said}, "
+                f"with {SAVE_PARAM}: true; {config.case_id} has none before it", key="checkpoint",
+                file=config.provenance.get("checkpoint", config.case_id)))
+            continue
+        training = trainings[-1]
+        if training.params.get(SAVE_PARAM) is not True:
+            errors.append(ConfigError(
+                f"{config.case_id} loads the checkpoint {training.case_id} saves, and it saves none: set "
+                f"{SAVE_PARAM}: true in its overrides", key=SAVE_PARAM,
+                file=training.provenance.get(SAVE_PARAM, f"case {training.case_id}")))
+            continue
+        config.checkpoint_case = training.case_id
+    return errors

@@ -1,0 +1,202 @@
+"""The generate task on the llama case: the hand decoding loop against transformers' generate, the plan's refusals,
+the pooling of the ranks' figures, the preflight of a checkpoint, and real CPU runs from the command line (random
+weights; a checkpoint directory with prompts from val.bin) to the record and the summary table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from case_runners.cases.llama.data import FORMAT_NAME
+from case_runners.cases.llama.generate.model import prompts
+from case_runners.cases.llama.model import build_model, load_checkpoint, save_checkpoint
+from case_runners.cases.llama.shapes import SHAPES
+from case_runners.data_check import data_problems
+from case_runners.generate.decode import digest, generate
+from case_runners.paths import project_root
+from case_runners.plan.generate import trained_checkpoints
+from case_runners.plan.run_plan import make_plan
+from case_runners.records.generate import Combination, GenerateMeasurement, Latency, combine, headline, percentile
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.round import GenerateRoundRecord, RoundRecord
+from case_runners.records.schema import ABSENT
+from case_runners.records.summary import RunSummary
+
+ROOT = project_root()
+TINY = {"model": "tiny", "vocab_size": 0, "seed": 7}
+QUICK = ["--set", "batch_sizes=[1, 2]", "--set", "prompt_lens=[8]", "--set", "output_lens=[5]", "--set",
+         "iterations=2", "--set", "warmup=1"]
+
+
+def plan(*cases: dict, vendor: str = "cpu") -> dict:
+    return make_plan({"task": "generate", "vendor": vendor, "cases": list(cases)}, check=True)
+
+
+def test_the_hand_loop_gives_what_transformers_generate_gives():
+    from transformers import GenerationConfig
+
+    torch.manual_seed(0)
+    model = build_model(TINY).eval()
+    ids = prompts(TINY, None, 3, 11)
+    found = generate(model, ids, 7, lambda: None)
+    assert found.tokens.shape == (3, 7) and len(found.tpot_s) == 6 and found.ttft_s > 0
+    expected = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=GenerationConfig(
+        do_sample=False, max_new_tokens=7, eos_token_id=None, pad_token_id=0, use_cache=True))
+    assert torch.equal(expected[:, 11:], found.tokens)
+
+
+def test_prompts_are_the_same_for_a_seed_batch_and_length(tmp_path):
+    assert torch.equal(prompts(TINY, None, 2, 9), prompts(TINY, None, 2, 9))
+    assert not torch.equal(prompts(TINY, None, 2, 9), prompts({**TINY, "seed": 8}, None, 2, 9))
+    data = write_tokens(tmp_path / "data", 300)
+    windows = prompts(TINY, str(data), 4, 16)
+    tokens = np.fromfile(data / "val.bin", dtype="<u2")
+    assert windows.shape == (4, 16) and digest(windows) == digest(prompts(TINY, str(data), 4, 16))
+    for row in windows.numpy():  # each a window of val.bin
+        assert any(np.array_equal(row, tokens[o:o + 16]) for o in range(len(tokens) - 15))
+
+
+def test_the_plan_resolves_the_vendors_params_and_refuses_bad_selections_by_name():
+    (cpu,) = plan({"case": "llama"})["cases"]
+    assert (cpu["task"], cpu["case_id"], cpu["params"]["model"]) == ("generate", "llama_generate_CPUx1x1", "tiny")
+    assert cpu["provenance"]["dtype"] == "vendor/cpu/cases/llama/generate.yaml"
+    for model in SHAPES:  # the config's choices are the shapes
+        assert plan({"case": "llama", "overrides": {"model": model, "prompt_lens": [8]}})["errors"] == []
+    (h100,) = plan({"case": "llama", "hardware": "H100"}, vendor="nvidia")["cases"]
+    assert (h100["params"]["model"], h100["params"]["dtype"], h100["params"]["batch_sizes"],
+            h100["params"]["prompt_lens"], h100["params"]["output_lens"]) == ("1b", "bf16", [1, 8], [128, 512], [128])
+    errors = plan({"case": "resnet50"}, {"case": "llama", "overrides": {"prompt_lens": [1000], "output_lens": [100]}},
+                  {"case": "llama", "nnodes": 2}, {"case": "llama", "overrides": {"dtype": "fp8"}},
+                  {"case": "llama", "overrides": {"checkpoint": "ckpt"}})["errors"]
+    assert any("key 'perfplay_cases[0].case': case 'resnet50' does not offer the generate task" in e
+               and "(allowed: llama)" in e for e in errors), errors
+    assert "run overrides (perfplay_cases[1].overrides): key 'prompt_lens': a prompt longer than the context: " \
+           "prompt_len 1000 + output_len 100 = 1100 positions, more than model 'tiny' holds (1024); allowed: " \
+           "prompt_len + output_len <= 1024" in errors, errors
+    assert any("key 'perfplay_cases[2].nnodes': generate measures each device on its own" in e for e in errors)
+    assert any("key 'dtype': 'fp8' is not one of the allowed values (allowed: bf16, fp16, fp32)" in e for e in errors)
+    assert any("key 'checkpoint': 'ckpt' is relative to data_dir, and the selection has none" in e for e in errors)
+
+
+def test_trained_needs_an_earlier_training_of_the_same_model_that_saves_its_checkpoint():
+    errors = plan({"case": "llama", "overrides": {"checkpoint": "trained"}})["errors"]
+    assert errors == ["run overrides (perfplay_cases[0].overrides): key 'checkpoint': 'trained' loads the checkpoint "
+                      "of this run's earlier llama training selection of model 'tiny', vocab_size 0, with "
+                      "save_checkpoint: true; llama_generate_CPUx1x1 has none before it"]
+    # The training side comes from the llama training case: a resolved config of its shape stands in for it here.
+    (generate_doc,) = make_plan({"task": "generate", "vendor": "cpu", "cases": [{"case": "llama"}]},
+                                check=True)["cases"]
+    wanted = ResolvedConfig.from_json({**generate_doc, "params": {**generate_doc["params"], "checkpoint": "trained"}})
+    training = ResolvedConfig.from_json({**generate_doc, "task": "training", "case_id": "llama_CPUx1x1",
+                                         "params": {"model": "tiny", "vocab_size": 0, "save_checkpoint": False},
+                                         "provenance": {"save_checkpoint": "case_runners/cases/llama/config.yaml"}})
+    other = ResolvedConfig.from_json({**training.to_json(), "case_id": "llama_CPUx1x2",
+                                      "params": {"model": "1b", "vocab_size": 0, "save_checkpoint": True}})
+    assert [str(e) for e in trained_checkpoints([training, other, wanted])] == [
+        "case_runners/cases/llama/config.yaml: key 'save_checkpoint': llama_generate_CPUx1x1 loads the checkpoint "
+        "llama_CPUx1x1 saves, and it saves none: set save_checkpoint: true in its overrides"]
+    assert trained_checkpoints([wanted, training]) and wanted.checkpoint_case is ABSENT  # a later one does not count
+    training.params["save_checkpoint"] = True
+    assert trained_checkpoints([training, other, wanted]) == [] and wanted.checkpoint_case == "llama_CPUx1x1"
+
+
+def test_a_round_pools_the_ranks_samples_and_sums_their_tokens_per_s():
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0 and percentile([0.0, 10.0], 99) == pytest.approx(9.9)
+    assert Latency.of([]).mean is None
+
+    def measured(ttft: list[float], tpot: list[float], out: str) -> GenerateMeasurement:
+        return GenerateMeasurement(batch=2, prompt_len=8, output_len=3, iterations=len(ttft), ttft_s=ttft,
+                                   tpot_s=tpot, generation_s=[1.0] * len(ttft), ttft_ms=Latency.of(ttft),
+                                   tpot_ms=Latency.of(tpot), tokens_per_s=6.0, prompt_digest="p", output_digest=out,
+                                   agreement=None, agreement_note="no engine")
+    (pooled,) = combine([[measured([0.010, 0.030], [0.001, 0.003], "a")], [measured([0.020], [0.002], "b")]])
+    assert isinstance(pooled, Combination) and pooled.ranks == 2 and pooled.tokens_per_s == 12.0
+    assert pooled.ttft_ms.mean == pytest.approx(20.0) and pooled.ttft_ms.p50 == pytest.approx(20.0)
+    assert pooled.tpot_ms.mean == pytest.approx(2.0) and pooled.outputs_differ == [1]
+    assert headline([pooled]) == {"ttft_ms": pytest.approx(20.0), "tpot_ms": pytest.approx(2.0),
+                                  "tokens_per_s": 12.0, "agreement": None}
+
+
+def test_the_preflight_checks_a_checkpoint_path_and_the_prompts_file(tmp_path):
+    data = write_tokens(tmp_path / "data", 300)
+    save_checkpoint(build_model(TINY), data / "ckpt", TINY)
+    params = plan({"case": "llama", "data_dir": str(data), "overrides": {"checkpoint": "ckpt"}})["cases"][0]["params"]
+    assert data_problems("llama", params, str(data), "generate") == []
+    assert data_problems("llama", {**params, "model": "1b"}, str(data), "generate") == [
+        f"key 'checkpoint': {data / 'ckpt' / 'model.json'}: the checkpoint is of {{'model': 'tiny', 'vocab_size': 0}}, "
+        "the config asks for {'model': '1b', 'vocab_size': 0}"]
+    missing = data_problems("llama", {**params, "checkpoint": str(tmp_path / "none")}, str(data), "generate")
+    assert missing == [f"key 'checkpoint': {tmp_path / 'none' / 'model.safetensors'}: missing; a llama checkpoint "
+                       "is a directory with model.safetensors and model.json"]
+    assert any("fewer than one sequence" in p
+               for p in data_problems("llama", {**params, "prompt_lens": [512]}, str(data), "generate"))
+
+
+def test_a_generate_round_runs_from_the_command_line_to_the_summary(tmp_path):
+    run_dir = run_cli(tmp_path)
+    record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "result.json")
+    assert isinstance(record, GenerateRoundRecord) and record.status == "success", record.reason
+    assert record.metrics["checkpoint"] == "random weights" and record.metrics["prompts"] == "random ids"
+    assert [(c["batch"], c["prompt_len"], c["output_len"]) for c in record.metrics["combinations"]] == \
+        [(1, 8, 5), (2, 8, 5)]
+    torch.manual_seed(1234)  # the config's seed: the task's random weights, the same every round
+    model = build_model(TINY).eval()
+    for c in record.metrics["combinations"]:
+        assert c["ttft_ms"]["mean"] > 0 and c["tpot_ms"]["p99"] > 0 and c["tokens_per_s"] > 0
+        assert c["agreement"] is None and c["agreement_note"] == "no engine"
+        ids = prompts({**TINY, "seed": 1234}, None, c["batch"], 8)
+        assert c["prompt_digest"] == digest(ids)
+        assert c["output_digest"] == digest(generate(model, ids, 5, lambda: None).tokens)
+    assert len(record.per_rank[0]["measurements"][0]["tpot_s"]) == 2 * 4  # every decode step of the timed runs
+    assert record.metrics["tokens_per_s"] == max(c["tokens_per_s"] for c in record.metrics["combinations"])
+    summary = RunSummary.load(run_dir / "summary.json")
+    (case,) = summary.cases
+    assert case.checkpoint == "random weights" and [r.batch for r in case.generate] == [1, 2]
+    assert case.generate[1].tokens_per_s.n == 1 and case.stats["tokens_per_s"].n == 1
+    markdown = (run_dir / "summary.md").read_text()
+    assert "## Generate" in markdown and "| llama_generate_CPUx1x1 | 2 | 8 | 5 |" in markdown
+
+
+def test_a_generate_round_on_a_checkpoint_directory_with_prompts_from_val_bin(tmp_path):
+    data = write_tokens(tmp_path / "data", 400)
+    torch.manual_seed(3)
+    save_checkpoint(build_model(TINY), data / "ckpt", TINY)
+    run_dir = run_cli(tmp_path, "--data-dir", str(data), "--set", "checkpoint=ckpt", "--set", "seed=7")
+    record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "result.json")
+    assert record.status == "success", record.reason
+    assert record.metrics["checkpoint"] == str(data / "ckpt") and record.metrics["prompts"] == f"{data}/val.bin"
+    model = load_checkpoint(data / "ckpt", TINY).eval()
+    for c in record.metrics["combinations"]:  # the checkpoint's own greedy outputs on the same prompts
+        ids = prompts(TINY, str(data), c["batch"], 8)
+        assert c["prompt_digest"] == digest(ids)
+        assert c["output_digest"] == digest(generate(model, ids, 5, lambda: None).tokens)
+    assert f"weights: {data / 'ckpt'}" in (run_dir / "summary.md").read_text()
+
+
+def run_cli(tmp_path: Path, *extra: str) -> Path:
+    """`python -m case_runners run llama --task generate` with small combinations; the run directory."""
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "case_runners", "run", "llama", "--task", "generate",
+                           "--results-dir", str(results), "--no-monitors", *QUICK, *extra],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "TTFT ms mean" in done.stdout and "llama_generate_CPUx1x1" in done.stdout
+    (run_dir,) = results.glob("run*")
+    return run_dir
+
+
+def write_tokens(folder: Path, count: int) -> Path:
+    """A data dir with val.bin of `count` uint16 ids below the tiny vocab, and its sidecar."""
+    folder.mkdir(parents=True)
+    ids = np.random.default_rng(0).integers(0, 4096, size=count, dtype=np.uint16)
+    ids.astype("<u2").tofile(folder / "val.bin")
+    (folder / "val.json").write_text(json.dumps({
+        "format": FORMAT_NAME, "dtype": "uint16", "tokens": count, "vocab_size": 4096,
+        "max_token_id": int(ids.max()), "tokenizer": "bytes", "source": "test"}))
+    return folder
