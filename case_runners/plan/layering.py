@@ -9,7 +9,10 @@ the key and the file it came from.
 
 from __future__ import annotations
 
+import importlib
+import re
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from case_runners.cases import case_dir, list_cases
@@ -22,7 +25,7 @@ from case_runners.config.types import to_float
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import RUN_VARS_FILE, ConfigError, raise_all
 from case_runners.paths import display_path
-from case_runners.records.resolved import ResolvedConfig, Target, VendorInfo
+from case_runners.records.resolved import SAMPLE, SAMPLE_UNITS, ResolvedConfig, Target, VendorInfo
 from case_runners.records.schema import ABSENT
 from case_runners.vendors import vendor_info
 
@@ -50,6 +53,9 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
     if problems:
         raise ConfigError(f"must be {{metric, value, higher_is_better}}: {'; '.join(problems)}", key="target",
                           file=shown)
+    if base.setdefault("sample", SAMPLE) not in SAMPLE_UNITS:
+        raise ConfigError(f"{base['sample']!r} is not a unit of samples", key="sample", file=shown,
+                          allowed=SAMPLE_UNITS)
     both = sorted(set(base["mutable"]) & set(base["run_only"]))
     if both:
         raise ConfigError("is listed as mutable (a vendor may set it) and as run_only (only a run override may): "
@@ -101,6 +107,25 @@ def apply_layer(params: dict[str, Any], provenance: dict[str, str], layer: dict[
                 provenance[key] = file
             except ConfigError as exc:
                 errors.append(exc)
+
+
+_PROBLEM_KEY = re.compile(r"key '([^']+)'")  # how a case's plan_problems names its key
+
+
+def case_hooks(case: str) -> ModuleType:
+    """The case's package (stdlib only): its optional plan hooks flops_per_sample(params), FLOPS_CONVENTION and
+    plan_problems(params). Found by name, as the trainer finds a case's build_case."""
+    return importlib.import_module(f"case_runners.cases.{case}")
+
+
+def hook_problems(hooks: ModuleType, params: dict[str, Any], provenance: dict[str, str],
+                  base_file: str) -> list[ConfigError]:
+    """The case's plan_problems of resolved params, each naming the file that set the key it names."""
+    errors = []
+    for problem in getattr(hooks, "plan_problems", lambda _: [])(params):
+        match = _PROBLEM_KEY.search(problem)
+        errors.append(ConfigError(problem, file=provenance.get(match[1], base_file) if match else base_file))
+    return errors
 
 
 def vendor_config_path(root: Path, vendor: str, sel: Selection) -> Path:
@@ -161,8 +186,13 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
             base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
     except ConfigError as exc:
         errors.append(exc)
+    hooks = case_hooks(sel.case)
+    if not errors:
+        errors += hook_problems(hooks, params, provenance, base_file)
     if errors:
         return None, errors
+    if hasattr(hooks, "flops_per_sample"):  # of these params: no default it assumes
+        flops = float(hooks.flops_per_sample(params))
     changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
     non_standard = [k for k in base["run_only"] if params[k] != base["params"][k]]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
@@ -173,6 +203,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         sources=[base_file, vendor_shown] + ([overrides_file] if sel.overrides else []), provenance=provenance,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
         flops_per_sample=None if changed else flops,
+        flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT), sample=ABSENT if base["sample"] == SAMPLE else base["sample"],
         flops_note=f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
         vendor_info=VendorInfo(**vendor_info(vendor, hardware)))
     return config, []

@@ -12,6 +12,9 @@ from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records.schema import ABSENT, Absent, Document, choices
 
 RUNTIMES = ("host", "docker")
+SAMPLE = "sample"
+SAMPLE_UNITS = (SAMPLE, "token")  # what a training case counts as one sample (config.yaml `sample`)
+SAMPLES_PER_S = f"{SAMPLE}s/s"  # the throughput unit of most training cases
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -72,6 +75,8 @@ class ResolvedConfig(Document):
     flops_per_sample: float | None
     flops_convention: str | Absent = ABSENT  # (inference)
     flops_note: str | None  # why flops_per_sample is null
+    # A training case's unit of samples/s and of flops_per_sample (config.yaml `sample`); absent: sample.
+    sample: str | Absent = dataclasses.field(default=ABSENT, metadata=choices(*SAMPLE_UNITS))
     vendor_info: VendorInfo
     requirements: list[str] | Absent = ABSENT  # the vendor case's requirements files (set by the plan)
     runtime: Runtime | Absent = ABSENT  # set by the plan
@@ -80,6 +85,16 @@ class ResolvedConfig(Document):
     @property
     def task_name(self) -> str:
         return TRAINING if self.task is ABSENT else str(self.task)
+
+    @property
+    def sample_unit(self) -> str:
+        """What one sample of samples/s is: sample, or token (a language model's)."""
+        return SAMPLE if self.sample is ABSENT else str(self.sample)
+
+    @property
+    def throughput_unit(self) -> str:
+        """The unit of a training case's samples/s: samples/s, or tokens/s."""
+        return SAMPLES_PER_S if self.sample is ABSENT else f"{self.sample}s/s"
 
     @property
     def runtime_kind(self) -> str:

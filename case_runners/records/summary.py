@@ -135,6 +135,7 @@ class SummaryCase(Document):
     rounds: list[dict[str, Any]]  # round, status, reason and the round's figures (round_keys)
     memory_total_bytes: int | None | Absent = ABSENT  # (inference) the device's memory
     mfu_basis: str | None | Absent = ABSENT  # (inference) what MFU is computed on
+    unit: str | Absent = ABSENT  # (training) of its throughputs, when not samples/s: tokens/s (a language model's)
     base: list[BaseRow] | Absent = ABSENT  # (base) its headlines over the valid rounds
     measurements: list[Measurement] | Absent = ABSENT  # (base) every figure of its last valid round
     generate: list[GenerateRow] | Absent = ABSENT  # (generate) its combinations over the valid rounds

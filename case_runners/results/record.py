@@ -110,13 +110,13 @@ def node_throughput(node_ranks: list[RankResult], nproc: int) -> dict[str, Any]:
     return out
 
 
-def throughput_block(nodes: list[TrainingNodeEntry], metrics: dict[str, Any]) -> TrainingThroughput:
+def throughput_block(nodes: list[TrainingNodeEntry], metrics: dict[str, Any], unit: str) -> TrainingThroughput:
     """Global throughput (rank 0's, authoritative) beside each node's, keyed by host
-    (by node directory where two nodes share a host name)."""
+    (by node directory where two nodes share a host name); in the case's unit (ResolvedConfig.throughput_unit)."""
     hosts = [n.host for n in nodes]
     labels = [n.host if hosts.count(n.host) == 1 else n.dir for n in nodes]
     return TrainingThroughput(
-        basis=names.THROUGHPUT_BASIS, unit="samples/s", total=metrics.get(names.THROUGHPUT_BASIS),
+        basis=names.THROUGHPUT_BASIS, unit=unit, total=metrics.get(names.THROUGHPUT_BASIS),
         per_node={name: getattr(n, names.THROUGHPUT_BASIS) for name, n in zip(labels, nodes)},
         total_p_core=metrics.get(names.MFU_BASIS),
         per_node_p_core={name: getattr(n, names.MFU_BASIS) for name, n in zip(labels, nodes)})
@@ -202,7 +202,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
                                            whole=metrics.get(f"p_{side}_whole")))
     training_nodes = [n for n in nodes if isinstance(n, TrainingNodeEntry)]
     return TrainingRoundRecord(**common, mfu=mfu(metrics, config), per_node=training_nodes,
-                               throughput=throughput_block(training_nodes, metrics))
+                               throughput=throughput_block(training_nodes, metrics,
+                                                                           config.throughput_unit))
 
 
 def generate_record(common: dict[str, Any], nodes: list[NodeEntry], ranks: list[RankResult],

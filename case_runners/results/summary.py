@@ -19,9 +19,9 @@ from case_runners.config.standard import NON_STANDARD, NOT_STANDARD_NOTE, STANDA
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records import names
-from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.resolved import SAMPLES_PER_S, ResolvedConfig
 from case_runners.records.round import RECORD_NAME, Mfu, RoundRecord, TrainingNodeEntry
-from case_runners.records.schema import RecordError
+from case_runners.records.schema import ABSENT, RecordError
 from case_runners.records.summary import (
     SUMMARY_JSON,
     SUMMARY_MD,
@@ -43,6 +43,7 @@ COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
 SCALING_BASIS = names.THROUGHPUT_BASIS
+TRAINING_NOTE = "Throughputs in samples/s; MFU on p_core (training FLOPs = 3 x forward)."
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -62,6 +63,7 @@ class StandIn:
     standard: bool
     non_standard: list[str]
     metrics: dict[str, Any]  # the case's metric and target
+    unit: str = SAMPLES_PER_S  # a training case's throughput unit (its config's, where readable)
     mfu: Mfu | None = None
     per_node: tuple[()] = ()
 
@@ -118,7 +120,7 @@ def _stand_in(case_dir: Path, round_dir: Path, status: str, reason: str) -> Stan
                        metrics={"metric": None, "target": None})
     return StandIn(case_id=config.case_id, case=config.case, task=config.task_name, vendor=config.vendor,
                    hardware=config.hardware, nnodes=config.nnodes, nproc=config.nproc, framework=config.framework,
-                   **common, **config.standard_fields(),
+                   **common, **config.standard_fields(), unit=config.throughput_unit,
                    metrics={"metric": config.target.metric if config.target else None,
                             "target": config.target.value if config.target else None})
 
@@ -179,6 +181,13 @@ def summarize_records(records: list[Round], run_id: str | None = None) -> RunSum
                       scaling=scaling([c for c in summary_cases if c.task == names.TRAINING]))
 
 
+def _unit(record: Round) -> str:
+    """A round's throughput unit: its record's (a training round's), its stand-in's, else samples/s."""
+    if isinstance(record, StandIn):
+        return record.unit
+    return record.throughput.unit if record.task == names.TRAINING else SAMPLES_PER_S
+
+
 def _summary_case(entry: _Case) -> SummaryCase:
     first, statuses = entry.first, [r["status"] for r in entry.rounds]
     inference = first.task == names.INFERENCE
@@ -189,11 +198,12 @@ def _summary_case(entry: _Case) -> SummaryCase:
     if first.task == names.GENERATE:
         own = {"generate": generate_summary.generate_rows(entry.records),
                "checkpoint": generate_summary.last_checkpoint(entry.records)}
+    unit = _unit(first)
     return SummaryCase(
         case_id=first.case_id, case=first.case, task=first.task, vendor=first.vendor, hardware=first.hardware,
         nnodes=first.nnodes, nproc=first.nproc, framework=first.framework, metric=first.metrics.get("metric"),
         target=first.metrics.get("target"), standard=entry.standard, non_standard=sorted(entry.non_standard),
-        rounds=entry.rounds,
+        rounds=entry.rounds, **({} if unit == SAMPLES_PER_S else {"unit": unit}),
         **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else own),
         stats={**{key: Stat.of(v) for key, v in entry.values.items()}, "mfu": Stat.of(entry.mfu)},
         per_node=[SummaryNode(node_rank=rank, host="/".join(node["hosts"]), ranks=max(node["ranks"]),
@@ -257,7 +267,7 @@ def scaling(cases: list[SummaryCase], basis: str = SCALING_BASIS) -> list[Scalin
                 row.efficiency = row.speedup / (devices / base_devices)
             rows.append(row)
         result.append(ScalingGroup(case=key[0], vendor=key[1], hardware=key[2], framework=key[3], basis=basis,
-                                   unit="samples/s", base=base.case_id, base_devices=base_devices, reason=reason,
+                                   unit=case_unit(base), base=base.case_id, base_devices=base_devices, reason=reason,
                                    rows=rows))
     return result
 
@@ -306,10 +316,22 @@ def _non_standard_notes(summary: RunSummary) -> list[str]:
     return [f"{c.case_id}: {_why(c)}" for c in summary.cases if not _is_standard(c)]
 
 
-def table_rows(summary: RunSummary) -> list[list[str]]:
+def case_unit(case: SummaryCase) -> str:
+    """A training case's throughput unit: samples/s, or tokens/s (a language model's)."""
+    return SAMPLES_PER_S if case.unit is ABSENT else str(case.unit)
+
+
+def training_units(summary: RunSummary) -> list[str]:
+    """The throughput units of the summary's training cases, samples/s first: one table each."""
+    units = {case_unit(c) for c in summary.cases if c.task == names.TRAINING}
+    return sorted(units, key=lambda u: (u != SAMPLES_PER_S, u))
+
+
+def table_rows(summary: RunSummary, unit: str = SAMPLES_PER_S) -> list[list[str]]:
+    """One row per training case whose throughputs are in `unit`."""
     rows = []
     for case in summary.cases:
-        if case.task != names.TRAINING:
+        if case.task != names.TRAINING or case_unit(case) != unit:
             continue
         s = case.stats
         rows.append([case.case_id, str(len(case.rounds)), f"{case.succeeded}/{len(case.rounds)}",
@@ -373,8 +395,8 @@ def render_per_node_text(summary: RunSummary) -> list[str]:
         if case.nnodes > 1 and case.per_node:
             nodes = "  ".join([*(f"node{n.node_rank} {n.host}: {_fmt(n.stats['p_train'])}" for n in case.per_node),
                                *(f"node{rank}: {ELSEWHERE}" for rank in _nodes_elsewhere(case))])
-            lines.append(f"  {_label(case)}  {nodes}")
-    return ["", "per node (p_train, samples/s; sum of the node's ranks):", *lines] if lines else []
+            lines.append(f"  {_label(case)} ({case_unit(case)})  {nodes}")
+    return ["", "per node (p_train; sum of the node's ranks):", *lines] if lines else []
 
 
 def render_scaling_text(summary: RunSummary) -> list[str]:
@@ -392,11 +414,14 @@ def render_table(summary: RunSummary) -> str:
     line per multi-node case with each node's throughput and the scaling tables; the inference cases (items/s); the
     base benchmarks (achieved against the vendor's peaks); the generate cases (TTFT, TPOT, tokens/s)."""
     lines = [f"perfplay summary: {summary.run_id} (mean ± std over rounds)"]
-    training = table_rows(summary)
-    if training or not summary.cases:
-        line, *body = text_columns([name for name, _ in COLUMNS], training)
-        lines += ["training (throughput in samples/s)", line, "-" * len(line), *body,
-                  *render_per_node_text(summary), *render_scaling_text(summary)]
+    units = training_units(summary) or ([] if summary.cases else [SAMPLES_PER_S])
+    training = [row for unit in units for row in table_rows(summary, unit)]
+    for unit in units:
+        line, *body = text_columns([name for name, _ in COLUMNS], table_rows(summary, unit))
+        lines += ([""] if unit != units[0] else []) + [f"training (throughput in {unit})", line, "-" * len(line),
+                                                       *body]
+    if units:
+        lines += [*render_per_node_text(summary), *render_scaling_text(summary)]
     inference = inference_rows(summary)
     if inference:
         line, *body = text_columns(list(INFERENCE_COLUMNS), inference)
@@ -425,12 +450,14 @@ def render_table(summary: RunSummary) -> str:
 def render_markdown(summary: RunSummary) -> str:
     lines = [f"# perfplay run {summary.run_id}", "", "Mean ± std over rounds. FLOPs convention: "
              "1 multiply-add = 2 FLOPs; MFU against the vendor's peak FLOP/s for the precision used."]
-    training = table_rows(summary)
-    if training:
+    for unit in training_units(summary):
         header = [name for name, _ in COLUMNS]
-        lines += ["", "## Training", "", "Throughputs in samples/s; MFU on p_core (training FLOPs = 3 x forward).", "",
+        about = (TRAINING_NOTE if unit == SAMPLES_PER_S else f"Throughputs in {unit} (a sample is one "
+                 f"{unit.removesuffix('s/s')}); MFU on p_core, FLOPs per {unit.removesuffix('s/s')} by the "
+                 f"convention each round's record states (mfu.convention).")
+        lines += ["", "## Training" + ("" if unit == SAMPLES_PER_S else f" ({unit})"), "", about, "",
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(row) + " |" for row in training]
+        lines += ["| " + " | ".join(row) + " |" for row in table_rows(summary, unit)]
     inference = inference_rows(summary)
     if inference:
         lines += ["", "## Inference", "", "Throughputs in items/s: whole = data + compute + evaluation, "
@@ -477,7 +504,7 @@ def render_markdown(summary: RunSummary) -> str:
 def _per_node_markdown(case: SummaryCase) -> list[str]:
     if case.nnodes <= 1 or not case.per_node:
         return []
-    lines = ["", "Per node (samples/s, mean ± std over valid rounds; a node's figure is the sum of its ranks' "
+    lines = ["", f"Per node ({case_unit(case)}, mean ± std over valid rounds; a node's figure is the sum of its ranks' "
              "own throughputs; the total is rank 0's global figure):", "",
              "| node | host | ranks | p_train | p_core |", "|---|---|---|---|---|"]
     lines += [f"| {n.node_rank} | {n.host} | {n.ranks} | {_fmt(n.stats['p_train'])} | "
@@ -492,7 +519,7 @@ def _scaling_markdown(summary: RunSummary) -> list[str]:
     groups = summary.scaling
     if not groups:
         return []
-    lines = ["", "## Scaling", "", f"Throughput: {SCALING_BASIS} in samples/s, mean ± std over valid rounds "
+    lines = ["", "## Scaling", "", f"Throughput: {SCALING_BASIS} in each case's unit, mean ± std over valid rounds "
              "(success or not_converged). Speed-up against the smallest scale; efficiency = speed-up / "
              "(devices / base devices)."]
     for group in groups:

@@ -1,2 +1,24 @@
 """llama: a decoder LLM (transformers' LlamaForCausalLM) pretrained on a flat token file; the token file format,
-its check and its preparation from a text tree are in data.py, dataset.py and prepare.py."""
+its check and its preparation from a text tree are in data.py, dataset.py and prepare.py.
+
+The plan's hooks (standard library only: plan/layering.py imports this package): FLOPs per sample (a token) of
+the params' shape and sequence length, their convention, and what the shape cannot hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from case_runners.cases.llama import shapes
+
+FLOPS_CONVENTION = shapes.CONVENTION
+
+
+def flops_per_sample(params: dict[str, Any]) -> float:
+    """Training FLOPs per token of the params' shape at their seq_len (shapes.flops_per_token)."""
+    return shapes.flops_per_token(shapes.shape_of(params), int(params["seq_len"]))
+
+
+def plan_problems(params: dict[str, Any]) -> list[str]:
+    """Each problem names its key as "key 'NAME'" (the plan names the file that set it)."""
+    return shapes.plan_problems(params)

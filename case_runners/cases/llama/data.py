@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from case_runners.cases.llama.shapes import shape_of
+
 FORMAT_NAME = "perfplay.tokens/1"
 SPLITS = ("train", "val")
 DTYPES = {"uint16": 2, "uint32": 4}  # name -> bytes per token; little-endian
@@ -83,6 +85,14 @@ def size_problem(data_dir: str | Path, split: str, header: dict[str, Any], size:
             f"{tokens} {dtype} tokens ({expected} bytes)")
 
 
+def model_vocab_size(params: dict, default: int) -> int:
+    """The model's vocab: the params' vocab_size, or with a `model` shape and vocab_size 0, the shape's own;
+    `default` without either."""
+    if "model" in params:
+        return shape_of(params).vocab
+    return int(params.get("vocab_size", default))
+
+
 def split_problems(data_dir: str | Path, split: str, header: dict[str, Any], params: dict) -> list[str]:
     """A split's .bin against its sidecar and the model: size, ids below the vocab, one sequence's worth."""
     path, sidecar, tokens = bin_path(data_dir, split), header_path(data_dir, split), header["tokens"]
@@ -94,7 +104,7 @@ def split_problems(data_dir: str | Path, split: str, header: dict[str, Any], par
     vocab = header["vocab_size"]
     if header["max_token_id"] >= vocab:
         problems.append(f"{sidecar}: max_token_id {header['max_token_id']} is not below its vocab_size {vocab}")
-    model_vocab = int(params.get("vocab_size", vocab))
+    model_vocab = model_vocab_size(params, vocab)
     if vocab > model_vocab:
         problems.append(f"{sidecar}: the data's vocab_size {vocab} is larger than the model's vocab_size "
                         f"{model_vocab}; set vocab_size >= {vocab}")

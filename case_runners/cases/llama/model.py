@@ -45,13 +45,25 @@ def shape_params(params: dict[str, Any]) -> dict[str, Any]:
     return {key: params[key] for key in SHAPE_PARAMS}
 
 
+TIED_KEY = "lm_head.weight"  # a tied shape's output head: the input embedding's weights, stored once
+
+
 def save_checkpoint(model: nn.Module, directory: str | Path, params: dict[str, Any]) -> Path:
-    """model.safetensors (a full state dict on the CPU; tied weights once) and model.json into `directory`."""
-    from safetensors.torch import save_model
+    """The model's checkpoint directory (save_state_dict of its state dict)."""
+    return save_state_dict(model.state_dict(), directory, params)
+
+
+def save_state_dict(state_dict: dict[str, Any], directory: str | Path, params: dict[str, Any]) -> Path:
+    """model.safetensors (a full state dict of LlamaForCausalLM, on the CPU; a tied shape's head left out: it is
+    the embedding) and model.json (the shape params) into `directory`."""
+    from safetensors.torch import save_file
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    save_model(model, str(directory / WEIGHTS_FILE))
+    tied = shape_of(params).tied
+    tensors = {name: t.detach().to("cpu").contiguous() for name, t in state_dict.items()
+               if not (tied and name == TIED_KEY)}
+    save_file(tensors, str(directory / WEIGHTS_FILE))
     (directory / SHAPE_FILE).write_text(json.dumps(shape_params(params), indent=2) + "\n", encoding="utf-8")
     return directory
 
@@ -75,11 +87,16 @@ def checkpoint_problems(directory: str | Path, params: dict[str, Any]) -> list[s
 
 def load_checkpoint(directory: str | Path, params: dict[str, Any]) -> nn.Module:
     """The model of a checkpoint directory, checked against the params' shape; on the CPU, in fp32."""
-    from safetensors.torch import load_model
+    from safetensors.torch import load_file
 
     problems = checkpoint_problems(directory, params)
     if problems:
         raise ValueError("; ".join(problems))
     model = build_model(params)
-    load_model(model, str(Path(directory) / WEIGHTS_FILE))
+    path = Path(directory) / WEIGHTS_FILE
+    missing, unexpected = model.load_state_dict(load_file(str(path)), strict=False)
+    missing = [name for name in missing if not (shape_of(params).tied and name == TIED_KEY)]
+    if missing or unexpected:
+        raise ValueError(f"{path}: not a state dict of this shape ({shape_params(params)}); missing "
+                         f"{missing[:5]}, unexpected {unexpected[:5]}")
     return model

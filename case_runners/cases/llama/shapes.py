@@ -80,6 +80,6 @@ def plan_problems(params: dict[str, Any]) -> list[str]:
     shape = shape_of(params)
     seq_len = int(params["seq_len"])
     if seq_len > shape.max_positions:
-        return [f"key 'seq_len' is {seq_len}, longer than model '{params['model']}''s context "
+        return [f"key 'seq_len' is {seq_len}, longer than the context of model '{params['model']}' "
                 f"({shape.max_positions} positions); allowed: 1..{shape.max_positions}"]
     return []
