@@ -395,8 +395,9 @@ def render_per_node_text(summary: RunSummary) -> list[str]:
         if case.nnodes > 1 and case.per_node:
             nodes = "  ".join([*(f"node{n.node_rank} {n.host}: {_fmt(n.stats['p_train'])}" for n in case.per_node),
                                *(f"node{rank}: {ELSEWHERE}" for rank in _nodes_elsewhere(case))])
-            lines.append(f"  {_label(case)} ({case_unit(case)})  {nodes}")
-    return ["", "per node (p_train; sum of the node's ranks):", *lines] if lines else []
+            unit = "" if case_unit(case) == SAMPLES_PER_S else f" ({case_unit(case)})"
+            lines.append(f"  {_label(case)}{unit}  {nodes}")
+    return ["", f"per node (p_train, {SAMPLES_PER_S}; sum of the node's ranks):", *lines] if lines else []
 
 
 def render_scaling_text(summary: RunSummary) -> list[str]:

@@ -106,8 +106,9 @@ class LlamaCase(TrainingCase):
         return llama_model.decoder_layers(model)
 
     def enable_activation_checkpointing(self, model: nn.Module) -> None:
-        """Recompute each decoder layer's activations in the backward pass (non-reentrant: works under FSDP2)."""
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        """Recompute each decoder layer's activations in the backward pass (transformers' activation checkpointing,
+        formerly gradient_checkpointing_enable; non-reentrant: works under FSDP2)."""
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
 
     def save_checkpoint(self, state_dict: dict[str, torch.Tensor], directory: Path) -> None:
         """model.safetensors + model.json (model.py's checkpoint directory) from the full CPU state dict."""

@@ -1,0 +1,61 @@
+"""ansible-playbook run_case.yml on localhost with the llama case on the Python standard library's source (prepared
+here with prepare-text, BPE of 4096 ids): the tiny model reaches its target on one rank, and two ranks (DDP) train
+a bounded number of steps; throughputs in tokens/s."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from playbook_run import REPO, run_playbook
+
+STEPS_1X2 = 6
+
+
+@pytest.fixture(scope="module")
+def stdlib_tokens(tmp_path_factory) -> Path:
+    """The case's standard data: the stdlib source as BPE token files (as the case README prepares it)."""
+    out = tmp_path_factory.mktemp("stdlib") / "stdlib-bpe"
+    subprocess.run([sys.executable, "-m", "case_runners", "prepare-text", sysconfig.get_paths()["stdlib"], str(out)],
+                   cwd=REPO, check=True, capture_output=True, text=True)
+    return out
+
+
+def run_llama(results: Path, run_id: str, selection: dict):
+    extra = {"perfplay_results_dir": str(results), "perfplay_run_id": run_id, "perfplay_cases": [selection]}
+    return run_playbook(REPO, "run_case.yml", "-e", json.dumps(extra), timeout=3600)
+
+
+def round_record(results: Path, run_id: str, case_id: str) -> dict:
+    return json.loads((results / run_id / case_id / "round1" / "result.json").read_text())
+
+
+def test_tiny_llama_reaches_its_target_on_one_rank(stdlib_tokens: Path, results_dir: Path):
+    run = run_llama(results_dir, "llama_target", {"case": "llama", "data_dir": str(stdlib_tokens)})
+    assert run.rc == 0, run.output[-5000:]
+    record = round_record(results_dir, "llama_target", "llama_CPUx1x1")
+    metrics = record["metrics"]
+    assert record["status"] == "success" and metrics["stop_reason"] == "target_reached", metrics
+    assert metrics["final_metric"] <= metrics["target"]
+    assert record["throughput"]["unit"] == "tokens/s" and record["mfu"]["convention"].startswith("PaLM")
+    assert "training (throughput in tokens/s)" in run.output
+    log = (results_dir / "llama_target" / "llama_CPUx1x1" / "round1" / "localhost_noderank0" / "rank0.out.log")
+    assert f"target: held-out loss <= {metrics['target']}" in log.read_text()
+
+
+def test_two_ranks_train_a_bounded_number_of_steps(stdlib_tokens: Path, results_dir: Path):
+    selection = {"case": "llama", "nproc": 2, "data_dir": str(stdlib_tokens),
+                 "overrides": {"max_steps": STEPS_1X2, "eval_every_steps": 0}}
+    run = run_llama(results_dir, "llama_1x2", selection)
+    assert run.rc == 0, run.output[-5000:]
+    record = round_record(results_dir, "llama_1x2", "llama_CPUx1x2")
+    metrics = record["metrics"]
+    assert record["status"] == "not_converged" and metrics["stop_reason"] == "max_steps"
+    assert metrics["steps"] == STEPS_1X2
+    assert metrics["samples"] == STEPS_1X2 * 2 * 8 * 256  # tokens: 2 ranks x 8 sequences of 256
+    assert record["throughput"]["unit"] == "tokens/s" and len(record["per_rank"]) == 2

@@ -1,0 +1,182 @@
+"""The llama training case: its FLOPs against LlamaForCausalLM's own count, the plan's errors (through make_plan, as
+a user meets them), the data check naming the file, a short real run's record (tokens/s, MFU's convention), and
+the case's trainer hooks (FSDP units, activation checkpointing, the checkpoint round trip)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from case_runners.cases import llama as llama_hooks
+from case_runners.cases.llama import shapes
+from case_runners.cases.llama.case import TARGET_METRIC, build_case, case_target
+from case_runners.cases.llama.model import load_checkpoint, llama_config
+from case_runners.cases.llama.prepare import prepare_text
+from case_runners.data_check import check_data
+from case_runners.driver.events import EventLogger
+from case_runners.plan.run_plan import make_plan
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.training.case_api import RunContext
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG_FILE = "case_runners/cases/llama/config.yaml"
+SMALL = {"model": "tiny", "vocab_size": 0, "seq_len": 32, "batch_size": 4, "eval_batch_size": 8, "eval_samples": 6,
+         "synthetic_samples": 16, "seed": 5, "synthetic": True, "num_workers": 0, "lr": 1e-3, "weight_decay": 0.1,
+         "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1e-8, "max_grad_norm": 1.0, "warmup_steps": 2,
+         "max_steps": 4}
+
+
+def plan(overrides: dict | None = None, data_dir: str | None = None, nproc: int = 1) -> dict:
+    case = {"case": "llama", "nproc": nproc, "overrides": overrides or {}, **({"data_dir": data_dir} if data_dir
+                                                                           else {})}
+    return make_plan({"vendor": "cpu", "cases": [case]}, check=True)
+
+
+def resolved(overrides: dict | None = None, data_dir: str | None = None) -> ResolvedConfig:
+    result = plan(overrides, data_dir)
+    assert result["ok"], result["errors"]
+    return ResolvedConfig.from_json(result["cases"][0], "plan")
+
+
+def meta_model(params: dict):
+    from transformers import LlamaForCausalLM
+
+    with torch.device("meta"):
+        return LlamaForCausalLM(llama_config(params))
+
+
+@pytest.mark.parametrize("name", ["tiny", "1b"])
+def test_flops_count_the_models_own_weights(name):
+    """N (the matmul weights) is every nn.Linear's weight of LlamaForCausalLM, the parameter count its own; the
+    attention term is 12·L·D·T."""
+    params = {"model": name, "vocab_size": 0}
+    shape, model = shapes.shape_of(params), meta_model(params)
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    assert shapes.matmul_weights(shape) == linear
+    assert shapes.parameters(shape) == sum(p.numel() for p in model.parameters())
+    if name == "1b":
+        assert shapes.parameters(shape) == 1_235_814_400  # Llama 3.2 1B
+    seq_len = 2048
+    attention = shapes.flops_per_token(shape, seq_len) - 6 * linear
+    assert attention == 12 * shape.layers * shape.hidden * seq_len
+    assert llama_hooks.flops_per_sample({**params, "seq_len": seq_len}) == shapes.flops_per_token(shape, seq_len)
+
+
+def test_the_plan_uses_the_cases_flops_and_states_the_convention():
+    config = resolved({"seq_len": 128})
+    assert config.flops_per_sample == shapes.flops_per_token(shapes.SHAPES["tiny"], 128)
+    assert config.flops_convention == shapes.CONVENTION and config.flops_convention.startswith("PaLM")
+    assert config.sample == "token" and config.throughput_unit == "tokens/s"
+    assert config.target.metric == TARGET_METRIC and config.target.value == case_target()
+
+
+def test_plan_errors_name_the_key_and_the_file():
+    long = plan({"seq_len": 2048})
+    assert not long["ok"]
+    text = " ".join(long["errors"])
+    assert "run overrides" in text and "key 'seq_len' is 2048" in text and "model 'tiny'" in text
+    assert "allowed: 1..1024" in text
+    unknown = plan({"model": "13b"})
+    assert not unknown["ok"]
+    text = " ".join(unknown["errors"])
+    assert "key 'model'" in text and "13b" in text and all(name in text for name in ("tiny", "1b", "7b"))
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """prepare-text's bytes token files of a small generated text tree (vocab 257)."""
+    src = tmp_path_factory.mktemp("text")
+    for i in range(8):
+        (src / f"doc{i}.py").write_text("".join(f"def f{i}_{k}(x):\n    return x * {k} + {i}\n" for k in range(40)))
+    out = tmp_path_factory.mktemp("tokens") / "data"
+    prepare_text(src, out, "bytes", held_out=0.25, log=lambda line: None)
+    return out
+
+
+def test_the_data_check_names_the_file(data_dir: Path, tmp_path: Path):
+    config = resolved({"seq_len": 64}, str(data_dir))
+    assert check_data(config) == []  # 257 ids under the tiny shape's 4096
+    small = resolved({"seq_len": 64, "vocab_size": 200}, str(data_dir))
+    problems = check_data(small)
+    assert problems and all("vocab_size 257 is larger than the model's vocab_size 200" in p for p in problems)
+    assert f"{data_dir / 'train.json'}" in problems[0]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("train.bin", "train.json", "val.bin", "val.json"):
+        (broken / name).write_bytes((data_dir / name).read_bytes())
+    (broken / "val.bin").write_bytes((data_dir / "val.bin").read_bytes()[:-2])
+    problems = check_data(resolved({"seq_len": 64}, str(broken)))
+    assert len(problems) == 1 and problems[0].startswith(f"{broken / 'val.bin'}: ")
+    assert "but its header val.json says" in problems[0]
+
+
+def test_a_short_run_records_tokens_per_second_and_the_flops_convention(data_dir: Path, tmp_path: Path):
+    results = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "case_runners", "run", "llama", "--data-dir", str(data_dir), "--results-dir",
+         str(results), "--no-monitors", "--set", "seq_len=32", "--set", "batch_size=4", "--set", "max_steps=3",
+         "--set", "eval_every_steps=0", "--set", "eval_samples=4", "--set", "warmup_steps=1"],
+        cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode in (0, 1), done.stderr  # a run short of its target is a valid not_converged result
+    record = json.loads(next(results.glob("run*/llama_CPUx1x1/round1/result.json")).read_text())
+    metrics = record["metrics"]
+    assert record["status"] == "not_converged" and metrics["metric"] == TARGET_METRIC
+    assert metrics["samples"] == 3 * 4 * 32  # tokens
+    assert record["throughput"]["unit"] == "tokens/s" and record["throughput"]["total"] > 0
+    assert record["mfu"]["convention"] == shapes.CONVENTION
+    assert record["mfu"]["flops_per_sample"] == shapes.flops_per_token(shapes.SHAPES["tiny"], 32)
+    assert "training (throughput in tokens/s)" in done.stdout
+    node = next(results.glob("run*/llama_CPUx1x1/round1/*_noderank0"))
+    evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
+    assert evaluated["unigram_entropy"] > 0 and evaluated["perplexity"] > 1
+    log = (node / "rank0.out.log").read_text()
+    assert f"nats/token (a model knowing only token frequencies); target: held-out loss <= {case_target()}" in log
+
+
+def context(tmp_path: Path) -> RunContext:
+    return RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"), data_dir=None,
+                      log=EventLogger(tmp_path, 0, 10, stream=None))
+
+
+def test_the_cases_steps_on_synthetic_tokens(tmp_path: Path):
+    """A sample is a token; the loss starts near ln(vocab) and the held-out entropy of uniform ids is ln(vocab)."""
+    torch.manual_seed(0)
+    case = build_case(dict(SMALL), context(tmp_path))
+    model = case.build_model()
+    train, held_out = case.build_data()
+    optimizer, scheduler = case.build_optimizer(model)
+    decayed, plain = optimizer.param_groups
+    assert all(p.ndim >= 2 for p in decayed["params"]) and all(p.ndim < 2 for p in plain["params"])
+    assert plain["weight_decay"] == 0.0 and optimizer.defaults["betas"] == (0.9, 0.95)
+    loss, tokens = case.train_step(model, next(iter(train)))
+    assert tokens == 4 * 32 and abs(loss.item() - torch.log(torch.tensor(4096.0)).item()) < 1.0
+    with torch.no_grad():
+        metrics = case.evaluate(model.eval(), held_out)
+    assert metrics["unigram_entropy"] == pytest.approx(torch.log(torch.tensor(4096.0)).item())
+    assert metrics["perplexity"] == pytest.approx(torch.exp(torch.tensor(metrics[TARGET_METRIC])).item(), rel=1e-6)
+
+
+def test_the_trainer_hooks_units_checkpointing_and_checkpoint(tmp_path: Path):
+    case = build_case(dict(SMALL), context(tmp_path))
+    model = case.build_model()
+    assert case.shard_units(model) == list(model.model.layers) and len(case.shard_units(model)) == 4
+    case.enable_activation_checkpointing(model)
+    assert model.is_activation_checkpointing
+    model.train()
+    ids = torch.randint(0, 4096, (2, 16))
+    loss, _ = case.train_step(model, (ids, ids))
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
+    state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+    case.save_checkpoint(state, tmp_path / "checkpoint")
+    loaded = load_checkpoint(tmp_path / "checkpoint", SMALL)
+    assert loaded.lm_head.weight is loaded.model.embed_tokens.weight or \
+        loaded.lm_head.weight.data_ptr() == loaded.model.embed_tokens.weight.data_ptr()
+    fresh = loaded.state_dict()
+    assert fresh.keys() == state.keys()
+    assert all(torch.equal(fresh[name], state[name]) for name in state)
