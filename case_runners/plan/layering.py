@@ -203,7 +203,8 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         sources=[base_file, vendor_shown] + ([overrides_file] if sel.overrides else []), provenance=provenance,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
         flops_per_sample=None if changed else flops,
-        flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT), sample=ABSENT if base["sample"] == SAMPLE else base["sample"],
+        flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT),
+        sample=ABSENT if base["sample"] == SAMPLE else base["sample"],
         flops_note=f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
         vendor_info=VendorInfo(**vendor_info(vendor, hardware)))
     return config, []

@@ -203,7 +203,7 @@ def _summary_case(entry: _Case) -> SummaryCase:
         case_id=first.case_id, case=first.case, task=first.task, vendor=first.vendor, hardware=first.hardware,
         nnodes=first.nnodes, nproc=first.nproc, framework=first.framework, metric=first.metrics.get("metric"),
         target=first.metrics.get("target"), standard=entry.standard, non_standard=sorted(entry.non_standard),
-        rounds=entry.rounds, **({} if unit == SAMPLES_PER_S else {"unit": unit}),
+        rounds=entry.rounds, unit=ABSENT if unit == SAMPLES_PER_S else unit,
         **({"memory_total_bytes": entry.memory_total_bytes, "mfu_basis": entry.mfu_basis} if inference else own),
         stats={**{key: Stat.of(v) for key, v in entry.values.items()}, "mfu": Stat.of(entry.mfu)},
         per_node=[SummaryNode(node_rank=rank, host="/".join(node["hosts"]), ranks=max(node["ranks"]),

@@ -15,7 +15,7 @@ import torch
 from case_runners.cases import llama as llama_hooks
 from case_runners.cases.llama import shapes
 from case_runners.cases.llama.case import TARGET_METRIC, build_case, case_target
-from case_runners.cases.llama.model import load_checkpoint, llama_config
+from case_runners.cases.llama.model import llama_config, load_checkpoint
 from case_runners.cases.llama.prepare import prepare_text
 from case_runners.data_check import check_data
 from case_runners.driver.events import EventLogger

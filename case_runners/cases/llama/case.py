@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -22,6 +22,9 @@ from case_runners.cases.llama.shapes import shape_of
 from case_runners.config.yaml_io import load_mapping
 from case_runners.training import dist
 from case_runners.training.case_api import RunContext, TrainingCase, warmup_schedule
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 TARGET_METRIC = "held_out_loss"
 
@@ -108,7 +111,8 @@ class LlamaCase(TrainingCase):
     def enable_activation_checkpointing(self, model: nn.Module) -> None:
         """Recompute each decoder layer's activations in the backward pass (transformers' activation checkpointing,
         formerly gradient_checkpointing_enable; non-reentrant: works under FSDP2)."""
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        cast("PreTrainedModel", model).activation_checkpointing_enable(
+            activation_checkpointing_kwargs={"use_reentrant": False})
 
     def save_checkpoint(self, state_dict: dict[str, torch.Tensor], directory: Path) -> None:
         """model.safetensors + model.json (model.py's checkpoint directory) from the full CPU state dict."""
