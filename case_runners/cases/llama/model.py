@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from case_runners.cases.llama.shapes import shape_of
 
 if TYPE_CHECKING:  # torch is imported where a model is built: the preflight checks a checkpoint without it
     from torch import nn
+    from transformers import LlamaForCausalLM
 
 WEIGHTS_FILE = "model.safetensors"
 SHAPE_FILE = "model.json"
@@ -22,10 +23,12 @@ def llama_config(params: dict[str, Any]):
     from transformers import LlamaConfig
 
     shape = shape_of(params)
+    # attn_implementation is a PretrainedConfig keyword its typed signature leaves out.
     return LlamaConfig(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
                        num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
                        num_key_value_heads=shape.kv_heads, max_position_embeddings=shape.max_positions,
-                       rope_theta=shape.rope_theta, tie_word_embeddings=shape.tied, attn_implementation="sdpa",
+                       rope_parameters={"rope_type": "default", "rope_theta": shape.rope_theta},
+                       tie_word_embeddings=shape.tied, attn_implementation="sdpa",  # type: ignore[call-arg]
                        use_cache=False)
 
 
@@ -38,7 +41,7 @@ def build_model(params: dict[str, Any]) -> nn.Module:
 
 def decoder_layers(model: nn.Module) -> list[nn.Module]:
     """The model's decoder layers: FSDP's units and activation checkpointing's."""
-    return list(model.model.layers)
+    return list(cast("LlamaForCausalLM", model).model.layers)
 
 
 def shape_params(params: dict[str, Any]) -> dict[str, Any]:
