@@ -52,9 +52,12 @@ class LlamaCase(TrainingCase):
         p, ctx = self.p, self.ctx
         seq_len = int(p["seq_len"])
         train, held_out = build_datasets(ctx.data_dir, p)
-        evaluated = min(len(held_out), int(p["eval_samples"]))  # the first ones, the same every round
+        # The first ones, the same every round; a multiple of the ranks, so that every rank runs as many forwards
+        # (under FSDP each forward is a collective of all ranks).
+        evaluated = min(len(held_out), int(p["eval_samples"])) // ctx.world_size * ctx.world_size
         if evaluated == 0:
-            raise ValueError(f"the held-out split has no sequence of seq_len {seq_len} + 1 tokens")
+            raise ValueError(f"the held-out split has fewer sequences of seq_len {seq_len} + 1 tokens "
+                             f"({len(held_out)}) than ranks ({ctx.world_size})")
         held_out = Subset(held_out, range(evaluated))
         tokens = held_out.dataset.tokens[1:evaluated * seq_len + 1]  # the labels evaluated
         self.entropy = math.log(int(p["vocab_size"])) if p.get("synthetic") else unigram_entropy(tokens)
@@ -111,8 +114,11 @@ class LlamaCase(TrainingCase):
     def enable_activation_checkpointing(self, model: nn.Module) -> None:
         """Recompute each decoder layer's activations in the backward pass (transformers' activation checkpointing,
         formerly gradient_checkpointing_enable; non-reentrant: works under FSDP2)."""
-        cast("PreTrainedModel", model).activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
+        pretrained = cast("PreTrainedModel", model)
+        if hasattr(pretrained, "activation_checkpointing_enable"):
+            pretrained.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:  # transformers before the rename
+            pretrained.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
     def save_checkpoint(self, state_dict: dict[str, torch.Tensor], directory: Path) -> None:
         """model.safetensors + model.json (model.py's checkpoint directory) from the full CPU state dict."""
