@@ -1,6 +1,6 @@
 """ansible-playbook run_case.yml on localhost with the llama case on the Python standard library's source (prepared
-here with prepare-text, BPE of 4096 ids): the tiny model reaches its target on one rank, and two ranks (DDP) train
-a bounded number of steps; throughputs in tokens/s."""
+here with prepare-text, BPE of 4096 ids): the tiny model reaches its target on one rank and the generate task runs on
+the model it saved; two ranks (DDP) train a bounded number of steps; throughputs in tokens/s."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.paths import CHECKPOINT_DIR
 from playbook_run import REPO, run_playbook
 
 STEPS_1X2 = 6
@@ -26,8 +27,8 @@ def stdlib_tokens(tmp_path_factory) -> Path:
     return out
 
 
-def run_llama(results: Path, run_id: str, selection: dict):
-    extra = {"perfplay_results_dir": str(results), "perfplay_run_id": run_id, "perfplay_cases": [selection]}
+def run_llama(results: Path, run_id: str, *selections: dict):
+    extra = {"perfplay_results_dir": str(results), "perfplay_run_id": run_id, "perfplay_cases": list(selections)}
     return run_playbook(REPO, "run_case.yml", "-e", json.dumps(extra), timeout=3600)
 
 
@@ -35,8 +36,11 @@ def round_record(results: Path, run_id: str, case_id: str) -> dict:
     return json.loads((results / run_id / case_id / "round1" / "result.json").read_text())
 
 
-def test_tiny_llama_reaches_its_target_on_one_rank(stdlib_tokens: Path, results_dir: Path):
-    run = run_llama(results_dir, "llama_target", {"case": "llama", "data_dir": str(stdlib_tokens)})
+def test_tiny_llama_reaches_its_target_and_generates_on_it(stdlib_tokens: Path, results_dir: Path):
+    run = run_llama(results_dir, "llama_target",
+                    {"case": "llama", "data_dir": str(stdlib_tokens), "overrides": {"save_checkpoint": True}},
+                    {"case": "llama", "task": "generate", "data_dir": str(stdlib_tokens),
+                     "overrides": {"checkpoint": "trained"}})
     assert run.rc == 0, run.output[-5000:]
     record = round_record(results_dir, "llama_target", "llama_CPUx1x1")
     metrics = record["metrics"]
@@ -46,6 +50,11 @@ def test_tiny_llama_reaches_its_target_on_one_rank(stdlib_tokens: Path, results_
     assert "training (throughput in tokens/s)" in run.output
     log = (results_dir / "llama_target" / "llama_CPUx1x1" / "round1" / "localhost_noderank0" / "rank0.out.log")
     assert f"target: held-out loss <= {metrics['target']}" in log.read_text()
+    generate = round_record(results_dir, "llama_target", "llama_generate_CPUx1x1")
+    weights = generate["metrics"]["checkpoint"]
+    assert generate["status"] == "success" and weights.endswith(f"llama_CPUx1x1/{CHECKPOINT_DIR}"), generate["metrics"]
+    assert generate["metrics"]["tokens_per_s"] > 0 and generate["metrics"]["ttft_ms"] > 0
+    assert "generate (greedy decoding with a KV cache" in run.output
 
 
 def test_two_ranks_train_a_bounded_number_of_steps(stdlib_tokens: Path, results_dir: Path):
