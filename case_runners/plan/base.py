@@ -28,18 +28,15 @@ from case_runners.config.benchmarks import (
     PAIR,
     supported_precisions,
 )
-from case_runners.config.constraints import declare_params
-from case_runners.config.resolved import BASE, DEFAULT_TIMEOUT_S
-from case_runners.config.selection import BOUNDS, Selection
-from case_runners.config.standard import standard_fields
+from case_runners.config.resolved import BASE
+from case_runners.config.selection import Selection
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import RUN_VARS_FILE, ConfigError
 from case_runners.paths import display_path
-from case_runners.plan.layering import apply_layer, choose_hardware
-from case_runners.records.resolved import ResolvedConfig, VendorInfo
-from case_runners.records.schema import ABSENT
+from case_runners.plan.flat import flat_config, flat_params, selection_problems
+from case_runners.plan.layering import choose_hardware
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendor_files import BASE_FILE, vendor_dir
-from case_runners.vendors import vendor_info
 
 BENCHMARKS_DIR = ("case_runners", "base", "benchmarks")
 # A benchmark's package, torch-free: footprint(params, world_size) -> [(what, bytes)], the device memory its params
@@ -91,10 +88,7 @@ def resolve_base_selection(sel: Selection, vendor: dict[str, Any], root: Path,
                                   file=RUN_VARS_FILE, allowed=BENCHMARKS)]
     spec = BENCHMARKS[sel.case]
     errors = [e for e in [choose_hardware(sel, vendor, root)] if e]
-    if sel.framework != "pytorch":
-        errors.append(ConfigError(f"unknown framework '{sel.framework_key}': the base benchmarks are written for "
-                                  "pytorch", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
-                                  allowed=["pytorch", "pytorch_<version>"]))
+    errors += selection_problems(sel, "the base benchmarks are", sel.case if spec.ranks == ONE else None)
     world = sel.nnodes * sel.nproc
     if spec.ranks == COLLECTIVE and world < 2:
         errors.append(ConfigError(f"{sel.case} is a collective: it needs at least 2 ranks (nnodes x nproc), got "
@@ -102,46 +96,23 @@ def resolve_base_selection(sel: Selection, vendor: dict[str, Any], root: Path,
     if spec.ranks == PAIR and world != 2:
         errors.append(ConfigError(f"{sel.case} runs between two ranks (nnodes x nproc = 2: 1x2 within a node, 2x1 "
                                   f"across nodes), got {world}", key=f"{sel.source}.nproc", file=RUN_VARS_FILE))
-    if spec.ranks == ONE and sel.nnodes != 1:
-        errors.append(ConfigError(f"{sel.case} measures each device on its own: run it on one node (nproc: the "
-                                  f"devices to measure at once), got nnodes {sel.nnodes}", key=f"{sel.source}.nnodes",
-                                  file=RUN_VARS_FILE, allowed=[1]))
-    config_path = benchmark_config_path(root, sel.case)
-    base_file = display_path(config_path, root)
-    try:
-        base = load_mapping(config_path, root)
-        defaults, constraints = declare_params(base.get("params") or {}, file=base_file, prefix="params.")
-        timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
-            base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
-        vendor_data, vendor_shown = vendor_base(root, vendor["name"])
-    except ConfigError as exc:
-        return None, [*errors, exc]
-    if errors:
+
+    def vendor_layer() -> tuple[dict[str, Any], str, str]:
+        data, shown = vendor_base(root, vendor["name"])
+        return (data.get("params") or {}).get(sel.case) or {}, f"{shown} (params.{sel.case})", shown
+
+    flat = flat_params(sel, benchmark_config_path(root, sel.case), root, default_timeout_s, vendor_layer, errors)
+    if flat is None:
         return None, errors
-    params, provenance = dict(defaults), {key: base_file for key in defaults}
-    names = list(params)
-    vendor_params = (vendor_data.get("params") or {}).get(sel.case) or {}
-    apply_layer(params, provenance, vendor_params, constraints=constraints, allowed=names, run_only=[],
-                file=f"{vendor_shown} (params.{sel.case})", errors=errors)
-    overrides_file = f"run overrides ({sel.source}.overrides)"
-    apply_layer(params, provenance, sel.overrides, constraints=constraints, allowed=names, run_only=[],
-                file=overrides_file, errors=errors)
     hardware = str(sel.hardware)
-    spec_hw = vendor["hardware"][hardware]
     vendor_file = display_path(Path(vendor["dir"]) / "vendor.yaml", root)
     if not errors:
-        errors += _device_errors(sel, params, provenance, spec_hw, hardware, vendor_file, world)
+        errors += _device_errors(sel, flat.params, flat.provenance, vendor["hardware"][hardware], hardware,
+                                 vendor_file, world)
     if errors:
         return None, errors
-    sources = [base_file, *([vendor_shown] if vendor_params else []), *([overrides_file] if sel.overrides else [])]
-    return ResolvedConfig(
-        task=BASE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
-        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
-        nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
-        sources=sources, provenance=provenance, **standard_fields([]), params=params, target=None,
-        flops_per_sample=None, flops_convention=FLOP_CONVENTION,
-        flops_note="a base benchmark: each measurement has its own figure and fraction of peak",
-        vendor_info=VendorInfo(**vendor_info(vendor, hardware))), []
+    return flat_config(sel, vendor, BASE, flat, FLOP_CONVENTION,
+                       "a base benchmark: each measurement has its own figure and fraction of peak"), []
 
 
 def _device_errors(sel: Selection, params: dict[str, Any], provenance: dict[str, str], hardware: dict[str, Any],

@@ -13,19 +13,16 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.constraints import declare_params
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S, GENERATE, TRAINING
-from case_runners.config.selection import BOUNDS, Selection
-from case_runners.config.standard import standard_fields
+from case_runners.config.resolved import GENERATE, TRAINING
+from case_runners.config.selection import Selection
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import RUN_VARS_FILE, ConfigError
 from case_runners.generate import CASE_MODULE, RANDOM, TRAINED
 from case_runners.paths import display_path
-from case_runners.plan.layering import apply_layer, choose_hardware
-from case_runners.records.resolved import ResolvedConfig, VendorInfo
-from case_runners.records.schema import ABSENT
+from case_runners.plan.flat import flat_config, flat_params, selection_problems
+from case_runners.plan.layering import choose_hardware
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendor_files import GENERATE_FILE, vendor_case_dir
-from case_runners.vendors import vendor_info
 
 GENERATE_DIR = "generate"  # case_runners/cases/<case>/generate/: config.yaml and the case's generate modules
 SAVE_PARAM = "save_checkpoint"  # the training param that makes a training case save its checkpoint
@@ -66,33 +63,17 @@ def resolve_generate_selection(sel: Selection, vendor: dict[str, Any], root: Pat
                                   f"{sel.case}/{GENERATE_DIR}/config.yaml)", key=f"{sel.source}.case",
                                   file=RUN_VARS_FILE, allowed=offered)]
     errors = [e for e in [choose_hardware(sel, vendor, root)] if e]
-    if sel.framework != "pytorch":
-        errors.append(ConfigError(f"unknown framework '{sel.framework_key}': the generate task is written for "
-                                  "pytorch", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
-                                  allowed=["pytorch", "pytorch_<version>"]))
-    if sel.nnodes != 1:
-        errors.append(ConfigError(f"generate measures each device on its own: run it on one node (nproc: the "
-                                  f"devices to measure at once), got nnodes {sel.nnodes}", key=f"{sel.source}.nnodes",
-                                  file=RUN_VARS_FILE, allowed=[1]))
+    errors += selection_problems(sel, "the generate task is", "generate")
+
+    def vendor_layer() -> tuple[dict[str, Any], str, str]:
+        params, shown = vendor_generate(root, vendor["name"], sel.case)
+        return params, shown, shown
+
     config_path = root / "case_runners" / "cases" / sel.case / GENERATE_DIR / "config.yaml"
-    base_file = display_path(config_path, root)
-    try:
-        base = load_mapping(config_path, root)
-        defaults, constraints = declare_params(base.get("params") or {}, file=base_file, prefix="params.")
-        timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
-            base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
-        vendor_params, vendor_shown = vendor_generate(root, vendor["name"], sel.case)
-    except ConfigError as exc:
-        return None, [*errors, exc]
-    if errors:
+    flat = flat_params(sel, config_path, root, default_timeout_s, vendor_layer, errors)
+    if flat is None:
         return None, errors
-    params, provenance = dict(defaults), {key: base_file for key in defaults}
-    names = list(params)
-    apply_layer(params, provenance, vendor_params, constraints=constraints, allowed=names, run_only=[],
-                file=vendor_shown, errors=errors)
-    overrides_file = f"run overrides ({sel.source}.overrides)"
-    apply_layer(params, provenance, sel.overrides, constraints=constraints, allowed=names, run_only=[],
-                file=overrides_file, errors=errors)
+    params, provenance = flat.params, flat.provenance
     if not errors:
         module = importlib.import_module(CASE_MODULE.format(case=sel.case))
         errors += [ConfigError(message, key=param, file=provenance[param])
@@ -104,15 +85,7 @@ def resolve_generate_selection(sel: Selection, vendor: dict[str, Any], root: Pat
                                       "data_dir or an absolute path", key="checkpoint", file=provenance["checkpoint"]))
     if errors:
         return None, errors
-    hardware = str(sel.hardware)
-    sources = [base_file, *([vendor_shown] if vendor_params else []), *([overrides_file] if sel.overrides else [])]
-    return ResolvedConfig(
-        task=GENERATE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
-        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
-        nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
-        sources=sources, provenance=provenance, **standard_fields([]), params=params, target=None,
-        flops_per_sample=None, flops_convention=CONVENTION, flops_note="generate: latencies and tokens/s, no MFU",
-        vendor_info=VendorInfo(**vendor_info(vendor, hardware))), []
+    return flat_config(sel, vendor, GENERATE, flat, CONVENTION, "generate: latencies and tokens/s, no MFU"), []
 
 
 def trained_checkpoints(cases: list[ResolvedConfig]) -> list[ConfigError]:
