@@ -10,7 +10,6 @@ the key and the file it came from.
 from __future__ import annotations
 
 import importlib
-import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -109,22 +108,20 @@ def apply_layer(params: dict[str, Any], provenance: dict[str, str], layer: dict[
                 errors.append(exc)
 
 
-_PROBLEM_KEY = re.compile(r"key '([^']+)'")  # how a case's plan_problems names its key
 
 
 def case_hooks(case: str) -> ModuleType:
     """The case's package (stdlib only): its optional plan hooks flops_per_sample(params), FLOPS_CONVENTION and
-    plan_problems(params). Found by name, as the trainer finds a case's build_case."""
+    plan_problems(params) -> [(param, message)]. Found by name, as the trainer finds a case's build_case."""
     return importlib.import_module(f"case_runners.cases.{case}")
 
 
 def hook_problems(hooks: ModuleType, params: dict[str, Any], provenance: dict[str, str],
                   base_file: str) -> list[ConfigError]:
-    """The case's plan_problems of resolved params, each naming the file that set the key it names."""
+    """The case's plan_problems of resolved params, (param, message) each, named with the file that set the param."""
     errors = []
-    for problem in getattr(hooks, "plan_problems", lambda _: [])(params):
-        match = _PROBLEM_KEY.search(problem)
-        errors.append(ConfigError(problem, file=provenance.get(match[1], base_file) if match else base_file))
+    for param, message in getattr(hooks, "plan_problems", lambda _: [])(params):
+        errors.append(ConfigError(message, file=provenance.get(param, base_file)))
     return errors
 
 

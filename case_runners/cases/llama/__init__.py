@@ -19,6 +19,6 @@ def flops_per_sample(params: dict[str, Any]) -> float:
     return shapes.flops_per_token(shapes.shape_of(params), int(params["seq_len"]))
 
 
-def plan_problems(params: dict[str, Any]) -> list[str]:
-    """Each problem names its key as "key 'NAME'" (the plan names the file that set it)."""
+def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(param, message) for each problem (the plan names the file that set the param)."""
     return shapes.plan_problems(params)

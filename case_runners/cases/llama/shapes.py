@@ -75,11 +75,11 @@ def flops_per_token(shape: Shape, seq_len: int) -> float:
     return 6.0 * matmul_weights(shape) + 12.0 * shape.layers * shape.heads * shape.head_dim * seq_len
 
 
-def plan_problems(params: dict[str, Any]) -> list[str]:
-    """What the params ask that the shape cannot hold: a sequence longer than its context."""
+def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(param, message) for what the params ask that the shape cannot hold: a sequence longer than its context."""
     shape = shape_of(params)
     seq_len = int(params["seq_len"])
     if seq_len > shape.max_positions:
-        return [f"key 'seq_len' is {seq_len}, longer than the context of model '{params['model']}' "
-                f"({shape.max_positions} positions); allowed: 1..{shape.max_positions}"]
+        return [("seq_len", f"key 'seq_len' is {seq_len}, longer than the context of model '{params['model']}' "
+                f"({shape.max_positions} positions); allowed: 1..{shape.max_positions}")]
     return []
