@@ -192,6 +192,8 @@ def rank_main(out: str, rank: int) -> None:
     """One of the two ranks: the scenarios, then the scaler check; out/<scenario>/rank<R>.json each."""
     import torch.distributed as dist
 
+    from case_runners.rank.dist import shutdown_distributed
+
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
         for name, overrides in SCENARIOS.items():
@@ -209,7 +211,7 @@ def rank_main(out: str, rank: int) -> None:
             failure = f"{type(exc).__name__}: {exc}"
         (Path(out) / f"save_fails.rank{rank}.json").write_text(json.dumps(failure))
     finally:
-        dist.destroy_process_group()
+        shutdown_distributed()  # the rank runtime's: collects the models' reference cycles first, or exit aborts
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +225,8 @@ def two_ranks(tmp_path_factory) -> Path:
         port = s.getsockname()[1]
     code = (f"import sys; sys.path[:0] = [{str(REPO / 'tests')!r}, {str(REPO / 'tests' / 'unit')!r}]\n"
             f"from test_trainer_fsdp import rank_main; rank_main({str(out)!r}, int(sys.argv[1]))")
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
+           "PYTHONFAULTHANDLER": "1"}
     procs = [subprocess.Popen([sys.executable, "-c", code, str(rank)], env=env, cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for rank in range(2)]
     outputs = communicate_or_kill(procs)
