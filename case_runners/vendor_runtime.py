@@ -11,7 +11,8 @@ applies, through torch's module for the device type (torch.<device>: synchronize
     def peak_memory_bytes(device) -> int | None   peak memory this process allocated on the device
     def reset_peak_memory(device): ...
     def allow_tf32(enabled): ...       TF32 or the chip's equivalent for fp32 matmuls and convolutions, on or off
-    def versions() -> dict             software stack versions, recorded with every rank's result
+    def versions() -> dict             software stack versions, recorded with every rank's result (beside
+                                       torch's and Python's, which perfplay adds)
     def timing_event(device)           a new event timing the device's work: record(), synchronize(),
                                        elapsed_time(end) in ms (torch.cuda.Event's interface); None: no events
     def memory_info(device) -> (free, total) | None    the device's memory, bytes
@@ -28,6 +29,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import platform
 import re
 from pathlib import Path
 from typing import Any
@@ -253,9 +255,10 @@ class VendorRuntime:
         return tensor.pin_memory()
 
     def versions(self) -> dict[str, str]:
+        """torch's and this Python's versions, and the hook's (the vendor's software stack)."""
         import torch
 
-        found: dict[str, str] = {"torch": torch.__version__}
+        found: dict[str, str] = {"torch": torch.__version__, "python": platform.python_version()}
         if "versions" in self.points:
             extra = self._call("versions")
             if not isinstance(extra, dict):

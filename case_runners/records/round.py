@@ -17,6 +17,7 @@ from typing import Any
 
 from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names
+from case_runners.records.environment import Environment
 from case_runners.records.generate import Combination
 from case_runners.records.names import BASE, GENERATE, INFERENCE, NODE_STATUSES, ROUND_STATUSES, TASKS
 from case_runners.records.rank import (
@@ -169,6 +170,8 @@ class RoundRecord(Document):
     task: str = dataclasses.field(metadata=choices(*TASKS))
     adapted: list[str]  # rank 0's adapted trainer points
     versions: dict[str, Any] | None  # rank 0's software stack
+    # The checkout, software, host and devices of the round (records/environment.py); absent: a record from before
+    environment: Environment | Absent = ABSENT
     standard: bool | Absent = ABSENT  # absent (a record from before the flag): standard
     non_standard: list[str] | Absent = ABSENT
     metrics: dict[str, Any]

@@ -40,6 +40,7 @@ from case_runners.records.round import (
     TrainingThroughput,
 )
 from case_runners.records.schema import ABSENT, RecordError
+from case_runners.results.environment import build_environment
 
 FLOPS_CONVENTION = "1 multiply-add = 2 FLOPs; training FLOPs per sample = 3 x forward (forward + backward)"
 NO_NODE_RESULT = f"the node's launcher wrote no {NODE_RESULT}"
@@ -183,6 +184,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
         round=round_no, status=status, reason=reason, task=config.task_name,
         adapted=list(getattr(rank0, "adapted", None) or []),  # trainer points rank 0 ran from the vendor's adapter
         versions=getattr(rank0, "versions", None),  # the software stack of rank 0 (torch, and the vendor hook's)
+        environment=build_environment(getattr(rank0, "versions", None), round_dir / nodes[0].dir if nodes else None,
+                                      config.vendor),
         **config.standard_fields(), metrics=metrics,
         per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks], monitors=monitors,
         params=config.params, **({"nodes_elsewhere": elsewhere} if elsewhere else {}))

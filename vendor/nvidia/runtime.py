@@ -23,19 +23,35 @@ def allow_tf32(enabled: bool) -> None:
     torch.backends.cudnn.allow_tf32 = enabled
 
 
-def versions() -> dict:
-    import torch
+def _cuda_version(number: int) -> str:
+    """NVML's CUDA driver version (1000 x major + 10 x minor: 12040) as CUDA writes it: 12.4."""
+    return f"{number // 1000}.{number % 1000 // 10}"
 
-    found = {"cuda": str(torch.version.cuda), "cudnn": str(torch.backends.cudnn.version())}
+
+def _nvml_versions() -> dict:
+    """The driver's version and the highest CUDA it supports, each "unknown (why)" when NVML cannot tell."""
+    found: dict[str, str] = {}
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        try:
-            driver = pynvml.nvmlSystemGetDriverVersion()
-            found["driver"] = driver.decode() if isinstance(driver, bytes) else str(driver)
-        finally:
-            pynvml.nvmlShutdown()
     except Exception as exc:  # noqa: BLE001 - a version is a nice-to-have, never a failure
-        found["driver"] = f"unknown ({type(exc).__name__})"
+        return {"driver": f"unknown ({type(exc).__name__})", "cuda_driver": f"unknown ({type(exc).__name__})"}
+    try:
+        for key, read in (("driver", pynvml.nvmlSystemGetDriverVersion),
+                          ("cuda_driver", lambda: _cuda_version(pynvml.nvmlSystemGetCudaDriverVersion()))):
+            try:
+                value = read()
+                found[key] = value.decode() if isinstance(value, bytes) else str(value)
+            except Exception as exc:  # noqa: BLE001 - as above
+                found[key] = f"unknown ({type(exc).__name__})"
+    finally:
+        pynvml.nvmlShutdown()
     return found
+
+
+def versions() -> dict:
+    """torch's CUDA and cuDNN, and through NVML the driver and the highest CUDA it supports (cuda_driver)."""
+    import torch
+
+    return {"cuda": str(torch.version.cuda), "cudnn": str(torch.backends.cudnn.version()), **_nvml_versions()}
