@@ -1,0 +1,37 @@
+"""Runs named on a command line: a run directory, or a run id looked up in the history database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from case_runners.errors import PerfplayError
+from case_runners.history.db import default_db, opened, select
+
+
+def run_dirs(refs: list[str], db: Path | None = None) -> list[Path]:
+    """Each ref's run directory, in order: an existing directory as it is, anything else a run id of the history
+    database `db` (default: the checkout's results/perfplay.sqlite). PerfplayError naming a ref that is neither, or
+    a run id that names runs in more than one directory."""
+    found: list[Path] = []
+    ids = [ref for ref in refs if not Path(ref).is_dir()]
+    known: dict[str, list[str]] = {}
+    if ids:
+        db = db or default_db()
+        try:
+            with opened(db, create=False) as conn:
+                for ref in dict.fromkeys(ids):
+                    known[ref] = sorted({row["run_dir"] for row in select(conn, run_id=ref)})
+        except PerfplayError as exc:
+            raise PerfplayError(f"{', '.join(ids)}: not a directory, and the history database cannot say which "
+                                f"run it is: {exc}") from None
+    for ref in refs:
+        if ref not in known:
+            found.append(Path(ref))
+        elif not known[ref]:
+            raise PerfplayError(f"{ref}: neither a directory nor a run id in the history database {db}")
+        elif len(known[ref]) > 1:
+            raise PerfplayError(f"{ref}: the history database {db} has runs of that id in more than one directory "
+                                f"({', '.join(known[ref])}): give the directory")
+        else:
+            found.append(Path(known[ref][0]))
+    return found
