@@ -19,6 +19,7 @@ from typing import Any
 
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import ConfigError
+from case_runners.history.cli import index_into
 from case_runners.host_check import host_check
 from case_runners.netutil import free_port
 from case_runners.paths import project_root
@@ -170,6 +171,7 @@ def run_local(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED if interrupted else 0 if all_succeeded else 1
     summary, _ = write_run_summary(run_dir)
     print(render_table(summary))
+    index_into(run_dir, Path(plan["run_vars"]["history_db"]))
     print(f"results: {run_dir}")
     if isinstance(summary.write_error, str):
         print(f"warning: summary.json and summary.md not written: {summary.write_error}", file=sys.stderr)

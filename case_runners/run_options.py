@@ -80,6 +80,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(("--rdzv-timeout-s",), NODE, "rdzv_timeout_s", f"seconds the nodes have to meet at node 0 (default: "
                                                              f"${RDZV_TIMEOUT_ENV}, else {RDZV_TIMEOUT_S:g})",
               "SECONDS", float),
+    RunOption(("--history-db",), RUN_VAR, "history_db", "the history database the run is indexed into (default: "
+                                                        "perfplay.sqlite in --results-dir)", "PATH"),
     RunOption(("--run-id",), RUN_VAR, "run_id", f"the run and its directory's name ({RUN_ID_RULE}); required with "
                                                 "--nnode > 1, the same on every node", "RUN_ID"),
 )

@@ -56,6 +56,11 @@ options:
   results_dir:
     description: Results root on the controller (run var C(perfplay_results_dir)); default C(<project_dir>/results).
     type: raw
+  history_db:
+    description: The history database the run is indexed into at its end (run var C(perfplay_history_db)); default
+      C(<results_dir>/perfplay.sqlite). Refused when it is a directory, another program's database or a newer
+      perfplay's.
+    type: raw
   run_id:
     description: Name of the run directory (run var C(perfplay_run_id)); default C(run<YYYYmmddHHMMSS>-<hex>).
     type: raw
@@ -263,12 +268,13 @@ run_vars:
   description:
     - The run vars, checked, converted to their types and with their defaults (C(case_runners/plan/run_vars.py)).
     - C(case_timeout_s) null, each case's own timeout; C(rdzv_timeout_s) null, the launcher's default. C(nic) maps
-      the hosts that set C(perfplay_nic) to it.
+      the hosts that set C(perfplay_nic) to it. C(history_db) is the history database's absolute path.
   returned: success
   type: dict
   sample: {vendor: cpu, runtime: host, task: training, case_timeout_s: null, clear_caches: false,
            monitor_interval: 1.0, progress_interval: 30.0, rdzv_timeout_s: null, heartbeat_timeout_s: 10.0,
-           master_port: 0, min_free_bytes: 1073741824, hosts: [localhost], nic: {}}
+           master_port: 0, min_free_bytes: 1073741824, hosts: [localhost], nic: {},
+           history_db: /opt/perfplay/results/perfplay.sqlite}
 errors:
   description: Every problem found, each naming the run var or file, the key and the allowed values.
   returned: failure
@@ -285,9 +291,10 @@ except ImportError:  # imported as a plain file by the module tests, which put t
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
 
 # Options that are keys of the plan request as they are (case_runners checks them and applies the defaults).
-REQUEST_OPTIONS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "run_id", "case_timeout_s", "hosts",
-                   "nic", "run_var_names", "host_var_names", "clear_caches", "monitor_interval", "progress_interval",
-                   "rdzv_timeout_s", "heartbeat_timeout_s", "master_port", "min_free_bytes", "bundle")
+REQUEST_OPTIONS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "history_db", "run_id",
+                   "case_timeout_s", "hosts", "nic", "run_var_names", "host_var_names", "clear_caches",
+                   "monitor_interval", "progress_interval", "rdzv_timeout_s", "heartbeat_timeout_s", "master_port",
+                   "min_free_bytes", "bundle")
 ARGUMENT_SPEC = dict(
     COMMON_ARGUMENT_SPEC,
     hosts=dict(type="list", elements="str", required=True),

@@ -14,6 +14,7 @@ from case_runners.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
 from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
+from case_runners.history.db import default_db, path_problems
 from case_runners.paths import RESOLVED_NAME, RESULTS_NAME, project_root
 from case_runners.plan.base import base_suite, resolve_base_selection, vendor_base
 from case_runners.plan.generate import resolve_generate_selection, trained_checkpoints
@@ -51,6 +52,8 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             errors.append(exc)
     results_dir = Path(request.get("results_dir") or root / RESULTS_NAME)
     errors += _results_dir_errors(results_dir, run_id, run_vars["min_free_bytes"])
+    run_vars["history_db"], db_errors = _history_db(request.get("history_db"), results_dir)
+    errors += db_errors
     vendor = None
     try:
         if not any(e.key == "perfplay_vendor" for e in errors):  # else no vendor to resolve the cases with
@@ -186,6 +189,18 @@ def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) ->
                             key="perfplay_run_id", file=RUN_VARS_FILE)]
     low = files.low_space_reason(existing, min_free)
     return [error(low)] if low else []
+
+
+def _history_db(value: Any, results_dir: Path) -> tuple[str, list[ConfigError]]:
+    """The history database the run is indexed into (default: perfplay.sqlite in the results dir), absolute, and
+    what keeps the run from using it: not a path, a directory, another program's database or a newer perfplay's."""
+    if value in (None, ""):
+        value = str(default_db(results_dir))
+    if not isinstance(value, str):
+        return str(default_db(results_dir).absolute()), [ConfigError(
+            f"expected the path of a file, got {value!r}", key="perfplay_history_db", file=RUN_VARS_FILE)]
+    path = Path(value).expanduser().absolute()
+    return str(path), [ConfigError(p, key="perfplay_history_db", file=RUN_VARS_FILE) for p in path_problems(path)]
 
 
 def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: dict[str, Any] | None, image: Any,

@@ -36,7 +36,7 @@ QUERIED_NAMES = r"^(perfplay_|[A-Z][A-Z0-9_]*$)"
 DOCUMENTED_RUN_VARS = frozenset(PREFIX + name for name in (
     "cases", "vendor", "task", "runtime", "image", "case_timeout_s", "results_dir", "run_id", "min_free_bytes",
     "clear_caches", "monitor_interval", "progress_interval", "master_port", "rdzv_timeout_s", "heartbeat_timeout_s",
-    "host_pattern", "project_dir", "venv", "host_results_dir", "node_addr", "nic", "device_count"))
+    "host_pattern", "project_dir", "venv", "host_results_dir", "node_addr", "nic", "device_count", "history_db"))
 # ... and the names the plays define themselves (play vars, vars files, set_fact, register), seen while they run.
 PLAY_VARS = frozenset(PREFIX + name for name in (
     "ansible_core", "cleanup", "host_is_local", "host_needs", "host_run_dir", "master", "node_dir", "node_rank",
@@ -68,8 +68,8 @@ SCALARS: dict[str, tuple[Constraint, Any]] = {
     "min_free_bytes": _var({"type": "int", "min": 0, "max": 1 << 50}, defaults.MIN_FREE_BYTES),
 }
 # Request keys whose values other parts of the plan check: the selection, the image settings, the results dir,
-# the run id, and whether to write the checkout bundle (not a run var).
-PASSED_ON = ("cases", "image", "results_dir", "run_id", "bundle")
+# the run id, the history database, and whether to write the checkout bundle (not a run var).
+PASSED_ON = ("cases", "image", "results_dir", "run_id", "history_db", "bundle")
 REQUEST_KEYS = (*CHOICES, *SCALARS, "hosts", "nic", "run_var_names", "host_var_names", *PASSED_ON)
 
 

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+from case_runners.history.db import DB_NAME, opened, select
 from playbook_run import REPO, launched_anything, run_playbook
 
 RECAP = re.compile(r"^localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
@@ -21,6 +22,12 @@ def recap(output: str) -> dict[str, int]:
 def only_run_dir(results_dir: Path) -> Path:
     (run_dir,) = results_dir.glob("run*")
     return run_dir
+
+
+def indexed(results_dir: Path) -> list[tuple[str, str, int, str]]:
+    """(run id, case id, round, status) of every round in the history database of results_dir."""
+    with opened(results_dir / DB_NAME, read_only=True) as conn:
+        return [(r["run_id"], r["case_id"], r["round"], r["status"]) for r in select(conn)]
 
 
 PROGRESS = re.compile(r"^  node 0 on localhost, digits_cnn_CPUx1x1 round 1: (starting|initialising|training|evaluating|"
@@ -58,9 +65,13 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     assert (node_dir / "host_monitor.jsonl").stat().st_size > 0
     assert (run_dir / "digits_cnn_CPUx1x1" / "round1" / "result.json").is_file()
     assert list(results_dir.rglob("*.pid")) == [], "every monitor was stopped"
+    # The run indexed itself into the history database beside the results.
+    assert statuses["Index the run into the history database"] == ["changed"]
+    assert indexed(results_dir) == [(run_dir.name, "digits_cnn_CPUx1x1", 1, "success")]
 
     second = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}")
     assert second.rc == 0, second.output[-5000:]
+    assert len(indexed(results_dir)) == 2 and indexed(results_dir)[0][0] == run_dir.name
     setup = {name: statuses for name, statuses in second.task_statuses().items() if name.startswith("runtime_host :")}
     assert any("ok" in statuses for statuses in setup.values()), setup
     assert all("changed" not in statuses for statuses in setup.values()), setup

@@ -4,12 +4,14 @@ creates nothing; an accepted one returns its rounds, what each host needs and it
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from case_runners import defaults
 from case_runners.config.flagperf_names import FLAGPERF_RUN_VARS
+from case_runners.history.db import DB_NAME, SCHEMA_VERSION
 from case_runners.plan.run_plan import make_plan
 from case_runners.plan.run_vars import CHOICES, KNOWN_RUN_VARS, NIC_NAME, RENAMED, SCALARS, check_run_vars
 
@@ -57,7 +59,27 @@ def test_the_defaults_of_unset_run_vars(tmp_path):
         "clear_caches": False, "monitor_interval": defaults.MONITOR_INTERVAL_S,
         "progress_interval": defaults.PROGRESS_INTERVAL_S, "rdzv_timeout_s": None,
         "heartbeat_timeout_s": defaults.HEARTBEAT_TIMEOUT_S, "master_port": 0,
-        "min_free_bytes": defaults.MIN_FREE_BYTES, "hosts": ["localhost"], "nic": {}}
+        "min_free_bytes": defaults.MIN_FREE_BYTES, "hosts": ["localhost"], "nic": {},
+        "history_db": str(tmp_path / DB_NAME)}  # beside the results
+
+
+def test_the_history_database_is_checked_before_the_run_and_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = plan(tmp_path / "results", check=True, history_db="history/runs.sqlite")
+    assert result["ok"] and result["run_vars"]["history_db"] == str(tmp_path / "history" / "runs.sqlite")
+    newer = tmp_path / "newer.sqlite"
+    with sqlite3.connect(newer) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    results = tmp_path / "results"
+    for value, message in ((str(tmp_path), f"{tmp_path}: is a directory, not a history database"),
+                           (str(newer), f"{newer}: written by a newer perfplay (history schema version "
+                                        f"{SCHEMA_VERSION + 1}; this perfplay reads versions up to {SCHEMA_VERSION})"),
+                           (3, "expected the path of a file, got 3")):
+        result = plan(results, history_db=value)
+        assert not result["ok"] and not results.exists()
+        (error,) = result["errors"]
+        assert error.startswith(f"run vars: key 'perfplay_history_db': {message}")
 
 
 @pytest.mark.parametrize("given, expected", [("yes", True), ("off", False), ("1", True), (0, False), ("TRUE", True)])
