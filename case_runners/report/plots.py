@@ -22,10 +22,12 @@ _RC: dict[Any, Any] = {"svg.hashsalt": "perfplay-report", "svg.fonttype": "path"
 
 @dataclasses.dataclass(frozen=True)
 class Bars:
-    """One series of a bar chart: its label, and a mean and std (None: no bar) per group."""
+    """One series of a bar chart: its label, and a mean and std (None: no bar) per group; `missing`: what a group
+    without a bar says (default "-")."""
     label: str
     means: Sequence[float | None]
     stds: Sequence[float | None]
+    missing: Sequence[str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +78,9 @@ def bar_chart(groups: Sequence[str], series: Sequence[Bars], ylabel: str, title:
             means = [(m or 0.0) * scale for m in bars.means]
             errors = [(s or 0.0) * scale if m is not None else 0.0 for m, s in zip(bars.means, bars.stds, strict=True)]
             drawn = axes.barh(ys, means, height=height * 0.9, xerr=errors, capsize=3, label=bars.label)
-            axes.bar_label(drawn, labels=["-" if m is None else f"{m * scale:,.1f}" + ("%" if percent else "")
-                                          for m in bars.means], padding=4, fontsize=8)
+            missing = bars.missing or ["-"] * len(bars.means)
+            axes.bar_label(drawn, labels=[gone if m is None else f"{m * scale:,.1f}" + ("%" if percent else "")
+                                          for m, gone in zip(bars.means, missing, strict=True)], padding=4, fontsize=8)
         if reference is not None:
             axes.axvline(reference * scale, linestyle="--", color="gray", label=f"{reference * scale:g}" +
                          ("%" if percent else ""))

@@ -108,7 +108,8 @@ def _bars(runs: list[RunData], cases: list[tuple[RunData, SummaryCase]], keys: t
         for key in keys:
             stats = [mine[g].stats[key] if g in mine else Stat.of([]) for g in groups]
             label = key if len(runs) == 1 else f"{run.label}"
-            series.append(plots.Bars(label, [s.mean for s in stats], [s.std for s in stats]))
+            missing = ["no valid round" if g in mine else "" for g in groups]  # "": the run did not run it
+            series.append(plots.Bars(label, [s.mean for s in stats], [s.std for s in stats], missing))
     if not any(m is not None for bars in series for m in bars.means):
         return ""
     return html.image(plots.bar_chart(groups, series, xlabel, title), title)

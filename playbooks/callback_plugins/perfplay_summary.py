@@ -8,8 +8,8 @@ type: aggregate
 short_description: Print a perfplay run's summary as a table at the end of the play
 description:
   - Prints the summary table returned by the C(run_summary) task (which writes C(summary.json) and C(summary.md))
-    once the play has ended, and as its last line the path of the run's HTML report, C(report: <path>), written by
-    the C(run_report) task.
+    once the play has ended, and as its last line the path of the run's HTML report (C(report.html), written by
+    the C(run_report) task).
   - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode. A run
     directory in which no round was launched (the hosts' preflight failed) is removed, so a rejected run leaves
     nothing behind (C(python -m case_runners discard-run), run from the checkout).

@@ -124,7 +124,8 @@ class Browser:
 
     def screenshot(self, path: Path) -> Path:
         """The whole page, WIDTH pixels wide, as a PNG."""
-        height = int(self.evaluate("document.documentElement.scrollHeight"))
+        self.call("Emulation.clearDeviceMetricsOverride")  # the last page's height would be this one's least
+        height = int(self.evaluate("Math.ceil(document.documentElement.getBoundingClientRect().height)"))
         self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=height, deviceScaleFactor=1, mobile=False)
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
         path.write_bytes(base64.b64decode(data))
