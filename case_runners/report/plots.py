@@ -87,8 +87,8 @@ def bar_chart(groups: Sequence[str], series: Sequence[Bars], ylabel: str, title:
         axes.set_yticks(range(len(groups)), list(groups))
         axes.invert_yaxis()
         axes.set_xlabel(ylabel)
-        axes.set_xlim(left=0)
-        axes.margins(x=0.15)
+        ends = [(m + (d or 0.0)) * scale for bars in series for m, d in zip(bars.means, bars.stds) if m is not None]
+        axes.set_xlim(0, max([*ends, reference * scale if reference else 0.0, 1e-9]) * 1.2)  # room for the labels
         axes.set_title(title)
         if len(series) > 1 or reference is not None:
             axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
