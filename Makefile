@@ -37,11 +37,11 @@ check-python:
 run: $(VENV)/.installed
 	$(VENV)/bin/ansible-playbook run_case.yml $(PLAYBOOK_ARGS)
 
-## test: lint, unit, module, integration and cluster tests
+## test: lint, unit, report (a real headless Chromium), module, integration and cluster tests
 # Separate pytest processes: importing Ansible patches sys.intern, which torch._dynamo then refuses.
 # The cluster tests need root (namespaces, sshd): skipped without it, except in CI where that fails.
 test: $(VENV)/.installed-dev lint
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/unit tests/report
 	$(PY) -m pytest tests/modules tests/integration
 	$(PY) -m pytest tests/cluster
 	$(PY) -m pytest tests/docker

@@ -34,6 +34,7 @@ from case_runners.errors import PerfplayError
 from case_runners.flagperf.command import add_command as add_flagperf_command
 from case_runners.history.cli import add_command as add_history_command
 from case_runners.paths import RESULTS_NAME
+from case_runners.report.cli import add_command as add_report_command
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.run_options import add_run_options
 from case_runners.scaffold.commands import add_commands
@@ -495,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_commands(sub)  # new-vendor, new-case
     add_compare_command(sub)
+    add_report_command(sub)
     add_flagperf_command(sub)  # import-flagperf
     add_history_command(sub)
     return parser

@@ -27,6 +27,7 @@ from case_runners.plan.run_plan import make_plan
 from case_runners.processes import PARENT_PID_ENV
 from case_runners.records.names import BASE, SUCCESS
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.report.cli import write_report
 from case_runners.results.record import read_node_result, write_round_record
 from case_runners.results.summary import render_table, write_run_summary
 from case_runners.run_ids import RUN_ID_ENV, check_run_id
@@ -175,4 +176,9 @@ def run_local(args: argparse.Namespace) -> int:
     print(f"results: {run_dir}")
     if isinstance(summary.write_error, str):
         print(f"warning: summary.json and summary.md not written: {summary.write_error}", file=sys.stderr)
+    report = write_report([run_dir])
+    if report.write_error:
+        print(f"warning: report.html not written: {report.write_error}", file=sys.stderr)
+    else:
+        print(f"report: {report.path}")
     return EXIT_INTERRUPTED if interrupted else 1 if summary.failed_rounds else 0

@@ -12,6 +12,8 @@ from case_runners.paths import VENDOR_NAME
 from case_runners.processes import ProcessId
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE, is_run_id
 
+SAMPLES_SUFFIX = "_monitor.jsonl"  # a monitor's samples: <name>_monitor.jsonl in its log dir
+
 
 @dataclass(frozen=True)
 class MonitorSpec:
@@ -44,7 +46,7 @@ class MonitorSpec:
 
     @property
     def samples_path(self) -> Path:
-        return self.log_dir / f"{self.name}_monitor.jsonl"
+        return self.log_dir / f"{self.name}{SAMPLES_SUFFIX}"
 
     @property
     def daemon_log_path(self) -> Path:

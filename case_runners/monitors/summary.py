@@ -19,7 +19,7 @@ SCHEMA = "perfplay.monitor_summary/1"
 
 def summarize_monitor_log(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    samples, errors, first_error = _read(path)
+    samples, errors, first_error = read_samples(path)
     times = sorted(s["ts"] for s in samples)
     summary: dict[str, Any] = {
         "schema": SCHEMA, "path": str(path), "missing": not path.exists(),
@@ -44,8 +44,8 @@ def summarize_monitor_log(path: str | Path) -> dict[str, Any]:
     return summary
 
 
-def _read(path: Path) -> tuple[list[dict[str, Any]], int, str | None]:
-    """Valid samples (with a numeric ts), the number of bad lines and the first error message."""
+def read_samples(path: Path) -> tuple[list[dict[str, Any]], int, str | None]:
+    """A monitor log's valid samples (with a numeric ts), the number of bad lines and the first error message."""
     samples: list[dict[str, Any]] = []
     errors, first_error = 0, None
     try:

@@ -8,7 +8,8 @@ type: aggregate
 short_description: Print a perfplay run's summary as a table at the end of the play
 description:
   - Prints the summary table returned by the C(run_summary) task (which writes C(summary.json) and C(summary.md))
-    once the play has ended.
+    once the play has ended, and as its last line the path of the run's HTML report (C(report.html), written by
+    the C(run_report) task).
   - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode. A run
     directory in which no round was launched (the hosts' preflight failed) is removed, so a rejected run leaves
     nothing behind (C(python -m case_runners discard-run), run from the checkout).
@@ -38,6 +39,7 @@ from ansible.plugins.callback import CallbackBase
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PLAN_ACTION = "case_plan"
 SUMMARY_ACTION = "run_summary"
+REPORT_ACTION = "run_report"
 LAUNCH_ACTIONS = ("case_launch", "case_wait", "case_finish", "round_record")  # a round was reached
 
 
@@ -64,6 +66,7 @@ class CallbackModule(CallbackBase):
         self.summary = None
         self.table = None
         self.written = []
+        self.report = None
 
     def _collect(self, result):
         action, data = _action_and_data(result)
@@ -73,6 +76,8 @@ class CallbackModule(CallbackBase):
         if action == SUMMARY_ACTION and data.get("summary") is not None:
             self.summary, self.written = data["summary"], data.get("written") or []
             self.table = data.get("table")
+        if action == REPORT_ACTION and data.get("path") and not data.get("write_error") and not data.get("failed"):
+            self.report = data["path"]
 
     def v2_runner_on_ok(self, result):
         self._collect(result)
@@ -95,6 +100,8 @@ class CallbackModule(CallbackBase):
         self._display.display(self.table)
         if self.written:
             self._display.display("summary: %s" % ", ".join(self.written))
+        if self.report:
+            self._display.display("report: %s" % self.report)
 
     def _discard_unstarted(self):
         """The hosts' preflight failed before any round: remove the run directory the plan made."""

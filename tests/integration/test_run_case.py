@@ -59,6 +59,10 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     assert "PERFPLAY SUMMARY" in first.output
     assert f"perfplay summary: {run_dir.name}" in first.output
     assert (run_dir / "summary.md").is_file()
+    # The report beside it, its path the last line the summary callback prints.
+    assert (run_dir / "report.html").is_file()
+    assert first.output.split("PERFPLAY SUMMARY")[1].split("PLAY RECAP")[0].strip().splitlines()[-1] == \
+        f"report: {run_dir / 'report.html'}", first.output[-3000:]
     node_dir = run_dir / "digits_cnn_CPUx1x1" / "round1" / "localhost_noderank0"
     assert json.loads((node_dir / "node_result.json").read_text())["status"] == "success"
     assert not (node_dir / "launcher.log").exists(), "a launcher that said nothing leaves no log"

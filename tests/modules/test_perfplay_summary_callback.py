@@ -73,6 +73,24 @@ def test_prints_the_table_of_the_run_summary_task(make_callback, tmp_path):
     assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1", f"summary: {run_dir / 'summary.json'}"]
 
 
+def test_the_report_path_is_the_last_line(make_callback, tmp_path):
+    callback = make_callback()
+    report = str(tmp_path / "run1" / "report.html")
+    callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}))
+    callback.v2_runner_on_ok(result("run_report", {"path": report, "changed": True, "write_error": None}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1", f"report: {report}"]
+
+
+def test_no_report_line_when_it_was_not_written(make_callback):
+    callback = make_callback()
+    callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}))
+    callback.v2_runner_on_ok(result("run_report", {"path": "/r/run1/report.html", "changed": False,
+                                                   "write_error": "/r/run1/report.html: no space left on device"}))
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1"]
+
+
 def test_the_task_named_by_its_full_name(make_callback):
     callback = make_callback()
     callback.v2_runner_on_ok(result("perfplay.local.run_summary",

@@ -1,0 +1,366 @@
+"""The report's sections, each with a stable id (SECTIONS), built from the runs' data (data.py): the summary
+tables, throughput, scaling efficiency, MFU, loss and eval metric, monitor series, environment, failed rounds. A
+section with nothing to show says so in words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from case_runners.records import names
+from case_runners.records.round import RoundRecord
+from case_runners.records.summary import RunSummary, Stat, SummaryCase
+from case_runners.report import html, plots
+from case_runners.report.data import NODE, RoundData, RunData, is_number, valid_rounds
+from case_runners.results import base_summary, generate_summary
+from case_runners.results.summary import (
+    COLUMNS,
+    GIB,
+    INFERENCE_COLUMNS,
+    SCALING_BASIS,
+    case_unit,
+    inference_rows,
+    scaling_rows,
+    table_rows,
+    training_units,
+)
+
+FLOP_S = "FLOP/s"
+PERCENT = "%"
+
+
+def _title(runs: list[RunData]) -> str:
+    return "perfplay report: " + ", ".join(run.run_id for run in runs)
+
+
+def _run_heading(run: RunData, runs: list[RunData]) -> str:
+    """A run's sub-heading, where the report has several runs."""
+    return html.heading(run.label) if len(runs) > 1 else ""
+
+
+def _mean_std(stat: Stat, digits: int = 1, scale: float = 1.0, unit: str = "") -> str:
+    if stat.mean is None:
+        return "-"
+    text = f"{stat.mean * scale:,.{digits}f}{unit}"
+    return text + (f" ± {(stat.std or 0.0) * scale:,.{digits}f}{unit}" if stat.n > 1 else "")
+
+
+def _scale(case: SummaryCase) -> str:
+    return f"{case.case} {case.nnodes}x{case.nproc}"
+
+
+# -- summary ----------------------------------------------------------------------------------------------------------
+
+def summary_section(runs: list[RunData]) -> str:
+    parts = [html.para("Mean ± std over the valid rounds (success or not_converged) of each case, as in the run's "
+                       "summary.md; ok: rounds that succeeded / rounds run.")]
+    for run in runs:
+        parts += [html.heading(run.label), html.para(f"run directory: {run.run_dir}", "note")]
+        tables = _summary_tables(run.summary)
+        parts += tables or [html.empty("No case in this run.")]
+    return "".join(parts)
+
+
+def _summary_tables(summary: RunSummary) -> list[str]:
+    parts = []
+    for unit in training_units(summary):
+        parts += [html.para(f"Training (throughput in {unit})"),
+                  html.table([name for name, _ in COLUMNS], table_rows(summary, unit))]
+    for title, header, rows in (("Inference (items/s)", INFERENCE_COLUMNS, inference_rows(summary)),
+                                ("Base benchmarks", base_summary.COLUMNS, base_summary.table_rows(summary)),
+                                ("Generate", generate_summary.COLUMNS, generate_summary.table_rows(summary))):
+        if rows:
+            parts += [html.para(title), html.table(header, rows)]
+    return parts
+
+
+# -- throughput -------------------------------------------------------------------------------------------------------
+
+def throughput_section(runs: list[RunData]) -> str:
+    """One chart per unit: a group per case and scale, a bar per throughput (one run) or per run (several, on
+    p_train), with error bars of one std over the rounds."""
+    parts = [html.para("Bars: mean over the valid rounds; whiskers: ± one standard deviation (none with one round). "
+                       "p_whole: the whole training loop; p_train: without evaluation; p_core: the compute steps "
+                       "only." + (f" Several runs: {SCALING_BASIS} of each run." if len(runs) > 1 else ""))]
+    charts = []
+    units = sorted({case_unit(c) for run in runs for c in run.summary.cases if c.task == names.TRAINING})
+    for unit in units:
+        cases = [(run, c) for run in runs for c in run.summary.cases
+                 if c.task == names.TRAINING and case_unit(c) == unit]
+        keys = names.THROUGHPUTS if len(runs) == 1 else (SCALING_BASIS,)
+        charts.append(_bars(runs, cases, keys, f"throughput ({unit})", f"Training throughput, {unit}"))
+    cases = [(run, c) for run in runs for c in run.summary.cases if c.task == names.INFERENCE]
+    if cases:
+        charts.append(_bars(runs, cases, names.INFERENCE_THROUGHPUTS, "throughput (items/s)",
+                            "Inference throughput, items/s"))
+    drawn = [c for c in charts if c]
+    return "".join(parts + drawn) if drawn else "".join(
+        parts + [html.empty("No training or inference throughput to show: no case of these runs has a valid "
+                            "round with a throughput.")])
+
+
+def _bars(runs: list[RunData], cases: list[tuple[RunData, SummaryCase]], keys: tuple[str, ...], xlabel: str,
+          title: str) -> str:
+    groups = list(dict.fromkeys(_scale(c) for _, c in cases))
+    series = []
+    for run in runs:
+        mine = {_scale(c): c for r, c in cases if r is run}
+        for key in keys:
+            stats = [mine[g].stats[key] if g in mine else Stat.of([]) for g in groups]
+            label = key if len(runs) == 1 else f"{run.label}"
+            missing = ["no valid round" if g in mine else "" for g in groups]  # "": the run did not run it
+            series.append(plots.Bars(label, [s.mean for s in stats], [s.std for s in stats], missing))
+    if not any(m is not None for bars in series for m in bars.means):
+        return ""
+    return html.image(plots.bar_chart(groups, series, xlabel, title), title)
+
+
+# -- scaling ----------------------------------------------------------------------------------------------------------
+
+def scaling_section(runs: list[RunData]) -> str:
+    parts = [html.para(f"Efficiency = speed-up / (devices / base devices), on {SCALING_BASIS} against the smallest "
+                       "scale the case ran at in the same run (1x1 where it ran); 100 % is linear scaling.")]
+    lines, tables = [], []
+    for run in runs:
+        for group in run.summary.scaling:
+            label = f"{group.case} on {group.hardware}" + (f", {run.run_id}" if len(runs) > 1 else "")
+            rows = [r for r in group.rows if r.efficiency is not None]
+            if rows:
+                lines.append(plots.Line(label, [float(r.devices) for r in rows], [r.efficiency for r in rows]))
+            notes = [group.reason] if group.reason else [f"{r.case_id}: {r.reason}" for r in group.rows if r.reason]
+            tables += [html.heading(f"{label} (base {group.base})"),
+                       html.table(["case", "nnodes", "nproc", "devices", f"{group.basis} ({group.unit})",
+                                   "speed-up", "efficiency"], scaling_rows(group)),
+                       *(html.para(note, "note") for note in notes)]
+    if not tables:
+        return "".join(parts + [html.empty("No case ran at two scales or more within a run: scaling efficiency "
+                                           "needs the case at 1x1 and at a larger scale in the same run.")])
+    chart = [html.image(plots.line_chart(lines, "devices", "efficiency (%)", "Scaling efficiency", percent=True,
+                                         reference=1.0, reference_label="linear (100 %)"),
+                        "scaling efficiency")] if lines else [html.empty("No efficiency could be computed (see the "
+                                                                         "notes under the tables).")]
+    return "".join(parts + chart + tables)
+
+
+# -- MFU --------------------------------------------------------------------------------------------------------------
+
+def mfu_section(runs: list[RunData]) -> str:
+    parts = [html.para("Model FLOPs utilisation: achieved FLOP/s (the case's FLOPs per sample x its throughput on "
+                       "the basis) over the vendor's peak FLOP/s for the precision the round ran in, times the "
+                       "devices. Mean ± std over the valid rounds.")]
+    rows, groups, means, stds = [], [], [], []
+    for run in runs:
+        for case in run.summary.cases:
+            mfu = _case_mfu(run, case)
+            if mfu is None:
+                continue
+            stat = case.stats["mfu"]
+            label = _scale(case) + (f" ({run.run_id})" if len(runs) > 1 else "")
+            rows.append([label, _mean_std(stat, 2, 100.0, PERCENT), mfu.basis, mfu.precision,
+                         base_summary.human(mfu.peak_flops_per_device, FLOP_S), mfu.devices,
+                         f"{mfu.flops_per_sample:.4g}", "" if stat.mean is not None else
+                         (mfu.reason if isinstance(mfu.reason, str) else "no valid round")])
+            if stat.mean is not None:
+                groups.append(label)
+                means.append(stat.mean)
+                stds.append(stat.std)
+    if not rows:
+        return "".join(parts + [html.empty("No training or inference case in these runs: no MFU.")])
+    chart = [html.image(plots.bar_chart(groups, [plots.Bars("MFU", means, stds)], "MFU (% of peak)",
+                                        "MFU against the vendor's peak", percent=True), "MFU")] if groups else \
+        [html.empty("No MFU value: no peak FLOP/s is known for these cases' precision, or no round was valid "
+                    "(the reasons are in the table).")]
+    header = ["case", "MFU", "basis", "precision", "peak per device", "devices", "FLOPs per sample", "why none"]
+    return "".join(parts + chart + [html.table(header, rows)])
+
+
+def _case_mfu(run: RunData, case: SummaryCase) -> Any:
+    """The MFU block of the case's last round record (precision, peak, devices), None for a case without one."""
+    if case.task not in (names.TRAINING, names.INFERENCE):
+        return None
+    found = [e.record.mfu for e in run.rounds if e.record.case_id == case.case_id and isinstance(e.record, RoundRecord)]
+    return found[-1] if found else None
+
+
+# -- loss and eval metric ---------------------------------------------------------------------------------------------
+
+def convergence_section(runs: list[RunData]) -> str:
+    parts = [html.para("Rank 0's training loss at each logged step, and the eval metric at each evaluation with the "
+                       "case's target, one line per round.")]
+    drawn = False
+    for run in runs:
+        for case in (c for c in run.summary.cases if c.task == names.TRAINING):
+            mine = [e for e in run.rounds if e.record.case_id == case.case_id]
+            loss = [plots.Line(_round_label(e), list(e.loss), list(e.loss.values())) for e in mine if e.loss]
+            evals = [plots.Line(_round_label(e), [float(s) for s, _ in e.evals], [v for _, v in e.evals])
+                     for e in mine if e.evals]
+            title = case.case_id + (f" ({run.run_id})" if len(runs) > 1 else "")
+            if loss or evals:
+                drawn = True
+                parts.append(html.image(plots.curves_chart(loss, evals, case.metric, case.target, title),
+                                        f"loss and {case.metric} of {title}"))
+            else:
+                parts.append(html.empty(f"{title}: no loss curve and no evaluation recorded."))
+            parts += [html.para(f"round {e.record.round}: {note}", "note") for e in mine for note in e.notes]
+    if not drawn and len(parts) == 1:
+        parts.append(html.empty("No training case in these runs: no loss curve."))
+    return "".join(parts)
+
+
+def _round_label(entry: RoundData) -> str:
+    return f"round {entry.record.round} ({entry.record.status})"
+
+
+# -- monitors ---------------------------------------------------------------------------------------------------------
+
+def monitors_section(runs: list[RunData]) -> str:
+    parts = [html.para(f"Node {NODE}'s monitors during each round: device utilisation, memory, power and "
+                       "temperature (the vendor's monitor, a line per device) and the host's CPU utilisation; the "
+                       "shaded spans are rank 0's phases (init, training, evaluation) from its events.")]
+    shown = 0
+    for run in runs:
+        for entry in run.rounds:
+            title = f"{entry.record.case_id} round {entry.record.round} ({entry.record.status})" + \
+                (f", {run.run_id}" if len(runs) > 1 else "")
+            monitors = entry.monitors
+            if monitors is None or not any(monitors.samples.values()):
+                parts.append(html.empty(f"{title}: no monitor samples (run with --no-monitors, or the round left "
+                                        "no node directory)."))
+                continue
+            panels, missing = _panels(monitors)
+            t0 = min(s["ts"] for samples in monitors.samples.values() for s in samples)
+            parts.append(html.image(plots.monitor_chart(panels, monitors.phases, t0, title), f"monitors of {title}"))
+            shown += 1
+            if missing:
+                parts.append(html.para(f"not reported by the monitors: {', '.join(missing)}", "note"))
+            parts += [html.para(note, "note") for note in monitors.notes]
+    if not shown and not any(run.rounds for run in runs):
+        parts.append(html.empty("No round in these runs: no monitor series."))
+    return "".join(parts)
+
+
+PERCENT_LIMITS = (0.0, 105.0)
+# (panel's y label, the device sample's key, scale, y limits) of the vendor monitors' panels
+DEVICE_PANELS = (("device util (%)", "util", 1.0, PERCENT_LIMITS),
+                 ("device memory (GiB)", "mem_used_bytes", 1.0 / GIB, None),
+                 ("power (W)", "power_w", 1.0, None), ("temperature (°C)", "temp_c", 1.0, None))
+
+
+def _panels(monitors: Any) -> tuple[list[plots.Panel], list[str]]:
+    """The panels that have data, and the names of those that have none."""
+    t0 = min(s["ts"] for samples in monitors.samples.values() for s in samples)
+    panels, missing = [], []
+    for ylabel, key, scale, ylim in DEVICE_PANELS:
+        lines = [_device_line(name, index, samples, key, scale, t0)
+                 for name, samples in monitors.devices.items() for index in _indexes(samples)]
+        if key == "power_w":  # the host's CPU package power (RAPL), where it reads one
+            lines.append(_line("host", monitors.host, lambda s: s.get("power_w"), t0))
+        lines = [line for line in lines if any(y is not None for y in line.y)]
+        if lines:
+            panels.append(plots.Panel(ylabel, lines, ylim))
+        else:
+            missing.append(ylabel.split(" (")[0])
+    host = _line("host", monitors.host, lambda s: s.get("cpu_util"), t0)
+    if any(y is not None for y in host.y):
+        panels.append(plots.Panel("host CPU (%)", [host], PERCENT_LIMITS))
+    else:
+        missing.append("host CPU")
+    return panels, missing
+
+
+def _indexes(samples: list[dict[str, Any]]) -> list[int]:
+    return sorted({d["index"] for s in samples for d in s.get("devices") or []
+                   if isinstance(d, dict) and isinstance(d.get("index"), int)})
+
+
+def _device_line(name: str, index: int, samples: list[dict[str, Any]], key: str, scale: float, t0: float) -> Any:
+    def value(sample: dict[str, Any]) -> Any:
+        device = next((d for d in sample.get("devices") or [] if isinstance(d, dict) and d.get("index") == index), {})
+        number = device.get(key)
+        return number * scale if is_number(number) else None
+    return _line(f"{name} {index}", samples, value, t0)
+
+
+def _line(label: str, samples: list[dict[str, Any]], value: Callable[[dict[str, Any]], Any], t0: float) -> Any:
+    ys = [value(s) for s in samples]
+    return plots.Line(label, [s["ts"] - t0 for s in samples], [float(y) if is_number(y) else None for y in ys])
+
+
+# -- environment ------------------------------------------------------------------------------------------------------
+
+def environment_section(runs: list[RunData]) -> str:
+    parts = [html.para("What the rounds ran on, from their records: perfplay's version and commit, Python, torch, "
+                       "the vendor's software stack, the host and the devices.")]
+    for run in runs:
+        parts.append(html.heading(run.label))
+        environments = run.environments()
+        if not environments:
+            parts.append(html.empty("No round record in this run: environment not recorded."))
+        for env, rounds in environments:
+            where = ", ".join(rounds)
+            if env is None:
+                parts.append(html.empty(f"Environment not recorded ({where}): these records were written before "
+                                        "perfplay recorded it, or the round left none."))
+            else:
+                if len(environments) > 1:
+                    parts.append(html.para(where, "note"))
+                parts.append(html.table(["key", "value"], _flat(env)))
+    return "".join(parts)
+
+
+def _flat(value: Any, prefix: str = "") -> list[list[str]]:
+    """A nested document as (dotted key, text) rows."""
+    if isinstance(value, dict):
+        rows = [row for key, item in value.items() for row in _flat(item, f"{prefix}.{key}" if prefix else key)]
+        return rows or [[prefix, "-"]]
+    if isinstance(value, list):
+        return [[prefix, ", ".join(str(x) for x in value) or "-"]]
+    return [[prefix, "-" if value is None else str(value)]]
+
+
+# -- failures ---------------------------------------------------------------------------------------------------------
+
+def failures_section(runs: list[RunData]) -> str:
+    parts = [html.para("Rounds without a valid result (not success, not not_converged), with the reason their "
+                       "record or the run gives; a round that missed its target is a valid result, listed apart.")]
+    header = ["case", "round", "status", "reason"]
+    for run in runs:
+        rounds = [(c.case_id, r) for c in run.summary.cases for r in c.rounds]
+        failed = [[case_id, r["round"], r["status"], r["reason"] or "-"] for case_id, r in rounds
+                  if r["status"] not in names.VALID_STATUSES]
+        missed = [[case_id, r["round"], r["status"], r["reason"] or "-"] for case_id, r in rounds
+                  if r["status"] == names.NOT_CONVERGED]
+        parts.append(_run_heading(run, runs))
+        parts.append(html.table(header, failed, bad_column=2) if failed else
+                     html.empty("No failed round: every round succeeded or ran to its end."))
+        if missed:
+            parts += [html.para("Not converged (valid results, in the means):"), html.table(header, missed)]
+    return "".join(parts)
+
+
+# (id, title, builder): the order of the page
+SECTIONS: tuple[tuple[str, str, Callable[[list[RunData]], str]], ...] = (
+    ("summary", "Summary", summary_section),
+    ("throughput", "Throughput", throughput_section),
+    ("scaling", "Scaling efficiency", scaling_section),
+    ("mfu", "MFU", mfu_section),
+    ("convergence", "Loss and eval metric", convergence_section),
+    ("monitors", "Monitors", monitors_section),
+    ("environment", "Environment", environment_section),
+    ("failures", "Failed rounds", failures_section),
+)
+SECTION_IDS = tuple(sid for sid, _, _ in SECTIONS)
+
+
+def render_report(runs: list[RunData]) -> str:
+    """The report's page over the runs."""
+    total = sum(len(run.rounds) for run in runs)
+    valid = valid_rounds(runs)
+    alert = None if valid else (
+        f"No successful round: none of the {total} round(s) of these runs produced a valid result (success or "
+        "not_converged), so there is no figure to show; the failed rounds are listed at the end." if total else
+        "No round: these runs have no round to report.")
+    lines = [f"{run.label}: {run.run_dir}" for run in runs] + [
+        f"{valid} valid round(s) of {total}; mean ± std over the valid rounds of each case."]
+    return html.page(_title(runs), lines, alert, [(sid, title) for sid, title, _ in SECTIONS],
+                     [html.section(sid, title, build(runs)) for sid, title, build in SECTIONS])

@@ -1,0 +1,149 @@
+"""case_runners report on run directories built from valid records: the page's sections, what it says when there
+is nothing to show, escaping, refusal of what is not a run, and a file written only when its content changed."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from case_runners.cli import main
+from case_runners.report import REPORT_NAME
+from case_runners.report.data import read_run
+from case_runners.report.sections import SECTION_IDS, render_report
+from record_helpers import resolved, round_record, write_resolved
+
+
+def make_run(root: Path, statuses: list[str], reason: str | None = "boom", **record: object) -> Path:
+    """A run directory of digits_cnn at 1x1 with a round record per status."""
+    config = resolved(repeat=len(statuses))
+    run_dir = root / "run20250101000000"
+    case_dir = run_dir / config["case_id"]
+    case_dir.mkdir(parents=True)
+    write_resolved(case_dir / "resolved_config.json", config)
+    for number, status in enumerate(statuses, 1):
+        (case_dir / f"round{number}").mkdir()
+        doc = round_record(config, number, status, None if status == "success" else reason,
+                           metrics={"p_train": 900.0 + number}, **record)
+        (case_dir / f"round{number}" / "result.json").write_text(json.dumps(doc))
+    return run_dir
+
+
+def report(capsys, *argv: str | Path) -> tuple[int, str, str]:
+    code = main(["report", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def sections(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', page, re.S))
+
+
+def test_every_section_is_there_and_says_what_it_lacks(tmp_path):
+    page = render_report([read_run(make_run(tmp_path, ["success", "success"]))])
+    found = sections(page)
+    assert list(found) == list(SECTION_IDS)
+    assert 'id="no-results"' not in page
+    assert "No case ran at two scales or more" in found["scaling"]
+    assert "No MFU value" in found["mfu"]
+    assert "no monitor samples" in found["monitors"]
+    assert "Environment not recorded" in found["environment"]
+    assert "No failed round" in found["failures"]
+    assert found["throughput"].count("<img") == 1
+    assert re.search(r'<img src="data:image/svg\+xml;base64,', found["throughput"])
+
+
+def test_zero_successful_rounds_is_said_at_the_top(tmp_path):
+    page = render_report([read_run(make_run(tmp_path, ["failed", "timeout"]))])
+    alert = re.search(r'<div class="alert" id="no-results">(.*?)</div>', page)
+    assert alert and "none of the 2 round(s)" in alert.group(1)
+    assert page.index('id="no-results"') < page.index('<section id="summary">')
+    found = sections(page)
+    assert "<img" not in page, "no empty plot"
+    assert "No training or inference throughput to show" in found["throughput"]
+    assert found["failures"].count('<td class="bad">') == 2
+
+
+def test_text_from_records_is_escaped(tmp_path):
+    run_dir = make_run(tmp_path, ["failed"], reason='<script>alert("x")</script> & <b>')
+    page = render_report([read_run(run_dir)])
+    assert "<script" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;" in page
+
+
+def test_no_url_outside_the_page(tmp_path):
+    page = render_report([read_run(make_run(tmp_path, ["success", "failed"]))])
+    assert "http:" not in page and "https:" not in page and "//" not in page.replace("<!DOCTYPE html>", "")
+    assert set(re.findall(r'(?:src|href)="([a-z]+:|#)', page)) <= {"data:", "#"}
+
+
+def test_an_environment_is_shown_when_the_record_has_one(tmp_path):
+    run = read_run(make_run(tmp_path, ["success", "success"]))
+    env = {"perfplay": {"version": "1.0", "commit": "abc1234", "dirty": False}, "python": "3.11.7", "torch": "2.13.0",
+           "software": {"cuda": "12.4"}, "host": {"cpu_model": "EPYC <x>"}, "devices": ["H100", "H100"]}
+    for entry in run.rounds:
+        entry.record.environment = env  # as records/environment.py's Environment gives it (to_json() or a dict)
+    environment = sections(render_report([run]))["environment"]
+    for cell in ("perfplay.commit", "abc1234", "software.cuda", "12.4", "host.cpu_model", "EPYC &lt;x&gt;",
+                 "H100, H100"):
+        assert f"<td>{cell}</td>" in environment
+    assert "not recorded" not in environment
+
+
+def test_a_directory_that_is_not_a_run_is_refused_by_name(tmp_path, capsys):
+    code, out, err = report(capsys, tmp_path)
+    assert code == 2 and out == ""
+    assert err == f"error: {tmp_path}: not a run directory (no <case_id>/resolved_config.json and no " \
+                  f"<case_id>/round<N>/result.json in it)\n"
+    code, _, err = report(capsys, tmp_path / "nothing")
+    assert code == 2 and f"{tmp_path / 'nothing'}: no such directory" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_written_only_when_its_content_changed(tmp_path, capsys):
+    run_dir = make_run(tmp_path, ["success"])
+    path = run_dir / REPORT_NAME
+    assert report(capsys, run_dir, "--check", "--json")[1] == \
+        json.dumps({"path": str(path), "changed": True, "write_error": None}) + "\n"
+    assert not path.exists(), "--check writes nothing"
+    assert report(capsys, run_dir) == (0, f"report: {path}\n", "")
+    first = path.read_bytes()
+    assert report(capsys, run_dir) == (0, f"report: {path} (up to date)\n", ""), "the same runs, the same bytes"
+    assert json.loads(report(capsys, run_dir, "--json", "--check")[1])["changed"] is False
+    path.write_text("edited")
+    assert json.loads(report(capsys, run_dir, "--json")[1])["changed"] is True
+    assert path.read_bytes() == first
+
+
+def test_a_report_that_cannot_be_written_says_why(tmp_path, capsys):
+    run_dir = make_run(tmp_path, ["success"])
+    (run_dir / REPORT_NAME).mkdir()  # in the way of the file
+    answer = json.loads(report(capsys, run_dir, "--json")[1])
+    assert answer["changed"] is False and str(run_dir / REPORT_NAME) in answer["write_error"]
+    code, _, err = report(capsys, run_dir)
+    assert code == 1 and err.startswith("error: report not written: ")
+
+
+def test_several_runs_side_by_side(tmp_path, capsys):
+    first, second = make_run(tmp_path / "a", ["success"]), make_run(tmp_path / "b", ["success", "success"])
+    code, _, err = report(capsys, first, second)
+    assert code == 2 and "2 runs: -o PATH says where their report goes" in err
+    out = tmp_path / "both.html"
+    assert report(capsys, first, second, "-o", out) == (0, f"report: {out}\n", "")
+    page = out.read_text()
+    assert page.count("run20250101000000 (cpu CPU)") >= 2
+    assert [s for s in sections(page)] == list(SECTION_IDS)
+
+
+def test_rounds_without_monitors_or_records_are_described_in_words(tmp_path):
+    """A record without node directories, and a round that started and left no record (a stand-in)."""
+    run_dir = make_run(tmp_path, ["success"])
+    case_dir = next(run_dir.glob("*/resolved_config.json")).parent
+    config = json.loads((case_dir / "resolved_config.json").read_text())
+    write_resolved(case_dir / "resolved_config.json", {**config, "repeat": 2})
+    (case_dir / "round2").mkdir()
+    page = render_report([read_run(run_dir)])
+    found = sections(page)
+    assert found["monitors"].count("no monitor samples") == 2 and "<img" not in found["monitors"]
+    assert "the round started but left no record" in found["failures"]
+    assert "1 valid round(s) of 2" in page
