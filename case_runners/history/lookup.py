@@ -9,10 +9,13 @@ from case_runners.history.db import default_db, opened, select
 
 
 def run_dirs(refs: list[str], db: Path | None = None) -> list[Path]:
-    """Each ref's run directory, in order: an existing directory as it is, anything else a run id of the history
-    database `db` (default: the checkout's results/perfplay.sqlite). PerfplayError naming a ref that is neither, or
-    a run id that names runs in more than one directory."""
+    """Each ref's run directory, in order: an existing directory as it is, a ref without a slash a run id of the
+    history database `db` (default: the checkout's results/perfplay.sqlite). PerfplayError naming a path that is no
+    directory, a ref that is neither, or a run id that names runs in more than one directory."""
     found: list[Path] = []
+    for ref in refs:
+        if "/" in ref and not Path(ref).is_dir():  # a path (a run id has no slash)
+            raise PerfplayError(f"{ref}: no such directory")
     ids = [ref for ref in refs if not Path(ref).is_dir()]
     known: dict[str, list[str]] = {}
     if ids:

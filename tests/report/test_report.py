@@ -147,3 +147,13 @@ def test_rounds_without_monitors_or_records_are_described_in_words(tmp_path):
     assert found["monitors"].count("no monitor samples") == 2 and "<img" not in found["monitors"]
     assert "the round started but left no record" in found["failures"]
     assert "1 valid round(s) of 2" in page
+
+
+def test_a_run_id_of_the_history_database_is_a_run(tmp_path, capsys):
+    run_dir = make_run(tmp_path, ["success"])
+    db = tmp_path / "perfplay.sqlite"
+    assert main(["history", "add", str(run_dir), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert report(capsys, run_dir.name, "--db", db) == (0, f"report: {run_dir / REPORT_NAME}\n", "")
+    code, _, err = report(capsys, "run20990101000000", "--db", db)
+    assert code == 2 and "run20990101000000: neither a directory nor a run id in the history database" in err
