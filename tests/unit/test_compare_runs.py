@@ -23,6 +23,7 @@ from case_runners.compare.runs import (
     ONE_ROUND,
     WITHIN,
     WORSE,
+    RunComparison,
     compare_stat,
     is_regression,
     noise,
@@ -132,6 +133,7 @@ def compare_json(capsys, *args: str | Path) -> tuple[int, dict]:
     code, out, _ = compare(capsys, *args, "--json")
     doc = json.loads(out)
     assert doc["schema"] == "perfplay.run_comparison/1"
+    assert RunComparison.from_json(doc).to_json() == doc  # a valid document of its schema
     return code, doc
 
 
