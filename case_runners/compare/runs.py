@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.compare.alignment import NOT_WORKLOAD, differences
+from case_runners.config.benchmarks import BYTES
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records import names
@@ -42,7 +43,7 @@ FIGURES: dict[str, tuple[str | None, str | None]] = {
     **{key: (HIGHER, "") for key in names.INFERENCE_ACCURACIES},
     "agreement": (HIGHER, FRACTION),
     "compile_s": (LOWER, "s"),
-    names.DEVICE_MEMORY_PEAK: (LOWER, "B"),
+    names.DEVICE_MEMORY_PEAK: (LOWER, BYTES),
     "ttft_ms": (LOWER, "ms"),
     "tpot_ms": (LOWER, "ms"),
     "tokens_per_s": (HIGHER, "tokens/s"),
@@ -57,6 +58,7 @@ BETTER, WORSE, WITHIN, ONE_ROUND, DIFFERENT, NO_VALUE = (
     "better", "worse", "within noise", "one round: noise unknown", "different", "no value")
 VERDICTS = (BETTER, WORSE, WITHIN, ONE_ROUND, DIFFERENT, NO_VALUE)
 _ROUND_DIR = re.compile(r"round\d+")
+Key = tuple[str, str, int, int]  # what matches cases across runs: case, task, nnodes, nproc
 
 
 # -- the runs ---------------------------------------------------------------------------------------------------------
@@ -139,6 +141,10 @@ class Match(Document):
     nproc: int
     sides: list[CaseSide]  # the baseline's first
     rows: list[Row]
+
+    @property
+    def key(self) -> Key:
+        return self.case, self.task, self.nnodes, self.nproc
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -230,9 +236,6 @@ def figures(case: SummaryCase, higher_is_better: bool | None) -> dict[str, Figur
 
 # -- matching ---------------------------------------------------------------------------------------------------------
 
-Key = tuple[str, str, int, int]  # case, task, nnodes, nproc
-
-
 def case_key(case: SummaryCase) -> Key:
     return case.case, case.task, case.nnodes, case.nproc
 
@@ -301,7 +304,7 @@ def regressions(matches: list[Match], percent: float) -> list[str]:
     known), and each case of a later run without a valid round."""
     found = []
     for match in matches:
-        where = key_text(case_key_of(match))
+        where = key_text(match.key)
         for side in match.sides[1:]:
             if side.valid_rounds == 0:
                 found.append(f"{where}: {side.case_id} of run #{side.run + 1} ({side.run_id}) has no valid round "
@@ -309,13 +312,12 @@ def regressions(matches: list[Match], percent: float) -> list[str]:
         failed = {side.run for side in match.sides if side.valid_rounds == 0}
         for row in match.rows:
             for cell in row.others:
-                if cell.run in failed or not is_regression(cell, percent):
+                if cell.run in failed or not is_regression(cell, percent) or cell.ratio is None:
                     continue
-                assert cell.worse_by is not None and cell.ratio is not None
                 how = (f"beyond the noise ({_g(abs(cell.difference or 0.0))} > {_g(cell.noise)})"
                        if cell.noise is not None else "noise unknown: one round")
-                found.append(f"{where}: {row.figure} of run #{cell.run + 1} is {cell.worse_by:.1f}% worse than the "
-                             f"baseline's (ratio {cell.ratio:.3f}, {row.better} is better; {how})")
+                found.append(f"{where}: {row.figure} of run #{cell.run + 1} is {cell.worse_by or 0.0:.1f}% worse than "
+                             f"the baseline's (ratio {cell.ratio:.3f}, {row.better} is better; {how})")
     return found
 
 
@@ -331,10 +333,6 @@ def _unpaired(key: Key, by_key: list[dict[Key, list[SummaryCase]]], index: int) 
         return f"no later run has {key_text(key)}"
     listed = "; ".join(f"run #{i + 1}: {', '.join(c.case_id for c in by_key[i][key])}" for i in (index, *having))
     return f"several cases of {key_text(key)} and none of the same case id on the other side ({listed})"
-
-
-def case_key_of(match: Match) -> Key:
-    return match.case, match.task, match.nnodes, match.nproc
 
 
 def _g(value: float | None) -> str:

@@ -3,7 +3,8 @@ ratio to the baseline and the verdict), what was skipped, and the regressions.""
 
 from __future__ import annotations
 
-from case_runners.compare.runs import FRACTION, GIB, RunComparison, key_text
+from case_runners.compare.runs import FRACTION, GIB, ONE_ROUND, RunComparison, key_text
+from case_runners.config.benchmarks import BYTES, BYTES_S, FLOP_S
 from case_runners.records.summary import Stat
 from case_runners.results.text import text_columns
 
@@ -18,11 +19,11 @@ def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
     size = abs(reference or 0.0)
     if unit == FRACTION:
         return 100.0, "%"
-    if unit == "B":
+    if unit == BYTES:
         return 1 / 2 ** 30, GIB
-    if unit == "FLOP/s":
+    if unit == FLOP_S:
         return (1e-12, "TFLOP/s") if size >= 1e11 else (1e-9, "GFLOP/s")
-    if unit == "B/s":
+    if unit == BYTES_S:
         return (1e-9, "GB/s") if size >= 1e8 else (1e-6, "MB/s")
     return 1.0, unit
 
@@ -45,17 +46,17 @@ def render_text(found: RunComparison) -> str:
         ["run", "id", "path"], [[f"#{i + 1}", run.run_id or "-", run.path] for i, run in enumerate(found.runs)])[1:]]
     lines.append(f"noise: {found.noise_rule}")
     for match in found.matches:
-        lines += ["", key_text((match.case, match.task, match.nnodes, match.nproc))]
+        lines += ["", key_text(match.key)]
         for side in match.sides:
             about = f"{side.vendor} {side.hardware}, {side.valid_rounds} valid round(s)" + \
                 ("" if side.standard else ", non-standard")
             diff = "; ".join(f"{key} {values[0]!r} -> {values[1]!r}" for key, values in side.differences.items())
             lines.append(f"  #{side.run + 1} {side.case_id} ({about})" + (f"; params that differ: {diff}" if diff
                                                                             else ""))
-        first = ["figure", "unit", f"#1 {match.sides[0].run_id}"]
+        first = ["figure", "unit", f"#1 {match.sides[0].run_id or '-'}"]
         second = ["", "", f"{match.sides[0].vendor} {match.sides[0].hardware}"]
         for side in match.sides[1:]:
-            first += [f"#{side.run + 1} {side.run_id}", f"#{side.run + 1}/#1", f"#{side.run + 1} verdict"]
+            first += [f"#{side.run + 1} {side.run_id or '-'}", f"#{side.run + 1}/#1", f"#{side.run + 1} verdict"]
             second += [f"{side.vendor} {side.hardware}", "", ""]
         rows = [second]
         for row in match.rows:
@@ -76,5 +77,7 @@ def render_text(found: RunComparison) -> str:
             lines += ["", f"REGRESSION: worse than the baseline by more than {limit}:",
                       *(f"  {line}" for line in found.regressions)]
         else:
-            lines += ["", f"no regression: no figure worse than the baseline by more than {limit} beyond the noise"]
+            one_round = any(c.verdict == ONE_ROUND for m in found.matches for r in m.rows for c in r.others)
+            lines += ["", f"no regression: no figure worse than the baseline by more than {limit} beyond the noise" +
+                      ("; where the noise is unknown (one round), by more than it" if one_round else "")]
     return "\n".join(lines)
