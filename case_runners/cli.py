@@ -20,6 +20,7 @@ from case_runners import __version__
 from case_runners.cases.llama.data import TOKENIZERS
 from case_runners.cases.llama.prepare import DEFAULT_GLOB, DEFAULT_HELD_OUT, DEFAULT_VOCAB_SIZE
 from case_runners.compare.cli import add_command as add_compare_command
+from case_runners.compare.runs_cli import add_command as add_compare_runs_command
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.defaults import (
     GRACE_S,
@@ -497,6 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub)  # new-vendor, new-case
     add_compare_command(sub)
     add_report_command(sub)
+    add_compare_runs_command(sub)
     add_flagperf_command(sub)  # import-flagperf
     add_history_command(sub)
     return parser

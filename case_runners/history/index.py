@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from case_runners.errors import PerfplayError
 from case_runners.history.db import COLUMNS, HistoryError, Row
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.paths import RESOLVED_NAME
 from case_runners.records import names
 from case_runners.records.schema import ABSENT, RecordError, read_json
 from case_runners.results.record import node_dirs
+from case_runners.results.run_dir import check_run_dir as shared_check
 from case_runners.results.summary import Round, StandIn, load_records
 
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"  # a row's date: the run's start, local time, as text that sorts
@@ -25,12 +26,10 @@ _STAMPED_ID = re.compile(r"^run(?P<stamp>\d{14})-")  # a generated run id: run<Y
 def check_run_dir(path: Path) -> Path:
     """`path`, absolute, when it is a run directory (a <case_id>/resolved_config.json in it); HistoryError naming it
     otherwise."""
-    path = Path(path)
-    if not path.is_dir():
-        raise HistoryError(f"{path}: no such directory" if not path.exists() else f"{path}: not a directory")
-    if not any(path.glob(f"*/{RESOLVED_NAME}")):
-        raise HistoryError(f"{path}: not a run directory (no <case_id>/{RESOLVED_NAME} in it)")
-    return path.resolve()
+    try:
+        return shared_check(path).resolve()
+    except PerfplayError as exc:
+        raise HistoryError(str(exc)) from None
 
 
 def run_date(run_dir: Path) -> str | None:

@@ -24,11 +24,11 @@ from case_runners.errors import PerfplayError
 from case_runners.monitors.host import HostMonitor
 from case_runners.monitors.spec import SAMPLES_SUFFIX
 from case_runners.monitors.summary import read_samples
-from case_runners.paths import RESOLVED_NAME
 from case_runners.records import names
-from case_runners.records.round import RECORD_NAME, RoundRecord
+from case_runners.records.round import RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary
+from case_runners.results.run_dir import check_run_dir
 from case_runners.results.summary import Round, load_records, summarize_run
 
 # The phases shaded on the monitor plots: (name, the event that opens it, the one that closes it).
@@ -107,17 +107,6 @@ class RunData:
             else:
                 found.append((env, [where]))
         return found
-
-
-def check_run_dir(path: Path) -> Path:
-    """`path` if it is a run directory (a case directory with its resolved config, or a round record, in it); else
-    a PerfplayError naming it."""
-    if not path.is_dir():
-        raise PerfplayError(f"{path}: no such directory (give a run directory, results/<run_id>)")
-    if not any(path.glob(f"*/{RESOLVED_NAME}")) and not any(path.glob(f"*/round*/{RECORD_NAME}")):
-        raise PerfplayError(f"{path}: not a run directory (no <case_id>/{RESOLVED_NAME} and no "
-                            f"<case_id>/round<N>/{RECORD_NAME} in it)")
-    return path
 
 
 def read_run(run_dir: Path) -> RunData:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from case_runners.config.resolved import TASKS
 from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
 
 DIGITS = "digits_cnn_inference_CPUx1x1"
@@ -193,7 +194,7 @@ def test_override_rules_and_bad_switches_stop_the_run_before_any_host(tmp_path: 
     pytest.param({"case": "digits_cnn", "nproc": 2}, {},
                  ["key 'perfplay_cases[0].nproc'", "one process on one device"], id="nproc-2"),
     pytest.param({"case": "digits_cnn"}, {"perfplay_task": "serving"},
-                 ["key 'perfplay_task'", "unknown task 'serving'", "(allowed: base, inference, training)"],
+                 ["key 'perfplay_task'", "unknown task 'serving'", f"(allowed: {', '.join(sorted(TASKS))})"],
                  id="unknown-task"),
 ])
 def test_an_inference_selection_is_checked_like_any_other(tmp_path: Path, selection, run_vars, expected):

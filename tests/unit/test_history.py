@@ -125,17 +125,19 @@ def test_a_corrupt_result_json_is_reported_by_name_and_the_rest_indexed(results,
     assert code == 1 and f"{broken}: is not JSON" in err and len(listed(capsys, db)) == 3
 
 
+NOT_A_RUN = "not a run directory (no <case_id>/resolved_config.json and no <case_id>/round<N>/result.json in it)"
+
+
 def test_what_is_not_a_run_directory_is_refused_by_name(results, capsys, tmp_path):
     db = tmp_path / "h.sqlite"
     run = str(runs_of(results)[0])
-    for path, why in ((tmp_path, "not a run directory (no <case_id>/resolved_config.json in it)"),
-                      (tmp_path / "nothing", "no such directory")):
+    for path, why in ((tmp_path, NOT_A_RUN), (tmp_path / "nothing", "no such directory (give a run directory, "
+                                                                      "results/<run_id>)")):
         code, _, err = history(capsys, "add", run, str(path), "--db", str(db))
         assert code == 2 and err == f"error: {path}: {why}\n"
     assert not db.exists(), "nothing written when one of the runs named is not one"
     code, out, _ = history(capsys, "reindex", "--results", str(results.parent), "--db", str(db))
-    assert code == 0 and f"skipped {results}: not a run directory (no <case_id>/resolved_config.json in it)" in \
-        out.splitlines()
+    assert code == 0 and f"skipped {results}: {NOT_A_RUN}" in out.splitlines()
 
 
 def newer_db(path: Path) -> Path:

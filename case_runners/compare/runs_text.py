@@ -1,0 +1,83 @@
+"""compare-runs' comparison as text: the runs, a table per matched case and scale (mean ±std (n) of each run, the
+ratio to the baseline and the verdict), what was skipped, and the regressions."""
+
+from __future__ import annotations
+
+from case_runners.compare.runs import FRACTION, GIB, ONE_ROUND, RunComparison, key_text
+from case_runners.config.benchmarks import BYTES, BYTES_S, FLOP_S
+from case_runners.records.summary import Stat
+from case_runners.results.text import text_columns
+
+
+def _number(value: float) -> str:
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.4g}"
+
+
+def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
+    """(the factor a value is multiplied by, the unit it is shown in): a fraction as a percentage, bytes in GiB,
+    FLOP/s and B/s in the prefix that suits `reference` (the baseline's mean)."""
+    size = abs(reference or 0.0)
+    if unit == FRACTION:
+        return 100.0, "%"
+    if unit == BYTES:
+        return 1 / 2 ** 30, GIB
+    if unit == FLOP_S:
+        return (1e-12, "TFLOP/s") if size >= 1e11 else (1e-9, "GFLOP/s")
+    if unit == BYTES_S:
+        return (1e-9, "GB/s") if size >= 1e8 else (1e-6, "MB/s")
+    return 1.0, unit
+
+
+def stat_text(stat: Stat, factor: float = 1.0) -> str:
+    """mean ±std (n), or "-" without a value."""
+    if stat.mean is None:
+        return "-"
+    text = _number(stat.mean * factor)
+    if stat.n > 1:
+        text += f" ±{_number((stat.std or 0.0) * factor)}"
+    return f"{text} ({stat.n})"
+
+
+def render_text(found: RunComparison) -> str:
+    """The comparison as a person reads it: the runs, a table per matched case and scale, what was skipped, and the
+    regressions --fail-on-regression found."""
+    lines = [f"compare-runs: {len(found.runs)} runs, #1 the baseline"]
+    lines += ["  " + line for line in text_columns(
+        ["run", "id", "path"], [[f"#{i + 1}", run.run_id or "-", run.path] for i, run in enumerate(found.runs)])[1:]]
+    lines.append(f"noise: {found.noise_rule}")
+    for match in found.matches:
+        lines += ["", key_text(match.key)]
+        for side in match.sides:
+            about = f"{side.vendor} {side.hardware}, {side.valid_rounds} valid round(s)" + \
+                ("" if side.standard else ", non-standard")
+            diff = "; ".join(f"{key} {values[0]!r} -> {values[1]!r}" for key, values in side.differences.items())
+            lines.append(f"  #{side.run + 1} {side.case_id} ({about})" + (f"; params that differ: {diff}" if diff
+                                                                            else ""))
+        first = ["figure", "unit", f"#1 {match.sides[0].run_id or '-'}"]
+        second = ["", "", f"{match.sides[0].vendor} {match.sides[0].hardware}"]
+        for side in match.sides[1:]:
+            first += [f"#{side.run + 1} {side.run_id or '-'}", f"#{side.run + 1}/#1", f"#{side.run + 1} verdict"]
+            second += [f"{side.vendor} {side.hardware}", "", ""]
+        rows = [second]
+        for row in match.rows:
+            factor, unit = display_unit(row.unit, row.baseline.mean)
+            cells = [row.figure, unit, stat_text(row.baseline, factor)]
+            for cell in row.others:
+                cells += [stat_text(cell.stat, factor), "-" if cell.ratio is None else f"{cell.ratio:.3f}",
+                          cell.verdict]
+            rows.append(cells)
+        header, *body = text_columns(first, rows)
+        lines += ["  " + line for line in (header, body[0], "-" * len(header), *body[1:])]
+    if found.skipped:
+        lines += ["", "skipped (nothing to compare with):",
+                  *(f"  #{s.run + 1} {s.run_id} {s.case_id}: {s.reason}" for s in found.skipped)]
+    if found.fail_on_regression is not None:
+        limit = f"{found.fail_on_regression:g} %"
+        if found.regressions:
+            lines += ["", f"REGRESSION: worse than the baseline by more than {limit}:",
+                      *(f"  {line}" for line in found.regressions)]
+        else:
+            one_round = any(c.verdict == ONE_ROUND for m in found.matches for r in m.rows for c in r.others)
+            lines += ["", f"no regression: no figure worse than the baseline by more than {limit} beyond the noise" +
+                      ("; where the noise is unknown (one round), by more than it" if one_round else "")]
+    return "\n".join(lines)
