@@ -30,7 +30,7 @@ from case_runners.history.db import (
 from case_runners.history.index import DATE_FORMAT, index_run
 from case_runners.paths import RESULTS_NAME, project_root
 from case_runners.records import names
-from case_runners.results.text import number_text, text_columns
+from case_runners.results.text import number_text, percent_text, text_columns
 
 # The table's throughput column: each task's headline figure (a base round's are its benchmark's, per kind).
 TABLE_FIGURE = {names.TRAINING: names.THROUGHPUT_BASIS, names.INFERENCE: "p_inference_core",
@@ -95,7 +95,7 @@ def _table_row(row: Row) -> list[str]:
     return [row["date"] or "-", row["run_id"], row["case_id"], str(row["round"]), row["status"],
             "yes" if row["standard"] else "no", row["vendor"] or "-", row["hardware"] or "-",
             f"{row['nnodes']}x{row['nproc']}", number_text(row["metrics"].get(figure)) if figure else "-",
-            number_text(row["metrics"].get("mfu"), 3)]
+            percent_text(row["metrics"].get("mfu"))]
 
 
 def cmd_add(args: argparse.Namespace) -> int:

@@ -16,3 +16,10 @@ def text_columns(header: list[str], rows: list[list[str]]) -> list[str]:
 def number_text(value: Any, digits: int = 1) -> str:
     """A number with `digits` decimals, or "-" for anything that is not one."""
     return f"{value:.{digits}f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
+def percent_text(fraction: Any, digits: int = 2) -> str:
+    """A fraction as a percentage with `digits` decimals ("26.37%"), or "-" for anything that is not a number."""
+    text = number_text(fraction * 100 if isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
+                       else None, digits)
+    return text if text == "-" else text + "%"
