@@ -40,6 +40,13 @@ def test_a_report_that_cannot_be_written_is_a_warning(run_module):
     assert f"report.html not written: {PATH}: no space left on device" in get_warning_messages()
 
 
+def test_a_report_that_cannot_be_rendered_is_a_warning(run_module):
+    crash = "Traceback (most recent call last):\n  ...\nValueError: no figure"
+    kind, result, _ = run_module("run_report", dict(COMMON, run_dir="/res/run1"), {"report": (1, "", crash)})
+    assert kind == "exit" and result["changed"] is False and result["path"] is None
+    assert "report.html not written: not rendered: ValueError: no figure" in get_warning_messages()
+
+
 def test_a_directory_that_is_not_a_run_fails(run_module):
     kind, result, _ = run_module("run_report", dict(COMMON, run_dir="/res/x"),
                                  {"report": (2, "", "error: /res/x: not a run directory")})
