@@ -315,6 +315,8 @@ def _flat(value: Any, prefix: str = "") -> list[list[str]]:
         return rows or [[prefix, "-"]]
     if isinstance(value, list):
         return [[prefix, ", ".join(str(x) for x in value) or "-"]]
+    if prefix.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
+        return [[prefix, f"{value} ({value / GIB:.1f} GiB)"]]
     return [[prefix, "-" if value is None else str(value)]]
 
 
