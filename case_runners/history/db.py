@@ -134,7 +134,8 @@ def opened(path: Path, *, create: bool = True, read_only: bool = False) -> Itera
     path = Path(path)
     if path.is_dir():
         raise HistoryError(f"{path}: is a directory, not a history database")
-    if not path.exists():
+    created = not path.exists()
+    if created:
         if not create or read_only:
             raise HistoryError(f"{path}: no history database there (a run, `history add` or `history reindex` "
                                "makes one)")
@@ -151,12 +152,25 @@ def opened(path: Path, *, create: bool = True, read_only: bool = False) -> Itera
                 raise HistoryError(problem)
             _check_ours(conn, path)
         else:
-            _migrate(conn, path)
+            try:
+                _migrate(conn, path)
+            except BaseException:
+                conn.close()
+                if created:
+                    _remove_if_empty(path)
+                raise
         yield conn
     except sqlite3.Error as exc:
         raise HistoryError(f"{path}: {exc}") from None
     finally:
         conn.close()
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove a database this call created and could not even give its schema (a full disk): no empty file left."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == 0:
+            path.unlink()
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

@@ -284,3 +284,12 @@ def test_a_failed_index_is_named(results, tmp_path):
     with pytest.raises(HistoryError, match="is a directory"):
         with opened(tmp_path):
             pass
+
+
+def test_a_database_that_cannot_be_given_its_schema_leaves_no_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(history_db, "MIGRATIONS", (("CREATE TABLE rounds (x",),))  # fails as a full disk would
+    path = tmp_path / "results" / "perfplay.sqlite"
+    with pytest.raises(HistoryError, match=str(path)):
+        with opened(path):
+            pass
+    assert not path.exists(), "no empty database left behind"
