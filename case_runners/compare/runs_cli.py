@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from case_runners.errors import PerfplayError
+from case_runners.history.lookup import add_run_arguments
 
 OPTION = "--fail-on-regression"
 
@@ -48,11 +49,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                                    "baseline's: the ratio, and better, worse or within noise (the noise from the "
                                    "rounds' standard deviations; unknown with one round). Cases with nothing to "
                                    "compare with are listed as skipped. docs/compare.md describes it.")
-    p.add_argument("runs", nargs="+", metavar="RUN",
-                   help="a run directory (results/<run_id>) or a run id of the history database; the first is the "
-                        "baseline")
-    p.add_argument("--db", metavar="PATH", help="the history database run ids are looked up in (default "
-                                                "<checkout>/results/perfplay.sqlite)")
+    add_run_arguments(p, "the first is the baseline")
     p.add_argument(OPTION, metavar="PCT",
                    help="exit 1 when a figure of a later run is worse than the baseline's by more than PCT percent "
                         "and beyond the noise (with one round: by more than PCT alone)")

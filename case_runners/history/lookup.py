@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from case_runners.errors import PerfplayError
-from case_runners.history.db import default_db, opened, select
+from case_runners.history.db import DB_NAME, default_db, opened, select
+from case_runners.paths import RESULTS_NAME
 
 
 def run_dirs(refs: list[str], db: Path | None = None) -> list[Path]:
@@ -38,3 +40,16 @@ def run_dirs(refs: list[str], db: Path | None = None) -> list[Path]:
         else:
             found.append(Path(known[ref][0]))
     return found
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """The RUN... arguments of a command that reads runs (`what`: how it uses them), and --db for their run ids."""
+    parser.add_argument("runs", nargs="+", metavar="RUN",
+                        help=f"a run directory (results/<run_id>), or a run id of the history database; {what}")
+    parser.add_argument("--db", metavar="PATH", help=f"the history database run ids are looked up in (default "
+                                                     f"<checkout>/{RESULTS_NAME}/{DB_NAME})")
+
+
+def runs_of(args: argparse.Namespace) -> list[Path]:
+    """The run directories of add_run_arguments' arguments."""
+    return run_dirs(args.runs, Path(args.db) if args.db else None)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from case_runners import files
 from case_runners.errors import PerfplayError
+from case_runners.history.lookup import add_run_arguments, runs_of
 from case_runners.report import REPORT_NAME
 
 
@@ -54,9 +55,7 @@ def write_report(run_dirs: list[Path], path: Path | None = None, check: bool = F
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from case_runners.history.lookup import run_dirs
-    runs = run_dirs(args.runs, Path(args.db) if args.db else None)
-    written = write_report(runs, Path(args.output) if args.output else None, args.check)
+    written = write_report(runs_of(args), Path(args.output) if args.output else None, args.check)
     if args.json:
         json.dump(written.to_json(), sys.stdout)
         sys.stdout.write("\n")
@@ -74,11 +73,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                        description="Render the runs' report: one static HTML file with its figures embedded (no "
                                    "server, no network), written only when its content changed. "
                                    "docs/report.md describes each section.")
-    p.add_argument("runs", nargs="+", metavar="RUN",
-                   help="a run directory (results/<run_id>), or a run id of the history database; several: side "
-                        "by side")
-    p.add_argument("--db", metavar="PATH", help="the history database run ids are looked up in (default "
-                                                "<checkout>/results/perfplay.sqlite)")
+    add_run_arguments(p, "several: side by side")
     p.add_argument("-o", "--output", metavar="PATH",
                    help=f"where to write it (default: RUN/{REPORT_NAME} for one run; required for several)")
     p.add_argument("--check", action="store_true", help="write nothing; say whether the file would change")
