@@ -4,6 +4,7 @@ a PNG. matplotlib's Agg canvas draws it without pyplot (no display, no global fi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from case_runners.compare.report import Comparison, percent, tolerance_text
 from case_runners.errors import PerfplayError
@@ -12,11 +13,22 @@ from case_runners.errors import PerfplayError
 def plot(found: Comparison, path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 6), layout="constrained")
+    FigureCanvasAgg(figure)
+    draw(found, figure)
+    try:
+        figure.savefig(path, format="png")
+    except OSError as exc:
+        raise PerfplayError(f"--plot {path}: cannot be written: {exc.strerror or exc}") from None
+
+
+def draw(found: Comparison, figure: Any) -> None:
+    """Both loss curves above their relative error with the tolerance, on a matplotlib Figure (the report's
+    alignment section draws the same)."""
     from matplotlib.ticker import PercentFormatter
 
     steps = [p.step for p in found.loss]
-    figure = Figure(figsize=(8, 6), layout="constrained")
-    FigureCanvasAgg(figure)
     loss_axes, error_axes = figure.subplots(2, 1, sharex=True, height_ratios=(2, 1))
     for name, side, values in (("reference", found.reference, [p.reference for p in found.loss]),
                                ("candidate", found.candidate, [p.candidate for p in found.loss])):
@@ -33,7 +45,3 @@ def plot(found: Comparison, path: Path) -> None:
     error_axes.set_xlabel("step")
     error_axes.set_ylabel("relative error")
     error_axes.legend()
-    try:
-        figure.savefig(path, format="png")
-    except OSError as exc:
-        raise PerfplayError(f"--plot {path}: cannot be written: {exc.strerror or exc}") from None

@@ -27,7 +27,7 @@ from case_runners.monitors.summary import read_samples
 from case_runners.records import names
 from case_runners.records.round import RoundRecord
 from case_runners.records.schema import ABSENT
-from case_runners.records.summary import RunSummary
+from case_runners.records.summary import RunSummary, SummaryCase
 from case_runners.results.run_dir import check_run_dir
 from case_runners.results.summary import Round, load_records, summarize_run
 
@@ -187,6 +187,11 @@ def _seconds(event: dict[str, Any]) -> float | None:
     metadata = event.get("metadata")
     at = metadata.get("time_ms") if isinstance(metadata, dict) else None
     return at / 1000.0 if is_number(at) else None
+
+
+def scale_label(case: SummaryCase) -> str:
+    """A case at a scale, as the charts name it whatever the vendor: "llama 1x8"."""
+    return f"{case.case} {case.nnodes}x{case.nproc}"
 
 
 def valid_rounds(runs: list[RunData]) -> int:

@@ -10,6 +10,8 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from case_runners.compare.plot import draw
+from case_runners.compare.report import Comparison
 from case_runners.report.data import PHASES, Phase
 
 WIDTH = 10.5  # inches: 756 SVG points, 1008 CSS pixels
@@ -66,8 +68,9 @@ def _uri(figure: Any) -> str:
 
 
 def bar_chart(groups: Sequence[str], series: Sequence[Bars], ylabel: str, title: str, percent: bool = False,
-              reference: float | None = None) -> str:
-    """Grouped bars with error bars (mean ± std), a group per label; `reference` draws a dashed line (100 %)."""
+              reference: float | None = None, number: str = ",.1f") -> str:
+    """Grouped bars with error bars (mean ± std), a group per label, each labelled with its mean in the format
+    `number`; `reference` draws a dashed line (100 %)."""
     with _style():
         figure = _figure(max(3.0, 1.2 + 0.35 * len(groups) * len(series)))
         axes = figure.subplots()
@@ -79,7 +82,7 @@ def bar_chart(groups: Sequence[str], series: Sequence[Bars], ylabel: str, title:
             errors = [(s or 0.0) * scale if m is not None else 0.0 for m, s in zip(bars.means, bars.stds, strict=True)]
             drawn = axes.barh(ys, means, height=height * 0.9, xerr=errors, capsize=3, label=bars.label)
             missing = bars.missing or ["-"] * len(bars.means)
-            axes.bar_label(drawn, labels=[gone if m is None else f"{m * scale:,.1f}" + ("%" if percent else "")
+            axes.bar_label(drawn, labels=[gone if m is None else f"{m * scale:{number}}" + ("%" if percent else "")
                                           for m, gone in zip(bars.means, missing, strict=True)], padding=4, fontsize=8)
         if reference is not None:
             axes.axvline(reference * scale, linestyle="--", color="gray", label=f"{reference * scale:g}" +
@@ -155,4 +158,13 @@ def monitor_chart(panels: Sequence[Panel], phases: Sequence[Phase], t0: float, t
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         axes[0].set_title(title)
         axes[-1].set_xlabel("seconds since the first sample")
+        return _uri(figure)
+
+
+def alignment_chart(found: Comparison) -> str:
+    """An accuracy alignment (compare/report.py Comparison) as `compare --plot` draws it: both loss curves above
+    their relative error with the tolerance."""
+    with _style():
+        figure = _figure(5.0)
+        draw(found, figure)
         return _uri(figure)

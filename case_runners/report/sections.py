@@ -1,6 +1,7 @@
 """The report's sections, each with a stable id (SECTIONS), built from the runs' data (data.py): the summary
-tables, throughput, scaling efficiency, MFU, loss and eval metric, monitor series, environment, failed rounds. A
-section with nothing to show says so in words."""
+tables, throughput, scaling efficiency, MFU, base benchmarks and generation (benchmark_sections.py), loss and eval
+metric, accuracy alignment (alignment_section.py), monitor series, environment, failed rounds. A section with
+nothing to show says so in words."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from case_runners.records import names
 from case_runners.records.round import RoundRecord
 from case_runners.records.summary import RunSummary, Stat, SummaryCase
 from case_runners.report import html, plots
-from case_runners.report.data import NODE, RoundData, RunData, is_number, valid_rounds
+from case_runners.report.alignment_section import alignment_section
+from case_runners.report.benchmark_sections import base_section, generate_section
+from case_runners.report.data import NODE, RoundData, RunData, is_number, scale_label, valid_rounds
 from case_runners.results import base_summary, generate_summary
 from case_runners.results.summary import (
     COLUMNS,
@@ -43,10 +46,6 @@ def _mean_std(stat: Stat, digits: int = 1, scale: float = 1.0, unit: str = "") -
         return "-"
     text = f"{stat.mean * scale:,.{digits}f}{unit}"
     return text + (f" ± {(stat.std or 0.0) * scale:,.{digits}f}{unit}" if stat.n > 1 else "")
-
-
-def _scale(case: SummaryCase) -> str:
-    return f"{case.case} {case.nnodes}x{case.nproc}"
 
 
 # -- summary ----------------------------------------------------------------------------------------------------------
@@ -101,10 +100,10 @@ def throughput_section(runs: list[RunData]) -> str:
 
 def _bars(runs: list[RunData], cases: list[tuple[RunData, SummaryCase]], keys: tuple[str, ...], xlabel: str,
           title: str) -> str:
-    groups = list(dict.fromkeys(_scale(c) for _, c in cases))
+    groups = list(dict.fromkeys(scale_label(c) for _, c in cases))
     series = []
     for run in runs:
-        mine = {_scale(c): c for r, c in cases if r is run}
+        mine = {scale_label(c): c for r, c in cases if r is run}
         for key in keys:
             stats = [mine[g].stats[key] if g in mine else Stat.of([]) for g in groups]
             label = key if len(runs) == 1 else f"{run.label}"
@@ -155,7 +154,7 @@ def mfu_section(runs: list[RunData]) -> str:
             if mfu is None:
                 continue
             stat = case.stats["mfu"]
-            label = _scale(case) + (f" ({run.run_id})" if len(runs) > 1 else "")
+            label = scale_label(case) + (f" ({run.run_id})" if len(runs) > 1 else "")
             rows.append([label, _mean_std(stat, 2, 100.0, PERCENT), mfu.basis, mfu.precision,
                          base_summary.human(mfu.peak_flops_per_device, FLOP_S), mfu.devices,
                          f"{mfu.flops_per_sample:.4g}", "" if stat.mean is not None else
@@ -346,7 +345,10 @@ SECTIONS: tuple[tuple[str, str, Callable[[list[RunData]], str]], ...] = (
     ("throughput", "Throughput", throughput_section),
     ("scaling", "Scaling efficiency", scaling_section),
     ("mfu", "MFU", mfu_section),
+    ("base", "Base benchmarks", base_section),
+    ("generate", "Generation latency", generate_section),
     ("convergence", "Loss and eval metric", convergence_section),
+    ("alignment", "Accuracy alignment", alignment_section),
     ("monitors", "Monitors", monitors_section),
     ("environment", "Environment", environment_section),
     ("failures", "Failed rounds", failures_section),

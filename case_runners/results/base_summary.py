@@ -45,26 +45,36 @@ def base_rows(records: list[Any]) -> list[BaseRow]:
     return rows
 
 
+def display_unit(value: float, unit: str) -> tuple[float, str]:
+    """The unit people read a figure of `unit` in, as (divisor, name): TFLOP/s or GFLOP/s, GB/s or MB/s (10^9,
+    10^6), GiB for a capacity; a figure and its std are shown in the mean's."""
+    if unit == FLOP_S:
+        return (1e12, "TFLOP/s") if value >= 1e11 else (1e9, "GFLOP/s")
+    if unit == BYTES_S:
+        return (1e9, "GB/s") if value >= 1e8 else (1e6, "MB/s")
+    if unit == BYTES:
+        return float(2 ** 30), "GiB"
+    return 1.0, unit
+
+
 def human(value: float | None, unit: str) -> str:
-    """A figure in the unit people read it in: TFLOP/s or GFLOP/s, GB/s (10^9), GiB for a capacity."""
+    """A figure in the unit people read it in (display_unit)."""
     if value is None:
         return "-"
-    if unit == FLOP_S:
-        return f"{value / 1e12:.2f} TFLOP/s" if value >= 1e11 else f"{value / 1e9:.1f} GFLOP/s"
-    if unit == BYTES_S:
-        return f"{value / 1e9:.2f} GB/s" if value >= 1e8 else f"{value / 1e6:.1f} MB/s"
-    if unit == BYTES:
-        return f"{value / 2 ** 30:.2f} GiB"
-    return f"{value:.4g} {unit}"
+    divisor, name = display_unit(value, unit)
+    if divisor == 1.0:
+        return f"{value:.4g} {unit}"
+    return f"{value / divisor:.2f} {name}" if name in ("TFLOP/s", "GB/s", "GiB") else f"{value / divisor:.1f} {name}"
 
 
 def _achieved(stat: Stat, unit: str) -> str:
+    """mean ± std, both in the mean's unit."""
     if stat.mean is None:
         return "-"
     text = human(stat.mean, unit)
     if stat.n > 1:
-        number, _, suffix = human(stat.std or 0.0, unit).partition(" ")
-        text += f" ±{number}"
+        divisor, _ = display_unit(stat.mean, unit)
+        text += f" ±{(stat.std or 0.0) / divisor:.2f}"
     return text
 
 

@@ -1,10 +1,13 @@
-"""As a user would: real `case_runners run digits_cnn` runs (two rounds; a round that fails), the report each one
-writes and the two side by side, rendered in a real headless Chromium: no console error, every section present,
-every image decoded, a screenshot kept in test-artifacts/report/."""
+"""As a user would: real `case_runners run` runs (digits_cnn: two rounds, a round that fails, another run to align
+with the first; a gemm base run on a vendor that states an fp32 peak; llama generate), the report each one writes,
+the digits runs side by side and the base and generate runs together, rendered in a real headless Chromium: no
+console error, every section present, every image decoded, a screenshot kept in test-artifacts/report/."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 from browser import Browser
 from case_runners.cli import main
 from case_runners.netutil import free_port
+from case_runners.paths import PROJECT_ENV
 from case_runners.report import REPORT_NAME
 from case_runners.report.sections import SECTION_IDS
 
@@ -24,15 +28,32 @@ PAGE_FACTS = """JSON.stringify({
   links: [...document.querySelectorAll("[src], [href]")].map(e => e.getAttribute("src") || e.getAttribute("href"))
     .filter(u => !u.startsWith("data:image/") && !u.startsWith("#")),
   alert: (document.getElementById("no-results") || {}).textContent || null,
-  failures: document.getElementById("failures").textContent,
+  text: Object.fromEntries([...document.querySelectorAll("section")].map(s => [s.id, s.textContent])),
+  drawn: Object.fromEntries([...document.querySelectorAll("section")].map(s => [s.id, s.querySelectorAll("img")
+    .length])),
 })"""
+FP32_PEAK = "peak_flops: {fp32: 1.0e12}"  # what a vendor engineer writes into vendor.yaml for their machine
+GENERATE = ("--task", "generate", "--set", "batch_sizes=[1,2]", "--set", "prompt_lens=[16]", "--set", "output_lens=[8]",
+            "--set", "iterations=2", "--repeat", "2")
 
 
-def run_case(results: Path, *argv: str) -> tuple[subprocess.CompletedProcess, Path]:
-    done = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--results-dir", str(results),
-                           *argv], cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+def run_case(results: Path, *argv: str, case: str = "digits_cnn",
+             env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, Path]:
+    done = subprocess.run([sys.executable, "-m", "case_runners", "run", case, "--results-dir", str(results), *argv],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, check=False, env=env)
     (run_dir,) = results.glob("run*")
     return done, run_dir
+
+
+def peak_project(root: Path) -> Path:
+    """A project copy whose cpu vendor states an fp32 peak for its hardware, as its README says to."""
+    for folder in ("case_runners", "vendor"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    vendor_yaml = root / "vendor" / "cpu" / "vendor.yaml"
+    text = vendor_yaml.read_text()
+    assert "peak_flops: {}" in text
+    vendor_yaml.write_text(text.replace("peak_flops: {}", FP32_PEAK))
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +66,22 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     failed, failed_dir = run_case(root / "failed", "--nnode", "2", "--node-rank", "0", "--run-id", "run-report-failed",
                                   "--master-port", str(free_port()), "--rdzv-timeout-s", "3", "--step", "5")
     assert failed.returncode == 1, failed.stderr[-3000:]
-    for done, run_dir in ((ok, ok_dir), (failed, failed_dir)):
+    # The same case and seed again: its loss curve aligns with the first run's.
+    again, again_dir = run_case(root / "again", "--step", "40", "--no-monitors")
+    project = peak_project(root / "project")
+    gemm, gemm_dir = run_case(root / "gemm", "--task", "base", "--set", "shapes=[[256,256,256]]", "--set",
+                              "precisions=[fp32,bf16]", "--set", "iterations=3", "--repeat", "2", "--no-monitors",
+                              case="gemm", env={**os.environ, PROJECT_ENV: str(project)})
+    generate, generate_dir = run_case(root / "generate", *GENERATE, "--no-monitors", case="llama")
+    for done, run_dir in ((ok, ok_dir), (failed, failed_dir), (again, again_dir), (gemm, gemm_dir),
+                          (generate, generate_dir)):
+        assert done.returncode in (0, 1) and done.stdout, done.stderr[-3000:]
         assert done.stdout.splitlines()[-1] == f"report: {run_dir / REPORT_NAME}", "the run ends with its path"
-    both = root / "both.html"
-    assert main(["report", str(ok_dir), str(failed_dir), "-o", str(both)]) == 0
-    return {"ok": ok_dir / REPORT_NAME, "failed": failed_dir / REPORT_NAME, "both": both}
+    assert gemm.returncode == 0 and generate.returncode == 0, (gemm.stderr[-3000:], generate.stderr[-3000:])
+    both, tasks = root / "both.html", root / "tasks.html"
+    assert main(["report", str(ok_dir), str(again_dir), str(failed_dir), "-o", str(both)]) == 0
+    assert main(["report", str(gemm_dir), str(generate_dir), "-o", str(tasks)]) == 0
+    return {"ok": ok_dir / REPORT_NAME, "failed": failed_dir / REPORT_NAME, "both": both, "tasks": tasks}
 
 
 def test_the_reports_render_in_chromium(runs, chromium, artifacts, capsys):
@@ -66,15 +98,26 @@ def test_the_reports_render_in_chromium(runs, chromium, artifacts, capsys):
             shot = browser.screenshot(artifacts / f"report-{name}.png")
             with capsys.disabled():
                 print(f"\nscreenshot of {page}: {shot}")
+            text, drawn = facts["text"], facts["drawn"]
             if name == "ok":
                 assert facts["alert"] is None
                 # throughput, loss and eval metric, one monitor figure per round
                 assert len(facts["images"]) == 4
+                assert "One run: an alignment needs a reference run" in text["alignment"]
+                assert "No base benchmark in these runs" in text["base"] and drawn["base"] == 0
             if name == "failed":
                 assert "No successful round" in facts["alert"]
-                assert "rendezvous: node(s) 1 did not join" in facts["failures"]
+                assert "rendezvous: node(s) 1 did not join" in text["failures"]
             if name == "both":
-                assert facts["alert"] is None and "rendezvous: node(s) 1 did not join" in facts["failures"]
+                assert facts["alert"] is None and "rendezvous: node(s) 1 did not join" in text["failures"]
+                # The second run aligns with the first; the failed run ran another scale.
+                assert "PASS" in text["alignment"] and drawn["alignment"] == 1
+                assert "the reference run has no training case digits_cnn 2x1" in text["alignment"]
+            if name == "tasks":
+                # Achieved TFLOP/s, and the fraction of the fp32 peak; bf16 has none and says why.
+                assert drawn["base"] == 2 and "hardware.CPU.peak_flops.bf16" in text["base"]
+                assert drawn["generate"] == 3 and "engine agreement, llama_generate_CPUx1x1" in text["generate"]
+                assert drawn["convergence"] == 0 and drawn["alignment"] == 0
     finally:
         browser.close()
 
