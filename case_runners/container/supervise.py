@@ -3,7 +3,8 @@ it from the host and removes it on every outcome (success, failure, timeout, a s
 
 The container shares the host's network (the rendezvous and the collectives see the host's interfaces and
 ports) and runs as the login user. The project is mounted read-only, the data read-only and the run
-directory read-write, each at its host path, so every path in the config means the same inside.
+directory read-write, each at its host path, so every path in the config means the same inside. A directory the
+rounds read outside those (read_inputs: a generate checkpoint given by path) is mounted read-only at its path.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
+from case_runners.config.resolved import GENERATE
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
 from case_runners.errors import PerfplayError
+from case_runners.generate import given_checkpoint
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.node import NodeSpec, monitor_deadline, save_node_result, write_node_result
 from case_runners.processes import PARENT_PID_ENV
@@ -46,6 +49,15 @@ def container_name(spec: NodeSpec, case_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"perfplay-{spec.run_id}-{case_id}-{round_name}-n{spec.node_rank}")
 
 
+def read_inputs(config: ResolvedConfig) -> list[Path]:
+    """The directories a config's rounds read besides the project, the run directory and data_dir, as the rank
+    names them: a generate config's checkpoint given by path."""
+    if config.task_name != GENERATE:
+        return []
+    checkpoint = given_checkpoint(str(config.params.get("checkpoint") or ""), config.data_dir)
+    return [] if checkpoint is None else [checkpoint]
+
+
 def _mounts(spec: NodeSpec, config: ResolvedConfig, project_dir: Path) -> list[Any]:
     from docker.types import Mount
     run_dir = spec.config_path.parent.parent
@@ -54,8 +66,15 @@ def _mounts(spec: NodeSpec, config: ResolvedConfig, project_dir: Path) -> list[A
         targets.append((spec.log_dir, False))
     if config.data_dir:
         targets.append((Path(config.data_dir).resolve(), True))
-    return [Mount(target=str(path), source=str(path), type="bind", read_only=read_only)
-            for path, read_only in targets]
+    mounts = [Mount(target=str(path), source=str(path), type="bind", read_only=read_only)
+              for path, read_only in targets]
+    # A read input outside those, at the path the rank names (its symlinks resolved on the host); one that is no
+    # directory is left to the rank's own check, which names it.
+    for path in read_inputs(config):
+        inside = Path(os.path.abspath(path))
+        if path.is_dir() and not any(inside.is_relative_to(target) for target, _ in targets):
+            mounts.append(Mount(target=str(inside), source=str(path.resolve()), type="bind", read_only=True))
+    return mounts
 
 
 def forwarded(name: str, vendor_info: VendorInfo) -> bool:

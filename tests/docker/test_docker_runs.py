@@ -212,3 +212,20 @@ def test_an_inference_case_runs_in_the_container_with_the_vendor_s_requirements(
     assert submit["value"]["task"] == "inference" and submit["value"]["python"].startswith("/opt/perfplay-venv/")
     assert Path(metrics["onnx_path"]).is_file(), "the export is kept in the run directory on the host"
     assert run_containers("run_dinf") == []
+
+
+def test_a_generate_round_loads_a_checkpoint_given_by_absolute_path_in_the_container(cpu_image, results: Path,
+                                                                                    tmp_path: Path):
+    """The checkpoint lies outside the results, data dir and checkout: the round's container mounts it read-only."""
+    from case_runners.cases.llama.model import build_model, save_checkpoint  # noqa: PLC0415 - torch
+
+    shape = {"model": "tiny", "vocab_size": 0}
+    checkpoint = save_checkpoint(build_model(shape), tmp_path / "ckpt", shape)
+    quick = {"batch_sizes": [1], "prompt_lens": [1], "output_lens": [1], "warmup": 0, "iterations": 1}
+    run = run_docker(REPO, "run_case.yml", results, "run_dgen",
+                     {"case": "llama", "task": "generate", "overrides": {"checkpoint": str(checkpoint), **quick}})
+    assert run.rc == 0, run.output[-3000:]
+    record = round_record(results, "run_dgen", "llama_generate_CPUx1x1", 1)
+    assert record["status"] == "success", record["reason"]
+    assert record["metrics"]["checkpoint"] == str(checkpoint)
+    assert run_containers("run_dgen") == []

@@ -3,6 +3,7 @@ and the preparation a container runs before its ranks (environment file, require
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -17,8 +18,9 @@ import pytest
 from case_runners.container.image import BUILD_DIR, build_args, image_spec, write_context
 from case_runners.container.options import check_container, sdk_options
 from case_runners.container.prepare import PREPARE_LOG, SITE, prepare
-from case_runners.container.supervise import ENTRY
+from case_runners.container.supervise import ENTRY, _mounts
 from case_runners.errors import ConfigError
+from case_runners.launch.node import NodeSpec
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.resolved import ResolvedConfig
@@ -136,6 +138,32 @@ def test_a_docker_plan_puts_the_image_in_every_config():
     assert host["cases"][0]["runtime"] == {"kind": "host"} and host["images"] == []
     bad = make_plan({"vendor": "cpu", "runtime": "podman", "cases": [DIGITS]}, check=True)
     assert "run vars: key 'perfplay_runtime': unknown runtime 'podman' (allowed: docker, host)" in bad["errors"]
+
+
+def test_a_generate_checkpoint_outside_the_mounts_is_mounted_read_only_at_its_path(tmp_path: Path):
+    data, outside, run_dir = tmp_path / "data", tmp_path / "ckpt", tmp_path / "results" / "run_m"
+    for folder in (data / "ckpt", outside, run_dir / "saved"):
+        folder.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(outside)
+    config_path = run_dir / "llama_generate_CPUx1x1" / "resolved_config.json"
+    spec = NodeSpec(config_path=config_path, log_dir=config_path.parent / "round1" / "localhost_noderank0",
+                    node_rank=0, master_addr="127.0.0.1", master_port=0, timeout_s=1, run_id="run_m", nnodes=1,
+                    nproc=1)
+    config = ResolvedConfig.from_json(resolved("llama", selection={"task": "generate", "data_dir": str(data)}))
+
+    def mounts(checkpoint: str) -> dict[str, tuple[str, bool]]:
+        given = dataclasses.replace(config, params={**config.params, "checkpoint": checkpoint})
+        return {m["Target"]: (m["Source"], m["ReadOnly"]) for m in _mounts(spec, given, REPO)}
+
+    base = mounts("")
+    assert base == {str(REPO): (str(REPO), True), str(run_dir): (str(run_dir), False),
+                    str(data.resolve()): (str(data.resolve()), True)}
+    assert mounts(str(outside)) == {**base, str(outside): (str(outside.resolve()), True)}
+    assert mounts(str(tmp_path / "link")) == {**base, str(tmp_path / "link"): (str(outside.resolve()), True)}, \
+        "at the path the rank opens"
+    for already in ("trained", "ckpt", str(data / "ckpt"), str(run_dir / "saved")):
+        assert mounts(already) == base, already
+    assert mounts(str(tmp_path / "none")) == base, "no directory: the rank's own check names it"
 
 
 def test_the_entry_shell_sources_the_environment_file_before_the_launcher(tmp_path: Path):
