@@ -157,6 +157,15 @@ def check_results_dir(results_dir: str, min_free: int) -> list[str]:
     return [low] if low else []
 
 
+def _data_problem(case_id: str, problem: str) -> str:
+    """A problem with a case's data, naming the key it is about: data_dir, or the one the problem names (a generate
+    case's checkpoint)."""
+    key, rest = ("key 'data_dir'", problem)
+    if problem.startswith("key '") and ": " in problem:
+        key, rest = problem.split(": ", 1)
+    return f"{key} (run var perfplay_cases) of {case_id}: {rest}"
+
+
 def host_check(request: dict[str, Any]) -> dict[str, Any]:
     """Everything the host preflight asserts, as data."""
     unknown = sorted(set(request) - set(REQUEST_KEYS))
@@ -174,7 +183,7 @@ def host_check(request: dict[str, Any]) -> dict[str, Any]:
     for config in cases:
         errors = check_data(config)
         data.append({"case_id": config.case_id, "errors": errors})
-        problems += [f"key 'data_dir' (run var perfplay_cases) of {config.case_id}: {e}" for e in errors]
+        problems += [_data_problem(config.case_id, e) for e in errors]
         problems += check_inference_files(config)
     if request.get("results_dir"):
         problems += check_results_dir(request["results_dir"], int(request.get("min_free_bytes") or 0))

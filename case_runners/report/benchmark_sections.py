@@ -58,7 +58,7 @@ def base_section(runs: list[RunData]) -> str:
         entries = [(_series(runs, run, "achieved"), _headline(case, row), row.achieved)
                    for run, case, row in headlines if row.unit == unit]
         top = max((s.mean for _, _, s in entries if s.mean is not None), default=0.0)
-        divisor, shown = base_summary.display_unit(top, unit)
+        divisor, shown, _ = base_summary.display_unit(top, unit)
         charts.append(_chart(entries, f"achieved ({shown})", f"Base benchmarks, {shown}", divisor))
     fractions = [(_series(runs, run, "fraction of peak"), _headline(case, row), row.fraction_of_peak)
                  for run, case, row in headlines if row.fraction_of_peak.mean is not None]

@@ -45,36 +45,34 @@ def base_rows(records: list[Any]) -> list[BaseRow]:
     return rows
 
 
-def display_unit(value: float, unit: str) -> tuple[float, str]:
-    """The unit people read a figure of `unit` in, as (divisor, name): TFLOP/s or GFLOP/s, GB/s or MB/s (10^9,
-    10^6), GiB for a capacity; a figure and its std are shown in the mean's."""
+def display_unit(value: float, unit: str) -> tuple[float, str, int]:
+    """How people read a figure of `unit`, as (divisor, unit name, decimals): TFLOP/s or GFLOP/s, GB/s or MB/s
+    (10^9, 10^6), GiB for a capacity. A figure's std is shown in its mean's."""
     if unit == FLOP_S:
-        return (1e12, "TFLOP/s") if value >= 1e11 else (1e9, "GFLOP/s")
+        return (1e12, "TFLOP/s", 2) if value >= 1e11 else (1e9, "GFLOP/s", 1)
     if unit == BYTES_S:
-        return (1e9, "GB/s") if value >= 1e8 else (1e6, "MB/s")
+        return (1e9, "GB/s", 2) if value >= 1e8 else (1e6, "MB/s", 1)
     if unit == BYTES:
-        return float(2 ** 30), "GiB"
-    return 1.0, unit
+        return float(2 ** 30), "GiB", 2
+    return 1.0, unit, 4
 
 
 def human(value: float | None, unit: str) -> str:
     """A figure in the unit people read it in (display_unit)."""
     if value is None:
         return "-"
-    divisor, name = display_unit(value, unit)
-    if divisor == 1.0:
-        return f"{value:.4g} {unit}"
-    return f"{value / divisor:.2f} {name}" if name in ("TFLOP/s", "GB/s", "GiB") else f"{value / divisor:.1f} {name}"
+    divisor, name, digits = display_unit(value, unit)
+    return f"{value:.4g} {unit}" if divisor == 1.0 else f"{value / divisor:.{digits}f} {name}"
 
 
 def _achieved(stat: Stat, unit: str) -> str:
-    """mean ± std, both in the mean's unit."""
+    """mean ± std, both in the mean's unit and decimals."""
     if stat.mean is None:
         return "-"
     text = human(stat.mean, unit)
     if stat.n > 1:
-        divisor, _ = display_unit(stat.mean, unit)
-        text += f" ±{(stat.std or 0.0) / divisor:.2f}"
+        divisor, _, digits = display_unit(stat.mean, unit)
+        text += f" ±{(stat.std or 0.0) / divisor:.{digits}f}"
     return text
 
 

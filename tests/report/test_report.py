@@ -157,3 +157,15 @@ def test_a_run_id_of_the_history_database_is_a_run(tmp_path, capsys):
     assert report(capsys, run_dir.name, "--db", db) == (0, f"report: {run_dir / REPORT_NAME}\n", "")
     code, _, err = report(capsys, "run20990101000000", "--db", db)
     assert code == 2 and "run20990101000000: neither a directory nor a run id in the history database" in err
+
+
+def test_an_alignment_that_cannot_be_made_says_why(tmp_path):
+    """Two runs of the same case whose records name no node to read a loss from: the pair is named with the reason
+    compare gives."""
+    first, second = make_run(tmp_path / "a", ["success"]), make_run(tmp_path / "b", ["failed", "success"])
+    alignment = sections(render_report([read_run(first), read_run(second)]))["alignment"]
+    assert "No pair of runs could be aligned" in alignment and "<img" not in alignment
+    assert "digits_cnn 1x1: run20250101000000 against run20250101000000: not aligned:" in alignment
+    assert "no node 0 in per_node: no rank 0 to read the loss of" in alignment  # compare's own words
+    single = sections(render_report([read_run(first)]))["alignment"]
+    assert "One run: an alignment needs a reference run" in single

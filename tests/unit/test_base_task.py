@@ -12,14 +12,15 @@ import textwrap
 import pytest
 
 from case_runners.base.timing import seconds_per_call
-from case_runners.config.benchmarks import BENCHMARKS, ONE, peak_for
+from case_runners.config.benchmarks import BENCHMARKS, BYTES, BYTES_S, FLOP_S, ONE, peak_for
 from case_runners.errors import ConfigError
 from case_runners.paths import project_root
 from case_runners.plan.base import base_suite, vendor_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.base import BEST, MEDIAN, headlines, measurement
 from case_runners.records.round import BaseRoundRecord, RoundRecord
-from case_runners.records.summary import RunSummary
+from case_runners.records.summary import RunSummary, Stat
+from case_runners.results import base_summary
 from case_runners.vendors import load_vendor
 
 ROOT = project_root()
@@ -110,6 +111,16 @@ def test_headlines_give_the_best_size_and_for_gemm_the_median():
     copy = measurement("memory_bandwidth", "copy", "1 MiB", 5.0, peak_for("memory_bandwidth", "H100", H100),
                        iterations=1, seconds=1.0, nbytes=1 << 20)
     assert [h.stat for h in headlines([copy])] == [BEST]
+
+
+@pytest.mark.parametrize(("values", "unit", "shown"), [
+    ((1.20e11, 1.28e11), FLOP_S, "0.12 TFLOP/s ±0.01"),  # the std in the mean's unit, not in GFLOP/s
+    ((9.0e10, 1.0e11), FLOP_S, "95.0 GFLOP/s ±7.1"),
+    ((3.2e12, 3.3e12), BYTES_S, "3250.00 GB/s ±70.71"),
+    ((2 ** 31, 2 ** 31), BYTES, "2.00 GiB ±0.00"),
+])
+def test_a_base_figure_and_its_std_are_shown_in_one_unit(values, unit, shown):
+    assert base_summary._achieved(Stat.of(list(values)), unit) == shown
 
 
 class _Runtime:

@@ -30,6 +30,19 @@ def test_a_bad_data_dir_is_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "results").exists() or list((tmp_path / "results").iterdir()) == []
 
 
+def test_a_missing_checkpoint_is_refused_under_its_own_key(tmp_path):
+    proc = run("llama", "--task", "generate", "--set", f"checkpoint={tmp_path / 'ckpt'}", "--results-dir",
+               str(tmp_path / "results"))
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 2, err
+    assert f"key 'checkpoint' (run var perfplay_cases) of llama_generate_CPUx1x1: {tmp_path / 'ckpt'}" in err
+    assert "data_dir" not in err
+
+
 def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
     results = tmp_path / "results"
     proc = run("digits_cnn", "--results-dir", str(results), "--set", "synthetic=true", "--set", "max_epochs=10000",
