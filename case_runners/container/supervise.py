@@ -3,8 +3,9 @@ it from the host and removes it on every outcome (success, failure, timeout, a s
 
 The container shares the host's network (the rendezvous and the collectives see the host's interfaces and
 ports) and runs as the login user. The project is mounted read-only, the data read-only and the run
-directory read-write, each at its host path, so every path in the config means the same inside. A directory the
-rounds read outside those (read_inputs: a generate checkpoint given by path) is mounted read-only at its path.
+directory read-write, each at its host path, so every path in the config means the same inside. What the
+rounds read outside those (read_inputs: a generate checkpoint, an inference case's checkpoint, engine file and
+ONNX directory, given by path) is mounted read-only at its path.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import files
-from case_runners.config.resolved import GENERATE
+from case_runners.config.resolved import GENERATE, INFERENCE
 from case_runners.container.image import docker_client
 from case_runners.container.options import sdk_options
 from case_runners.errors import PerfplayError
@@ -49,13 +50,25 @@ def container_name(spec: NodeSpec, case_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"perfplay-{spec.run_id}-{case_id}-{round_name}-n{spec.node_rank}")
 
 
+INFERENCE_FILES = ("checkpoint", "exist_compiler_path")  # an inference case's files given by path
+ONNX_PATH = "exist_onnx_path"  # its directory: an ONNX model's external data lies beside it
+
+
 def read_inputs(config: ResolvedConfig) -> list[Path]:
-    """The directories a config's rounds read besides the project, the run directory and data_dir, as the rank
-    names them: a generate config's checkpoint given by path."""
-    if config.task_name != GENERATE:
+    """What a config's rounds read besides the project, the run directory and data_dir, as the rank names it: a
+    generate config's checkpoint directory given by path; an inference config's checkpoint and compiled engine
+    files and the directory of its ONNX file, given by absolute path (a relative one is the project's, which is
+    mounted)."""
+    if config.task_name == GENERATE:
+        checkpoint = given_checkpoint(str(config.params.get("checkpoint") or ""), config.data_dir)
+        return [] if checkpoint is None else [checkpoint]
+    if config.task_name != INFERENCE:
         return []
-    checkpoint = given_checkpoint(str(config.params.get("checkpoint") or ""), config.data_dir)
-    return [] if checkpoint is None else [checkpoint]
+    found = [Path(str(config.params[key])) for key in INFERENCE_FILES if config.params.get(key)]
+    onnx = Path(str(config.params.get(ONNX_PATH) or ""))
+    if onnx.is_absolute() and onnx.is_file():  # not a placeholder (the engine compiles without it)
+        found.append(onnx.parent)
+    return [path for path in found if path.is_absolute()]
 
 
 def _mounts(spec: NodeSpec, config: ResolvedConfig, project_dir: Path) -> list[Any]:
@@ -68,11 +81,11 @@ def _mounts(spec: NodeSpec, config: ResolvedConfig, project_dir: Path) -> list[A
         targets.append((Path(config.data_dir).resolve(), True))
     mounts = [Mount(target=str(path), source=str(path), type="bind", read_only=read_only)
               for path, read_only in targets]
-    # A read input outside those, at the path the rank names (its symlinks resolved on the host); one that is no
-    # directory is left to the rank's own check, which names it.
+    # A read input outside those, at the path the rank names (its symlinks resolved on the host); one that does not
+    # exist (a missing file, a placeholder ONNX path) is left to the rank's own check, which names it.
     for path in read_inputs(config):
         inside = Path(os.path.abspath(path))
-        if path.is_dir() and not any(inside.is_relative_to(target) for target, _ in targets):
+        if path.exists() and not any(inside.is_relative_to(target) for target, _ in targets):
             mounts.append(Mount(target=str(inside), source=str(path.resolve()), type="bind", read_only=True))
     return mounts
 

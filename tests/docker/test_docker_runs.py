@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -212,6 +213,20 @@ def test_an_inference_case_runs_in_the_container_with_the_vendor_s_requirements(
     assert submit["value"]["task"] == "inference" and submit["value"]["python"].startswith("/opt/perfplay-venv/")
     assert Path(metrics["onnx_path"]).is_file(), "the export is kept in the run directory on the host"
     assert run_containers("run_dinf") == []
+    # That export, given by path from outside the checkout and the results: its folder (the model and its external
+    # data) is mounted read-only, and step d (the export) is skipped.
+    given = tmp_path / "given"
+    given.mkdir()
+    for path in Path(metrics["onnx_path"]).parent.glob("digits_cnn.onnx*"):
+        shutil.copy(path, given)
+    onnx = given / "digits_cnn.onnx"
+    run = run_docker(checkout, "run_case.yml", results, "run_donnx",
+                     {"case": "digits_cnn", "task": "inference", "overrides": {"exist_onnx_path": str(onnx)}})
+    assert run.rc == 0, run.output[-3000:]
+    record = round_record(results, "run_donnx", "digits_cnn_inference_CPUx1x1", 1)
+    assert record["status"] == "success", record["reason"]
+    assert record["metrics"]["onnx_path"] == str(onnx) and "d" not in record["metrics"]["steps"]
+    assert run_containers("run_donnx") == []
 
 
 def test_a_generate_round_loads_a_checkpoint_given_by_absolute_path_in_the_container(cpu_image, results: Path,

@@ -166,6 +166,32 @@ def test_a_generate_checkpoint_outside_the_mounts_is_mounted_read_only_at_its_pa
     assert mounts(str(tmp_path / "none")) == base, "no directory: the rank's own check names it"
 
 
+def test_an_inference_case_s_files_given_by_absolute_path_are_mounted_read_only(tmp_path: Path):
+    run_dir, weights, engine = tmp_path / "results" / "run_i", tmp_path / "w" / "digits.pt", tmp_path / "e.plan"
+    onnx = tmp_path / "exported" / "digits_cnn.onnx"
+    for path in (weights, engine, onnx, onnx.with_name("digits_cnn.onnx.data")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    config_path = run_dir / "digits_cnn_inference_CPUx1x1" / "resolved_config.json"
+    spec = NodeSpec(config_path=config_path, log_dir=config_path.parent / "round1" / "localhost_noderank0",
+                    node_rank=0, master_addr="127.0.0.1", master_port=0, timeout_s=1, run_id="run_i", nnodes=1,
+                    nproc=1)
+    config = ResolvedConfig.from_json(resolved(selection={"task": "inference"}))
+
+    def mounts(**params: str) -> dict[str, tuple[str, bool]]:
+        given = dataclasses.replace(config, params={**config.params, **params})
+        return {m["Target"]: (m["Source"], m["ReadOnly"]) for m in _mounts(spec, given, REPO)}
+
+    base = mounts()
+    assert base == {str(REPO): (str(REPO), True), str(run_dir): (str(run_dir), False)}
+    assert mounts(checkpoint=str(weights), exist_compiler_path=str(engine)) == {
+        **base, str(weights): (str(weights), True), str(engine): (str(engine), True)}
+    assert mounts(exist_onnx_path=str(onnx)) == {**base, str(onnx.parent): (str(onnx.parent), True)}, \
+        "the ONNX file's directory: its external data lies beside it"
+    assert mounts(exist_onnx_path=str(tmp_path / "placeholder.onnx")) == base, "a placeholder is the engine's to judge"
+    assert mounts(checkpoint="weights/digits.pt") == base, "a relative path is the project's, which is mounted"
+
+
 def test_the_entry_shell_sources_the_environment_file_before_the_launcher(tmp_path: Path):
     env_file = tmp_path / "environment_variables.sh"
     env_file.write_text("export PERFPLAY_PROBE=sourced\n")
