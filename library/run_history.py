@@ -16,16 +16,13 @@ description:
   - An index that fails (a database of a newer perfplay, a full disk) is a warning, never a failure of the run;
     the run directory stays the source of truth, and C(case_runners history reindex) rebuilds the database from it.
 options:
-  run_dir:
-    description: The run directory, C(<results_dir>/<run_id>).
-    type: path
-    required: true
   db:
     description: The history database (run var C(perfplay_history_db), as the plan resolved it).
     type: path
     required: true
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_cli.run_dir
 attributes:
   check_mode:
     support: full

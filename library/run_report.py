@@ -15,13 +15,9 @@ description:
   - A report that cannot be written (a full disk), or not rendered, is a warning, never a failure of the run; a
     C(run_dir) that is not a run directory fails the task.
   - The C(perfplay_summary) callback prints the report's path after the summary table.
-options:
-  run_dir:
-    description: The run directory, C(<results_dir>/<run_id>).
-    type: path
-    required: true
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_cli.run_dir
 attributes:
   check_mode:
     support: full

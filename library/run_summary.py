@@ -15,13 +15,9 @@ description:
     callbacks Ansible runs with (C(ansible-playbook), C(ansible-runner), AWX). A summary that cannot be written
     (a full disk) is a warning, never a failure of the run.
   - The C(perfplay_summary) callback prints the returned summary as a table at the end of the play.
-options:
-  run_dir:
-    description: The run directory, C(<results_dir>/<run_id>).
-    type: path
-    required: true
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_cli.run_dir
 attributes:
   check_mode:
     support: partial

@@ -73,10 +73,12 @@ def fragment_options(name: str) -> set[str]:
 @pytest.mark.parametrize("name", MODULES)
 def test_the_common_options_are_documented_once(name):
     own = yaml.safe_load(load_module(name).DOCUMENTATION)
-    (fragment,) = own["extends_documentation_fragment"]
-    assert fragment.partition(".")[0] == "perfplay_cli"
-    assert "project_dir" in fragment_options(fragment)
-    assert not fragment_options(fragment) & set(own["options"]), "documented in the fragment already"
+    fragments = own["extends_documentation_fragment"]
+    assert all(fragment.partition(".")[0] == "perfplay_cli" for fragment in fragments), fragments
+    shared = [fragment_options(fragment) for fragment in fragments]
+    assert "project_dir" in set().union(*shared)
+    assert sum(map(len, shared)) == len(set().union(*shared)), "an option in two fragments"
+    assert not set().union(*shared) & set(own.get("options") or {}), "documented in the fragment already"
 
 
 @pytest.mark.parametrize("name", MODULES)
