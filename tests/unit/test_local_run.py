@@ -18,27 +18,27 @@ def run(*args: str, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-def test_a_bad_data_dir_is_refused_before_anything_is_written(tmp_path):
-    proc = run("digits_cnn", "--data-dir", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path / "results"))
+def refusal(*args: str) -> str:
+    """The error output of a run refused before anything started (exit 2)."""
+    proc = run(*args)
     try:
-        out, err = proc.communicate(timeout=300)
+        _, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
         proc.wait()
     assert proc.returncode == 2, err
+    return err
+
+
+def test_a_bad_data_dir_is_refused_before_anything_is_written(tmp_path):
+    err = refusal("digits_cnn", "--data-dir", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path / "results"))
     assert "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1" in err and "nowhere" in err
     assert not (tmp_path / "results").exists() or list((tmp_path / "results").iterdir()) == []
 
 
 def test_a_missing_checkpoint_is_refused_under_its_own_key(tmp_path):
-    proc = run("llama", "--task", "generate", "--set", f"checkpoint={tmp_path / 'ckpt'}", "--results-dir",
-               str(tmp_path / "results"))
-    try:
-        out, err = proc.communicate(timeout=300)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 2, err
+    err = refusal("llama", "--task", "generate", "--set", f"checkpoint={tmp_path / 'ckpt'}", "--results-dir",
+                  str(tmp_path / "results"))
     assert f"key 'checkpoint' (run var perfplay_cases) of llama_generate_CPUx1x1: {tmp_path / 'ckpt'}" in err
     assert "data_dir" not in err
 
