@@ -65,9 +65,13 @@ def align(reference: Mapping[int, float], candidate: Mapping[int, float]) -> Los
 def workload(config: ResolvedConfig, record: TrainingRoundRecord) -> dict[str, Any]:
     """What a round computes: its case, world size, precision and params (less NOT_WORKLOAD). The vendor, the
     hardware, the framework's version and the data's path are what a comparison is for, or where it runs."""
-    params = {key: value for key, value in sorted(config.params.items()) if key not in NOT_WORKLOAD}
     return {CASE: config.case, WORLD_SIZE: config.nnodes * config.nproc, PRECISION: record.metrics["precision"],
-            **params}
+            **workload_params(config)}
+
+
+def workload_params(config: ResolvedConfig) -> dict[str, Any]:
+    """The params that change what a round computes (all but NOT_WORKLOAD), by name."""
+    return {key: value for key, value in sorted(config.params.items()) if key not in NOT_WORKLOAD}
 
 
 _MISSING = object()

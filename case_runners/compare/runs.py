@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from case_runners.compare.alignment import NOT_WORKLOAD, differences
+from case_runners.compare.alignment import differences, workload_params
 from case_runners.config.benchmarks import BYTES
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
@@ -27,7 +27,6 @@ from case_runners.results.summary import case_unit, summarize_run
 
 HIGHER, LOWER = "higher", "lower"
 FRACTION = "fraction"  # the unit of a figure between 0 and 1 (MFU, agreement, fraction of peak): shown as %
-GIB = "GiB"
 # Each figure compare-runs shows, the one place that says which way is better and its unit: the summary's statistics
 # of every task (records/summary.py stat_keys), and each base headline's achieved figure and fraction of peak.
 # better None: the case's target says (final_metric: its higher_is_better); unit None: the case's own (a training
@@ -248,7 +247,7 @@ def _side(run: _Run, case: SummaryCase, params: dict[str, list[Any]]) -> CaseSid
 
 
 def _workload(config: ResolvedConfig | None) -> dict[str, Any]:
-    return {} if config is None else {k: v for k, v in config.params.items() if k not in NOT_WORKLOAD}
+    return {} if config is None else workload_params(config)
 
 
 def _partner(case: SummaryCase, candidates: list[SummaryCase]) -> SummaryCase | None:

@@ -3,9 +3,9 @@ ratio to the baseline and the verdict), what was skipped, and the regressions.""
 
 from __future__ import annotations
 
-from case_runners.compare.runs import FRACTION, GIB, ONE_ROUND, RunComparison, key_text
-from case_runners.config.benchmarks import BYTES, BYTES_S, FLOP_S
+from case_runners.compare.runs import FRACTION, ONE_ROUND, RunComparison, key_text
 from case_runners.records.summary import Stat
+from case_runners.results import base_summary
 from case_runners.results.text import text_columns
 
 
@@ -14,18 +14,12 @@ def _number(value: float) -> str:
 
 
 def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
-    """(the factor a value is multiplied by, the unit it is shown in): a fraction as a percentage, bytes in GiB,
-    FLOP/s and B/s in the prefix that suits `reference` (the baseline's mean)."""
-    size = abs(reference or 0.0)
+    """(the factor a value is multiplied by, the unit it is shown in): a fraction as a percentage; bytes, FLOP/s and
+    B/s as the base table shows `reference` (the baseline's mean)."""
     if unit == FRACTION:
         return 100.0, "%"
-    if unit == BYTES:
-        return 1 / 2 ** 30, GIB
-    if unit == FLOP_S:
-        return (1e-12, "TFLOP/s") if size >= 1e11 else (1e-9, "GFLOP/s")
-    if unit == BYTES_S:
-        return (1e-9, "GB/s") if size >= 1e8 else (1e-6, "MB/s")
-    return 1.0, unit
+    divisor, shown, _ = base_summary.display_unit(abs(reference or 0.0), unit)
+    return 1 / divisor, shown
 
 
 def stat_text(stat: Stat, factor: float = 1.0) -> str:
