@@ -17,12 +17,25 @@ RUN_ID_ENV = "PERFPLAY_RUN_ID"  # every process of a run carries its id here
 RUN_ID_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{7,63}")
 RUN_ID_RULE = "8 to 64 characters: a letter, then letters, digits, '_' or '-'"
 MANUAL_RUN_ID = "perfplay-manual"  # the default of the standalone launcher and monitor commands
+STAMP_FORMAT = "%Y%m%d%H%M%S"  # a generated id's local start time
+_GENERATED = re.compile(r"run(?P<stamp>\d{14})-")
 
 
 def new_run_id(now: float | None = None) -> str:
     """`run<YYYYmmddHHMMSS>-<hex>` for the local time `now` (default: now)."""
-    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() if now is None else now))
+    stamp = time.strftime(STAMP_FORMAT, time.localtime(time.time() if now is None else now))
     return f"run{stamp}-{secrets.token_hex(3)}"
+
+
+def started(run_id: str) -> time.struct_time | None:
+    """The local start time a generated run id carries; None for another id."""
+    match = _GENERATED.match(run_id)
+    if not match:
+        return None
+    try:
+        return time.strptime(match["stamp"], STAMP_FORMAT)
+    except ValueError:
+        return None
 
 
 def is_run_id(value: object) -> bool:

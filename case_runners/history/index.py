@@ -5,11 +5,11 @@ row whose status is `unreadable`, and the rest is indexed; a round that never le
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
 
+from case_runners import run_ids
 from case_runners.errors import PerfplayError
 from case_runners.history.db import COLUMNS, HistoryError, Row
 from case_runners.monitors.spec import MonitorSpec
@@ -20,7 +20,6 @@ from case_runners.results.run_dir import check_run_dir as shared_check
 from case_runners.results.summary import Round, StandIn, load_records
 
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"  # a row's date: the run's start, local time, as text that sorts
-_STAMPED_ID = re.compile(r"^run(?P<stamp>\d{14})-")  # a generated run id: run<YYYYmmddHHMMSS>-<hex> (run_ids.py)
 
 
 def check_run_dir(path: Path) -> Path:
@@ -35,12 +34,9 @@ def check_run_dir(path: Path) -> Path:
 def run_date(run_dir: Path) -> str | None:
     """When the run started: from its generated run id, else the earliest start of a monitor of its rounds (its
     host monitor's sys_info.json); None when neither says."""
-    match = _STAMPED_ID.match(run_dir.name)
-    if match:
-        try:
-            return time.strftime(DATE_FORMAT, time.strptime(match["stamp"], "%Y%m%d%H%M%S"))
-        except ValueError:
-            pass
+    stamped = run_ids.started(run_dir.name)
+    if stamped is not None:
+        return time.strftime(DATE_FORMAT, stamped)
     started = []
     for round_dir in run_dir.glob("*/round*"):
         for _, _, node_dir in node_dirs(round_dir):

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from case_runners.history.cli import parse_date
 from case_runners.history.db import COLUMNS, DB_NAME, MIGRATIONS, SCHEMA_VERSION, HistoryError, opened, replace_run
 from case_runners.history.index import index_run, run_date
 from case_runners.history.lookup import run_dirs
+from case_runners.run_ids import new_run_id
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -293,3 +295,9 @@ def test_a_database_that_cannot_be_given_its_schema_leaves_no_file(monkeypatch, 
         with opened(path):
             pass
     assert not path.exists(), "no empty database left behind"
+
+
+def test_a_run_s_date_is_the_start_its_generated_id_carries(tmp_path):
+    at = time.mktime((2026, 11, 23, 9, 8, 7, 0, 0, -1))
+    assert run_date(tmp_path / new_run_id(at)) == "2026-11-23 09:08:07"
+    assert run_date(tmp_path / "my-own-run") is None, "no stamp in the id and no monitor that says when it started"
