@@ -4,7 +4,6 @@ curve (STEP_END events of its events file, every log_freq steps). Every problem 
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 from case_runners.driver.events import STEP_END, events_path, read_events
@@ -12,9 +11,9 @@ from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import RECORD_NAME, RoundRecord, TrainingRoundRecord
+from case_runners.results.run_dir import ROUND_DIR
 
 DEFAULT_ROUND = 1
-_ROUND_DIR = re.compile(r"round(\d+)")
 RANK = 0  # whose loss curve is the run's
 
 
@@ -32,7 +31,7 @@ def round_dir(path: Path, round_no: int = DEFAULT_ROUND) -> Path:
     that of its only case (a run directory)."""
     if not path.is_dir():
         raise PerfplayError(f"{path}: no such directory (give a round, case or run directory)")
-    if _ROUND_DIR.fullmatch(path.name) or (path / RECORD_NAME).exists():
+    if ROUND_DIR.fullmatch(path.name) or (path / RECORD_NAME).exists():
         return path
     if (path / RESOLVED_NAME).exists():
         return _case_round(path, round_no)
@@ -49,7 +48,7 @@ def round_dir(path: Path, round_no: int = DEFAULT_ROUND) -> Path:
 def _case_round(case_dir: Path, round_no: int) -> Path:
     path = case_dir / f"round{round_no}"
     if not path.is_dir():
-        rounds = sorted((d.name for d in case_dir.iterdir() if _ROUND_DIR.fullmatch(d.name)),
+        rounds = sorted((d.name for d in case_dir.iterdir() if ROUND_DIR.fullmatch(d.name)),
                         key=lambda name: int(name[5:]))
         raise PerfplayError(f"{path}: no such round (rounds: {', '.join(rounds) or 'none'}; --round N picks one)")
     return path

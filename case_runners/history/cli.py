@@ -16,6 +16,7 @@ from case_runners.config.resolved import TASKS
 from case_runners.errors import PerfplayError
 from case_runners.history.db import (
     COLUMNS,
+    DB_NAME,
     JSON_COLUMNS,
     SCHEMA_VERSION,
     HistoryError,
@@ -121,8 +122,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         for run in runs:
             state = f"its rows {verb} added or replaced" if run["changed"] else "already indexed, unchanged"
             print(f"{run['run_dir']}: {run['rounds']} round(s), {state} ({db})")
-    for problem in problems:
-        print(f"warning: {problem} (indexed as unreadable)", file=sys.stderr)
+    _warn_unreadable(problems)
     return 1 if problems else 0
 
 
@@ -150,9 +150,14 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         print(f"{db}: {len(rows)} round(s) of {len(runs)} run(s) from {', '.join(map(str, folders))}")
         for skip in skipped:
             print(f"skipped {skip}")
+    _warn_unreadable(problems)
+    return 1 if problems else 0
+
+
+def _warn_unreadable(problems: list[str]) -> None:
+    """Each round record that could not be read, on stderr: indexed all the same, as unreadable."""
     for problem in problems:
         print(f"warning: {problem} (indexed as unreadable)", file=sys.stderr)
-    return 1 if problems else 0
 
 
 def index_into(run_dir: Path, db: Path) -> bool:
@@ -165,16 +170,14 @@ def index_into(run_dir: Path, db: Path) -> bool:
     except PerfplayError as exc:
         print(f"warning: the run was not indexed into the history: {exc}", file=sys.stderr)
         return False
-    for problem in problems:
-        print(f"warning: {problem} (indexed as unreadable)", file=sys.stderr)
+    _warn_unreadable(problems)
     print(f"history: {len(rows)} round(s) indexed into {db}")
     return True
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
     db = argparse.ArgumentParser(add_help=False)
-    db.add_argument("--db", metavar="PATH", help=f"the history database (default <checkout>/{RESULTS_NAME}/"
-                                                 f"{default_db(Path()).name})")
+    db.add_argument("--db", metavar="PATH", help=f"the history database (default <checkout>/{RESULTS_NAME}/{DB_NAME})")
     p = sub.add_parser("history", help="the history of runs: list the indexed rounds, add runs, reindex",
                        description="Every finished run's rounds are indexed into an SQLite database, one row per "
                                    "round; the run directories stay the source of truth. docs/history.md "

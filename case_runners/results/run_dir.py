@@ -10,7 +10,7 @@ from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records.round import RECORD_NAME
 
-_ROUND_DIR = re.compile(r"round\d+")
+ROUND_DIR = re.compile(r"round(\d+)")  # a round directory's name: round<N>
 
 
 def check_run_dir(path: Path) -> Path:
@@ -24,7 +24,7 @@ def check_run_dir(path: Path) -> Path:
         return path
     if (path / RESOLVED_NAME).is_file():
         hint = f": a case directory; its run directory is {path.parent}"
-    elif _ROUND_DIR.fullmatch(path.name) or (path / RECORD_NAME).is_file():
+    elif ROUND_DIR.fullmatch(path.name) or (path / RECORD_NAME).is_file():
         hint = f": a round directory; its run directory is {path.parent.parent}"
     else:
         hint = f" (no <case_id>/{RESOLVED_NAME} and no <case_id>/round<N>/{RECORD_NAME} in it)"
