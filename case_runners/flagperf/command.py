@@ -16,6 +16,8 @@ def cmd_import_flagperf(args: argparse.Namespace) -> int:
     report = import_flagperf(Path(args.path), out, force=args.force)
     for item in report.items:
         print(item)
+    for line in report.counts():
+        print(line)
     if not report.written:
         print("nothing written")
         return 1

@@ -26,8 +26,8 @@ from case_runners.config.selection import split_framework
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
 from case_runners.flagperf.pyconfig import PyConfig, read_config
-from case_runners.flagperf.report import MAPPED, NONE, SKIPPED, Output, Report, write
-from case_runners.flagperf.sources import VENDOR_CONFIG, Sources, find_sources
+from case_runners.flagperf.report import MAPPED, NONE, READ, SKIPPED, Output, Report, write
+from case_runners.flagperf.sources import NOT_VENDORS, VENDOR_CONFIG, Sources, find_sources
 from case_runners.paths import project_root
 from case_runners.plan.inference_config import inference_cases
 from case_runners.plan.layering import load_case_base
@@ -53,6 +53,11 @@ class Importer:
         self.skipped_seen: set[str] = set()  # a sibling file's statements, reported once
 
     def shown(self, path: Path) -> str:
+        """The path as the report names it: within the checkout (a link by its own name, not its target's)."""
+        try:
+            return str(path.relative_to(self.sources.base))
+        except ValueError:
+            pass
         try:
             return str(path.resolve().relative_to(self.sources.base.resolve()))
         except ValueError:
@@ -75,7 +80,42 @@ class Importer:
             self._host_yaml(sources.host_yaml)
         for path in sources.vendor_configs:
             self._vendor_config(path)
+        for path in sources.config_files:
+            if self.shown(path) not in self.report.files:
+                self.report.file(self.shown(path), SKIPPED, *self._not_read(path))
+        self.report.file_items()
         return self.report
+
+    def _not_read(self, path: Path) -> tuple[str, str]:
+        """Why a config file of the checkout was not read (the reason's kind, and this file's particulars)."""
+        parts = Path(self.shown(path)).parts
+        top = parts[0]
+        if top == "inference":
+            return "an inference case's FlagPerf configuration (perfplay's inference cases keep their own)", ""
+        if top != "training":
+            return f"FlagPerf's {top} suite, not one perfplay imports", ""
+        if parts[1] in NOT_VENDORS:
+            return "not a FlagPerf run setting file (test_conf.py, cluster_conf.py)", ""
+        case, why = self._case_of(parts[2])
+        if case is None:
+            return "in the folder of a FlagPerf case perfplay does not run", why
+        if path.name.startswith("config_") and path.suffix != ".yaml":
+            return "not named config_<HW>x<N>x<P>.py: FlagPerf does not read it as a config either", ""
+        if path.suffix == ".py":
+            return "a Python module no config imports (the vendor's case code)", ""
+        return "not a config of the case's params (the FlagPerf case code reads it)", ""
+
+    def _case_of(self, case_dir: str) -> tuple[str | None, str]:
+        """perfplay's case for a FlagPerf vendor case folder <model>-<framework>, or None and why not."""
+        model, _, framework = case_dir.rpartition("-")
+        if not model:
+            return None, f"{case_dir} is not <case>-<framework>"
+        if framework != FRAMEWORK:
+            return None, f"framework {framework}: perfplay's cases are written for {FRAMEWORK}"
+        case = CASE_NAMES.get(model, model)
+        if case not in self.cases:
+            return None, f"perfplay has no case '{model}' (its cases: {', '.join(self.cases)})"
+        return case, ""
 
     # -- run settings ------------------------------------------------------------------------------------------
 
@@ -84,7 +124,9 @@ class Importer:
         """Map a test_conf.py or cluster_conf.py into run_vars; its hosts (HOSTS, SSH_PORT), if it names them."""
         shown = self.shown(path)
         config = self._read_python(path, shown)
-        return self._settings(config.values, config.where, run_vars, inference)
+        hosts = self._settings(config.values, config.where, run_vars, inference)
+        self._settings_file(shown, TRAINING_VARS, INVENTORY)
+        return hosts
 
     def _host_yaml(self, path: Path) -> None:
         shown = self.shown(path)
@@ -95,6 +137,15 @@ class Importer:
             self._output(INFERENCE_VARS, f"Run vars from FlagPerf {shown} (inference)", run_vars)
         if hosts:
             self._inventory(INFERENCE_INVENTORY, hosts, shown)
+        self._settings_file(shown, INFERENCE_VARS, INFERENCE_INVENTORY)
+
+    def _settings_file(self, shown: str, run_vars: str, inventory: str) -> None:
+        """The outcome of a run settings file: mapped when one of its settings was."""
+        mapped = any(item.status == MAPPED and item.source.startswith(f"{shown}") for item in self.report.items)
+        if mapped:
+            self.report.file(shown, MAPPED, "FlagPerf's run settings", f"-> {run_vars}, {inventory}")
+        else:
+            self.report.file(shown, NONE, "FlagPerf's run settings, none of which perfplay has")
 
     def _settings(self, values: dict[str, Any], where: dict[str, str], run_vars: dict[str, Any],
                   inference: bool) -> tuple[list[str], int | None] | None:
@@ -210,16 +261,15 @@ class Importer:
         match = VENDOR_CONFIG.fullmatch(path.name)
         assert match is not None  # find_sources took only these
         vendor, case_dir = path.resolve().parts[-4], path.resolve().parts[-3]
-        model, _, framework = case_dir.rpartition("-")
-        if framework != FRAMEWORK:
-            self.report.add(NONE, shown, f"framework {framework}: perfplay's cases are written for {FRAMEWORK}")
-            return
-        case = CASE_NAMES.get(model, model)
-        if case not in self.cases:
-            self.report.add(NONE, shown, f"perfplay has no case '{model}' (its cases: {', '.join(self.cases)})")
+        case, why = self._case_of(case_dir)
+        if case is None:
+            self.report.add(NONE, shown, why)
+            self.report.file(shown, NONE, "a vendor config of a case perfplay does not run", why)
             return
         base, _ = load_case_base(case, self.root)
         config = self._read_python(path, shown)
+        for sibling in config.siblings:
+            self.report.file(sibling, READ, "a sibling a vendor config imports", f"read with {shown}")
         params: dict[str, Any] = {}
         for name, value in config.values.items():
             where = config.where[name]  # file:line, of this file or of a sibling it imports
@@ -239,6 +289,7 @@ class Importer:
                                              f"hardware: {', '.join(known)}): add it there before this config runs")
         out = f"vendor/{vendor}/cases/{case}/config_{hardware}x{match['nnodes']}x{match['nproc']}.yaml"
         self._output(out, f"{case} on {hardware}, from FlagPerf {shown}", params)
+        self.report.file(shown, MAPPED, "a vendor config", f"-> {out} ({len(params)} params)")
 
     def _param(self, name: str, value: Any, source: str, case: str,
                base: dict[str, Any]) -> tuple[str, Any] | None:

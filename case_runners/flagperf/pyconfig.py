@@ -3,7 +3,8 @@
 Only module-level assignments are read (`x = ...`, `x: int = ...`, `x += ...`), and only values built from
 literals: numbers, strings, booleans, None; arithmetic on them; names assigned earlier in the file (FlagPerf writes
 `eval_batch_size = train_batch_size`); and list, tuple, set and dict displays of these. `from NAME import *` (or
-`import a, b` from it) reads the sibling file NAME.py the same way (`from config_common import *`). Anything else
+`import a, b` from it) reads the sibling file NAME.py the same way (`from config_common import *`), and its own
+sibling imports, to any depth (a cycle is reported); a sibling that is not there is reported missing. Anything else
 (a call, an attribute, another import, a comprehension, a statement that is not an assignment) is skipped and
 reported with its file and line.
 """
@@ -11,6 +12,7 @@ reported with its file and line.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ class PyConfig:
     values: dict[str, Any] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
+    siblings: list[str] = field(default_factory=list)  # the sibling files read through imports, at any depth
 
 
 def read_config(path: Path, shown: str | None = None) -> PyConfig:
@@ -121,18 +124,21 @@ def _import(config: PyConfig, node: ast.ImportFrom, path: Path, shown: str, seen
     """`from sibling import *` or `from sibling import a, b as c`: the sibling file's names, read the same way."""
     module = node.module or ""
     sibling = path.parent / f"{module}.py"
+    sibling_shown = str(Path(shown).parent / sibling.name)
+    if not node.level and module and "." not in module and not sibling.is_file() and _sibling_name(module, node):
+        raise Unsupported(f"the sibling file {sibling_shown} is missing")
     if node.level or not module or "." in module or not sibling.is_file():
         raise Unsupported(f"an import of another module ({module or '.'}) is not followed; only a sibling file "
                           f"(from config_common import *) is")
     if sibling.resolve() in seen:
         raise Unsupported(f"{module}.py imports itself in a cycle")
-    sibling_shown = str(Path(shown).parent / sibling.name)
     inner = PyConfig()
     try:
-        _read_into(inner, sibling, sibling_shown, seen)
+        _read_into(inner, sibling, sibling_shown, seen)  # its own sibling imports too, to any depth
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as exc:
         raise Unsupported(f"{sibling_shown} cannot be read ({exc})") from None
     config.skipped += inner.skipped
+    config.siblings += [name for name in [sibling_shown, *inner.siblings] if name not in config.siblings]
     star = any(alias.name == "*" for alias in node.names)
     names = {n: n for n in inner.values} if star else {a.name: a.asname or a.name for a in node.names}
     for name, as_name in names.items():
@@ -140,6 +146,14 @@ def _import(config: PyConfig, node: ast.ImportFrom, path: Path, shown: str, seen
             config.skipped.append(Skipped(shown, node.lineno, _short(node), f"{sibling_shown} assigns no {name}"))
             continue
         _assign(config, local, as_name, inner.values[name], inner.where[name])
+
+
+def _sibling_name(module: str, node: ast.ImportFrom) -> bool:
+    """Whether a module that is not in the folder is meant as a sibling file: FlagPerf's config_* names, or a
+    star import of a name Python cannot find (found without importing it)."""
+    if module.startswith("config"):
+        return True
+    return any(alias.name == "*" for alias in node.names) and importlib.util.find_spec(module) is None
 
 
 def _value(node: ast.expr, names: dict[str, Any]) -> Any:

@@ -1,5 +1,6 @@
-"""import-flagperf's report: one item per setting, case, param and file, and the files it writes (rendered as
-commented YAML; an existing file is kept unless forced)."""
+"""import-flagperf's report: one item per setting, case, param and file, one outcome per config file of the
+checkout (mapped, read as a sibling, no counterpart or skipped, with the reason) and their counts, and the files it
+writes (rendered as commented YAML; an existing file is kept unless forced)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import yaml
 from case_runners import files
 from case_runners.config.flagperf_names import COMMAND
 
-MAPPED, NONE, SKIPPED, WROTE, KEPT = "mapped", "no counterpart", "skipped", "wrote", "kept"
+MAPPED, NONE, SKIPPED, WROTE, KEPT, READ = "mapped", "no counterpart", "skipped", "wrote", "kept", "read"
+FILE_ORDER = (MAPPED, READ, NONE, SKIPPED)  # a file's outcome: the first of these it had
 
 
 @dataclass
@@ -33,13 +35,45 @@ class Output:
 
 
 @dataclass
+class FileOutcome:
+    status: str  # one of FILE_ORDER
+    why: str  # the reason's kind, counted (the same for every file of that kind)
+    detail: str = ""  # this file's particulars
+
+
+@dataclass
 class Report:
     items: list[Item] = field(default_factory=list)
     outputs: list[Output] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+    files: dict[str, FileOutcome] = field(default_factory=dict)  # config file (as shown) -> its outcome
 
     def add(self, status: str, source: str, detail: str) -> None:
         self.items.append(Item(status, source, detail))
+
+    def file(self, shown: str, status: str, why: str, detail: str = "") -> None:
+        """Record a config file's outcome; one it had already stands unless this one ranks before it."""
+        known = self.files.get(shown)
+        if known is None or FILE_ORDER.index(status) < FILE_ORDER.index(known.status):
+            self.files[shown] = FileOutcome(status, why, detail)
+
+    def file_items(self) -> None:
+        """One item per config file, in path order."""
+        for shown in sorted(self.files):
+            outcome = self.files[shown]
+            self.add(outcome.status, shown, f"{outcome.why}{': ' if outcome.detail else ''}{outcome.detail}")
+
+    def counts(self) -> list[str]:
+        """'N config files: a mapped, b read, ...', then one line per status and reason with its count."""
+        by_status = {status: [o for o in self.files.values() if o.status == status] for status in FILE_ORDER}
+        lines = [f"{len(self.files)} config files: " + ", ".join(f"{len(found)} {status}"
+                                                                 for status, found in by_status.items())]
+        for status, found in by_status.items():
+            reasons: dict[str, int] = {}
+            for outcome in found:
+                reasons[outcome.why] = reasons.get(outcome.why, 0) + 1
+            lines += [f"{count:>5} {status:<14}  {why}" for why, count in sorted(reasons.items(), key=lambda r: -r[1])]
+        return lines
 
 
 def render(output: Output) -> str:

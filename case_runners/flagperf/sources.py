@@ -11,7 +11,12 @@ from case_runners.errors import ConfigError
 
 CONFIG_DIR = ("training", "run_benchmarks", "config")
 HOST_YAML_DIR = ("inference", "configs")
-VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z][A-Za-z0-9_]*)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
+# FlagPerf's hardware names: A100, BI-V100 (iluvatar), 9100 (dcu).
+VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z0-9][A-Za-z0-9_-]*)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
+NOT_VENDORS = ("benchmarks", "run_benchmarks", "utils")  # folders of training/ that are not a vendor's
+# Where a checkout keeps config files, each of which the report names (read, mapped or skipped, with the reason).
+CONFIG_GLOBS = ("training/run_benchmarks/config/*", "training/*/*/config/**/*", "inference/configs/**/*",
+                "base/configs/*", "operation/configs/*", "generate/host.yaml")
 
 
 @dataclass
@@ -21,6 +26,7 @@ class Sources:
     cluster_conf: Path | None = None
     host_yaml: Path | None = None
     vendor_configs: list[Path] = field(default_factory=list)
+    config_files: list[Path] = field(default_factory=list)  # every config file of the checkout (CONFIG_GLOBS)
 
 
 def find_sources(path: Path) -> Sources:
@@ -31,9 +37,9 @@ def find_sources(path: Path) -> Sources:
         found.test_conf = _file(config_dir / TEST_CONF)
         found.cluster_conf = _file(config_dir / CLUSTER_CONF)
         found.host_yaml = _file(path.joinpath(*HOST_YAML_DIR, HOST_YAML))
-        found.vendor_configs = sorted(p for p in path.glob("training/*/*-*/config/config_*.py")
-                                      if p.parts[-4] not in ("benchmarks", "run_benchmarks")
-                                      and VENDOR_CONFIG.fullmatch(p.name))
+        found.vendor_configs = sorted(p for p in path.glob("training/*/*/config/config_*.py")
+                                      if p.parts[-4] not in NOT_VENDORS and VENDOR_CONFIG.fullmatch(p.name))
+        found.config_files = sorted({p for pattern in CONFIG_GLOBS for p in path.glob(pattern) if p.is_file()})
         if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs):
             raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
                               f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
@@ -49,7 +55,8 @@ def find_sources(path: Path) -> Sources:
     if name == HOST_YAML:
         return Sources(base=_above(path, HOST_YAML_DIR), host_yaml=path)
     if VENDOR_CONFIG.fullmatch(name):
-        if len(parts) < 5 or parts[-5] != "training" or parts[-2] != "config" or "-" not in parts[-3]:
+        if len(parts) < 5 or parts[-5] != "training" or parts[-2] != "config" or "-" not in parts[-3] \
+                or parts[-4] in NOT_VENDORS:
             raise ConfigError(f"{path}: cannot tell its vendor and case: a vendor config is "
                               f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
         return Sources(base=path.resolve().parents[4], vendor_configs=[path])

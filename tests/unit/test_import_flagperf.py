@@ -351,3 +351,67 @@ def test_the_perfplay_side_of_the_mapping_exists():
         if row.perfplay:
             assert row.perfplay in SHARED_PARAMS and row.perfplay in mutable, row
     assert set(CASE_NAMES.values()) <= set(list_cases())
+
+
+# -- every config file is named, at any depth of sibling imports ------------------------------------------------
+
+
+def add_files(base: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def test_every_config_file_is_reported_once_with_its_outcome(tree, tmp_path, capsys):
+    """iluvatar's BI-V100 and dcu's 9100 names are read; every other file of a config folder is named with why."""
+    ilu = "training/iluvatar/resnet50-pytorch/config"
+    add_files(tree, {
+        f"{ilu}/config_BI-V100x1x8.py": "train_batch_size = 32\n",
+        "training/dcu/resnet50-pytorch/config/config_9100x1x8.py": "train_batch_size = 16\n",
+        f"{BERT}/config_A100x2x8.example": "train_batch_size = 1\n",
+        f"{BERT}/layers/mha.py": "import torch\n",
+        "training/nvidia/glm-pytorch/config/config_A100x1x8.py": "train_batch_size = 8\n",
+        "training/nvidia/glm-pytorch/config/net.sh": "echo\n",
+        "inference/configs/resnet50/parameters.yaml": "batch_size: 1\n",
+        "base/configs/host.yaml": "VENDOR: nvidia\n"})
+    out = tmp_path / "out"
+    assert main(["import-flagperf", str(tree), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert load(out / "vendor/iluvatar/cases/resnet50/config_BI-V100x1x8.yaml") == {"batch_size": 32}
+    assert load(out / "vendor/dcu/cases/resnet50/config_9100x1x8.yaml") == {"batch_size": 16}
+    report = import_flagperf(tree, tmp_path / "again")
+    every = sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file())
+    assert sorted(report.files) == every
+    outcomes = {name: (o.status, o.why) for name, o in report.files.items()}
+    assert outcomes[f"{ilu}/config_BI-V100x1x8.py"] == ("mapped", "a vendor config")
+    assert outcomes[f"{RESNET}/config_common.py"] == ("read", "a sibling a vendor config imports")
+    assert outcomes[f"{BERT}/config_A100x2x8.example"] == (
+        "skipped", "not named config_<HW>x<N>x<P>.py: FlagPerf does not read it as a config either")
+    assert outcomes[f"{BERT}/layers/mha.py"] == (
+        "skipped", "a Python module no config imports (the vendor's case code)")
+    assert outcomes["training/nvidia/glm-pytorch/config/config_A100x1x8.py"] == (
+        "no counterpart", "a vendor config of a case perfplay does not run")
+    assert outcomes["training/nvidia/glm-pytorch/config/net.sh"] == (
+        "skipped", "in the folder of a FlagPerf case perfplay does not run")
+    assert outcomes["base/configs/host.yaml"][0] == "skipped"
+    # one line per file, and the counts
+    for name in every:
+        assert any(line[16:].startswith(f"{name}: ") for line in text.splitlines()), name
+    assert f"{len(every)} config files: 7 mapped, 1 read, 1 no counterpart, 5 skipped" in text
+
+
+def test_sibling_star_imports_are_followed_to_any_depth_and_a_missing_one_is_named(tmp_path):
+    add_files(tmp_path, {
+        "config_A100x1x8.py": "from config_Ampere_common import *\nfrom config_gone import *\nfrom gone import *\n"
+                              "lr = base_lr * 2\n",
+        "config_Ampere_common.py": "from config_common import *\nunpad = True\n",
+        "config_common.py": "from config_base import *\nfp16 = True\n",
+        "config_base.py": "base_lr = 0.5\n"})
+    config = read_config(tmp_path / "config_A100x1x8.py", "cfg/config_A100x1x8.py")
+    assert config.values == {"base_lr": 0.5, "fp16": True, "unpad": True, "lr": 1.0}
+    assert config.where["base_lr"] == "cfg/config_base.py:1"
+    assert config.siblings == ["cfg/config_Ampere_common.py", "cfg/config_common.py", "cfg/config_base.py"]
+    assert [str(s) for s in config.skipped] == [
+        "cfg/config_A100x1x8.py:2: `from config_gone import *` skipped: the sibling file cfg/config_gone.py is missing",
+        "cfg/config_A100x1x8.py:3: `from gone import *` skipped: the sibling file cfg/gone.py is missing"]
