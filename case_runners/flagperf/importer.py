@@ -37,6 +37,9 @@ TRAINING_VARS, INFERENCE_VARS = "flagperf_training.yml", "flagperf_inference.yml
 INVENTORY, INFERENCE_INVENTORY = "inventory/flagperf/hosts.yml", "inventory/flagperf_inference/hosts.yml"
 # The host vars every remote host needs (docs/run-vars.md, The hosts), at inventory/sample's paths.
 HOST_VARS = ("perfplay_project_dir", "perfplay_venv", "perfplay_host_results_dir")
+# Written when no case perfplay has was named, so a run with the vars refuses instead of planning the default case.
+EMPTY_CASES = ("perfplay_cases: {} (a run with these vars refuses: 'no case selected'; add the cases to run, "
+               "docs/running.md)")
 SAMPLE_HOST_VARS = ("inventory", "sample", "group_vars", "all", "perfplay.yml")
 
 
@@ -73,7 +76,7 @@ class Importer:
             hosts = self._python_settings(sources.cluster_conf, training, inference=False) or hosts
         if training:
             files_read = [self.shown(p) for p in (sources.test_conf, sources.cluster_conf) if p]
-            self._output(TRAINING_VARS, f"Run vars from FlagPerf {' and '.join(files_read)}", training)
+            self._run_vars(TRAINING_VARS, " and ".join(files_read), "", training)
         if hosts:
             self._inventory(INVENTORY, hosts, self.shown(sources.cluster_conf or sources.test_conf or Path()))
         if sources.host_yaml:
@@ -134,7 +137,7 @@ class Importer:
         run_vars: dict[str, Any] = {"perfplay_task": "inference"}
         hosts = self._settings(data, {name: shown for name in data}, run_vars, inference=True)
         if len(run_vars) > 1:
-            self._output(INFERENCE_VARS, f"Run vars from FlagPerf {shown} (inference)", run_vars)
+            self._run_vars(INFERENCE_VARS, shown, " (inference)", run_vars)
         if hosts:
             self._inventory(INFERENCE_INVENTORY, hosts, shown)
         self._settings_file(shown, INFERENCE_VARS, INFERENCE_INVENTORY)
@@ -188,6 +191,15 @@ class Importer:
                     self.report.add(NONE, source, f"expected a URL, got {value!r}")
         return (hosts, port) if hosts else None
 
+    def _run_vars(self, name: str, shown: str, what: str, run_vars: dict[str, Any]) -> None:
+        """Run vars that never plan a case FlagPerf's CASES did not name: without a case perfplay has, an empty
+        perfplay_cases, which the plan refuses ("no case selected"), instead of none, which plans the default."""
+        if "perfplay_cases" not in run_vars:
+            run_vars["perfplay_cases"] = {}
+            self.report.add(NONE, name, f"{shown} names no CASES: {EMPTY_CASES}")
+        why = "" if run_vars["perfplay_cases"] else f". It names no case perfplay has: {EMPTY_CASES}"
+        self._output(name, f"Run vars from FlagPerf {shown}{what}{why}", run_vars)
+
     def _port(self, value: Any, source: str, target: str) -> int | None:
         try:
             port = int(str(value).strip())
@@ -226,10 +238,11 @@ class Importer:
                 cases[mapped] = data_dir
         if cases:
             run_vars["perfplay_cases"] = cases
-        elif not value:
-            self.report.add(NONE, source, "selects no case (is every entry commented out?): perfplay_cases is not set")
         else:
-            self.report.add(NONE, source, "no case of CASES has a perfplay counterpart: perfplay_cases is not set")
+            why = "selects no case (is every entry commented out?)" if not value else \
+                "no case of CASES has a perfplay counterpart"
+            run_vars["perfplay_cases"] = {}
+            self.report.add(NONE, source, f"{why}: {EMPTY_CASES}")
 
     def _case_key(self, key: Any, data_dir: Any, where: str, inference: bool) -> str | None:
         """The perfplay_cases key of one FlagPerf CASES entry, or None (reported)."""

@@ -254,7 +254,8 @@ def test_one_config_file(tree, tmp_path):
     report = import_flagperf(tree / CONFIG / "cluster_conf.py", out)
     assert sorted(p.relative_to(out).as_posix() for p in report.written) == [
         "flagperf_training.yml", "inventory/flagperf/hosts.yml"]
-    assert load(out / "flagperf_training.yml") == {"perfplay_master_port": 29501}
+    # no CASES read: an empty selection, which the plan refuses, not none, which would plan the default case
+    assert load(out / "flagperf_training.yml") == {"perfplay_master_port": 29501, "perfplay_cases": {}}
 
 
 @pytest.mark.parametrize("setup, message", [
@@ -415,3 +416,21 @@ def test_sibling_star_imports_are_followed_to_any_depth_and_a_missing_one_is_nam
     assert [str(s) for s in config.skipped] == [
         "cfg/config_A100x1x8.py:2: `from config_gone import *` skipped: the sibling file cfg/config_gone.py is missing",
         "cfg/config_A100x1x8.py:3: `from gone import *` skipped: the sibling file cfg/gone.py is missing"]
+
+
+def test_vars_without_a_case_perfplay_has_refuse_instead_of_planning_the_default(tree, tmp_path):
+    conf = tree / CONFIG / "test_conf.py"
+    conf.write_text(conf.read_text().replace('"resnet50:', '"glm:').replace('"bert:', '"cpm:'))
+    out = tmp_path / "out"
+    found = lines(import_flagperf(tree, out))
+    run_vars = load(out / "flagperf_training.yml")
+    assert run_vars["perfplay_cases"] == {}
+    assert "names no case perfplay has" in (out / "flagperf_training.yml").read_text()
+    assert f"no counterpart  {CONFIG}/test_conf.py:12 CASES: no case of CASES has a perfplay counterpart: " \
+           f"perfplay_cases: {{}} (a run with these vars refuses: 'no case selected'; add the cases to run, " \
+           f"docs/running.md)" in found
+    request = {key.removeprefix(PREFIX): value for key, value in run_vars.items()}
+    result = make_plan({**request, "run_var_names": sorted(run_vars), "results_dir": str(tmp_path / "results")},
+                       check=True, root=ROOT)
+    assert not result["ok"] and not result["cases"]
+    assert any("no case selected" in str(error) for error in result["errors"]), result["errors"]
