@@ -1,6 +1,7 @@
 """FlagPerf's names and perfplay's, in one table: the run settings of training/run_benchmarks/config/test_conf.py,
 cluster_conf.py and inference/configs/host.yaml (RUN_SETTINGS), the case params of the vendor configs
-config_<HW>x<N>x<P>.py (PARAMS), and the case names (CASE_NAMES).
+config_<HW>x<N>x<P>.py (PARAMS), the trainer adapter points of extern/trainer_adapter.py (ADAPTER_POINTS), and
+the case names (CASE_NAMES).
 
 A row whose perfplay side is None has no counterpart; its note says why and where the setting lives instead.
 The importer (case_runners/flagperf/importer.py), the plan's refusal of FlagPerf run vars (plan/run_vars.py) and
@@ -17,6 +18,8 @@ HOST_YAML = "host.yaml"
 FRAMEWORK = "pytorch"  # the one framework perfplay's cases are written for
 TARGET_PREFIX = "target_"  # FlagPerf's target_<metric> params
 COMMAND = "python -m case_runners import-flagperf"
+VENDOR_YAML = "vendor/<vendor>/vendor.yaml"  # where a vendor's settings go: compared there, or written (a new one)
+VENDOR_SETTINGS = ("SHM_SIZE", "ACCE_CONTAINER_OPT", "ACCE_VISIBLE_DEVICE_ENV_NAME")  # run settings that are these
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,10 @@ RUN_SETTINGS: tuple[Name, ...] = (
     Name("HOSTS", "inventory: perfplay_hosts", "the group's hosts in order: a case with nnodes=N runs on the first N",
          _CLUSTER),
     Name("SSH_PORT", "inventory: ansible_port", "a group var of perfplay_hosts", _CLUSTER),
-    Name("SHM_SIZE", None, "the vendor's: vendor/<vendor>/vendor.yaml container.run.shm_size (docker runtime)", _ALL),
-    Name("ACCE_CONTAINER_OPT", None, "the vendor's: vendor/<vendor>/vendor.yaml container.run (gpus, devices, "
-         "volumes), as options, never a shell string", _ALL),
-    Name("ACCE_VISIBLE_DEVICE_ENV_NAME", None, "the vendor's: vendor/<vendor>/vendor.yaml visible_devices.env",
-         _ALL),
+    Name("SHM_SIZE", f"{VENDOR_YAML} container.run.shm_size", "the VENDOR's (docker runtime)", _ALL),
+    Name("ACCE_CONTAINER_OPT", f"{VENDOR_YAML} container.run", "the VENDOR's: --gpus, --device, --env, --cap-add, "
+         "--ipc, --shm-size, --privileged as options, never a shell string (-v and --group-add have no key)", _ALL),
+    Name("ACCE_VISIBLE_DEVICE_ENV_NAME", f"{VENDOR_YAML} visible_devices.env", "the VENDOR's", _ALL),
     Name("HOSTS_PORTS", None, "TensorFlow's multi-worker ports; perfplay runs pytorch cases only", _CLUSTER),
     Name("FLAGPERF_PATH", None, "perfplay ships its own checkout to every host (host var perfplay_project_dir)",
          _ALL),
@@ -104,12 +106,34 @@ PARAMS: tuple[Name, ...] = (
     Name("do_train", None, "a training case always trains"),
 )
 
+# FlagPerf's extern/trainer_adapter.py functions and perfplay's adapter points (case_runners/training/adapter.py
+# POINTS; docs/adapting-a-chip.md, 6.). FlagPerf's signatures differ (no ctx), so an adapter is ported by hand.
+ADAPTER_POINTS: tuple[Name, ...] = (
+    Name("convert_model", "convert_model", "convert_model(model, ctx): the model with the vendor's layers"),
+    Name("create_optimizer", "create_optimizer", "create_optimizer(model, ctx, standard): (optimizer, scheduler)"),
+    Name("model_to_fp16", "model_to_fp16", "model_to_fp16(model, ctx): the model prepared for mixed precision"),
+    Name("model_to_ddp", "model_to_ddp", "model_to_ddp(model, ctx): the model wrapped for data-parallel training"),
+    Name("create_grad_scaler", "create_grad_scaler", "create_grad_scaler(ctx): the gradient scaler, or None"),
+    Name("backward", "backward", "backward(step, loss, optimizer, scaler, ctx): the backward pass"),
+    Name("train_step", None, "FlagPerf's train_step runs forward, backward and the optimizer step in one: split it "
+         "into perfplay's train_step(model, batch, ctx) (the forward pass and loss), backward(step, loss, optimizer, "
+         "scaler, ctx) and update_model_params(step, optimizer, scheduler, scaler, ctx)"),
+    Name("autocast", "autocast", "autocast point: the vendor's autocast context (torch.<device>.amp.autocast)"),
+)
+AUTOCAST = "autocast"  # a FlagPerf adapter that uses torch.<device>.amp.autocast maps to this point
+
 # FlagPerf case name -> perfplay's, where it is the same model (training or inference).
 CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert"}
 
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}
 _PARAMS = {n.flagperf: n for n in PARAMS}
+_ADAPTER_POINTS = {n.flagperf: n for n in ADAPTER_POINTS}
+
+
+def adapter_point(name: str) -> Name | None:
+    """The row of a function of FlagPerf's trainer_adapter.py; None: not one of FlagPerf's points."""
+    return _ADAPTER_POINTS.get(name)
 
 
 def run_setting(name: str) -> Name | None:

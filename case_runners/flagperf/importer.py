@@ -17,20 +17,26 @@ is kept unless `force`.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from case_runners.cases import list_cases
-from case_runners.config.flagperf_names import CASE_NAMES, FRAMEWORK, param, run_setting
+from case_runners.config.flagperf_names import CASE_NAMES, FRAMEWORK, VENDOR_SETTINGS, param, run_setting
 from case_runners.config.selection import split_framework
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
 from case_runners.flagperf.pyconfig import PyConfig, read_config
 from case_runners.flagperf.report import MAPPED, NONE, READ, SKIPPED, Output, Report, write
 from case_runners.flagperf.sources import NOT_VENDORS, VENDOR_CONFIG, Sources, find_sources
+from case_runners.flagperf.vendor_facts import VendorFacts, container_options, read_facts
+from case_runners.flagperf.vendor_folder import compare_vendor, list_adapter, new_vendor_outputs, set_up_outputs
 from case_runners.paths import project_root
 from case_runners.plan.inference_config import inference_cases
 from case_runners.plan.layering import load_case_base
+from case_runners.vendor_files import VENDOR_FILE
 from case_runners.vendors import load_vendor, vendor_names
 
 TRAINING_VARS, INFERENCE_VARS = "flagperf_training.yml", "flagperf_inference.yml"
@@ -52,8 +58,10 @@ class Importer:
         self.report = Report()
         self.cases = list_cases()
         self.vendors = vendor_names(root)
-        self.missing_vendors: set[str] = set()
         self.skipped_seen: set[str] = set()  # a sibling file's statements, reported once
+        self.case_dirs: dict[tuple[str, str], Path] = {}  # (vendor, perfplay case): its FlagPerf case folder
+        # vendor: the run settings that are its vendor.yaml's (VENDOR_SETTINGS), with their source
+        self.vendor_settings: dict[str, list[dict[str, tuple[Any, str]]]] = {}  # one dict per settings file
 
     def shown(self, path: Path) -> str:
         """The path as the report names it: within the checkout (a link by its own name, not its target's)."""
@@ -83,6 +91,11 @@ class Importer:
             self._host_yaml(sources.host_yaml)
         for path in sources.vendor_configs:
             self._vendor_config(path)
+        for (vendor, case), case_dir in sorted(self.case_dirs.items()):
+            self.report.outputs += set_up_outputs(self.report, case_dir, vendor, case, self.shown)
+            list_adapter(self.report, case_dir, vendor, case, self.shown)
+        for vendor in sources.vendors:
+            self._vendor_folder(vendor)
         for path in sources.config_files:
             if self.shown(path) not in self.report.files:
                 self.report.file(self.shown(path), SKIPPED, *self._not_read(path))
@@ -154,11 +167,20 @@ class Importer:
                   inference: bool) -> tuple[list[str], int | None] | None:
         hosts: list[str] | None = None
         port: int | None = None
+        vendor_settings: dict[str, tuple[Any, str]] = {}
+        vendor = values.get("VENDOR")
+        if isinstance(vendor, str) and vendor.strip():
+            self.vendor_settings.setdefault(vendor.strip(), []).append(vendor_settings)
         for name, value in values.items():
             source = f"{where[name]} {name}"
             row = run_setting(str(name))
             if row is None:
                 self.report.add(NONE, source, "not a FlagPerf setting perfplay knows (docs/flagperf-migration.md)")
+            elif name in VENDOR_SETTINGS:
+                if isinstance(vendor, str) and vendor.strip():
+                    vendor_settings[name] = (value, source)
+                else:
+                    self.report.add(NONE, source, f"{row.note}: this file names no VENDOR to give it to")
             elif row.perfplay is None:
                 self.report.add(NONE, source, row.note)
             elif name == "CASES":
@@ -218,7 +240,7 @@ class Importer:
         vendor = value.strip()
         run_vars["perfplay_vendor"] = vendor
         missing = "" if vendor in self.vendors else (
-            f" (perfplay has no vendor/{vendor}/ yet: python -m case_runners new-vendor {vendor} writes one; "
+            f" (perfplay has no vendor/{vendor}/ yet: the import writes one from FlagPerf's training/{vendor}/; "
             f"vendors: {', '.join(self.vendors)})")
         self.report.add(MAPPED, source, f"-> perfplay_vendor: {vendor}{missing}")
 
@@ -280,6 +302,7 @@ class Importer:
             self.report.file(shown, NONE, "a vendor config of a case perfplay does not run", why)
             return
         base, _ = load_case_base(case, self.root)
+        self.case_dirs.setdefault((vendor, case), path.parent.parent)
         config = self._read_python(path, shown)
         for sibling in config.siblings:
             self.report.file(sibling, READ, "a sibling a vendor config imports", f"read with {shown}")
@@ -291,11 +314,7 @@ class Importer:
             if target is not None:
                 params[target[0]] = target[1]
         hardware = match["hw"]
-        if vendor not in self.vendors and vendor not in self.missing_vendors:
-            self.missing_vendors.add(vendor)
-            self.report.add(NONE, shown, f"perfplay has no vendor/{vendor}/ yet: python -m case_runners new-vendor "
-                                         f"{vendor} writes one (the config is written all the same)")
-        elif vendor in self.vendors:
+        if vendor in self.vendors:
             known = sorted(load_vendor(vendor, self.root)["hardware"])
             if hardware not in known:
                 self.report.add(NONE, shown, f"hardware {hardware} is not in vendor/{vendor}/vendor.yaml (its "
@@ -340,6 +359,44 @@ class Importer:
                 self.skipped_seen.add(where)
                 self.report.add(SKIPPED, where, f"`{skipped.what}`: {skipped.why}")
         return config
+
+    # -- vendor folders ----------------------------------------------------------------------------------------
+
+    def _vendor_folder(self, vendor: str) -> None:
+        """FlagPerf's settings of a vendor into its vendor.yaml: compared with perfplay's, or a new folder."""
+        facts = read_facts(self.sources.base, vendor, self.shown)
+        settings_files = [s for s in self.vendor_settings.get(vendor, []) if s] or [{}]
+        if vendor in self.vendors:
+            data = load_vendor(vendor, self.root)
+            for i, settings in enumerate(settings_files):
+                one = replace(facts, container_run={}, unmapped_options=[],
+                              dist_backend=None if i else facts.dist_backend)
+                compare_vendor(self.report, self._with_settings(one, settings), data, written=False)
+            return
+        self._with_settings(facts, settings_files[0])  # the first file's values are written
+        taken = {output.path for output in self.report.outputs}  # an imported config over the scaffold's starter
+        outputs = new_vendor_outputs(self.report, facts, self.root)
+        self.report.outputs += [o for o in outputs if o.path not in taken]
+        data = yaml.safe_load(next(o.text for o in outputs if o.path == f"vendor/{vendor}/{VENDOR_FILE}") or "")
+        for settings in settings_files:
+            one = replace(facts, container_run={}, unmapped_options=[], dist_backend=None, visible_env=None)
+            compare_vendor(self.report, self._with_settings(one, settings), data, written=True)
+
+    @staticmethod
+    def _with_settings(facts: VendorFacts, settings: dict[str, tuple[Any, str]]) -> VendorFacts:
+        """`facts` with one settings file's ACCE_VISIBLE_DEVICE_ENV_NAME, ACCE_CONTAINER_OPT and SHM_SIZE."""
+        if "ACCE_VISIBLE_DEVICE_ENV_NAME" in settings:
+            value, source = settings["ACCE_VISIBLE_DEVICE_ENV_NAME"]
+            if isinstance(value, str) and value.strip():
+                facts.visible_env = (value.strip(), source)
+        if "ACCE_CONTAINER_OPT" in settings:
+            value, facts.container_where = settings["ACCE_CONTAINER_OPT"]
+            facts.container_run, facts.unmapped_options = container_options(str(value))
+        if "SHM_SIZE" in settings:
+            value, source = settings["SHM_SIZE"]
+            facts.container_run["shm_size"] = str(value).strip()
+            facts.shm_where = source
+        return facts
 
     # -- outputs -----------------------------------------------------------------------------------------------
 

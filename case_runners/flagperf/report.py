@@ -32,6 +32,8 @@ class Output:
     path: str  # relative to OUT
     header: str
     data: dict[str, Any]
+    text: str | None = None  # a file written as it is (a copied FlagPerf file, a vendor folder's): not YAML data
+    executable: bool = False
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Report:
 
 
 def render(output: Output) -> str:
+    if output.text is not None:
+        return output.text
     header = "".join(f"# {line}\n" for line in [*_wrap(output.header), f"Written by {COMMAND}."])
     body = yaml.safe_dump(output.data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=116) \
         if output.data else "{}\n"
@@ -104,5 +108,7 @@ def write(report: Report, out: Path, *, force: bool) -> None:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         files.atomic_write_text(target, render(output))
+        if output.executable:
+            target.chmod(0o755)
         report.written.append(target)
         report.add(WROTE, str(target), "replaced" if existed else "new")

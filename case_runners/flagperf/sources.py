@@ -27,6 +27,7 @@ class Sources:
     host_yaml: Path | None = None
     vendor_configs: list[Path] = field(default_factory=list)
     config_files: list[Path] = field(default_factory=list)  # every config file of the checkout (CONFIG_GLOBS)
+    vendors: list[str] = field(default_factory=list)  # the vendor folders training/<vendor>/ to import
 
 
 def find_sources(path: Path) -> Sources:
@@ -40,6 +41,8 @@ def find_sources(path: Path) -> Sources:
         found.vendor_configs = sorted(p for p in path.glob("training/*/*/config/config_*.py")
                                       if p.parts[-4] not in NOT_VENDORS and VENDOR_CONFIG.fullmatch(p.name))
         found.config_files = sorted({p for pattern in CONFIG_GLOBS for p in path.glob(pattern) if p.is_file()})
+        found.vendors = sorted(p.name for p in path.glob("training/*") if p.is_dir() and p.name not in NOT_VENDORS
+                               and (any(p.glob("*/config")) or (p / f"{p.name}_monitor.py").is_file()))
         if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs):
             raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
                               f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
@@ -59,7 +62,7 @@ def find_sources(path: Path) -> Sources:
                 or parts[-4] in NOT_VENDORS:
             raise ConfigError(f"{path}: cannot tell its vendor and case: a vendor config is "
                               f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
-        return Sources(base=path.resolve().parents[4], vendor_configs=[path])
+        return Sources(base=path.resolve().parents[4], vendor_configs=[path], vendors=[parts[-4]])
     raise ConfigError(f"{path} is not a FlagPerf config: expected {TEST_CONF}, {CLUSTER_CONF}, {HOST_YAML} or "
                       f"config_<HW>x<N>x<P>.py")
 

@@ -104,6 +104,18 @@ def new_vendor(name: str, device: str, backend: str, hardware: str | None = None
     hardware = check_name(hardware or name.upper(), "hardware", HARDWARE, HARDWARE_RULE)
     target = vendor_dir(root, name)
     refuse_existing([target], root, "new-vendor")
+    files = vendor_texts(name, device, backend, hardware, root)
+    with Staging(root) as stage:
+        staged = stage.folder(target)
+        for relative, text in files.items():
+            stage.write(staged, relative, text, executable=relative == INSTALL_SCRIPT)
+        return stage.commit()
+
+
+def vendor_texts(name: str, device: str, backend: str, hardware: str, root: Path) -> dict[str, str]:
+    """The files of vendor/<name>/, relative path: text (import-flagperf fills them further from FlagPerf's
+    tree); ScaffoldError when the checkout has no standard case."""
+    target = vendor_dir(root, name)
     cases = list_cases(root)
     if not cases:
         raise ScaffoldError(f"no standard cases in {display_path(root / 'case_runners' / 'cases', root)}; "
@@ -125,8 +137,4 @@ def new_vendor(name: str, device: str, backend: str, hardware: str | None = None
     for case in cases:
         config_file = vendor_case_dir(root, name, case).relative_to(target) / f"config_{hardware}x1x1.yaml"
         files[str(config_file)] = case_config(bases[case], case, hardware)
-    with Staging(root) as stage:
-        staged = stage.folder(target)
-        for relative, text in files.items():
-            stage.write(staged, relative, text, executable=relative == INSTALL_SCRIPT)
-        return stage.commit()
+    return files

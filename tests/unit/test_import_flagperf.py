@@ -14,15 +14,25 @@ import yaml
 
 from case_runners.cases import list_cases
 from case_runners.cli import main
-from case_runners.config.flagperf_names import CASE_NAMES, FLAGPERF_RUN_VARS, PARAMS, RUN_SETTINGS, markdown_table
+from case_runners.config.flagperf_names import (
+    ADAPTER_POINTS,
+    CASE_NAMES,
+    FLAGPERF_RUN_VARS,
+    PARAMS,
+    RUN_SETTINGS,
+    markdown_table,
+)
 from case_runners.config.shared_params import SHARED_PARAMS
 from case_runners.container.image import BUILD_KEYS
 from case_runners.flagperf.importer import HOST_VARS, import_flagperf
 from case_runners.flagperf.pyconfig import read_config
+from case_runners.flagperf.vendor_facts import container_options
 from case_runners.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.plan.run_vars import DOCUMENTED_RUN_VARS, PREFIX, QUERIED_NAMES
+from case_runners.training.adapter import POINTS
+from case_runners.vendors import load_vendor
 
 ROOT = project_root()
 DOC = ROOT / "docs" / "flagperf-migration.md"
@@ -168,8 +178,13 @@ def test_the_report_names_every_item(tree, tmp_path):
         f"skipped         {conf}:9: `FLAGPERF_LOG_LEVEL = os.environ.get('LEVEL', 'debug')`: a call is not evaluated "
         f"(configs are read, never run)",
         f"mapped          {conf}:3 VENDOR: -> perfplay_vendor: nvidia",
-        f"no counterpart  {conf}:10 SHM_SIZE: the vendor's: vendor/<vendor>/vendor.yaml container.run.shm_size "
-        f"(docker runtime)",
+        f"mapped          {conf}:10 SHM_SIZE: -> vendor/nvidia/vendor.yaml container.run.shm_size: 32G (as it is "
+        f"there)",
+        f"mapped          {conf}:5 ACCE_VISIBLE_DEVICE_ENV_NAME: -> vendor/nvidia/vendor.yaml visible_devices.env: "
+        f"CUDA_VISIBLE_DEVICES (as it is there)",
+        f"mapped          {conf}:4 ACCE_CONTAINER_OPT: -> vendor/nvidia/vendor.yaml container.run.gpus: all (as it is "
+        f"there)",
+        f"mapped          {common}:2: -> vendor/nvidia/vendor.yaml dist_backend: nccl (as it is there)",
         f"no counterpart  {conf}:7 FLAGPERF_PATH: perfplay ships its own checkout to every host (host var "
         f"perfplay_project_dir)",
         f"mapped          {conf}:11 CLEAR_CACHES: -> perfplay_clear_caches: true",
@@ -330,7 +345,7 @@ def test_a_sibling_import_cycle_is_reported(tmp_path):
 
 def test_the_docs_table_is_the_mapping():
     text = DOC.read_text(encoding="utf-8")
-    for rows, files in ((RUN_SETTINGS, True), (PARAMS, False)):
+    for rows, files in ((RUN_SETTINGS, True), (PARAMS, False), (ADAPTER_POINTS, False)):
         table = "\n".join(markdown_table(rows, files=files))
         assert table in text, f"{DOC.name} must show this table (from case_runners/config/flagperf_names.py):\n{table}"
 
@@ -352,6 +367,8 @@ def test_the_perfplay_side_of_the_mapping_exists():
         if row.perfplay:
             assert row.perfplay in SHARED_PARAMS and row.perfplay in mutable, row
     assert set(CASE_NAMES.values()) <= set(list_cases())
+    # perfplay's adapter points; autocast is being added to adapter.py beside this change (issue 27)
+    assert {row.perfplay for row in ADAPTER_POINTS if row.perfplay} - {"autocast"} <= set(POINTS)
 
 
 # -- every config file is named, at any depth of sibling imports ------------------------------------------------
@@ -434,3 +451,103 @@ def test_vars_without_a_case_perfplay_has_refuse_instead_of_planning_the_default
                        check=True, root=ROOT)
     assert not result["ok"] and not result["cases"]
     assert any("no case selected" in str(error) for error in result["errors"]), result["errors"]
+
+
+# -- vendor folders: vendor.yaml settings, set-up files, extern adapters -----------------------------------------
+
+CHIP = "training/chipx"
+CHIP_TREE = {
+    f"{CHIP}/resnet50-pytorch/config/config_common.py": "dist_backend = 'mccl'\n",
+    f"{CHIP}/resnet50-pytorch/config/config_CX-1x1x8.py": "from config_common import *\ntrain_batch_size = 64\n",
+    f"{CHIP}/resnet50-pytorch/config/environment_variables.sh": "#!/bin/bash\nexport CX_FAST=1\n",
+    f"{CHIP}/resnet50-pytorch/config/requirements.txt": "cx-extras==1.2\n",
+    f"{CHIP}/resnet50-pytorch/extern/trainer_adapter.py": """\
+        import torch
+        def convert_model(model):
+            return model
+        def create_grad_scaler():
+            return torch.musa.amp.GradScaler()
+        def train_step(model, batch, optimizer, scaler=None):
+            with torch.musa.amp.autocast(enabled=True):
+                loss = model(batch)
+            loss.backward()
+            optimizer.step()
+            return loss
+        def helper():
+            pass
+        """,
+    f"{CHIP}/chipx_monitor.py": "cmd = 'mthreads-gmi -q | grep Util'\n",
+    f"{CHIP}/docker_image/pytorch_2.0/Dockerfile": "FROM registry.example.com/chipx/pytorch:2.0\nRUN true\n",
+}
+
+
+def chip_tree(tree: Path) -> Path:
+    add_files(tree, CHIP_TREE)
+    conf = tree / CONFIG / "test_conf.py"
+    conf.write_text(conf.read_text().replace('VENDOR = "nvidia"', 'VENDOR = "chipx"')
+                    .replace('" --gpus all"', '"--env CX_VISIBLE=all --device=/dev/cx0 -v /lib/modules:/lib/modules"')
+                    .replace('"CUDA_VISIBLE_DEVICES"', '"CX_VISIBLE_DEVICES"'))
+    return tree
+
+
+def test_a_vendor_perfplay_lacks_gets_a_folder_filled_from_flagperf(tree, tmp_path):
+    """The new-vendor scaffold, with what FlagPerf's tree says: hardware, dist_backend, device, visible-devices
+    variable, container options, shm size, base image, monitor tool; and it loads as a vendor."""
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(ROOT / "case_runners")
+    found = lines(import_flagperf(chip_tree(tree), root))
+    vendor = load_vendor("chipx", root)
+    assert (vendor["device"], vendor["dist_backend"], vendor["visible_devices"]["env"]) == (
+        "musa", "mccl", "CX_VISIBLE_DEVICES")
+    assert set(vendor["hardware"]) == {"CX-1"} and vendor["default_hardware"] == "CX-1"
+    assert vendor["container"]["run"]["environment"] == {"CX_VISIBLE": "all"}
+    assert vendor["container"]["run"]["devices"] == ["/dev/cx0"]
+    assert vendor["container"]["run"]["shm_size"] == "32G"
+    assert vendor["container"]["build"]["base_image"] == "registry.example.com/chipx/pytorch:2.0"
+    text = (root / "vendor/chipx/vendor.yaml").read_text()
+    assert "TODO(vendor): the variable" not in text and "# TODO(vendor): -v /lib/modules:/lib/modules has no " \
+                                                        "container.run key" in text
+    assert "calls mthreads-gmi" in (root / "vendor/chipx/monitor.py").read_text()
+    case = root / "vendor/chipx/cases/resnet50"
+    assert load(case / "config_CX-1x1x8.yaml") == {"batch_size": 64}
+    assert (case / "environment_variables.sh").read_text().startswith(
+        f"#!/bin/bash\n# From FlagPerf's {CHIP}/resnet50-pytorch/config/environment_variables.sh")
+    assert (case / "requirements.txt").read_text().endswith("cx-extras==1.2\n")
+    adapter = f"{CHIP}/resnet50-pytorch/extern/trainer_adapter.py"
+    target = "vendor/chipx/cases/resnet50/extern/trainer_adapter.py"
+    for line in [
+            f"to port         {adapter}:2: FlagPerf's convert_model(model) -> perfplay's convert_model(model, ctx): "
+            f"the model with the vendor's layers, in {target}",
+            f"to port         {adapter}:4: FlagPerf's create_grad_scaler() -> perfplay's create_grad_scaler(ctx): the "
+            f"gradient scaler, or None, in {target}",
+            f"no counterpart  {adapter}:6: train_step(model, batch, optimizer, scaler): refused: FlagPerf's train_step "
+            f"runs forward, backward and the optimizer step in one: split it into perfplay's train_step(model, batch, "
+            f"ctx) (the forward pass and loss), backward(step, loss, optimizer, scaler, ctx) and "
+            f"update_model_params(step, optimizer, scheduler, scaler, ctx)",
+            f"to port         {adapter}:7: `with torch.musa.amp.autocast(enabled=True):` -> perfplay's autocast "
+            f"point: the vendor's autocast context (torch.<device>.amp.autocast), in {target}",
+            f"skipped         {adapter}:12: helper(): not one of FlagPerf's adapter points (a helper: port it with "
+            f"the points that call it)",
+            f"mapped          {CHIP}/resnet50-pytorch/config/requirements.txt: -> "
+            f"vendor/chipx/cases/resnet50/requirements.txt"]:
+        assert line in found, "\n".join([line, "not in", *found])
+    assert not (root / target).exists()  # listed to port, never copied: its signatures are FlagPerf's
+
+
+def test_a_vendor_perfplay_has_is_compared_not_rewritten(tree, tmp_path):
+    conf = tree / CONFIG / "test_conf.py"
+    conf.write_text(conf.read_text().replace('"CUDA_VISIBLE_DEVICES"', '"NV_DEVICES"'))
+    out = tmp_path / "out"
+    found = lines(import_flagperf(tree, out))
+    assert f"no counterpart  {CONFIG}/test_conf.py:5 ACCE_VISIBLE_DEVICE_ENV_NAME: FlagPerf's visible_devices.env " \
+           f"is NV_DEVICES, vendor/nvidia/vendor.yaml has CUDA_VISIBLE_DEVICES: change it there if FlagPerf's is " \
+           f"right for this lab" in found
+    assert not (out / "vendor/nvidia/vendor.yaml").exists()
+
+
+def test_container_options():
+    assert container_options(" --gpus all --device=/dev/a --device /dev/b -e K=V --env=L=W --ipc=host "
+                             "--privileged --cap-add SYS_PTRACE --shm-size 8g -v /x:/x --group-add video") == (
+        {"gpus": "all", "devices": ["/dev/a", "/dev/b"], "environment": {"K": "V", "L": "W"}, "ipc_mode": "host",
+         "privileged": True, "cap_add": ["SYS_PTRACE"], "shm_size": "8g"}, ["-v /x:/x", "--group-add video"])

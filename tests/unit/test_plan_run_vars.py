@@ -195,7 +195,7 @@ def test_a_flagperf_setting_is_an_error_pointing_to_the_importer(tmp_path, name)
 def test_the_flagperf_error_names_perfplays_counterpart(tmp_path):
     errors = plan(tmp_path, check=True, run_var_names=["VENDOR", "SHM_SIZE"])["errors"]
     assert "(perfplay's is perfplay_vendor)" in errors[1]
-    assert "(no counterpart: the vendor's: vendor/<vendor>/vendor.yaml container.run.shm_size" in errors[0]
+    assert "(perfplay's is vendor/<vendor>/vendor.yaml container.run.shm_size)" in errors[0]
 
 
 def test_other_upper_case_names_and_the_plays_own_vars_are_no_error(tmp_path):
