@@ -46,6 +46,7 @@ HOST_VARS = ("perfplay_project_dir", "perfplay_venv", "perfplay_host_results_dir
 # Written when no case perfplay has was named, so a run with the vars refuses instead of planning the default case.
 EMPTY_CASES = ("perfplay_cases: {} (a run with these vars refuses: 'no case selected'; add the cases to run, "
                "docs/running.md)")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # a FlagPerf host that is the controller itself
 SAMPLE_HOST_VARS = ("inventory", "sample", "group_vars", "all", "perfplay.yml")
 
 
@@ -405,7 +406,12 @@ class Importer:
         group_vars: dict[str, Any] = {} if port is None else {"ansible_port": port}
         sample = load_mapping(self.root.joinpath(*SAMPLE_HOST_VARS), self.root)
         group_vars.update({name: sample[name] for name in HOST_VARS})
-        data = {"all": {"children": {"perfplay_hosts": {"hosts": {h: None for h in names}, "vars": group_vars}}}}
+        # The controller itself is reached without SSH (as inventory/local does).
+        hosts = {h: {"ansible_connection": "local"} if h.lower() in LOCAL_HOSTS else None for h in names}
+        for host in names:
+            if host.lower() in LOCAL_HOSTS:
+                self.report.add(MAPPED, shown, f"HOSTS {host} -> inventory: ansible_connection: local (this machine)")
+        data = {"all": {"children": {"perfplay_hosts": {"hosts": hosts, "vars": group_vars}}}}
         self._output(out, f"The hosts of FlagPerf {shown}, in node order (the first is node 0). The perfplay_* "
                           f"vars are where perfplay lives on each host (docs/run-vars.md, The hosts): change "
                           f"them as you like", data)

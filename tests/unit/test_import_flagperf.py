@@ -551,3 +551,14 @@ def test_container_options():
                              "--privileged --cap-add SYS_PTRACE --shm-size 8g -v /x:/x --group-add video") == (
         {"gpus": "all", "devices": ["/dev/a", "/dev/b"], "environment": {"K": "V", "L": "W"}, "ipc_mode": "host",
          "privileged": True, "cap_add": ["SYS_PTRACE"], "shm_size": "8g"}, ["-v /x:/x", "--group-add video"])
+
+
+def test_a_local_flagperf_host_is_reached_without_ssh(tree, tmp_path):
+    host_yaml = tree / "inference/configs/host.yaml"
+    host_yaml.write_text(host_yaml.read_text().replace('["10.1.2.59"]', '["127.0.0.1", "10.1.2.59"]'))
+    out = tmp_path / "out"
+    found = lines(import_flagperf(tree, out))
+    hosts = load(out / "inventory/flagperf_inference/hosts.yml")["all"]["children"]["perfplay_hosts"]["hosts"]
+    assert hosts == {"127.0.0.1": {"ansible_connection": "local"}, "10.1.2.59": None}
+    assert "mapped          inference/configs/host.yaml: HOSTS 127.0.0.1 -> inventory: ansible_connection: local " \
+           "(this machine)" in found
