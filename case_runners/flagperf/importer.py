@@ -407,11 +407,11 @@ class Importer:
         sample = load_mapping(self.root.joinpath(*SAMPLE_HOST_VARS), self.root)
         group_vars.update({name: sample[name] for name in HOST_VARS})
         # The controller itself is reached without SSH (as inventory/local does).
-        hosts = {h: {"ansible_connection": "local"} if h.lower() in LOCAL_HOSTS else None for h in names}
+        entries = {h: {"ansible_connection": "local"} if h.lower() in LOCAL_HOSTS else None for h in names}
         for host in names:
             if host.lower() in LOCAL_HOSTS:
                 self.report.add(MAPPED, shown, f"HOSTS {host} -> inventory: ansible_connection: local (this machine)")
-        data = {"all": {"children": {"perfplay_hosts": {"hosts": hosts, "vars": group_vars}}}}
+        data = {"all": {"children": {"perfplay_hosts": {"hosts": entries, "vars": group_vars}}}}
         self._output(out, f"The hosts of FlagPerf {shown}, in node order (the first is node 0). The perfplay_* "
                           f"vars are where perfplay lives on each host (docs/run-vars.md, The hosts): change "
                           f"them as you like", data)
