@@ -46,6 +46,7 @@ HOST_VARS = ("perfplay_project_dir", "perfplay_venv", "perfplay_host_results_dir
 # Written when no case perfplay has was named, so a run with the vars refuses instead of planning the default case.
 EMPTY_CASES = ("perfplay_cases: {} (a run with these vars refuses: 'no case selected'; add the cases to run, "
                "docs/running.md)")
+LIST_CASE_KEYS = ("model", "framework", "config", "data_dir_host")  # of a case of the list form of CASES
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # a FlagPerf host that is the controller itself
 SAMPLE_HOST_VARS = ("inventory", "sample", "group_vars", "all", "perfplay.yml")
 
@@ -110,7 +111,8 @@ class Importer:
         if top == "inference":
             return "an inference case's FlagPerf configuration (perfplay's inference cases keep their own)", ""
         if top != "training":
-            return f"FlagPerf's {top} suite, not one perfplay imports", ""
+            return (f"the host file of FlagPerf's {top} suite, not an inference one: a suite perfplay does not "
+                    f"import (its own hardware benchmarks: docs/base.md)"), ""
         if parts[1] in NOT_VENDORS:
             return "not a FlagPerf run setting file (test_conf.py, cluster_conf.py)", ""
         case, why = self._case_of(parts[2])
@@ -172,9 +174,13 @@ class Importer:
         vendor = values.get("VENDOR")
         if isinstance(vendor, str) and vendor.strip():
             self.vendor_settings.setdefault(vendor.strip(), []).append(vendor_settings)
+        cases = values.get("CASES")
+        list_cases_named = {c for c in cases if isinstance(c, str)} if isinstance(cases, list) else set()
         for name, value in values.items():
             source = f"{where[name]} {name}"
             row = run_setting(str(name))
+            if name in list_cases_named:
+                continue  # a case of the list form of CASES: reported with CASES
             if row is None:
                 self.report.add(NONE, source, "not a FlagPerf setting perfplay knows (docs/flagperf-migration.md)")
             elif name in VENDOR_SETTINGS:
@@ -185,6 +191,8 @@ class Importer:
             elif row.perfplay is None:
                 self.report.add(NONE, source, row.note)
             elif name == "CASES":
+                if isinstance(value, list):  # FlagPerf before 2023-04: case names, each a mapping of this file
+                    value = self._list_cases(value, values, source)
                 self._cases(value, source, run_vars, inference)
             elif name == "HOSTS":
                 if isinstance(value, list) and value and all(isinstance(h, str) and h.strip() for h in value):
@@ -245,11 +253,30 @@ class Importer:
             f"vendors: {', '.join(self.vendors)})")
         self.report.add(MAPPED, source, f"-> perfplay_vendor: {vendor}{missing}")
 
+    def _list_cases(self, names: list[Any], values: dict[str, Any], source: str) -> dict[str, Any]:
+        """FlagPerf's list form of CASES (before 2023-04): each name is a mapping of the same file, {model,
+        framework, config: config_<HW>x<N>x<P>, repeat, nnodes, nproc, data_dir_host}; as the mapping form."""
+        cases: dict[str, Any] = {}
+        for name in names:
+            where = f"{source}['{name}']"
+            case = values.get(name) if isinstance(name, str) else None
+            if not isinstance(case, dict):
+                self.report.add(NONE, where, f"the list form of CASES names {name!r}, which this file does not "
+                                             f"assign a mapping {{model, framework, config, ...}}")
+                continue
+            config = VENDOR_CONFIG.fullmatch(f"{case.get('config')}.py")
+            missing = [key for key in LIST_CASE_KEYS if not case.get(key)]
+            if missing or config is None:
+                self.report.add(NONE, where, f"expected {', '.join(LIST_CASE_KEYS)} (config: config_<HW>x<N>x<P>), "
+                                             f"got {case!r}")
+                continue
+            nnodes, nproc = case.get("nnodes", config["nnodes"]), case.get("nproc", config["nproc"])
+            key = f"{case['model']}:{case['framework']}:{config['hw']}:{nnodes}:{nproc}:{case.get('repeat', 1)}"
+            self.report.add(MAPPED, where, f"the list form of CASES -> CASES['{key}']: {case['data_dir_host']}")
+            cases[key] = case["data_dir_host"]
+        return cases
+
     def _cases(self, value: Any, source: str, run_vars: dict[str, Any], inference: bool) -> None:
-        if isinstance(value, list):
-            self.report.add(NONE, source, "the list form of CASES (FlagPerf before 2023-04): write it as the mapping "
-                                          "{'case:framework:HW:nnodes:nproc:repeat': data_dir}")
-            return
         if not isinstance(value, dict):
             self.report.add(NONE, source, f"expected a mapping of case keys to data dirs, got {value!r}")
             return

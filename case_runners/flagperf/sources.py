@@ -11,6 +11,8 @@ from case_runners.errors import ConfigError
 
 CONFIG_DIR = ("training", "run_benchmarks", "config")
 HOST_YAML_DIR = ("inference", "configs")
+HOST_SUITES = {"inference": HOST_YAML_DIR, "base": ("base", "configs"), "operation": ("operation", "configs"),
+               "generate": ("generate",)}  # FlagPerf's suites with a host.yaml, by its folder
 # FlagPerf's hardware names: A100, BI-V100 (iluvatar), 9100 (dcu).
 VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z0-9][A-Za-z0-9_-]*)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
 NOT_VENDORS = ("benchmarks", "run_benchmarks", "utils")  # folders of training/ that are not a vendor's
@@ -56,6 +58,11 @@ def find_sources(path: Path) -> Sources:
         setattr(found, "test_conf" if name == TEST_CONF else "cluster_conf", path)
         return found
     if name == HOST_YAML:
+        suite = host_suite(path)
+        if suite != "inference":
+            raise ConfigError(f"{path} is the host file of FlagPerf's {suite} suite, not an inference one "
+                              f"({'/'.join(HOST_YAML_DIR)}/{HOST_YAML}): perfplay does not import that suite (its "
+                              f"own hardware benchmarks: docs/base.md)")
         return Sources(base=_above(path, HOST_YAML_DIR), host_yaml=path)
     if VENDOR_CONFIG.fullmatch(name):
         if len(parts) < 5 or parts[-5] != "training" or parts[-2] != "config" or "-" not in parts[-3] \
@@ -65,6 +72,17 @@ def find_sources(path: Path) -> Sources:
         return Sources(base=path.resolve().parents[4], vendor_configs=[path], vendors=[parts[-4]])
     raise ConfigError(f"{path} is not a FlagPerf config: expected {TEST_CONF}, {CLUSTER_CONF}, {HOST_YAML} or "
                       f"config_<HW>x<N>x<P>.py")
+
+
+def host_suite(path: Path) -> str:
+    """Which FlagPerf suite a host.yaml is for: by its folder (inference/configs, base/configs, operation/configs,
+    generate), else by the keys only base's has."""
+    parts = path.resolve().parent.parts
+    for suite, folders in HOST_SUITES.items():
+        if parts[-len(folders):] == folders:
+            return suite
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return "base" if re.search(r"^(BENCHMARKS_OR_TOOLKITS|NPROC_PER_NODE)\s*:", text, re.MULTILINE) else "inference"
 
 
 def _file(path: Path) -> Path | None:

@@ -562,3 +562,59 @@ def test_a_local_flagperf_host_is_reached_without_ssh(tree, tmp_path):
     assert hosts == {"127.0.0.1": {"ansible_connection": "local"}, "10.1.2.59": None}
     assert "mapped          inference/configs/host.yaml: HOSTS 127.0.0.1 -> inventory: ansible_connection: local " \
            "(this machine)" in found
+
+
+LIST_CONF = """\
+    VENDOR = "nvidia"
+    TEST_TYPE = "default"
+    CASES = ['RESNET50_TORCH_DEMO_A100_1X8', 'BERT_PADDLE_DEMO_A100_1X8', 'NOT_THERE']
+    RESNET50_TORCH_DEMO_A100_1X8 = {
+        "model": "resnet50",
+        "framework": "pytorch",
+        "config": "config_A100x1x8",
+        "repeat": 2,
+        "nnodes": 1,
+        "nproc": 8,
+        "data_dir_host": "/home/datasets/imagenet/",
+        "data_dir_container": "/mnt/data/imagenet/",
+    }
+    BERT_PADDLE_DEMO_A100_1X8 = {"model": "bert", "framework": "paddle", "config": "config_A100x1x8",
+                                 "data_dir_host": "/home/bert/"}
+    """
+
+
+def test_the_list_form_of_cases_is_converted(tree, tmp_path):
+    """FlagPerf before 2023-04 (seed 001's example): CASES names mappings of the same file."""
+    (tree / CONFIG / "test_conf.py").write_text(textwrap.dedent(LIST_CONF))
+    out = tmp_path / "out"
+    found = lines(import_flagperf(tree, out))
+    run_vars = load(out / "flagperf_training.yml")
+    assert run_vars["perfplay_cases"] == {"resnet50:pytorch:A100:1:8:2": "/home/datasets/imagenet/"}
+    conf = f"{CONFIG}/test_conf.py:3 CASES"
+    for line in [
+            f"mapped          {conf}['RESNET50_TORCH_DEMO_A100_1X8']: the list form of CASES -> "
+            f"CASES['resnet50:pytorch:A100:1:8:2']: /home/datasets/imagenet/",
+            f"no counterpart  {conf}['bert:paddle:A100:1:8:1']: framework paddle: perfplay's cases are written for "
+            f"pytorch",
+            f"no counterpart  {conf}['NOT_THERE']: the list form of CASES names 'NOT_THERE', which this file does not "
+            f"assign a mapping {{model, framework, config, ...}}"]:
+        assert line in found, "\n".join([line, "not in", *found])
+    assert not [line for line in found if "RESNET50_TORCH_DEMO_A100_1X8:" in line]  # not an unknown setting
+    request = {key.removeprefix(PREFIX): value for key, value in run_vars.items()}
+    result = make_plan({**request, "run_var_names": sorted(run_vars), "results_dir": str(tmp_path / "results")},
+                       check=True, root=ROOT)
+    assert result["ok"], result["errors"]
+    assert [(c["case_id"], c["repeat"]) for c in result["cases"]] == [("resnet50_A100x1x8", 2)]
+
+
+@pytest.mark.parametrize("where", ["base/configs/host.yaml", "elsewhere/host.yaml"])
+def test_a_base_host_file_is_not_taken_for_an_inference_one(tmp_path, capsys, where):
+    host = tmp_path / "FlagPerf" / where
+    host.parent.mkdir(parents=True)
+    host.write_text('VENDOR: "nvidia"\nBENCHMARKS_OR_TOOLKITS: "BENCHMARK"\nHOSTS: ["10.0.0.1"]\n'
+                    'CASES:\n  "computation-FP32": "pytorch_2.3"\n')
+    out = tmp_path / "out"
+    assert main(["import-flagperf", str(host), "--out", str(out)]) == 2
+    assert "is the host file of FlagPerf's base suite, not an inference one (inference/configs/host.yaml)" in \
+        capsys.readouterr().err
+    assert not out.exists()
