@@ -54,9 +54,9 @@ class LossAlignment:
         return max(zip(self.steps, self.errors), key=lambda item: (math.isnan(item[1]), item[1]))[0]
 
 
-def align(reference: Mapping[int, float], candidate: Mapping[int, float]) -> LossAlignment:
-    """The curves (step -> loss) on the steps both have; empty when they share none."""
-    steps = sorted(set(reference) & set(candidate))
+def align(reference: Mapping[int, float], candidate: Mapping[int, float], from_step: int = 0) -> LossAlignment:
+    """The curves (step -> loss) on the steps both have, from `from_step` on; empty when they share none."""
+    steps = sorted(step for step in set(reference) & set(candidate) if step >= from_step)
     ref = [reference[s] for s in steps]
     cand = [candidate[s] for s in steps]
     return LossAlignment(steps, ref, cand, [relative_error(c, r) for c, r in zip(cand, ref)])

@@ -22,15 +22,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise PerfplayError(f"--tolerance {args.tolerance}: expected a number >= 0 (a fraction: 0.01 is 1 %)")
     if args.round < 1:
         raise PerfplayError(f"--round {args.round}: rounds count from 1")
+    if args.from_step < 0:
+        raise PerfplayError(f"--from-step {args.from_step}: expected a step number >= 0")
     reference = load_round(Path(args.reference), args.round)
     candidate = load_round(Path(args.candidate), args.round)
     allowed = check_same_workload(workload(reference.config, reference.record),
                                   workload(candidate.config, candidate.record), args.allow_diff)
-    loss = align(reference.loss, candidate.loss)
+    loss = align(reference.loss, candidate.loss, args.from_step)
     if not loss.steps:
+        since = f" from step {args.from_step} (--from-step)" if args.from_step else ""
         raise PerfplayError(f"{reference.events} (steps {_span(reference.loss)}) and {candidate.events} (steps "
-                            f"{_span(candidate.loss)}): no step logged in both, no loss to align")
-    found = build(reference, candidate, loss, args.tolerance, allowed)
+                            f"{_span(candidate.loss)}): no step logged in both{since}, no loss to align")
+    found = build(reference, candidate, loss, args.tolerance, allowed, args.from_step)
     if args.plot:
         from case_runners.compare.plot import plot
         plot(found, Path(args.plot))
@@ -65,6 +68,9 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round", type=int, default=DEFAULT_ROUND, metavar="N",
                    help=f"the round of a case or run directory (default {DEFAULT_ROUND}); a round directory is "
                         f"taken as it is")
+    p.add_argument("--from-step", type=int, default=0, metavar="STEP",
+                   help="align the loss from this step on (FlagPerf's LLM rule: --from-step 21 --tolerance 0.02); "
+                        "default: every step")
     p.add_argument("--allow-diff", action="append", default=[], metavar="KEY",
                    help="compare even though KEY (a param, world_size or precision) differs; repeatable; never case")
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")

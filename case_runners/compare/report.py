@@ -12,7 +12,7 @@ from case_runners.compare.alignment import LossAlignment, relative_error
 from case_runners.compare.rounds import RANK, Round
 from case_runners.records.names import THROUGHPUTS
 from case_runners.records.schema import Document, choices
-from case_runners.results.text import text_columns
+from case_runners.results.text import percent_text, text_columns
 
 PASS, FAIL = "PASS", "FAIL"
 EXIT_CODES = {PASS: 0, FAIL: 1}
@@ -69,6 +69,7 @@ class Comparison(Document):
     candidate: Side
     allowed_differences: dict[str, list[Any]]  # key -> [reference's value, candidate's]
     final_metric: FinalMetric
+    from_step: int  # the first step aligned may be this or later (--from-step; 0: every step)
     aligned_steps: int
     loss_mean_relative_error: float
     loss_max_relative_error: float
@@ -115,7 +116,7 @@ def reasons(final: FinalMetric, loss: LossAlignment, tolerance: float) -> list[s
 
 
 def build(reference: Round, candidate: Round, loss: LossAlignment, tolerance: float,
-          allowed: dict[str, tuple[Any, Any]]) -> Comparison:
+          allowed: dict[str, tuple[Any, Any]], from_step: int = 0) -> Comparison:
     """The comparison of two rounds whose curves `loss` aligns (at least one step)."""
     worst = loss.max_error_step
     assert worst is not None, "build() wants at least one aligned step"
@@ -129,8 +130,8 @@ def build(reference: Round, candidate: Round, loss: LossAlignment, tolerance: fl
         verdict=FAIL if why else PASS, reasons=why, tolerance=tolerance, case=reference.config.case,
         reference=_side(reference), candidate=_side(candidate),
         allowed_differences={key: list(values) for key, values in allowed.items()},
-        final_metric=final, aligned_steps=len(loss.steps), loss_mean_relative_error=loss.mean_error,
-        loss_max_relative_error=loss.max_error, loss_max_error_step=worst,
+        final_metric=final, from_step=from_step, aligned_steps=len(loss.steps),
+        loss_mean_relative_error=loss.mean_error, loss_max_relative_error=loss.max_error, loss_max_error_step=worst,
         performance={key: _side_by_side(ref_perf[key], cand_perf[key]) for key in PERFORMANCE},
         loss=[LossPoint(step=s, reference=r, candidate=c, relative_error=e)
               for s, r, c, e in zip(loss.steps, loss.reference, loss.candidate, loss.errors)])
@@ -166,9 +167,10 @@ def render_text(found: Comparison) -> str:
     for key, (ref, cand) in found.allowed_differences.items():
         lines.append(f"  allowed difference {key}: reference {ref!r}, candidate {cand!r}")
     first, last = found.loss[0].step, found.loss[-1].step
-    lines += ["", f"loss of rank {RANK}: {found.aligned_steps} aligned steps ({first}..{last}), mean relative error "
-                  f"{percent(found.loss_mean_relative_error)}, max {percent(found.loss_max_relative_error)} at step "
-                  f"{found.loss_max_error_step}"]
+    since = f" from step {found.from_step}" if found.from_step else ""
+    lines += ["", f"loss of rank {RANK}{since}: {found.aligned_steps} aligned steps ({first}..{last}), mean relative "
+                  f"error {percent(found.loss_mean_relative_error)}, max {percent(found.loss_max_relative_error)} at "
+                  f"step {found.loss_max_error_step}"]
     shown = table_steps(found.loss, found.loss_max_error_step)
     rows = [[str(p.step), f"{p.reference:.6g}", f"{p.candidate:.6g}", percent(p.relative_error)] for p in shown]
     lines += ["  " + line for line in text_columns(["step", "reference", "candidate", "rel. error"], rows)]
@@ -178,8 +180,8 @@ def render_text(found: Comparison) -> str:
     rows = [[f"{final.metric} (final)", f"{final.reference:.6g}", f"{final.candidate:.6g}",
              f"rel. error {percent(final.relative_error)}"]]
     for key, value in found.performance.items():
-        digits = 4 if key == MFU else 1
-        rows.append([key, _num(value.reference, digits), _num(value.candidate, digits),
+        shown_value = percent_text if key == MFU else _num  # MFU as the summary shows it: 0.27%
+        rows.append([key, shown_value(value.reference), shown_value(value.candidate),
                      "-" if value.ratio is None else f"x{value.ratio:.3f}"])
     lines += ["", *("  " + line for line in text_columns(["", "reference", "candidate", "candidate/reference"],
                                                           rows))]

@@ -48,6 +48,11 @@ def test_curves_align_on_the_steps_both_logged():
     assert found.max_error == pytest.approx(0.2) and found.max_error_step == 30
 
 
+def test_curves_align_from_a_step_on():
+    found = align({1: 9.0, 20: 2.0, 21: 1.0, 30: 0.5}, {1: 1.0, 20: 1.0, 21: 1.01, 30: 0.5}, from_step=21)
+    assert found.steps == [21, 30] and found.mean_error == pytest.approx(0.005)
+
+
 def test_curves_without_a_common_step_align_on_nothing():
     found = align({1: 1.0, 2: 1.0}, {3: 1.0})
     assert found.steps == [] and math.isnan(found.mean_error) and found.max_error_step is None
@@ -196,6 +201,35 @@ def _edit(path: Path, change) -> None:
     doc = json.loads(path.read_text(encoding="utf-8"))
     change(doc)
     path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_from_step_leaves_out_the_early_steps(runs, capsys, tmp_path):
+    """FlagPerf's LLM rule compares the loss from step 21: a candidate off by 10 % before it fails without
+    --from-step and passes with it."""
+    round_dir = _copy(runs["same"], tmp_path / "run")
+    (events,) = round_dir.glob("*_noderank0/rank0.events.jsonl")
+    lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        if line["value"].get("step", 99) < 21 and "loss" in line["value"]:
+            line["value"]["loss"] *= 1.1
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, found = compare_json(capsys, runs["reference"], round_dir)
+    assert code == 1 and found.loss_max_relative_error == pytest.approx(0.1) and found.from_step == 0
+    code, found = compare_json(capsys, runs["reference"], round_dir, "--from-step", "21")
+    assert code == 0 and found.from_step == 21 and found.aligned_steps == STEPS - 20
+    assert found.loss[0].step == 21 and found.loss_max_relative_error < 1e-6
+    code, out, _ = compare(capsys, runs["reference"], round_dir, "--from-step", "21")
+    assert code == 0 and f"loss of rank 0 from step 21: {STEPS - 20} aligned steps (21..{STEPS})" in out
+    code, _, err = compare(capsys, runs["reference"], round_dir, "--from-step", str(STEPS + 1))
+    assert code == 2 and f"no step logged in both from step {STEPS + 1} (--from-step)" in err
+
+
+def test_mfu_is_shown_as_the_summary_shows_it(runs, capsys, tmp_path):
+    round_dir = _copy(runs["same"], tmp_path / "run")
+    _edit(round_dir / "result.json", lambda doc: doc["mfu"].update(value=0.0027))
+    code, out, _ = compare(capsys, runs["reference"], round_dir)
+    (row,) = [line.split() for line in out.splitlines() if line.split()[:1] == ["mfu"]]
+    assert row[:3] == ["mfu", "-", "0.27%"]  # the reference's cpu vendor has no peak FLOP/s
 
 
 def test_a_round_without_a_record_is_named(runs, capsys, tmp_path):
