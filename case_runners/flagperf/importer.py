@@ -7,11 +7,14 @@ the vendor configs training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<
 - flagperf_training.yml (test_conf.py, with cluster_conf.py's MASTER_PORT) and flagperf_inference.yml (host.yaml):
   run vars for `-e @FILE`;
 - vendor/<vendor>/cases/<case>/config_<HW>x<N>x<P>.yaml: the params config/flagperf_names.py maps, checked against
-  the case.
+  the case; beside it the case folder's environment_variables.sh and requirements.txt (vendor_folder.py);
+- vendor/<vendor>/ for a FlagPerf vendor perfplay lacks: the new-vendor scaffold filled from FlagPerf's tree
+  (vendor_facts.py, vendor_folder.py); a vendor perfplay has is compared with its vendor.yaml instead.
 
-Every setting, case and param is reported: mapped (from -> to), no counterpart (and why), or skipped (a statement
-the reader does not run, with its file and line). Everything is read before anything is written; an existing file
-is kept unless `force`.
+Every setting, case, param and adapter function is reported: mapped (from -> to), no counterpart (and why), skipped
+(a statement the reader does not run, with its file and line) or to port; and every config file of the checkout once
+with its outcome, then their counts (report.py). Run vars never leave perfplay_cases unset (that would plan the
+default case). Everything is read before anything is written; an existing file is kept unless `force`.
 """
 
 from __future__ import annotations
