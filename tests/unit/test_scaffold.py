@@ -102,6 +102,16 @@ def test_new_vendor_writes_every_file_and_says_so(acme: Path, capsys) -> None:
         assert "TODO(vendor)" in (folder / text).read_text(), text
 
 
+def test_new_vendor_takes_a_hardware_name_with_a_dash(project: Path, capsys) -> None:
+    """FlagPerf's iluvatar names its chips BI-V100 and BI-V150; the plan takes such names, so new-vendor does too."""
+    code, _, err = scaffold(capsys, "new-vendor", "acme", "--device", "acme", "--backend", "accl", "--hardware",
+                            "BI-V100", "--root", str(project))
+    assert code == 0, err
+    plan = make_plan({"vendor": "acme", "cases": [{"case": "digits_cnn", "hardware": "BI-V100", "nproc": 1}]},
+                     check=True, root=project)
+    assert plan["ok"], plan["errors"]
+
+
 def test_new_vendor_printed_each_file(project: Path, capsys) -> None:
     code, out, _ = scaffold(capsys, "new-vendor", "acme", "--device", "acme", "--backend", "accl", "--root",
                             str(project))
@@ -239,7 +249,8 @@ def test_new_vendor_monitor_runs_as_a_script(acme: Path, tmp_path: Path) -> None
     (["host", "--device", "acme", "--backend", "accl"], "vendor name 'host' is reserved"),
     (["acme", "--device", "Acme:0", "--backend", "accl"], "device 'Acme:0' is not a plain identifier"),
     (["acme", "--device", "acme", "--backend", "a-ccl"], "backend 'a-ccl' is not a plain identifier"),
-    (["acme", "--device", "acme", "--backend", "accl", "--hardware", "X-100"], "hardware 'X-100' is not a plain"),
+    (["acme", "--device", "acme", "--backend", "accl", "--hardware", "X/100"], "hardware 'X/100' is not a plain"),
+    (["acme", "--device", "acme", "--backend", "accl", "--hardware", "X 100"], "hardware 'X 100' is not a plain"),
 ])
 def test_new_vendor_refuses_with_one_line_and_writes_nothing(project: Path, capsys, argv, message) -> None:
     before = tree(project / "vendor")
