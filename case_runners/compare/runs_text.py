@@ -3,7 +3,7 @@ ratio to the baseline and the verdict), what was skipped, and the regressions.""
 
 from __future__ import annotations
 
-from case_runners.compare.runs import FRACTION, ONE_ROUND, RunComparison, key_text
+from case_runners.compare.runs import FRACTION, RunComparison, key_text
 from case_runners.records.summary import Stat
 from case_runners.results import base_summary
 from case_runners.results.text import text_columns
@@ -67,11 +67,14 @@ def render_text(found: RunComparison) -> str:
                   *(f"  #{s.run + 1} {s.run_id} {s.case_id}: {s.reason}" for s in found.skipped)]
     if found.fail_on_regression is not None:
         limit = f"{found.fail_on_regression:g} %"
+        if found.noise_unknown:
+            lines += ["", f"noise unknown: worse than the baseline by more than {limit}, with one round on a side "
+                          "(not failed):", *(f"  {line}" for line in found.noise_unknown)]
         if found.regressions:
             lines += ["", f"REGRESSION: worse than the baseline by more than {limit}:",
                       *(f"  {line}" for line in found.regressions)]
         else:
-            one_round = any(c.verdict == ONE_ROUND for m in found.matches for r in m.rows for c in r.others)
             lines += ["", f"no regression: no figure worse than the baseline by more than {limit} beyond the noise" +
-                      ("; where the noise is unknown (one round), by more than it" if one_round else "")]
+                      ("; the figures above were not judged (noise unknown: one round)" if found.noise_unknown
+                       else "")]
     return "\n".join(lines)
