@@ -348,7 +348,14 @@ def compare_runs(paths: list[Path], fail_on_regression: float | None = None) -> 
     the baseline can be compared with a later run's, naming each case and why."""
     if len(paths) < 2:
         raise PerfplayError(f"compare-runs wants two runs or more (the first is the baseline), got {len(paths)}")
-    runs = [_Run(index, summarize_run(path), path) for index, path in enumerate(paths)]
+    return compare_summaries([(path, summarize_run(path)) for path in paths], fail_on_regression)
+
+
+def compare_summaries(summaries: list[tuple[Path, RunSummary]],
+                      fail_on_regression: float | None = None) -> RunComparison:
+    """compare_runs of runs already summarized: (run directory, its summary), the baseline first (the report's
+    side-by-side section gives the summaries it has read)."""
+    runs = [_Run(index, summary, path) for index, (path, summary) in enumerate(summaries)]
     base, later = runs[0], runs[1:]
     by_key: list[dict[Key, list[SummaryCase]]] = [{} for _ in runs]  # per run: key -> its cases
     for run in runs:

@@ -29,7 +29,7 @@ from case_runners.records.round import RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary, SummaryCase
 from case_runners.results.run_dir import check_run_dir
-from case_runners.results.summary import Round, load_records, summarize_run
+from case_runners.results.summary import GIB, Round, load_records, summarize_run
 
 # The phases shaded on the monitor plots: (name, the event that opens it, the one that closes it).
 PHASES = (("init", INIT_START, INIT_END), ("training", TRAIN_START, TRAIN_END),
@@ -197,3 +197,18 @@ def scale_label(case: SummaryCase) -> str:
 def valid_rounds(runs: list[RunData]) -> int:
     """How many rounds of the runs have a valid result (success or not_converged)."""
     return sum(1 for run in runs for entry in run.rounds if entry.valid)
+
+
+NONE = "-"  # how the report shows a null, an empty list or an empty document
+
+
+def flat(value: Any, prefix: str = "") -> list[list[str]]:
+    """A nested document (an environment) as (dotted key, text) rows."""
+    if isinstance(value, dict):
+        rows = [row for key, item in value.items() for row in flat(item, f"{prefix}.{key}" if prefix else key)]
+        return rows or [[prefix, NONE]]
+    if isinstance(value, list):
+        return [[prefix, ", ".join(str(x) for x in value) or NONE]]
+    if prefix.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
+        return [[prefix, f"{value} ({value / GIB:.1f} GiB)"]]
+    return [[prefix, NONE if value is None else str(value)]]

@@ -4,7 +4,7 @@ data: URIs). Every text that comes from a record or a path goes through esc().""
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 IMAGE_PREFIX = "data:image/"  # the only src an <img> of the report has
@@ -53,11 +53,13 @@ def heading(text: str, level: int = 3) -> str:
     return f"<h{level}>{esc(text)}</h{level}>"
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[Any]], bad_column: int | None = None) -> str:
-    """A table of text cells; `bad_column`'s cells are marked (a failed round's status)."""
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]], bad_column: int | None = None,
+          bad_values: Collection[str] = ()) -> str:
+    """A table of text cells; `bad_column`'s cells (a failed round's status) and cells reading one of `bad_values`
+    (a verdict "worse") are marked."""
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f'<td class="bad">{esc(c)}</td>' if i == bad_column else f"<td>{esc(c)}</td>"
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f'<td class="bad">{esc(c)}</td>' if i == bad_column or c in bad_values
+                                    else f"<td>{esc(c)}</td>" for i, c in enumerate(row)) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

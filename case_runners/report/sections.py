@@ -14,7 +14,8 @@ from case_runners.records.summary import RunSummary, Stat, SummaryCase
 from case_runners.report import html, plots
 from case_runners.report.alignment_section import alignment_section
 from case_runners.report.benchmark_sections import base_section, generate_section
-from case_runners.report.data import NODE, RoundData, RunData, is_number, scale_label, valid_rounds
+from case_runners.report.data import NODE, RoundData, RunData, flat, is_number, scale_label, valid_rounds
+from case_runners.report.side_by_side import side_by_side_section
 from case_runners.results import base_summary, generate_summary
 from case_runners.results.summary import (
     COLUMNS,
@@ -303,20 +304,8 @@ def environment_section(runs: list[RunData]) -> str:
             else:
                 if len(environments) > 1:
                     parts.append(html.para(where, "note"))
-                parts.append(html.table(["key", "value"], _flat(env)))
+                parts.append(html.table(["key", "value"], flat(env)))
     return "".join(parts)
-
-
-def _flat(value: Any, prefix: str = "") -> list[list[str]]:
-    """A nested document as (dotted key, text) rows."""
-    if isinstance(value, dict):
-        rows = [row for key, item in value.items() for row in _flat(item, f"{prefix}.{key}" if prefix else key)]
-        return rows or [[prefix, "-"]]
-    if isinstance(value, list):
-        return [[prefix, ", ".join(str(x) for x in value) or "-"]]
-    if prefix.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
-        return [[prefix, f"{value} ({value / GIB:.1f} GiB)"]]
-    return [[prefix, "-" if value is None else str(value)]]
 
 
 # -- failures ---------------------------------------------------------------------------------------------------------
@@ -342,6 +331,7 @@ def failures_section(runs: list[RunData]) -> str:
 # (id, title, builder): the order of the page
 SECTIONS: tuple[tuple[str, str, Callable[[list[RunData]], str]], ...] = (
     ("summary", "Summary", summary_section),
+    ("side-by-side", "Side by side", side_by_side_section),
     ("throughput", "Throughput", throughput_section),
     ("scaling", "Scaling efficiency", scaling_section),
     ("mfu", "MFU", mfu_section),

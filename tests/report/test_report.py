@@ -169,3 +169,23 @@ def test_an_alignment_that_cannot_be_made_says_why(tmp_path):
     assert "no node 0 in per_node: no rank 0 to read the loss of" in alignment  # compare's own words
     single = sections(render_report([read_run(first)]))["alignment"]
     assert "One run: an alignment needs a reference run" in single
+
+
+def test_two_runs_side_by_side_as_compare_runs_sees_them(tmp_path):
+    """The second run's p_train (901, 902, 903) against the first's (901, 902): compare-runs' ratio and verdict, and
+    the one environment key that differs."""
+    first = read_run(make_run(tmp_path / "a", ["success", "success"]))
+    second = read_run(make_run(tmp_path / "b", ["success", "success", "success"]))
+    env = {"perfplay": {"version": "1.0", "commit": "abc1234", "dirty": False}, "python": "3.11.7", "software": {},
+           "host": None, "devices": []}
+    for run, torch in ((first, "2.13.0"), (second, "2.14.0")):
+        for entry in run.rounds:
+            entry.record.environment = {**env, "torch": torch}
+    side = sections(render_report([first, second]))["side-by-side"]
+    assert "<h3>digits_cnn training 1x1</h3>" in side
+    assert "#2 digits_cnn_CPUx1x1 (cpu CPU, 3 valid round(s))" in side
+    assert ("<tr><td>p_train</td><td>samples/s</td><td>901.5 ±0.7071 (2)</td><td>902.0 ±1 (3)</td><td>1.001</td>"
+            "<td>within noise</td></tr>") in side
+    differences = side[side.index("Environment differences"):]
+    assert "<tr><td>torch</td><td>2.13.0</td><td>2.14.0</td></tr>" in differences
+    assert differences.count("<tr>") == 2, "the header and torch: every other key is the same"

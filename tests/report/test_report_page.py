@@ -113,11 +113,21 @@ def test_the_reports_render_in_chromium(runs, chromium, artifacts, capsys):
                 # The second run aligns with the first; the failed run ran another scale.
                 assert "PASS" in text["alignment"] and drawn["alignment"] == 1
                 assert "the reference run has no training case digits_cnn 2x1" in text["alignment"]
+                # compare-runs' ratios and verdicts: the second run's one round against the first's two; the failed
+                # run compared with nothing; the second run left no host monitor to describe the host
+                side = text["side-by-side"]
+                assert "digits_cnn training 1x1" in side and "#2/#1" in side and "p_train" in side
+                assert side.count("one round: noise unknown") >= 5
+                assert "the baseline has no digits_cnn training 2x1" in side
+                assert "Environment differences" in side and "host.cpu_model" in side
             if name == "tasks":
                 # Achieved TFLOP/s, and the fraction of the fp32 peak; bf16 has none and says why.
                 assert drawn["base"] == 2 and "hardware.CPU.peak_flops.bf16" in text["base"]
                 assert drawn["generate"] == 3 and "engine agreement, llama_generate_CPUx1x1" in text["generate"]
                 assert drawn["convergence"] == 0 and drawn["alignment"] == 0
+                # no case of one is in the other; gemm ran from a project copy that is no git checkout
+                assert "No figure to compare: nothing to compare" in text["side-by-side"]
+                assert "perfplay.commit" in text["side-by-side"]
     finally:
         browser.close()
 
