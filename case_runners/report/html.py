@@ -3,6 +3,7 @@ data: URIs). Every text that comes from a record or a path goes through esc().""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
@@ -15,6 +16,7 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu San
 header { background: #1d2b3a; color: #fff; padding: 18px 32px 12px; }
 header h1 { margin: 0 0 6px; font-size: 22px; font-weight: 600; }
 header p { margin: 2px 0; color: #c9d3dd; }
+header p.omitted { color: #9aa8b6; font-size: 13px; }
 header code { color: #fff; }
 nav { margin-top: 10px; display: flex; flex-wrap: wrap; gap: 6px 16px; }
 nav a { color: #9fd0ff; text-decoration: none; }
@@ -34,6 +36,13 @@ td.bad { color: #a61b1b; font-weight: 600; }
 img { max-width: 100%; height: auto; display: block; margin: 8px 0; }
 code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12.5px; }
 """
+
+
+@dataclasses.dataclass(frozen=True)
+class Omitted:
+    """What a section's builder gives for runs that have nothing of it (one run has no side by side, a training run
+    no generation latency): the page leaves it out and names it in its header with `reason`."""
+    reason: str
 
 
 def esc(value: Any) -> str:
@@ -74,10 +83,13 @@ def section(section_id: str, title: str, body: str) -> str:
 
 
 def page(title: str, lines: Sequence[str], alert: str | None, nav: Sequence[tuple[str, str]],
-         sections: Sequence[str]) -> str:
-    """The whole document: a header (title, lines about the runs, links to the sections), an alert above the
-    sections when there is one."""
+         sections: Sequence[str], omitted: Sequence[tuple[str, str]] = ()) -> str:
+    """The whole document: a header (title, lines about the runs, the sections left out and why, links to the
+    sections), an alert above the sections when there is one."""
     about = "".join(f"<p>{esc(line)}</p>" for line in lines)
+    if omitted:
+        listed = "; ".join(f"{name} ({reason})" for name, reason in omitted)
+        about += f'<p class="omitted">Not in this report: {esc(listed)}.</p>'
     links = "".join(f'<a href="#{esc(sid)}">{esc(name)}</a>' for sid, name in nav)
     warning = f'<div class="alert" id="no-results">{esc(alert)}</div>' if alert else ""
     return ("<!DOCTYPE html>\n"

@@ -12,9 +12,9 @@ from case_runners.report import html
 from case_runners.report.data import NONE, RunData, flat
 
 
-def side_by_side_section(runs: list[RunData]) -> str:
+def side_by_side_section(runs: list[RunData]) -> str | html.Omitted:
     if len(runs) < 2:
-        return html.empty("One run: nothing to put side by side (give the report two runs or more).")
+        return html.Omitted("one run: give the report two runs or more")
     parts = [html.para("Each later run against the first (#1, the baseline), as compare-runs computes it: cases "
                        "matched by case, task and scale whatever the vendor; each figure's mean ± std (number of "
                        "valid rounds), its ratio to the baseline and the verdict. Noise rule: " + NOISE_RULE + "."),
