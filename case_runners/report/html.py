@@ -27,6 +27,7 @@ h3 { font-size: 15px; margin: 16px 0 6px; }
 p.about { color: #4b5563; margin: 4px 0 10px; }
 p.empty { color: #6b7280; font-style: italic; }
 p.note { color: #6b7280; font-size: 13px; margin: 4px 0; }
+p.warn { color: #a61b1b; font-size: 13px; margin: 4px 0; font-weight: 600; }
 div.alert { background: #fdecea; border: 1px solid #f5c2c0; color: #8a1c1c; border-radius: 6px; padding: 10px 16px;
             margin: 18px 0 0; font-weight: 600; }
 table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; font-variant-numeric: tabular-nums; }

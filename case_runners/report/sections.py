@@ -34,7 +34,9 @@ from case_runners.results.summary import (
     INFERENCE_COLUMNS,
     SCALING_BASIS,
     case_unit,
+    implausible_efficiency,
     inference_rows,
+    scaling_notes,
     scaling_rows,
     table_rows,
     training_units,
@@ -149,7 +151,8 @@ def scaling_section(runs: list[RunData]) -> str | html.Omitted:
     if not any(run.summary.scaling for run in runs):
         return html.Omitted("no case ran at two scales or more within a run")
     parts = [html.para(f"Efficiency = speed-up / (devices / base devices), on {SCALING_BASIS} against the smallest "
-                       "scale the case ran at in the same run (1x1 where it ran); 100 % is linear scaling.")]
+                       "scale the case ran at in the same run (1x1 where it ran); 100 % is linear scaling, and "
+                       "above 100 % says the smaller scale was slowed (the note under its table says what to check).")]
     lines, tables = [], []
     for run in runs:
         for group in run.summary.scaling:
@@ -157,11 +160,11 @@ def scaling_section(runs: list[RunData]) -> str | html.Omitted:
             rows = [r for r in group.rows if r.efficiency is not None]
             if rows:
                 lines.append(plots.Line(label, [float(r.devices) for r in rows], [r.efficiency for r in rows]))
-            notes = [group.reason] if group.reason else [f"{r.case_id}: {r.reason}" for r in group.rows if r.reason]
+            implausible = {implausible_efficiency(row) for row in group.rows}
             tables += [html.heading(f"{label} (base {group.base})"),
                        html.table(["case", "nnodes", "nproc", "devices", f"{group.basis} ({group.unit})",
                                    "speed-up", "efficiency"], scaling_rows(group)),
-                       *(html.para(note, "note") for note in notes)]
+                       *(html.para(note, "warn" if note in implausible else "note") for note in scaling_notes(group))]
     chart = [html.image(plots.line_chart(lines, "devices", "efficiency (%)", "Scaling efficiency", percent=True,
                                          reference=1.0, reference_label="linear (100 %)"),
                         "scaling efficiency")] if lines else [html.empty("No efficiency could be computed (see the "
