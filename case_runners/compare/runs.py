@@ -51,7 +51,7 @@ FIGURES: dict[str, tuple[str | None, str | None]] = {
 NOISE_SIGMAS = 2.0
 NOISE_RULE = (f"a difference is beyond the noise when |mean B - mean A| > {NOISE_SIGMAS:g} x sqrt(sA^2/nA + sB^2/nB) "
               "(s: the standard deviation over a run's valid rounds, n: their number); with one round on either "
-              "side the noise is unknown")
+              "side the noise is unknown: no verdict, never a regression")
 BETTER, WORSE, WITHIN, ONE_ROUND, DIFFERENT, NO_VALUE = (
     "better", "worse", "within noise", "one round: noise unknown", "different", "no value")
 VERDICTS = (BETTER, WORSE, WITHIN, ONE_ROUND, DIFFERENT, NO_VALUE)
@@ -144,6 +144,7 @@ class RunComparison(Document):
     matches: list[Match]
     skipped: list[Skipped]  # each case of a run that has nothing to be compared with, and why
     regressions: list[str]  # with fail_on_regression: each figure worse by more than it, beyond the noise
+    noise_unknown: list[str]  # with fail_on_regression: each figure worse by more than it with one round on a side
 
     @property
     def exit_code(self) -> int:
@@ -180,9 +181,15 @@ def compare_stat(run: int, a: Stat, b: Stat, better: str | None) -> Cell:
                 worse_by=worse_by, verdict=verdict)
 
 
+def worse_than(cell: Cell, percent: float) -> bool:
+    """Worse than the baseline by more than `percent`, whatever the noise."""
+    return cell.worse_by is not None and cell.worse_by > percent
+
+
 def is_regression(cell: Cell, percent: float) -> bool:
-    """Worse than the baseline by more than `percent`, and beyond the noise where the noise is known."""
-    return cell.worse_by is not None and cell.worse_by > percent and cell.verdict in (WORSE, ONE_ROUND)
+    """Worse than the baseline by more than `percent` and beyond the noise. With one round on a side the noise is
+    unknown: no verdict, not a regression (`noise_unknown` lists it)."""
+    return worse_than(cell, percent) and cell.verdict == WORSE
 
 
 # -- the figures of a case --------------------------------------------------------------------------------------------
@@ -279,8 +286,8 @@ def _match(base_run: _Run, case: SummaryCase, others: list[tuple[_Run, SummaryCa
 
 
 def regressions(matches: list[Match], percent: float) -> list[str]:
-    """Each figure of a later run worse than the baseline's by more than `percent` (beyond the noise where it is
-    known), and each case of a later run without a valid round."""
+    """Each figure of a later run worse than the baseline's by more than `percent` and beyond the noise, and each case
+    of a later run without a valid round."""
     found = []
     for match in matches:
         where = key_text(match.key)
@@ -288,16 +295,34 @@ def regressions(matches: list[Match], percent: float) -> list[str]:
             if side.valid_rounds == 0:
                 found.append(f"{where}: {side.case_id} of run #{side.run + 1} ({side.run_id}) has no valid round "
                              f"({side.status})")
-        failed = {side.run for side in match.sides if side.valid_rounds == 0}
-        for row in match.rows:
-            for cell in row.others:
-                if cell.run in failed or not is_regression(cell, percent) or cell.ratio is None:
-                    continue
-                how = (f"beyond the noise ({_g(abs(cell.difference or 0.0))} > {_g(cell.noise)})"
-                       if cell.noise is not None else "noise unknown: one round")
-                found.append(f"{where}: {row.figure} of run #{cell.run + 1} is {cell.worse_by or 0.0:.1f}% worse than "
-                             f"the baseline's (ratio {cell.ratio:.3f}, {row.better} is better; {how})")
+        found += [_worse_line(match, row, cell, f"beyond the noise ({_g(abs(cell.difference or 0.0))} > "
+                                                f"{_g(cell.noise)})")
+                  for row, cell in _worse_cells(match, percent) if cell.verdict == WORSE]
     return found
+
+
+def noise_unknown(matches: list[Match], percent: float) -> list[str]:
+    """Each figure of a later run worse than the baseline's by more than `percent` where either side has one valid
+    round: the noise is unknown, so it is no regression; the line says so."""
+    return [_worse_line(match, row, cell, f"noise unknown: one round ({_rounds(row, cell)}); not a "
+                                          "regression: run --repeat 2 or more on both sides for a verdict")
+            for match in matches for row, cell in _worse_cells(match, percent) if cell.verdict == ONE_ROUND]
+
+
+def _worse_cells(match: Match, percent: float) -> list[tuple[Row, Cell]]:
+    """The cells of a match worse than the baseline by more than `percent`, of runs with a valid round."""
+    failed = {side.run for side in match.sides if side.valid_rounds == 0}
+    return [(row, cell) for row in match.rows for cell in row.others
+            if cell.run not in failed and cell.ratio is not None and worse_than(cell, percent)]
+
+
+def _rounds(row: Row, cell: Cell) -> str:
+    return f"#1 has {row.baseline.n} value(s) of it, #{cell.run + 1} {cell.stat.n}"
+
+
+def _worse_line(match: Match, row: Row, cell: Cell, how: str) -> str:
+    return (f"{key_text(match.key)}: {row.figure} of run #{cell.run + 1} is {cell.worse_by or 0.0:.1f}% worse than "
+            f"the baseline's (ratio {cell.ratio or 0.0:.3f}, {row.better} is better; {how})")
 
 
 def _unpaired(key: Key, by_key: list[dict[Key, list[SummaryCase]]], index: int) -> str:
@@ -323,7 +348,14 @@ def compare_runs(paths: list[Path], fail_on_regression: float | None = None) -> 
     the baseline can be compared with a later run's, naming each case and why."""
     if len(paths) < 2:
         raise PerfplayError(f"compare-runs wants two runs or more (the first is the baseline), got {len(paths)}")
-    runs = [_Run(index, summarize_run(path), path) for index, path in enumerate(paths)]
+    return compare_summaries([(path, summarize_run(path)) for path in paths], fail_on_regression)
+
+
+def compare_summaries(summaries: list[tuple[Path, RunSummary]],
+                      fail_on_regression: float | None = None) -> RunComparison:
+    """compare_runs of runs already summarized: (run directory, its summary), the baseline first (the report's
+    side-by-side section gives the summaries it has read)."""
+    runs = [_Run(index, summary, path) for index, (path, summary) in enumerate(summaries)]
     base, later = runs[0], runs[1:]
     by_key: list[dict[Key, list[SummaryCase]]] = [{} for _ in runs]  # per run: key -> its cases
     for run in runs:
@@ -351,6 +383,7 @@ def compare_runs(paths: list[Path], fail_on_regression: float | None = None) -> 
         listed = "; ".join(f"run #{s.run + 1} ({s.run_id}) {s.case_id}: {s.reason}" for s in skipped) or "no cases"
         raise PerfplayError(f"nothing to compare: no case and scale of the baseline is in a later run ({listed})")
     found = regressions(matches, fail_on_regression) if fail_on_regression is not None else []
+    unknown = noise_unknown(matches, fail_on_regression) if fail_on_regression is not None else []
     return RunComparison(runs=[RunRef(run_id=run.summary.run_id, path=str(run.path)) for run in runs],
                          noise_rule=NOISE_RULE, fail_on_regression=fail_on_regression, matches=matches,
-                         skipped=skipped, regressions=found)
+                         skipped=skipped, regressions=found, noise_unknown=unknown)

@@ -52,6 +52,6 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     add_run_arguments(p, "the first is the baseline")
     p.add_argument(OPTION, metavar="PCT",
                    help="exit 1 when a figure of a later run is worse than the baseline's by more than PCT percent "
-                        "and beyond the noise (with one round: by more than PCT alone)")
+                        "and beyond the noise (with one round on a side the noise is unknown: said, not failed)")
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
     p.set_defaults(func=cmd_compare_runs)

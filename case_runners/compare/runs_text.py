@@ -3,7 +3,7 @@ ratio to the baseline and the verdict), what was skipped, and the regressions.""
 
 from __future__ import annotations
 
-from case_runners.compare.runs import FRACTION, ONE_ROUND, RunComparison, key_text
+from case_runners.compare.runs import FRACTION, CaseSide, Match, Row, RunComparison, Skipped, key_text
 from case_runners.records.summary import Stat
 from case_runners.results import base_summary
 from case_runners.results.text import text_columns
@@ -32,6 +32,39 @@ def stat_text(stat: Stat, factor: float = 1.0) -> str:
     return f"{text} ({stat.n})"
 
 
+def side_text(side: CaseSide) -> str:
+    """A run's case in a match: its case id, vendor and hardware, valid rounds and the params that differ."""
+    about = f"{side.vendor} {side.hardware}, {side.valid_rounds} valid round(s)" + \
+        ("" if side.standard else ", non-standard")
+    diff = "; ".join(f"{key} {values[0]!r} -> {values[1]!r}" for key, values in side.differences.items())
+    return f"#{side.run + 1} {side.case_id} ({about})" + (f"; params that differ: {diff}" if diff else "")
+
+
+def match_header(match: Match) -> tuple[list[str], list[str]]:
+    """A match's table header: the columns (figure, unit, the baseline, then per later run its value, ratio and
+    verdict), and under them each run's vendor and hardware."""
+    first = ["figure", "unit", f"#1 {match.sides[0].run_id or '-'}"]
+    second = ["", "", f"{match.sides[0].vendor} {match.sides[0].hardware}"]
+    for side in match.sides[1:]:
+        first += [f"#{side.run + 1} {side.run_id or '-'}", f"#{side.run + 1}/#1", f"#{side.run + 1} verdict"]
+        second += [f"{side.vendor} {side.hardware}", "", ""]
+    return first, second
+
+
+def row_cells(row: Row) -> list[str]:
+    """A figure's row: its name, the unit it is shown in, the baseline's value, then each later run's value, ratio
+    and verdict."""
+    factor, unit = display_unit(row.unit, row.baseline.mean)
+    cells = [row.figure, unit, stat_text(row.baseline, factor)]
+    for cell in row.others:
+        cells += [stat_text(cell.stat, factor), "-" if cell.ratio is None else f"{cell.ratio:.3f}", cell.verdict]
+    return cells
+
+
+def skipped_text(skipped: Skipped) -> str:
+    return f"#{skipped.run + 1} {skipped.run_id} {skipped.case_id}: {skipped.reason}"
+
+
 def render_text(found: RunComparison) -> str:
     """The comparison as a person reads it: the runs, a table per matched case and scale, what was skipped, and the
     regressions --fail-on-regression found."""
@@ -41,37 +74,23 @@ def render_text(found: RunComparison) -> str:
     lines.append(f"noise: {found.noise_rule}")
     for match in found.matches:
         lines += ["", key_text(match.key)]
-        for side in match.sides:
-            about = f"{side.vendor} {side.hardware}, {side.valid_rounds} valid round(s)" + \
-                ("" if side.standard else ", non-standard")
-            diff = "; ".join(f"{key} {values[0]!r} -> {values[1]!r}" for key, values in side.differences.items())
-            lines.append(f"  #{side.run + 1} {side.case_id} ({about})" + (f"; params that differ: {diff}" if diff
-                                                                            else ""))
-        first = ["figure", "unit", f"#1 {match.sides[0].run_id or '-'}"]
-        second = ["", "", f"{match.sides[0].vendor} {match.sides[0].hardware}"]
-        for side in match.sides[1:]:
-            first += [f"#{side.run + 1} {side.run_id or '-'}", f"#{side.run + 1}/#1", f"#{side.run + 1} verdict"]
-            second += [f"{side.vendor} {side.hardware}", "", ""]
-        rows = [second]
-        for row in match.rows:
-            factor, unit = display_unit(row.unit, row.baseline.mean)
-            cells = [row.figure, unit, stat_text(row.baseline, factor)]
-            for cell in row.others:
-                cells += [stat_text(cell.stat, factor), "-" if cell.ratio is None else f"{cell.ratio:.3f}",
-                          cell.verdict]
-            rows.append(cells)
-        header, *body = text_columns(first, rows)
+        lines += [f"  {side_text(side)}" for side in match.sides]
+        first, second = match_header(match)
+        header, *body = text_columns(first, [second, *(row_cells(row) for row in match.rows)])
         lines += ["  " + line for line in (header, body[0], "-" * len(header), *body[1:])]
     if found.skipped:
         lines += ["", "skipped (nothing to compare with):",
-                  *(f"  #{s.run + 1} {s.run_id} {s.case_id}: {s.reason}" for s in found.skipped)]
+                  *(f"  {skipped_text(s)}" for s in found.skipped)]
     if found.fail_on_regression is not None:
         limit = f"{found.fail_on_regression:g} %"
+        if found.noise_unknown:
+            lines += ["", f"noise unknown: worse than the baseline by more than {limit}, with one round on a side "
+                          "(not failed):", *(f"  {line}" for line in found.noise_unknown)]
         if found.regressions:
             lines += ["", f"REGRESSION: worse than the baseline by more than {limit}:",
                       *(f"  {line}" for line in found.regressions)]
         else:
-            one_round = any(c.verdict == ONE_ROUND for m in found.matches for r in m.rows for c in r.others)
             lines += ["", f"no regression: no figure worse than the baseline by more than {limit} beyond the noise" +
-                      ("; where the noise is unknown (one round), by more than it" if one_round else "")]
+                      ("; the figures above were not judged (noise unknown: one round)" if found.noise_unknown
+                       else "")]
     return "\n".join(lines)

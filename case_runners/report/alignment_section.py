@@ -20,15 +20,17 @@ HEADER = ("case", "reference", "candidate", "final metric (ref. / cand.)", "rel.
           "max (step)", "verdict")
 
 
-def alignment_section(runs: list[RunData]) -> str:
+def alignment_section(runs: list[RunData]) -> str | html.Omitted:
+    if len(runs) < 2:
+        return html.Omitted("one run: an alignment needs a reference run and a candidate run of the same training "
+                            "case")
+    if not any(c.task == names.TRAINING for run in runs[1:] for c in run.summary.cases):
+        return html.Omitted("no training case in the runs after the first: nothing to align with the reference")
     parts = [html.para(f"Each later run's training case against the first run's at the same case and scale: rank "
                        f"0's loss curves on the steps both logged, and the final metric, each within "
                        f"{tolerance_text(DEFAULT_TOLERANCE)} relative error (as `python -m case_runners compare "
                        f"REFERENCE CANDIDATE` does, which takes other rounds and tolerances). The first valid round "
                        f"of each side.")]
-    if len(runs) < 2:
-        return "".join(parts + [html.empty("One run: an alignment needs a reference run and a candidate run of "
-                                           "the same training case (give two runs or more).")])
     reference, rows, charts, notes = runs[0], [], [], []
     for run in runs[1:]:
         for case in (c for c in run.summary.cases if c.task == names.TRAINING):
@@ -46,9 +48,8 @@ def alignment_section(runs: list[RunData]) -> str:
             rows.append(_row(found))
             charts.append(html.image(plots.alignment_chart(found), f"alignment of {title}"))
     if not rows:
-        why = "No pair of runs could be aligned (why is listed below)." if notes else \
-            "No training case in the runs after the first: nothing to align with the reference."
-        return "".join(parts + [html.empty(why)] + [html.para(note, "note") for note in notes])
+        return "".join(parts + [html.empty("No pair of runs could be aligned (why is listed below).")] +
+                       [html.para(note, "note") for note in notes])
     return "".join(parts + [html.table(HEADER, rows)] + [html.para(n, "note") for n in notes] + charts)
 
 

@@ -45,14 +45,15 @@ def _headline(case: SummaryCase, row: BaseRow) -> str:
     return f"{row.benchmark} {row.kind} {row.stat} ({case.nnodes}x{case.nproc})"
 
 
-def base_section(runs: list[RunData]) -> str:
+def base_section(runs: list[RunData]) -> str | html.Omitted:
+    if not _cases(runs, names.BASE):
+        return html.Omitted("no base benchmark (task base: gemm, memory bandwidth, transfers, collectives)")
     parts = [html.para(base_summary.NOTE + " Whiskers: ± one standard deviation over the rounds (none with one "
                        "round).")]
     headlines = [(run, case, row) for run, case in _cases(runs, names.BASE) if isinstance(case.base, list)
                  for row in case.base]
     if not headlines:
-        return "".join(parts + [html.empty("No base benchmark in these runs (task base: gemm, memory bandwidth, "
-                                           "transfers, collectives).")])
+        return "".join(parts + [html.empty("No base benchmark has a valid round: nothing to chart.")])
     charts = []
     for unit in dict.fromkeys(row.unit for _, _, row in headlines):
         entries = [(_series(runs, run, "achieved"), _headline(case, row), row.achieved)
@@ -78,14 +79,16 @@ def _combination(case: SummaryCase, row: GenerateRow) -> str:
     return f"{scale_label(case)} batch {row.batch}, prompt {row.prompt_len}, output {row.output_len}"
 
 
-def generate_section(runs: list[RunData]) -> str:
+def generate_section(runs: list[RunData]) -> str | html.Omitted:
+    if not _cases(runs, names.GENERATE):
+        return html.Omitted("no generate case (task generate: LLM generation latency)")
     several = len(runs) > 1
     parts = [html.para(generate_summary.NOTE + " Whiskers: ± one standard deviation over the rounds." +
                        (" Several runs: the median (p50) of each run." if several else ""))]
     rows = [(run, case, row) for run, case in _cases(runs, names.GENERATE) if isinstance(case.generate, list)
             for row in case.generate]
     if not rows:
-        return "".join(parts + [html.empty("No generate case in these runs (task generate: LLM generation latency).")])
+        return "".join(parts + [html.empty("No generate case has a valid round: nothing to chart.")])
     charts = []
     stats = ("p50",) if several else generate_summary.LATENCY_STATS  # several runs: a bar per run
     for title, figure in (("Time to first token", "ttft_ms"), ("Time per output token", "tpot_ms")):

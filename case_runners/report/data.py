@@ -13,14 +13,17 @@ from case_runners.compare.rounds import RANK, loss_curve
 from case_runners.driver.events import (
     EVALUATE,
     EVALUATE_BEGIN,
+    INFERENCE_STEP,
     INIT_END,
     INIT_START,
+    LAUNCH_INFERENCE,
     TRAIN_END,
     TRAIN_START,
     events_path,
     read_events,
 )
 from case_runners.errors import PerfplayError
+from case_runners.inference.pipeline import STEP_NAMES
 from case_runners.monitors.host import HostMonitor
 from case_runners.monitors.spec import SAMPLES_SUFFIX
 from case_runners.monitors.summary import read_samples
@@ -29,11 +32,16 @@ from case_runners.records.round import RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary, SummaryCase
 from case_runners.results.run_dir import check_run_dir
-from case_runners.results.summary import Round, load_records, summarize_run
+from case_runners.results.summary import GIB, Round, load_records, summarize_run
 
-# The phases shaded on the monitor plots: (name, the event that opens it, the one that closes it).
+# The phases of a training round shaded on the monitor plots: (name, the event that opens it, the one that closes
+# it).
 PHASES = (("init", INIT_START, INIT_END), ("training", TRAIN_START, TRAIN_END),
           ("evaluation", EVALUATE_BEGIN, EVALUATE))
+# An inference round's phases: its pipeline's steps, each from the previous step's INFERENCE_STEP (the first from
+# LAUNCH_INFERENCE) to its own.
+INFERENCE_PHASES = tuple(STEP_NAMES.values())
+PHASE_NAMES = tuple(dict.fromkeys([*(name for name, _, _ in PHASES), *INFERENCE_PHASES]))
 NODE = 0  # whose monitors are shown: rank 0's node, whose events mark the phases
 
 
@@ -156,8 +164,7 @@ def _monitors(node_dir: Path) -> Monitors:
 
 
 def _phases(path: Path) -> tuple[list[Phase], str | None]:
-    """The phases of rank 0's events: each opening event to the next closing one (one still open ends at the last
-    event)."""
+    """The phases of rank 0's events: a training round's (PHASES) and an inference round's (INFERENCE_PHASES)."""
     try:
         events = [e for e in read_events(path) if isinstance(e, dict)]
     except FileNotFoundError:
@@ -167,6 +174,11 @@ def _phases(path: Path) -> tuple[list[Phase], str | None]:
     timed = [(e.get("event"), at) for e in events if (at := _seconds(e)) is not None]
     if not timed:
         return [], None
+    return _training_phases(timed) + _inference_phases(events), None
+
+
+def _training_phases(timed: list[tuple[Any, float]]) -> list[Phase]:
+    """PHASES: each opening event to the next closing one (one still open ends at the last event)."""
     last = timed[-1][1]
     phases = []
     for name, opens, closes in PHASES:
@@ -179,7 +191,27 @@ def _phases(path: Path) -> tuple[list[Phase], str | None]:
                 start = None
         if start is not None:
             phases.append(Phase(name, start, last))
-    return phases, None
+    return phases
+
+
+def _inference_phases(events: list[dict[str, Any]]) -> list[Phase]:
+    """The pipeline's steps that ended (an INFERENCE_STEP event naming a step of STEP_NAMES), each from the end of
+    the one before it."""
+    phases, start = [], None
+    for event in events:
+        at = _seconds(event)
+        if at is None:
+            continue
+        if event.get("event") == LAUNCH_INFERENCE:
+            start = at
+        elif event.get("event") == INFERENCE_STEP and start is not None:
+            value = event.get("value")
+            step = value.get("step") if isinstance(value, dict) else None
+            name = STEP_NAMES.get(step) if isinstance(step, str) else None
+            if name is not None:
+                phases.append(Phase(name, start, at))
+            start = at
+    return phases
 
 
 def _seconds(event: dict[str, Any]) -> float | None:
@@ -197,3 +229,18 @@ def scale_label(case: SummaryCase) -> str:
 def valid_rounds(runs: list[RunData]) -> int:
     """How many rounds of the runs have a valid result (success or not_converged)."""
     return sum(1 for run in runs for entry in run.rounds if entry.valid)
+
+
+NONE = "-"  # how the report shows a null, an empty list or an empty document
+
+
+def flat(value: Any, prefix: str = "") -> list[list[str]]:
+    """A nested document (an environment) as (dotted key, text) rows."""
+    if isinstance(value, dict):
+        rows = [row for key, item in value.items() for row in flat(item, f"{prefix}.{key}" if prefix else key)]
+        return rows or [[prefix, NONE]]
+    if isinstance(value, list):
+        return [[prefix, ", ".join(str(x) for x in value) or NONE]]
+    if prefix.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
+        return [[prefix, f"{value} ({value / GIB:.1f} GiB)"]]
+    return [[prefix, NONE if value is None else str(value)]]

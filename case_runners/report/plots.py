@@ -12,10 +12,12 @@ from typing import Any
 
 from case_runners.compare.plot import draw
 from case_runners.compare.report import Comparison
-from case_runners.report.data import PHASES, Phase
+from case_runners.report.data import PHASE_NAMES, Phase
 
 WIDTH = 10.5  # inches: 756 SVG points, 1008 CSS pixels
-PHASE_COLOURS = dict(zip((name for name, _, _ in PHASES), ("tab:gray", "tab:green", "tab:orange"), strict=True))
+# training: init, training, evaluation; inference: its steps (init shared with training), summary last
+PHASE_COLOURS = dict(zip(PHASE_NAMES, ("tab:gray", "tab:green", "tab:orange", "tab:olive", "tab:purple",
+                                       "tab:brown", "tab:pink", "tab:cyan", "tab:red"), strict=True))
 STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D")
 _RC: dict[Any, Any] = {"svg.hashsalt": "perfplay-report", "svg.fonttype": "path", "font.size": 9.0, "axes.grid": True,

@@ -1,7 +1,9 @@
 """The report's sections, each with a stable id (SECTIONS), built from the runs' data (data.py): the summary
-tables, throughput, scaling efficiency, MFU, base benchmarks and generation (benchmark_sections.py), loss and eval
-metric, accuracy alignment (alignment_section.py), monitor series, environment, failed rounds. A section with
-nothing to show says so in words."""
+tables, side by side (side_by_side.py), throughput, scaling efficiency, MFU, base benchmarks and generation
+(benchmark_sections.py), loss and eval metric, accuracy alignment (alignment_section.py), monitor series,
+environment, failed rounds. A section the runs have nothing of (generation latency of a training run) is left out
+(html.Omitted: the header names it and why); one whose figures are missing (no valid round) says so in words. Each
+section's text explains the figures of the tasks the runs have."""
 
 from __future__ import annotations
 
@@ -14,7 +16,17 @@ from case_runners.records.summary import RunSummary, Stat, SummaryCase
 from case_runners.report import html, plots
 from case_runners.report.alignment_section import alignment_section
 from case_runners.report.benchmark_sections import base_section, generate_section
-from case_runners.report.data import NODE, RoundData, RunData, is_number, scale_label, valid_rounds
+from case_runners.report.data import (
+    INFERENCE_PHASES,
+    NODE,
+    RoundData,
+    RunData,
+    flat,
+    is_number,
+    scale_label,
+    valid_rounds,
+)
+from case_runners.report.side_by_side import side_by_side_section
 from case_runners.results import base_summary, generate_summary
 from case_runners.results.summary import (
     COLUMNS,
@@ -22,7 +34,9 @@ from case_runners.results.summary import (
     INFERENCE_COLUMNS,
     SCALING_BASIS,
     case_unit,
+    implausible_efficiency,
     inference_rows,
+    scaling_notes,
     scaling_rows,
     table_rows,
     training_units,
@@ -75,12 +89,29 @@ def _summary_tables(summary: RunSummary) -> list[str]:
 
 # -- throughput -------------------------------------------------------------------------------------------------------
 
-def throughput_section(runs: list[RunData]) -> str:
+def tasks(runs: list[RunData]) -> set[str]:
+    """The tasks of the runs' cases."""
+    return {case.task for run in runs for case in run.summary.cases}
+
+
+THROUGHPUT_TEXT = {
+    names.TRAINING: "Training: p_whole, the whole training loop; p_train, without evaluation; p_core, the compute "
+                    "steps only.",
+    names.INFERENCE: "Inference (items/s): validation (the framework's model) and inference (the vendor's compiled "
+                     "engine), each whole (data, compute and evaluation) and core (the forward passes only).",
+}
+
+
+def throughput_section(runs: list[RunData]) -> str | html.Omitted:
     """One chart per unit: a group per case and scale, a bar per throughput (one run) or per run (several, on
     p_train), with error bars of one std over the rounds."""
-    parts = [html.para("Bars: mean over the valid rounds; whiskers: ± one standard deviation (none with one round). "
-                       "p_whole: the whole training loop; p_train: without evaluation; p_core: the compute steps "
-                       "only." + (f" Several runs: {SCALING_BASIS} of each run." if len(runs) > 1 else ""))]
+    present = [task for task in THROUGHPUT_TEXT if task in tasks(runs)]
+    if not present:
+        return html.Omitted("no training or inference case")
+    several = f" Several runs: {SCALING_BASIS} of each run's training cases." if len(runs) > 1 and \
+        names.TRAINING in present else ""
+    parts = [html.para("Bars: mean over the valid rounds; whiskers: ± one standard deviation (none with one round). " +
+                       " ".join(THROUGHPUT_TEXT[task] for task in present) + several)]
     charts = []
     units = sorted({case_unit(c) for run in runs for c in run.summary.cases if c.task == names.TRAINING})
     for unit in units:
@@ -116,9 +147,12 @@ def _bars(runs: list[RunData], cases: list[tuple[RunData, SummaryCase]], keys: t
 
 # -- scaling ----------------------------------------------------------------------------------------------------------
 
-def scaling_section(runs: list[RunData]) -> str:
+def scaling_section(runs: list[RunData]) -> str | html.Omitted:
+    if not any(run.summary.scaling for run in runs):
+        return html.Omitted("no case ran at two scales or more within a run")
     parts = [html.para(f"Efficiency = speed-up / (devices / base devices), on {SCALING_BASIS} against the smallest "
-                       "scale the case ran at in the same run (1x1 where it ran); 100 % is linear scaling.")]
+                       "scale the case ran at in the same run (1x1 where it ran); 100 % is linear scaling, and "
+                       "above 100 % says the smaller scale was slowed (the note under its table says what to check).")]
     lines, tables = [], []
     for run in runs:
         for group in run.summary.scaling:
@@ -126,14 +160,11 @@ def scaling_section(runs: list[RunData]) -> str:
             rows = [r for r in group.rows if r.efficiency is not None]
             if rows:
                 lines.append(plots.Line(label, [float(r.devices) for r in rows], [r.efficiency for r in rows]))
-            notes = [group.reason] if group.reason else [f"{r.case_id}: {r.reason}" for r in group.rows if r.reason]
+            implausible = {implausible_efficiency(row) for row in group.rows}
             tables += [html.heading(f"{label} (base {group.base})"),
                        html.table(["case", "nnodes", "nproc", "devices", f"{group.basis} ({group.unit})",
                                    "speed-up", "efficiency"], scaling_rows(group)),
-                       *(html.para(note, "note") for note in notes)]
-    if not tables:
-        return "".join(parts + [html.empty("No case ran at two scales or more within a run: scaling efficiency "
-                                           "needs the case at 1x1 and at a larger scale in the same run.")])
+                       *(html.para(note, "warn" if note in implausible else "note") for note in scaling_notes(group))]
     chart = [html.image(plots.line_chart(lines, "devices", "efficiency (%)", "Scaling efficiency", percent=True,
                                          reference=1.0, reference_label="linear (100 %)"),
                         "scaling efficiency")] if lines else [html.empty("No efficiency could be computed (see the "
@@ -143,7 +174,9 @@ def scaling_section(runs: list[RunData]) -> str:
 
 # -- MFU --------------------------------------------------------------------------------------------------------------
 
-def mfu_section(runs: list[RunData]) -> str:
+def mfu_section(runs: list[RunData]) -> str | html.Omitted:
+    if not tasks(runs) & {names.TRAINING, names.INFERENCE}:
+        return html.Omitted("no training or inference case: the base and generate tasks have no MFU")
     parts = [html.para("Model FLOPs utilisation: achieved FLOP/s (the case's FLOPs per sample x its throughput on "
                        "the basis) over the vendor's peak FLOP/s for the precision the round ran in, times the "
                        "devices. Mean ± std over the valid rounds.")]
@@ -164,7 +197,7 @@ def mfu_section(runs: list[RunData]) -> str:
                 means.append(stat.mean)
                 stds.append(stat.std)
     if not rows:
-        return "".join(parts + [html.empty("No training or inference case in these runs: no MFU.")])
+        return "".join(parts + [html.empty("No training or inference round left a record: no MFU.")])
     chart = [html.image(plots.bar_chart(groups, [plots.Bars("MFU", means, stds)], "MFU (% of peak)",
                                         "MFU against the vendor's peak", percent=True), "MFU")] if groups else \
         [html.empty("No MFU value: no peak FLOP/s is known for these cases' precision, or no round was valid "
@@ -183,10 +216,11 @@ def _case_mfu(run: RunData, case: SummaryCase) -> Any:
 
 # -- loss and eval metric ---------------------------------------------------------------------------------------------
 
-def convergence_section(runs: list[RunData]) -> str:
+def convergence_section(runs: list[RunData]) -> str | html.Omitted:
+    if names.TRAINING not in tasks(runs):
+        return html.Omitted("no training case: no loss curve")
     parts = [html.para("Rank 0's training loss at each logged step, and the eval metric at each evaluation with the "
                        "case's target, one line per round.")]
-    drawn = False
     for run in runs:
         for case in (c for c in run.summary.cases if c.task == names.TRAINING):
             mine = [e for e in run.rounds if e.record.case_id == case.case_id]
@@ -195,14 +229,11 @@ def convergence_section(runs: list[RunData]) -> str:
                      for e in mine if e.evals]
             title = case.case_id + (f" ({run.run_id})" if len(runs) > 1 else "")
             if loss or evals:
-                drawn = True
                 parts.append(html.image(plots.curves_chart(loss, evals, case.metric, case.target, title),
                                         f"loss and {case.metric} of {title}"))
             else:
                 parts.append(html.empty(f"{title}: no loss curve and no evaluation recorded."))
             parts += [html.para(f"round {e.record.round}: {note}", "note") for e in mine for note in e.notes]
-    if not drawn and len(parts) == 1:
-        parts.append(html.empty("No training case in these runs: no loss curve."))
     return "".join(parts)
 
 
@@ -212,11 +243,24 @@ def _round_label(entry: RoundData) -> str:
 
 # -- monitors ---------------------------------------------------------------------------------------------------------
 
-def monitors_section(runs: list[RunData]) -> str:
+PHASES_TEXT = {
+    names.TRAINING: "a training round's init, training and evaluation",
+    names.INFERENCE: f"an inference round's pipeline steps ({', '.join(INFERENCE_PHASES[1:-1])})",
+}
+
+
+def monitors_section(runs: list[RunData]) -> str | html.Omitted:
+    if not any(entry.monitors and any(entry.monitors.samples.values()) for run in runs for entry in run.rounds):
+        return html.Omitted("no round has monitor samples: run without --no-monitors" if
+                            any(run.rounds for run in runs) else "no round")
+    present = tasks(runs)
+    shaded = [text for task, text in PHASES_TEXT.items() if task in present]
+    unshaded = sorted(present - set(PHASES_TEXT))
     parts = [html.para(f"Node {NODE}'s monitors during each round: device utilisation, memory, power and "
-                       "temperature (the vendor's monitor, a line per device) and the host's CPU utilisation; the "
-                       "shaded spans are rank 0's phases (init, training, evaluation) from its events.")]
-    shown = 0
+                       "temperature (the vendor's monitor, a line per device) and the host's CPU utilisation" +
+                       (f"; the shaded spans are rank 0's phases from its events: {' and '.join(shaded)}" if shaded
+                        else "") +
+                       (f"; {' and '.join(unshaded)} rounds have no phases" if unshaded else "") + ".")]
     for run in runs:
         for entry in run.rounds:
             title = f"{entry.record.case_id} round {entry.record.round} ({entry.record.status})" + \
@@ -229,12 +273,9 @@ def monitors_section(runs: list[RunData]) -> str:
             panels, missing = _panels(monitors)
             t0 = min(s["ts"] for samples in monitors.samples.values() for s in samples)
             parts.append(html.image(plots.monitor_chart(panels, monitors.phases, t0, title), f"monitors of {title}"))
-            shown += 1
             if missing:
                 parts.append(html.para(f"not reported by the monitors: {', '.join(missing)}", "note"))
             parts += [html.para(note, "note") for note in monitors.notes]
-    if not shown and not any(run.rounds for run in runs):
-        parts.append(html.empty("No round in these runs: no monitor series."))
     return "".join(parts)
 
 
@@ -303,20 +344,8 @@ def environment_section(runs: list[RunData]) -> str:
             else:
                 if len(environments) > 1:
                     parts.append(html.para(where, "note"))
-                parts.append(html.table(["key", "value"], _flat(env)))
+                parts.append(html.table(["key", "value"], flat(env)))
     return "".join(parts)
-
-
-def _flat(value: Any, prefix: str = "") -> list[list[str]]:
-    """A nested document as (dotted key, text) rows."""
-    if isinstance(value, dict):
-        rows = [row for key, item in value.items() for row in _flat(item, f"{prefix}.{key}" if prefix else key)]
-        return rows or [[prefix, "-"]]
-    if isinstance(value, list):
-        return [[prefix, ", ".join(str(x) for x in value) or "-"]]
-    if prefix.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
-        return [[prefix, f"{value} ({value / GIB:.1f} GiB)"]]
-    return [[prefix, "-" if value is None else str(value)]]
 
 
 # -- failures ---------------------------------------------------------------------------------------------------------
@@ -339,9 +368,10 @@ def failures_section(runs: list[RunData]) -> str:
     return "".join(parts)
 
 
-# (id, title, builder): the order of the page
-SECTIONS: tuple[tuple[str, str, Callable[[list[RunData]], str]], ...] = (
+# (id, title, builder): the order of the page; a builder gives the section's body, or why the runs have none of it
+SECTIONS: tuple[tuple[str, str, Callable[[list[RunData]], str | html.Omitted]], ...] = (
     ("summary", "Summary", summary_section),
+    ("side-by-side", "Side by side", side_by_side_section),
     ("throughput", "Throughput", throughput_section),
     ("scaling", "Scaling efficiency", scaling_section),
     ("mfu", "MFU", mfu_section),
@@ -366,5 +396,8 @@ def render_report(runs: list[RunData]) -> str:
         "No round: these runs have no round to report.")
     lines = [f"{run.label}: {run.run_dir}" for run in runs] + [
         f"{valid} valid round(s) of {total}; mean ± std over the valid rounds of each case."]
-    return html.page(_title(runs), lines, alert, [(sid, title) for sid, title, _ in SECTIONS],
-                     [html.section(sid, title, build(runs)) for sid, title, build in SECTIONS])
+    built = [(sid, title, build(runs)) for sid, title, build in SECTIONS]
+    shown = [(sid, title, body) for sid, title, body in built if isinstance(body, str)]
+    return html.page(_title(runs), lines, alert, [(sid, title) for sid, title, _ in shown],
+                     [html.section(sid, title, body) for sid, title, body in shown],
+                     [(title, body.reason) for _, title, body in built if isinstance(body, html.Omitted)])

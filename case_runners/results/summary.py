@@ -373,10 +373,23 @@ def scaling_rows(group: ScalingGroup) -> list[list[str]]:
              _speedup(row.speedup), _efficiency(row.efficiency)] for row in group.rows]
 
 
-def _scaling_notes(group: ScalingGroup) -> list[str]:
+def implausible_efficiency(row: ScalingRow) -> str | None:
+    """Why an efficiency above 100 % is not what the larger scale gained (None for one at most 100 %): the smaller
+    scale ran slower than it could, most often on a CPU-backed device whose threads fought for the cores."""
+    if row.efficiency is None or row.efficiency <= 1.0:
+        return None
+    return (f"{row.case_id}: efficiency {_efficiency(row.efficiency)} is above 100 %, which more devices cannot give: "
+            "the smaller scale was slowed (its rounds had more threads than free cores, or a busy host); check the "
+            "thread settings (OMP_NUM_THREADS, torch's threads) and the host's load during the rounds")
+
+
+def scaling_notes(group: ScalingGroup) -> list[str]:
+    """What the scaling table's figures need said: why they are withheld, or a row's reason, and each implausible
+    efficiency (the summary's text and markdown, and the report, show these under the table)."""
     if group.reason:
         return [f"speed-up and efficiency withheld: {group.reason}"]
-    return [f"{row.case_id}: {row.reason}" for row in group.rows if row.reason]
+    return [f"{row.case_id}: {row.reason}" for row in group.rows if row.reason] + \
+        [note for row in group.rows if (note := implausible_efficiency(row))]
 
 
 ELSEWHERE = "on its own host"  # a node whose directory stayed there (case_runners run --nnode): no figure here
@@ -406,7 +419,7 @@ def render_scaling_text(summary: RunSummary) -> list[str]:
         header = ["case", "devices", group.basis, "speed-up", "efficiency"]
         rows = [[r[0], r[3], r[4], r[5], r[6]] for r in scaling_rows(group)]
         lines += ["", f"scaling ({group.basis}, {group.unit}; base: {group.base})", *text_columns(header, rows),
-                  *(f"  {note}" for note in _scaling_notes(group))]
+                  *(f"  {note}" for note in scaling_notes(group))]
     return lines
 
 
@@ -529,7 +542,7 @@ def _scaling_markdown(summary: RunSummary) -> list[str]:
                   f"| case | nnodes | nproc | devices | {group.basis} | speed-up | efficiency |",
                   "|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(row) + " |" for row in scaling_rows(group)]
-        notes = _scaling_notes(group)
+        notes = scaling_notes(group)
         if notes:
             lines += [""] + [f"- {note}" for note in notes]
     return lines

@@ -3,15 +3,30 @@ is nothing to show, escaping, refusal of what is not a run, and a file written o
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import time
 from pathlib import Path
 
 from case_runners.cli import main
+from case_runners.driver import events as ev
+from case_runners.driver.events import EventLogger
+from case_runners.inference.pipeline import STEP_NAMES
+from case_runners.monitors.spec import SAMPLES_SUFFIX
+from case_runners.records.resolved import ResolvedConfig
 from case_runners.report import REPORT_NAME
 from case_runners.report.data import read_run
 from case_runners.report.sections import SECTION_IDS, render_report
-from record_helpers import resolved, round_record, write_resolved
+from case_runners.results.record import write_round_record
+from record_helpers import (
+    inference_rank_result,
+    node_result,
+    resolved,
+    round_record,
+    write_node,
+    write_resolved,
+)
 
 
 def make_run(root: Path, statuses: list[str], reason: str | None = "boom", **record: object) -> Path:
@@ -39,15 +54,35 @@ def sections(page: str) -> dict[str, str]:
     return dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', page, re.S))
 
 
-def test_every_section_is_there_and_says_what_it_lacks(tmp_path):
+def nav(page: str) -> list[str]:
+    return re.findall(r'<a href="#([^"]+)">', page)
+
+
+def omitted(page: str) -> str:
+    found = re.search(r'<p class="omitted">Not in this report: (.*?)</p>', page)
+    return found.group(1) if found else ""
+
+
+TRAINING_SECTIONS = ["summary", "throughput", "mfu", "convergence", "environment", "failures"]
+
+
+def test_a_training_run_has_the_sections_of_its_figures_and_says_what_it_lacks(tmp_path):
+    """One training run without monitors: its sections (the header links to them, in SECTIONS' order), each of the
+    others named in the header with the reason, and what a shown section lacks said in words."""
     page = render_report([read_run(make_run(tmp_path, ["success", "success"]))])
     found = sections(page)
-    assert list(found) == list(SECTION_IDS)
+    assert list(found) == TRAINING_SECTIONS == nav(page)
+    assert [sid for sid in SECTION_IDS if sid in found] == TRAINING_SECTIONS
+    assert omitted(page) == (
+        "Side by side (one run: give the report two runs or more); Scaling efficiency (no case ran at two scales "
+        "or more within a run); Base benchmarks (no base benchmark (task base: gemm, memory bandwidth, transfers, "
+        "collectives)); Generation latency (no generate case (task generate: LLM generation latency)); Accuracy "
+        "alignment (one run: an alignment needs a reference run and a candidate run of the same training case); "
+        "Monitors (no round has monitor samples: run without --no-monitors).")
     assert 'id="no-results"' not in page
-    assert "No case ran at two scales or more" in found["scaling"]
     assert "No MFU value" in found["mfu"]
-    assert "no monitor samples" in found["monitors"]
     assert "Environment not recorded" in found["environment"]
+    assert "p_whole, the whole training loop" in found["throughput"] and "Inference" not in found["throughput"]
     assert "No failed round" in found["failures"]
     assert found["throughput"].count("<img") == 1
     assert re.search(r'<img src="data:image/svg\+xml;base64,', found["throughput"])
@@ -132,7 +167,8 @@ def test_several_runs_side_by_side(tmp_path, capsys):
     assert report(capsys, first, second, "-o", out) == (0, f"report: {out}\n", "")
     page = out.read_text()
     assert page.count("run20250101000000 (cpu CPU)") >= 2
-    assert [s for s in sections(page)] == list(SECTION_IDS)
+    assert list(sections(page)) == ["summary", "side-by-side", "throughput", "mfu", "convergence", "alignment",
+                                    "environment", "failures"] == nav(page)
 
 
 def test_rounds_without_monitors_or_records_are_described_in_words(tmp_path):
@@ -144,7 +180,8 @@ def test_rounds_without_monitors_or_records_are_described_in_words(tmp_path):
     (case_dir / "round2").mkdir()
     page = render_report([read_run(run_dir)])
     found = sections(page)
-    assert found["monitors"].count("no monitor samples") == 2 and "<img" not in found["monitors"]
+    assert "monitors" not in found and "Monitors (no round has monitor samples: run without --no-monitors)" in \
+        omitted(page)
     assert "the round started but left no record" in found["failures"]
     assert "1 valid round(s) of 2" in page
 
@@ -167,5 +204,67 @@ def test_an_alignment_that_cannot_be_made_says_why(tmp_path):
     assert "No pair of runs could be aligned" in alignment and "<img" not in alignment
     assert "digits_cnn 1x1: run20250101000000 against run20250101000000: not aligned:" in alignment
     assert "no node 0 in per_node: no rank 0 to read the loss of" in alignment  # compare's own words
-    single = sections(render_report([read_run(first)]))["alignment"]
-    assert "One run: an alignment needs a reference run" in single
+    single = render_report([read_run(first)])
+    assert "alignment" not in sections(single)
+    assert "Accuracy alignment (one run: an alignment needs a reference run" in omitted(single)
+
+
+def test_two_runs_side_by_side_as_compare_runs_sees_them(tmp_path):
+    """The second run's p_train (901, 902, 903) against the first's (901, 902): compare-runs' ratio and verdict, and
+    the one environment key that differs."""
+    first = read_run(make_run(tmp_path / "a", ["success", "success"]))
+    second = read_run(make_run(tmp_path / "b", ["success", "success", "success"]))
+    env = {"perfplay": {"version": "1.0", "commit": "abc1234", "dirty": False}, "python": "3.11.7", "software": {},
+           "host": None, "devices": []}
+    for run, torch in ((first, "2.13.0"), (second, "2.14.0")):
+        for entry in run.rounds:
+            entry.record.environment = {**env, "torch": torch}
+    side = sections(render_report([first, second]))["side-by-side"]
+    assert "<h3>digits_cnn training 1x1</h3>" in side
+    assert "#2 digits_cnn_CPUx1x1 (cpu CPU, 3 valid round(s))" in side
+    assert ("<tr><td>p_train</td><td>samples/s</td><td>901.5 ±0.7071 (2)</td><td>902.0 ±1 (3)</td><td>1.001</td>"
+            "<td>within noise</td></tr>") in side
+    differences = side[side.index("Environment differences"):]
+    assert "<tr><td>torch</td><td>2.13.0</td><td>2.14.0</td></tr>" in differences
+    assert differences.count("<tr>") == 2, "the header and torch: every other key is the same"
+
+
+def inference_run(root: Path) -> Path:
+    """A run of digits_cnn inference, one round: its rank's result, the host monitor's samples, and rank 0's events
+    written by the driver's EventLogger as inference/task.py writes them (LAUNCH_INFERENCE, then INFERENCE_STEP as
+    each pipeline step ends); its record built by the controller's write_round_record."""
+    config = resolved(selection={"task": "inference"})
+    run_dir = root / "run20250101000000"
+    case_dir = run_dir / config["case_id"]
+    case_dir.mkdir(parents=True)
+    write_resolved(case_dir / "resolved_config.json", config)
+    node = write_node(case_dir / "round1" / "host_noderank0", node_result("host"), [inference_rank_result()])
+    log = EventLogger(node, 0, 1, stream=None)
+    try:
+        log.event(ev.LAUNCH_INFERENCE, {"case": "digits_cnn", "compiler": "onnxruntime", "notes": []})
+        for step, name in STEP_NAMES.items():
+            log.event(ev.INFERENCE_STEP, {"step": step, "name": name})
+        log.event(ev.FINISHED, {})
+    finally:
+        log.close()
+    now = time.time()
+    (node / f"host{SAMPLES_SUFFIX}").write_text("".join(json.dumps({"ts": now + t, "cpu_util": 50.0}) + "\n"
+                                                        for t in (-1, 0, 1)))
+    write_round_record(node.parent, ResolvedConfig.from_json(config), 1, run_dir.name)
+    return run_dir
+
+
+def test_an_inference_run_explains_inference_and_shades_its_steps(tmp_path):
+    run = read_run(inference_run(tmp_path))
+    (entry,) = run.rounds
+    assert entry.record.status == "success" and entry.monitors is not None
+    assert [phase.name for phase in entry.monitors.phases] == list(STEP_NAMES.values())
+    page = render_report([run])
+    found = sections(page)
+    assert list(found) == ["summary", "throughput", "mfu", "monitors", "environment", "failures"] == nav(page)
+    assert "Loss and eval metric (no training case: no loss curve)" in omitted(page)
+    assert "Inference (items/s): validation" in found["throughput"] and "p_whole" not in found["throughput"]
+    assert html.escape("the shaded spans are rank 0's phases from its events: an inference round's pipeline steps "
+                       "(data and model, framework validation, ONNX export, compile, engine inference)") \
+        in found["monitors"]
+    assert "training" not in found["monitors"] and found["monitors"].count("<img") == 1

@@ -23,10 +23,15 @@ from case_runners.compare.runs import (
     ONE_ROUND,
     WITHIN,
     WORSE,
+    CaseSide,
+    Match,
+    Row,
     RunComparison,
     compare_stat,
     is_regression,
     noise,
+    noise_unknown,
+    regressions,
 )
 from case_runners.compare.runs_cli import OPTION
 from case_runners.paths import PROJECT_ENV, project_root
@@ -82,10 +87,36 @@ def test_a_regression_is_worse_than_the_percentage_and_beyond_the_noise():
     base = Stat(mean=100.0, std=10.0, n=2)
     noisy = compare_stat(1, base, Stat(mean=80.0, std=10.0, n=2), HIGHER)  # 20 <= 2 x 10: within noise
     assert noisy.verdict == WITHIN and not is_regression(noisy, 5)
-    single = compare_stat(1, base, Stat(mean=80.0, std=0.0, n=1), HIGHER)  # one round: the percentage alone
-    assert single.verdict == ONE_ROUND and is_regression(single, 5) and not is_regression(single, 25)
+    beyond = compare_stat(1, base, Stat(mean=50.0, std=10.0, n=2), HIGHER)  # 50 > 2 x 10
+    assert beyond.verdict == WORSE and is_regression(beyond, 5) and not is_regression(beyond, 60)
+    single = compare_stat(1, base, Stat(mean=58.0, std=0.0, n=1), HIGHER)  # one round: the noise is unknown
+    assert single.verdict == ONE_ROUND and not is_regression(single, 5)
     faster = compare_stat(1, base, Stat(mean=50.0, std=0.0, n=1), LOWER)
     assert not is_regression(faster, 0)
+
+
+def _match(*cells: tuple[str, Stat, Stat]) -> Match:
+    """digits_cnn at 1x1 in two runs of two valid rounds each: a p_train row per (figure, baseline, later run)."""
+    sides = [CaseSide(run=i, run_id=f"run{i}", case_id="digits_cnn_CPUx1x1", vendor="cpu", hardware="CPU",
+                      framework="pytorch", standard=True, status="success", valid_rounds=2, differences={})
+             for i in (0, 1)]
+    rows = [Row(figure=name, unit="samples/s", better=HIGHER, baseline=a, others=[compare_stat(1, a, b, HIGHER)])
+            for name, a, b in cells]
+    return Match(case="digits_cnn", task="training", nnodes=1, nproc=1, sides=sides, rows=rows)
+
+
+def test_one_round_a_side_is_no_regression_and_says_why():
+    """Two one-round runs 42 % apart (what two identical runs a minute apart gave on a loaded machine) do not fail
+    --fail-on-regression; a figure beyond a known noise does."""
+    one = _match(("p_train", Stat(mean=100.0, std=0.0, n=1), Stat(mean=58.0, std=0.0, n=1)))
+    assert regressions([one], 5) == []
+    assert noise_unknown([one], 5) == [
+        "digits_cnn training 1x1: p_train of run #2 is 42.0% worse than the baseline's (ratio 0.580, higher is "
+        "better; noise unknown: one round (#1 has 1 value(s) of it, #2 1); not a regression: run --repeat 2 or more "
+        "on both sides for a verdict)"]
+    assert noise_unknown([one], 50) == []
+    known = _match(("p_train", Stat(mean=100.0, std=1.0, n=3), Stat(mean=58.0, std=1.0, n=3)))
+    assert noise_unknown([known], 5) == [] and len(regressions([known], 5)) == 1
 
 
 # -- real runs --------------------------------------------------------------------------------------------------------
@@ -179,18 +210,28 @@ def test_half_the_batch_gives_fewer_samples_per_second(runs, capsys):
     assert "params that differ: batch_size 2 -> 1" in out and "one round: noise unknown" in out
 
 
-def test_fail_on_regression_sets_the_exit_status(runs, capsys):
-    code, out, _ = compare(capsys, runs["full"], runs["half"], OPTION, "5")
-    assert code == 1
-    report = out[out.index("REGRESSION: worse than the baseline by more than 5 %"):]
-    for key in THROUGHPUTS:
-        assert f"digits_cnn training 1x1: {key} of run #2 is " in report
-    assert "noise unknown: one round" in report
-    # the faster run against the slower one: no throughput worse (a time may be, by less than 1000 %)
-    code, out, _ = compare(capsys, runs["half"], runs["full"], OPTION, "1000")
-    assert code == 0
-    assert out.endswith("no regression: no figure worse than the baseline by more than 1000 % beyond the noise; "
-                        "where the noise is unknown (one round), by more than it\n")
+def test_one_round_worse_by_more_than_pct_is_said_and_not_failed(runs, capsys):
+    """Two round against one (half the batch): with one round the noise is unknown, so every figure worse than the
+    baseline's by more than PCT is listed with why, and --fail-on-regression exits 0. Each way round, so that every
+    throughput is worse in one of them whatever a loaded machine did to the rounds."""
+    listed = []
+    for base, other in ((runs["full"], runs["half"]), (runs["half"], runs["full"])):
+        code, doc = compare_json(capsys, base, other, OPTION, "0")
+        worse = [row["figure"] for row in doc["matches"][0]["rows"] for cell in row["others"]
+                 if cell["worse_by"] is not None and cell["worse_by"] > 0]
+        assert code == 0 and doc["regressions"] == [], doc
+        assert [line.split(": ")[1].split(" of run")[0] for line in doc["noise_unknown"]] == worse
+        listed += worse
+        code, out, _ = compare(capsys, base, other, OPTION, "0")
+        assert code == 0 and "REGRESSION" not in out
+        if worse:
+            unknown = out[out.index("noise unknown: worse than the baseline by more than 0 %, with one round on a "
+                                    "side (not failed):"):]
+            assert f"digits_cnn training 1x1: {worse[0]} of run #2 is " in unknown
+            assert "noise unknown: one round (#1 has " in unknown and "not a regression: run --repeat 2" in unknown
+            assert out.endswith("no regression: no figure worse than the baseline by more than 0 % beyond the "
+                                "noise; the figures above were not judged (noise unknown: one round)\n")
+    assert set(THROUGHPUTS) <= set(listed), "each throughput is worse one way round"
 
 
 @pytest.mark.parametrize("value", ["-1", "five", "nan", "inf"])

@@ -5,6 +5,7 @@ node_result.json and rank<R>.result.json); the last tests train for real and che
 the per-rank fields these rank results assume.
 """
 
+import html
 import json
 import os
 import socket
@@ -16,6 +17,8 @@ import pytest
 
 from case_runners.rank.worker import main as worker_main
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.report.data import read_run
+from case_runners.report.sections import render_report
 from case_runners.results.record import build_round_record, write_round_record
 from case_runners.results.summary import render_markdown, render_table, summarize_run, write_run_summary
 from process_helpers import communicate_or_kill
@@ -200,6 +203,27 @@ def test_markdown_has_scaling_and_per_node_sections(scaling_run):
     assert "| node | host |" not in markdown.split("## digits_cnn_CPUx1x2")[1].split("## ")[0]
     saved = json.loads((scaling_run / "summary.json").read_text())
     assert saved["scaling"][0]["rows"][2]["efficiency"] == pytest.approx(33000 / 14000 / 4)
+
+
+def test_an_efficiency_above_100_percent_says_why_it_is_implausible(tmp_path, scaling_run):
+    """A 1x2 round against a 1x1 round slowed by its threads (874 %, as on a busy host): the summary's text and
+    markdown and the report say why the figure cannot be taken as measured, under the table that shows it."""
+    run_dir = tmp_path / "run20260102000000"
+    write_round(run_dir, cpu_config(1, 1), 1, [[1000.0]])
+    write_round(run_dir, cpu_config(1, 2), 1, [[4370.0, 4370.0]])
+    summary = summarize_run(run_dir)
+    (group,) = summary.scaling
+    assert group.rows[1].efficiency == pytest.approx(4.37)
+    note = ("digits_cnn_CPUx1x2: efficiency 437% is above 100 %, which more devices cannot give: the smaller scale "
+            "was slowed (its rounds had more threads than free cores, or a busy host); check the thread settings "
+            "(OMP_NUM_THREADS, torch's threads) and the host's load during the rounds")
+    lines = render_table(summary).splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("digits_cnn_CPUx1x2  2 "))
+    assert lines[row].split()[-2:] == ["8.74", "437%"] and lines[row + 1] == f"  {note}"
+    assert f"- {note}" in render_markdown(summary).splitlines()
+    scaling = render_report([read_run(run_dir)]).split('<section id="scaling">')[1].split("</section>")[0]
+    assert f'<p class="warn">{html.escape(note)}</p>' in scaling
+    assert "above 100 %" not in render_table(summarize_run(scaling_run)), "71 % and 59 % need no note"
 
 
 def test_one_scale_gives_no_scaling(tmp_path):
