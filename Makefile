@@ -8,7 +8,7 @@ PLAYBOOK_ARGS ?=
 # The oldest Python perfplay runs on: pyproject.toml's requires-python.
 PYTHON_MIN := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: run test lint bench constraints check-python clean
+.PHONY: run dev test lint bench constraints check-python clean
 
 # The venv holds the requirements and perfplay itself, editable (the `perfplay` command, case_runners importable
 # from vendor/ and bench/ scripts); pip and setuptools (its build backend) at their pins first.
@@ -36,6 +36,10 @@ check-python:
 ## run: the default standard case through ansible-playbook on localhost; prints the summary
 run: $(VENV)/.installed
 	$(VENV)/bin/ansible-playbook run_case.yml $(PLAYBOOK_ARGS)
+
+## dev: the venv with the development tools too (requirements-dev.txt: pytest, the linters, ansible-runner,
+## ansible-builder), which `make run` does not install
+dev: $(VENV)/.installed-dev
 
 ## test: lint, unit, report (a real headless Chromium), module, integration and cluster tests
 # Separate pytest processes: importing Ansible patches sys.intern, which torch._dynamo then refuses.

@@ -191,10 +191,10 @@ def cmd_image(args: argparse.Namespace) -> int:
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
     from case_runners.cleanup import stop_run
-    from case_runners.paths import project_root
+    from case_runners.paths import results_root
     from case_runners.run_ids import check_run_id
     check_run_id(args.run_id, key="--run-id", file=None)
-    run_dir = Path(args.dir) if args.dir else project_root() / RESULTS_NAME / args.run_id
+    run_dir = Path(args.dir) if args.dir else results_root() / args.run_id
     _print_json(stop_run(run_dir, args.run_id, args.grace_s, check=args.check, containers=args.containers,
                          round_name=args.round))
     return 0
@@ -281,8 +281,9 @@ def cmd_check_record(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
+    from case_runners.results.run_dir import check_run_dir
     from case_runners.results.summary import render_table, summarize_run, write_run_summary
-    run_dir = Path(args.run_dir)
+    run_dir = check_run_dir(Path(args.run_dir))  # a mistyped path is refused, as report and history refuse it
     summary, written = write_run_summary(run_dir) if args.write else (summarize_run(run_dir), None)
     if args.table:
         print(render_table(summary))
@@ -331,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
                         "inference: a key of configurations.yaml); an option below that sets the same key must "
                         "agree")
-    p.add_argument("--results-dir", default=RESULTS_NAME, help=f"default ./{RESULTS_NAME}")
+    p.add_argument("--results-dir", help=f"default: the checkout's {RESULTS_NAME}/, as for the playbook and history")
     p.add_argument("--timeout-s", type=int, metavar="SECONDS", help="case timeout; default: the case's timeout_s")
     p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
     p.add_argument("--no-monitors", action="store_true")

@@ -22,7 +22,7 @@ from case_runners.errors import ConfigError
 from case_runners.history.cli import index_into
 from case_runners.host_check import host_check
 from case_runners.netutil import free_port
-from case_runners.paths import project_root
+from case_runners.paths import project_root, results_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import PARENT_PID_ENV
 from case_runners.records.names import BASE, SUCCESS
@@ -77,7 +77,8 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
         request["vendor"] = vendor_for_device(args.device, args.vendor)
     if args.run_id is not None:
         check_run_id(args.run_id, key="--run-id", file=None)
-    return {**request, "runtime": "host", "task": args.task, "results_dir": str(Path(args.results_dir).resolve()),
+    results_dir = Path(args.results_dir).resolve() if args.results_dir else results_root()  # the one default
+    return {**request, "runtime": "host", "task": args.task, "results_dir": str(results_dir),
             "case_timeout_s": args.timeout_s,
             **({"cases": [{"case": name, **fields, "overrides": overrides} for name in names]} if names else {})}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from case_runners.errors import PerfplayError
 
 VENDOR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # a folder under vendor/; also a monitor's name
-RESULTS_NAME = "results"  # the results root: <checkout>/results for the playbook, ./results for `run`
+RESULTS_NAME = "results"  # the results root of every command: <checkout>/results (results_root)
 RESOLVED_NAME = "resolved_config.json"  # a case's resolved config, <run_dir>/<case_id>/resolved_config.json
 CHECKPOINT_DIR = "checkpoint"  # a trained model (save_checkpoint: true), <run_dir>/<case_id>/checkpoint on its hosts
 PROJECT_ENV = "PERFPLAY_HOME"  # the checkout perfplay runs: its vendor/, and its case_runners (cli.main)
@@ -50,6 +50,13 @@ def project_root() -> Path:
                            f"non-editable install holds the package alone; set {PROJECT_ENV} to the checkout "
                            "(the folder with case_runners/ and vendor/)")
     return root
+
+
+def results_root(root: Path | None = None) -> Path:
+    """The results dir every command defaults to (the playbook's perfplay_results_dir, `run --results-dir`, the
+    history database's folder, where run ids are looked up): the checkout's results/, wherever perfplay is installed
+    and whatever the working directory, so a run, its history and its report are found by every command."""
+    return (root or project_root()) / RESULTS_NAME
 
 
 def display_path(path: Path, root: Path | None = None) -> str:

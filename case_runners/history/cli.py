@@ -29,7 +29,7 @@ from case_runners.history.db import (
     select,
 )
 from case_runners.history.index import DATE_FORMAT, index_run
-from case_runners.paths import RESULTS_NAME, project_root
+from case_runners.paths import RESULTS_NAME, results_root
 from case_runners.records import names
 from case_runners.results.text import number_text, percent_text, text_columns
 
@@ -127,7 +127,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    folders = [Path(d) for d in args.results] or [project_root() / RESULTS_NAME]
+    folders = [Path(d) for d in args.results] or [results_root()]
     runs, skipped = [], []
     for folder in folders:
         if not folder.is_dir():

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.errors import PerfplayError
-from case_runners.paths import RESULTS_NAME, project_root
+from case_runners.paths import results_root
 
 DB_NAME = "perfplay.sqlite"  # in the results dir: <checkout>/results/perfplay.sqlite by default
 APPLICATION_ID = 0x70657266  # "perf": PRAGMA application_id of a perfplay history database
@@ -46,7 +46,7 @@ class HistoryError(PerfplayError):
 
 def default_db(results_dir: Path | None = None) -> Path:
     """The database of `results_dir` (default: the checkout's results/): perfplay.sqlite in it."""
-    return (results_dir or project_root() / RESULTS_NAME) / DB_NAME
+    return (results_dir or results_root()) / DB_NAME
 
 
 def _quoted(names: tuple[str, ...]) -> str:

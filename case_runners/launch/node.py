@@ -34,7 +34,7 @@ from case_runners.launch.watchdog import Failure, Link, node_label, own_failure,
 from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import package_root, project_root
 from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
-from case_runners.rank.env import DEVICE_INDEX_ENV, result_path
+from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, cpu_backed, cpu_threads, result_path
 from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
 from case_runners.records.node import NODE_RESULT, NodeResult, RankExit
 from case_runners.records.rank import FailedRankResult, RankResult
@@ -130,9 +130,8 @@ def rank_env(spec: NodeSpec, state: RunState, local_rank: int, base: dict[str, s
     for name in nic_env(spec.vendor_info):
         if state.nic and not base.get(name):  # a value the host sets wins
             env[name] = state.nic
-    if spec.vendor_info.get("device") == "cpu" and "OMP_NUM_THREADS" not in base:
-        # Share the cores between the node's ranks instead of oversubscribing them.
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // spec.nproc))
+    if cpu_backed(str(spec.vendor_info.get("device"))) and THREADS_ENV not in base:
+        env[THREADS_ENV] = str(cpu_threads(spec.nproc))
     return env
 
 

@@ -6,10 +6,17 @@ Roots are parameters so tests can point them at a fake tree.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from case_runners.processes import PROC, Stat, list_pids, read_environ, read_stat
+from case_runners.run_ids import RUN_ID_ENV
+
 PROC_STAT = Path("/proc/stat")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PROC_MEMINFO = Path("/proc/meminfo")
 PROC_CPUINFO = Path("/proc/cpuinfo")
 POWERCAP = Path("/sys/class/powercap")
@@ -47,6 +54,73 @@ class CpuUtilization:
         if d_total <= 0:
             return None  # no tick elapsed: no information, not 0 %
         return round(100.0 * min(max(d_busy / d_total, 0.0), 1.0), 2)
+
+
+RANK_ENV = "LOCAL_RANK"  # torch.distributed's, set by the launcher in each rank's environment (and its workers')
+
+
+@dataclass(frozen=True)
+class RunProcess:
+    pid: int
+    stat: Stat
+    rank: bool  # a rank or one of its workers (not the launcher, a monitor or a hook)
+
+
+class RunProcesses:
+    """The live processes of one run: those with RUN_ID_ENV=run_id in their environment. Each process's environment
+    is read once (another user's is unreadable: not the run's, as it is not)."""
+
+    def __init__(self, run_id: str, proc: str = PROC) -> None:
+        self._run_id, self._proc = run_id, proc
+        self._known: dict[tuple[int, int], tuple[bool, bool]] = {}  # (pid, start) -> (the run's, a rank)
+
+    def scan(self) -> list[RunProcess]:
+        found, seen = [], {}
+        for pid in list_pids(self._proc):
+            stat = read_stat(pid, self._proc)
+            if stat is None:
+                continue
+            key = (pid, stat.start)
+            kind = self._known.get(key)
+            if kind is None:
+                environ = read_environ(pid, self._proc)
+                kind = (environ.get(RUN_ID_ENV) == self._run_id, RANK_ENV in environ)
+            seen[key] = kind
+            if kind[0]:
+                found.append(RunProcess(pid, stat, kind[1]))
+        self._known = seen
+        return found
+
+    def rank_rss_bytes(self) -> int:
+        """The resident memory of the run's ranks and their workers, summed (pages shared between them count once
+        per process)."""
+        total = 0
+        for process in self.scan():
+            if process.rank and process.stat.state not in ("Z", "X"):
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    total += int(Path(f"{self._proc}/{process.pid}/statm").read_text().split()[1]) * PAGE_SIZE
+        return total
+
+
+class RunCpuUtilization:
+    """The CPU share of one run's processes (RunProcesses: the launcher, its ranks, their workers, the monitors)
+    between successive calls, in percent of all CPUs (CpuUtilization's scale). A process's time includes the
+    children it waited for, so a rank that ends keeps counting through its launcher."""
+
+    def __init__(self, run_id: str, stat_path: Path = PROC_STAT, proc: str = PROC) -> None:
+        self._stat_path, self._processes = stat_path, RunProcesses(run_id, proc)
+        self._last = (self._run_ticks(), read_cpu_times(stat_path)[1])
+
+    def _run_ticks(self) -> int:
+        return sum(p.stat.cpu_ticks for p in self._processes.scan())
+
+    def percent(self) -> float | None:
+        run, total = self._run_ticks(), read_cpu_times(self._stat_path)[1]
+        d_run, d_total = run - self._last[0], total - self._last[1]
+        self._last = (run, total)
+        if d_total <= 0:
+            return None
+        return round(100.0 * min(max(d_run / d_total, 0.0), 1.0), 2)  # < 0: a process reaped by another's parent
 
 
 def read_memory(meminfo_path: Path = PROC_MEMINFO) -> tuple[int, int]:

@@ -14,16 +14,19 @@ from case_runners.monitors.counters import (
     PROC_STAT,
     CpuUtilization,
     RaplEnergy,
+    RunCpuUtilization,
     count_cpu_packages,
     read_cpu_model,
     read_memory,
 )
+from case_runners.run_ids import RUN_ID_ENV
 
 OS_RELEASE = Path("/etc/os-release")
 
 
 class HostMonitor(Monitor):
-    """Sample: {"cpu_util": 0..100, "mem_used_bytes", "mem_total_bytes", "power_w": RAPL watts | None}."""
+    """Sample: {"cpu_util": 0..100, "run_cpu_util": the run's own processes' part of it (None outside a run),
+    "mem_used_bytes", "mem_total_bytes", "power_w": RAPL watts | None}."""
 
     name = "host"
 
@@ -31,10 +34,13 @@ class HostMonitor(Monitor):
         self._stat_path = stat_path
         self._meminfo_path = meminfo_path
         self._cpu: CpuUtilization | None = None
+        self._run_cpu: RunCpuUtilization | None = None
         self._rapl: RaplEnergy | None = None
 
     def open(self) -> None:
         self._cpu = CpuUtilization(self._stat_path)
+        run_id = os.environ.get(RUN_ID_ENV)  # the daemon of a round carries its run's id
+        self._run_cpu = RunCpuUtilization(run_id, self._stat_path) if run_id else None
         self._rapl = RaplEnergy.discover()
 
     def record(self) -> dict[str, Any]:
@@ -42,7 +48,8 @@ class HostMonitor(Monitor):
             raise RuntimeError("HostMonitor.record() before open()")
         used, total = read_memory(self._meminfo_path)
         power = self._rapl.sample()[1] if self._rapl else None
-        return {"cpu_util": self._cpu.percent(), "mem_used_bytes": used, "mem_total_bytes": total,
+        run = self._run_cpu.percent() if self._run_cpu else None
+        return {"cpu_util": self._cpu.percent(), "run_cpu_util": run, "mem_used_bytes": used, "mem_total_bytes": total,
                 "power_w": power}
 
     def sys_info(self) -> dict[str, Any]:

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "perfplay.monitor_summary/1"
+# A host sample is saturated by others when the host's CPUs were this busy and processes outside the round (not
+# carrying its run id) took at least this share of them; a round's host was saturated when such samples are at least
+# SATURATED_SHARE of those that could tell (its figures then depend on the neighbours more than on the round).
+SATURATED_BUSY_PCT, SATURATED_OTHERS_PCT, SATURATED_SHARE = 90.0, 25.0, 0.5
 
 
 def summarize_monitor_log(path: str | Path) -> dict[str, Any]:
@@ -40,6 +44,7 @@ def summarize_monitor_log(path: str | Path) -> dict[str, Any]:
                                  "power_w": [s.get("power_w") for s in samples],
                                  "temp_c": [s.get("temp_c") for s in samples],
                                  "energy_j": [None] * len(samples)}))
+        summary.update(_others(samples))
         summary["devices"] = []
     return summary
 
@@ -71,6 +76,25 @@ def _kind(samples: list[dict[str, Any]]) -> str | None:
     if any("devices" in s for s in samples):
         return "accelerator"
     return "host" if samples else None
+
+
+def _others(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """The host's CPU used by processes outside the round (cpu_util - run_cpu_util): its mean, in percent of all CPUs,
+    and the share of samples saturated by them; null where no sample has both (a log from before, no run id)."""
+    pairs = [(s["cpu_util"], s["run_cpu_util"]) for s in samples
+             if _numbers([s.get("cpu_util")]) and _numbers([s.get("run_cpu_util")])]
+    if not pairs:
+        return {"others_util_mean": None, "saturated_by_others": None}
+    others = [(busy, max(busy - run, 0.0)) for busy, run in pairs]
+    saturated = sum(1 for busy, other in others if busy >= SATURATED_BUSY_PCT and other >= SATURATED_OTHERS_PCT)
+    return {"others_util_mean": _round(statistics.fmean(o for _, o in others)),
+            "saturated_by_others": _round(saturated / len(pairs))}
+
+
+def saturated_by_others(summary: dict[str, Any]) -> bool:
+    """Whether a host monitor's summary says other processes saturated the host's CPUs for most of the round."""
+    share = summary.get("saturated_by_others")
+    return isinstance(share, (int, float)) and share >= SATURATED_SHARE
 
 
 def _device_series(samples: list[dict[str, Any]]) -> dict[int, dict[str, list[Any]]]:

@@ -15,7 +15,7 @@ from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.history.db import default_db, path_problems
-from case_runners.paths import RESOLVED_NAME, RESULTS_NAME, project_root
+from case_runners.paths import RESOLVED_NAME, project_root, results_root
 from case_runners.plan.base import base_suite, resolve_base_selection, vendor_base
 from case_runners.plan.generate import resolve_generate_selection, trained_checkpoints
 from case_runners.plan.inference import resolve_inference_selection
@@ -50,7 +50,7 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
             check_run_id(run_id)
         except ConfigError as exc:
             errors.append(exc)
-    results_dir = Path(request.get("results_dir") or root / RESULTS_NAME)
+    results_dir = Path(request.get("results_dir") or results_root(root))
     errors += _results_dir_errors(results_dir, run_id, run_vars["min_free_bytes"])
     run_vars["history_db"], db_errors = _history_db(request.get("history_db"), results_dir)
     errors += db_errors

@@ -15,6 +15,19 @@ from pathlib import Path
 from case_runners.records.rank import result_name
 
 DEVICE_INDEX_ENV = "PERFPLAY_DEVICE_INDEX"  # the rank's device among those it sees, set by the launcher
+THREADS_ENV = "OMP_NUM_THREADS"  # OpenMP's thread count, which torch's intra-op pool starts with
+HOST_DEVICE = "cpu"  # torch's device type of the host's own cores
+
+
+def cpu_backed(device_type: str) -> bool:
+    """Whether a vendor's device type (vendor.yaml `device`) computes on the host's cores: the cpu vendor, and any
+    chip that runs its work as torch's CPU device (the test chip). Its ranks share the cores (cpu_threads)."""
+    return device_type == HOST_DEVICE
+
+
+def cpu_threads(local_world_size: int) -> int:
+    """A CPU-backed rank's share of the host's cores, between the node's ranks instead of oversubscribing them."""
+    return max(1, (os.cpu_count() or 1) // max(1, local_world_size))
 
 
 def result_path(log_dir: Path, rank: int) -> Path:

@@ -4,8 +4,10 @@ cores shared among the node's ranks. torch is imported inside, after the vendor'
 from __future__ import annotations
 
 import os
+import sys
+from typing import Any
 
-from case_runners.rank.env import DEVICE_INDEX_ENV, DistEnv
+from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, DistEnv, cpu_backed, cpu_threads
 from case_runners.records.resolved import ResolvedConfig
 
 
@@ -18,7 +20,7 @@ def start_rank(config: ResolvedConfig, env: DistEnv):
     runtime = VendorRuntime(config.vendor, config.vendor_info.device, config.vendor_info.dist_backend)
     runtime.prepare()
     device = runtime.pick_device(int(os.environ.get(DEVICE_INDEX_ENV) or env.local_rank))
-    if device.type == "cpu":
+    if cpu_backed(config.vendor_info.device) or cpu_backed(device.type):
         limit_cpu_threads(env.local_world_size)
     return runtime, device
 
@@ -27,5 +29,13 @@ def limit_cpu_threads(local_world_size: int) -> None:
     """Share the host's cores among the ranks on it, unless OMP_NUM_THREADS says otherwise."""
     import torch
 
-    if not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world_size)))
+    if not os.environ.get(THREADS_ENV):
+        torch.set_num_threads(cpu_threads(local_world_size))
+
+
+def thread_settings() -> dict[str, Any]:
+    """The rank's thread settings as it ran (records/environment.py Threads): torch's intra-op thread count (null
+    before torch was imported) and OMP_NUM_THREADS (null when unset)."""
+    torch = sys.modules.get("torch")
+    return {"intra_op": torch.get_num_threads() if torch is not None else None,
+            "omp_num_threads": os.environ.get(THREADS_ENV)}

@@ -23,6 +23,7 @@ from case_runners.driver.events import EventLogger
 from case_runners.errors import PerfplayError
 from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv, result_path
+from case_runners.rank.start import thread_settings
 from case_runners.records import names
 from case_runners.records.rank import RankResult, build_rank_result
 from case_runners.records.resolved import ResolvedConfig
@@ -63,7 +64,8 @@ def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) 
     env, log, code = DistEnv(), None, 0
 
     def record(fields: dict[str, Any]) -> RankResult:
-        return build_rank_result(env.rank, env.world_size, fields, time.perf_counter() - started)
+        return build_rank_result(env.rank, env.world_size, {**fields, "threads": thread_settings()},
+                                 time.perf_counter() - started)
 
     if launcher_grace_s is not None:  # the watchdog's result; it writes no event (the main thread may be writing one)
         stop_request.install(launcher_grace_s, lambda reason: write_result(

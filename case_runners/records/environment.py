@@ -1,14 +1,14 @@
 """The environment of a round (a round record's `environment`): what a reader needs to reproduce or distrust its
-figures. The perfplay checkout that ran (its git commit), rank 0's Python, torch and vendor software stack, node 0's
-host and device names. Built on the controller with the record (case_runners/results/record.py); absent from records
-written before it.
+figures. The perfplay checkout that ran (its git commit), rank 0's Python, torch and vendor software stack and thread
+settings, node 0's host and device names. Built on the controller with the record (case_runners/results/record.py);
+absent from records written before it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from case_runners.records.schema import Document
+from case_runners.records.schema import ABSENT, Absent, Document
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -34,6 +34,13 @@ class HostInfo(Document):
 
 
 @dataclasses.dataclass(kw_only=True)
+class Threads(Document):
+    """A rank's thread settings as it ran, which a CPU-backed round's throughput depends on most."""
+    intra_op: int | None  # torch.get_num_threads() at the rank's end; null when the rank never imported torch
+    omp_num_threads: str | None  # the rank's OMP_NUM_THREADS (set by the launcher for a CPU-backed device); null: unset
+
+
+@dataclasses.dataclass(kw_only=True)
 class Environment(Document):
     perfplay: Perfplay
     python: str | None  # rank 0's platform.python_version()
@@ -41,3 +48,4 @@ class Environment(Document):
     software: dict[str, str]  # rank 0's vendor stack: the runtime hook's versions() (nvidia: cuda, cudnn, driver)
     host: HostInfo | None  # null when node 0 left no host sys_info.json
     devices: list[str]  # node 0's device names, from its vendor monitor's sys_info; [] when unknown
+    threads: Threads | Absent = ABSENT  # rank 0's; absent: rank 0 left no result with them (or a record from before)

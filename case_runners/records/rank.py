@@ -14,9 +14,10 @@ from typing import Any
 
 from case_runners.config.benchmarks import BENCHMARKS
 from case_runners.records.base import Headline, Measurement
+from case_runners.records.environment import Threads
 from case_runners.records.generate import GenerateMeasurement
 from case_runners.records.names import BASE, FAILED, GENERATE, INFERENCE, NOT_CONVERGED, STOP_REASONS, SUCCESS
-from case_runners.records.schema import Document, choices
+from case_runners.records.schema import ABSENT, Absent, Document, choices
 
 RESULT_PATTERN = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")  # in the node directory
 
@@ -34,6 +35,7 @@ class RankResult(Document):
     rank: int
     world_size: int
     status: str
+    threads: Threads | Absent = ABSENT  # the rank's thread settings (rank/start.py); absent from results from before
 
     @classmethod
     def variant(cls, doc: dict[str, Any]) -> type[Document]:

@@ -205,5 +205,8 @@ class RunSummary(Document):
     failed_rounds: list[str]  # "<case_id> round <N>: <status>: <reason>", for each round that is not valid
     non_standard_cases: list[str]
     scaling: list[ScalingGroup]
+    # "<case_id> round <N>: <node dir>: ..." for each node whose host CPUs other processes saturated during the round
+    # (monitors/summary.py saturated_by_others); absent when none was
+    saturated_rounds: list[str] | Absent = ABSENT
     run_dir: str | Absent = ABSENT
     write_error: str | Absent = ABSENT  # only in the answer when the files could not be written

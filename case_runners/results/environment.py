@@ -1,6 +1,6 @@
 """A round's environment (records/environment.py), built on the controller with its record: the checkout's git
-state, rank 0's software versions, node 0's host and device names from its monitors' sys_info files. Nothing here
-fails a record: what cannot be found is null (or [] for the device names)."""
+state, rank 0's software versions and thread settings, node 0's host and device names from its monitors' sys_info
+files. Nothing here fails a record: what cannot be found is null (or [] for the device names)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 from case_runners import __version__
 from case_runners.monitors.spec import MonitorSpec
 from case_runners.paths import ProjectError, project_root
-from case_runners.records.environment import Environment, HostInfo, Perfplay
-from case_runners.records.schema import RecordError, field_names, read_json, value_problems
+from case_runners.records.environment import Environment, HostInfo, Perfplay, Threads
+from case_runners.records.schema import ABSENT, Absent, RecordError, field_names, read_json, value_problems
 
 GIT_TIMEOUT_S = 10  # a git that hangs (a network file system) costs a record this much at most, once per call
 HOST_MONITOR = "host"
@@ -79,12 +79,12 @@ def device_names(node_dir: Path | None, vendor: str) -> list[str]:
 
 
 def build_environment(versions: dict[str, Any] | None, node_dir: Path | None, vendor: str,
-                      root: Path | None = None) -> Environment:
+                      root: Path | None = None, threads: Threads | Absent = ABSENT) -> Environment:
     """The environment of a round: `versions`, rank 0's (None when rank 0 left no result with them); `node_dir`,
-    node 0's node directory (None when the round has none here)."""
+    node 0's node directory (None when the round has none here); `threads`, rank 0's thread settings."""
     versions = dict(versions or {})
     python, torch = versions.pop(PYTHON, None), versions.pop(TORCH, None)
     return Environment(perfplay=checkout_state(root), python=None if python is None else str(python),
                        torch=None if torch is None else str(torch),
                        software={str(k): str(v) for k, v in versions.items()},
-                       host=host_info(node_dir), devices=device_names(node_dir, vendor))
+                       host=host_info(node_dir), devices=device_names(node_dir, vendor), threads=threads)

@@ -77,7 +77,7 @@ def mfu(metrics: dict[str, Any], config: ResolvedConfig, basis: str = names.MFU_
 
 def device_memory(monitors: dict[str, dict[str, Any]], nodes: list[NodeEntry], vendor: str,
                   devices: list[int] | None = None) -> DeviceMemory:
-    """Peak device memory used and the total, from node 0's vendor monitor (the cpu vendor's: the host's RAM):
+    """Peak device memory used and the total, from node 0's vendor monitor (the cpu vendor's: its ranks' RAM):
     of `devices` (the rank's, in the monitor's numbering) when given, else the node's figure (max over devices)."""
     summary = (monitors.get(nodes[0].dir, {}) if nodes else {}).get(vendor) or {}
     used = [d for d in summary.get("devices") or [] if devices is not None and d.get("index") in devices]
@@ -185,7 +185,7 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
         adapted=list(getattr(rank0, "adapted", None) or []),  # trainer points rank 0 ran from the vendor's adapter
         versions=getattr(rank0, "versions", None),  # the software stack of rank 0 (torch, and the vendor hook's)
         environment=build_environment(getattr(rank0, "versions", None), round_dir / nodes[0].dir if nodes else None,
-                                      config.vendor),
+                                      config.vendor, threads=getattr(rank0, "threads", ABSENT)),
         **config.standard_fields(), metrics=metrics,
         per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks], monitors=monitors,
         params=config.params, **({"nodes_elsewhere": elsewhere} if elsewhere else {}))

@@ -1,4 +1,4 @@
-"""What makes a directory a run directory (results/<run_id>), for every command that reads runs: summary aside,
+"""What makes a directory a run directory (results/<run_id>), for every command that reads runs: summary,
 history, compare-runs and report refuse anything else with this one message."""
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 from case_runners import files
 from case_runners.config.standard import NON_STANDARD, NOT_STANDARD_NOTE, STANDARD, read_standard
 from case_runners.errors import PerfplayError
+from case_runners.monitors.summary import SATURATED_BUSY_PCT, SATURATED_OTHERS_PCT, saturated_by_others
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records import names
 from case_runners.records.resolved import SAMPLES_PER_S, ResolvedConfig
@@ -34,6 +35,7 @@ from case_runners.records.summary import (
     round_keys,
 )
 from case_runners.results import base_summary, generate_summary
+from case_runners.results.environment import HOST_MONITOR
 from case_runners.results.text import number_text, text_columns
 
 INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
@@ -66,6 +68,7 @@ class StandIn:
     unit: str = SAMPLES_PER_S  # a training case's throughput unit (its config's, where readable)
     mfu: Mfu | None = None
     per_node: tuple[()] = ()
+    monitors: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def standard_fields(self) -> dict[str, Any]:
         return {STANDARD: self.standard, NON_STANDARD: list(self.non_standard)}
@@ -172,13 +175,36 @@ def summarize_records(records: list[Round], run_id: str | None = None) -> RunSum
             entry.memory_total_bytes = (record.metrics.get(names.DEVICE_MEMORY) or {}).get("total_bytes")
             entry.mfu_basis = record.mfu.basis if record.mfu is not None else None
     summary_cases = [_summary_case(entry) for entry in cases.values()]
+    saturated = [line for entry in cases.values() for record in entry.records for line in _saturated(record)]
     failed = [f"{c.case_id} round {r['round']}: {r['status']}: {r['reason']}"
               for c in summary_cases for r in c.rounds if r["status"] not in names.VALID_STATUSES]
     return RunSummary(run_id=run_id, cases=summary_cases,
                       ok=all(c.status == names.SUCCESS for c in summary_cases) and bool(summary_cases),
                       failed_rounds=failed,
                       non_standard_cases=[c.case_id for c in summary_cases if not _is_standard(c)],
-                      scaling=scaling([c for c in summary_cases if c.task == names.TRAINING]))
+                      scaling=scaling([c for c in summary_cases if c.task == names.TRAINING]),
+                      saturated_rounds=saturated or ABSENT)
+
+
+SATURATED_NOTE = (f"host CPU saturated by other processes (samples at >= {SATURATED_BUSY_PCT:g} % busy with >= "
+                  f"{SATURATED_OTHERS_PCT:g} % taken by processes outside the round); these rounds' figures depend "
+                  "on them")
+
+
+def _saturated(record: Round) -> list[str]:
+    """A line per node of the round whose host monitor says other processes saturated its CPUs."""
+    lines = []
+    for node_dir, monitors in sorted(record.monitors.items()):
+        host = monitors.get(HOST_MONITOR) or {}
+        if saturated_by_others(host):
+            lines.append(f"{record.case_id} round {record.round}: {node_dir}: {host['saturated_by_others']:.0%} of "
+                         f"the samples; other processes used {number_text(host.get('others_util_mean'))} % of the "
+                         "host's CPUs on average")
+    return lines
+
+
+def _saturated_rounds(summary: RunSummary) -> list[str]:
+    return [] if summary.saturated_rounds is ABSENT else list(summary.saturated_rounds)
 
 
 def _unit(record: Round) -> str:
@@ -458,6 +484,9 @@ def render_table(summary: RunSummary) -> str:
     non_standard = _non_standard_notes(summary)
     if non_standard:
         lines += ["", f"{NOT_STANDARD_NOTE}:", *(f"  {note}" for note in non_standard)]
+    saturated = _saturated_rounds(summary)
+    if saturated:
+        lines += ["", f"warning: {SATURATED_NOTE}:", *(f"  {line}" for line in saturated)]
     return "\n".join(lines)
 
 
@@ -485,6 +514,9 @@ def render_markdown(summary: RunSummary) -> str:
     non_standard = _non_standard_notes(summary)
     if non_standard:
         lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
+    saturated = _saturated_rounds(summary)
+    if saturated:
+        lines += ["", f"**Warning: {SATURATED_NOTE}:**", "", *(f"- {line}" for line in saturated)]
     lines += _scaling_markdown(summary)
     for case in summary.cases:
         lines += ["", f"## {_label(case)}", ""]

@@ -9,6 +9,7 @@ import sys
 from ansible.module_utils.common.warnings import get_warning_messages
 
 from module_harness import REPO
+from record_helpers import resolved, write_resolved
 
 COMMON = {"project_dir": "/repo", "python": "/venv/bin/python"}
 SUMMARY = {"schema": "perfplay.run_summary/1", "run_id": "run1", "ok": True, "cases": [], "failed_rounds": []}
@@ -60,7 +61,8 @@ def test_changed_only_when_it_writes(run_module, tmp_path):
         return proc.returncode, proc.stdout, proc.stderr
 
     run_dir = tmp_path / "run20250101000000"
-    run_dir.mkdir()
+    (run_dir / "digits_cnn_CPUx1x1").mkdir(parents=True)  # as the plan leaves it: a case and its resolved config
+    write_resolved(run_dir / "digits_cnn_CPUx1x1" / "resolved_config.json", resolved())
     args = dict(COMMON, project_dir=str(REPO), run_dir=str(run_dir))
     _, first, _ = run_module("run_summary", args, {"summary": real})
     assert first["changed"] is True

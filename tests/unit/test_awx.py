@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from test_import_graph import closure, external_imports, modules
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -59,22 +65,77 @@ def _pin(requirements: str, package: str) -> str:
     return line
 
 
-def test_the_execution_environment_builds_its_context(tmp_path: Path):
-    """`ansible-builder create` (no network, no container engine): the Containerfile and the requirements of the
-    controller, at the versions the checkout pins, and no torch (the cases run on the hosts, not in the EE)."""
+def _ee_context(tmp_path: Path) -> Path:
+    """`ansible-builder create` (no network, no container engine): the EE's build context."""
     context = tmp_path / "context"
     proc = subprocess.run([str(BIN / "ansible-builder"), "create", "--file", str(REPO / "execution-environment.yml"),
                            "--context", str(context), "--output-filename", "Containerfile"],
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return context
+
+
+def test_the_execution_environment_builds_its_context(tmp_path: Path):
+    """The Containerfile and the requirements of the controller, at the versions the checkout pins, and no torch
+    (the cases run on the hosts, not in the EE)."""
+    context = _ee_context(tmp_path)
     containerfile = (context / "Containerfile").read_text()
     refs = f'ARG ANSIBLE_INSTALL_REFS="{_pin("requirements-controller.txt", "ansible-core")} '
     assert refs + f'{_pin("requirements-dev.txt", "ansible-runner")}"' in containerfile
     assert 'ARG PYCMD="/usr/bin/python3.11"' in containerfile
     python = (context / "_build" / "requirements.txt").read_text()
-    assert python == (REPO / "requirements-agent.txt").read_text()
-    assert "PyYAML==" in python and "torch" not in python
+    assert python == (REPO / "requirements-ee.txt").read_text()
+    assert "torch" not in ee_python(context)
     assert "openssh-clients" in (context / "_build" / "bindep.txt").read_text()
+
+
+def ee_python(context: Path) -> list[str]:
+    """The pip requirements the EE's builder stage installs: ansible-builder's own introspect.py, run on the
+    context as the Containerfile lays it out in /build before it runs introspect (requirements.txt, and what the
+    steps copy beside it)."""
+    containerfile, build = (context / "Containerfile").read_text(), context / "build"
+    build.mkdir()
+    if (context / "_build" / "requirements").is_dir():  # what requirements.txt includes
+        copy, introspect = containerfile.find("COPY _build/requirements/ ./"), containerfile.find("introspect.py")
+        assert 0 <= copy < introspect, "the files requirements.txt includes are in /build before introspect runs"
+        shutil.copytree(context / "_build" / "requirements", build, dirs_exist_ok=True)
+    shutil.copy(context / "_build" / "requirements.txt", build)
+    subprocess.run([sys.executable, str(context / "_build" / "scripts" / "introspect.py"), "introspect",
+                    "--user-pip=requirements.txt", "--write-pip=pip.txt"], cwd=build, check=True, timeout=120,
+                   capture_output=True)
+    return [line.split("#")[0].strip() for line in (build / "pip.txt").read_text().splitlines() if line.strip()]
+
+
+def _with_dependencies(requirements: list[str]) -> set[str]:
+    """The distributions `requirements` install, with what they require (as installed in this venv)."""
+    todo, found = [Requirement(r) for r in requirements], set()
+    while todo:
+        requirement = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name in found:
+            continue
+        found.add(name)
+        for needed in map(Requirement, metadata.requires(name) or []):
+            if needed.marker is None or needed.marker.evaluate({"extra": ""}):
+                todo.append(needed)
+    return found
+
+
+def test_the_execution_environment_has_what_the_report_imports(tmp_path: Path):
+    """The play writes report.html on the controller: every package the report's code imports (matplotlib) is
+    installed in the EE, or under AWX the run ends with a warning and no report."""
+    known = modules(REPO, "case_runners")
+    report = closure(REPO, "case_runners", "case_runners.report")
+    imported = set().union(*(external_imports(known[m][0]) for m in report))
+    needed = imported - set(sys.stdlib_module_names) - {"case_runners"}
+    assert "matplotlib" in needed
+    distributions = metadata.packages_distributions()
+    installed = _with_dependencies([*ee_python(_ee_context(tmp_path)),  # and ansible_core, ansible_runner:
+                                    _pin("requirements-controller.txt", "ansible-core"),
+                                    _pin("requirements-dev.txt", "ansible-runner")])
+    missing = {module: distributions.get(module) for module in sorted(needed)
+               if not {canonicalize_name(d) for d in distributions.get(module, [])} & installed}
+    assert not missing, f"the report imports what the execution environment does not install: {missing}"
 
 
 def _ansible_core_range() -> dict[str, str]:

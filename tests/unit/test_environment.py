@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -54,6 +55,9 @@ def test_a_real_round_records_its_environment(run_dir):
     assert env.host.kernel == platform.release()
     assert env.devices == [env.host.cpu_model]  # the cpu vendor's monitor names the CPU
     assert json.loads(path.read_text())["versions"]["python"] == platform.python_version()
+    # One rank of the cpu vendor: the host's cores, as the launcher's OMP_NUM_THREADS and torch both had it.
+    assert env.threads is not ABSENT
+    assert (env.threads.intra_op, env.threads.omp_num_threads) == (os.cpu_count(), str(os.cpu_count()))
 
 
 def test_a_record_from_before_the_environment_still_loads_and_summarises(run_dir, tmp_path):
@@ -62,6 +66,8 @@ def test_a_record_from_before_the_environment_still_loads_and_summarises(run_dir
     (path,) = old.glob("*/round1/result.json")
     doc = json.loads(path.read_text())
     del doc["environment"]
+    for rank in doc["per_rank"]:
+        del rank["threads"]  # a rank result from before perfplay kept its thread settings
     path.write_text(json.dumps(doc))
     record = RoundRecord.load(path)
     assert record.environment is ABSENT and "environment" not in record.to_json()

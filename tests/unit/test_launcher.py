@@ -3,6 +3,7 @@ killed launcher, a planted symlink, device visibility. Every process a test star
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -215,6 +216,16 @@ def test_visible_devices_per_vendor_scope(scope, visible, index):
 def test_a_host_restricted_device_list_is_honoured():
     env = rank_env(spec("node", nproc=2), RunState(), local_rank=1, base={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
     assert env["CUDA_VISIBLE_DEVICES"] == "4,5" and env["PERFPLAY_DEVICE_INDEX"] == "1"
+
+
+@pytest.mark.parametrize(("device", "threads"), [("cpu", str(max(1, (os.cpu_count() or 1) // 2))), ("cuda", None)])
+def test_a_cpu_backed_vendor_s_ranks_share_the_cores(device, threads):
+    """The test chip (vendor.yaml device: cpu, its own name and backend) splits the cores as the cpu vendor does;
+    a user's OMP_NUM_THREADS wins; a GPU vendor's ranks keep torch's default."""
+    node = dataclasses.replace(spec("node", nproc=2, env=""), vendor_info={
+        "device": device, "dist_backend": "testccl", "visible_devices_env": "", "visible_devices_scope": "node"})
+    assert rank_env(node, RunState(), local_rank=1, base={}).get("OMP_NUM_THREADS") == threads
+    assert rank_env(node, RunState(), local_rank=1, base={"OMP_NUM_THREADS": "7"})["OMP_NUM_THREADS"] == "7"
 
 
 def test_a_failed_rank_s_own_reason_follows_its_exit_in_the_node_s_reason(tmp_path: Path):

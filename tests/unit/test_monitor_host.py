@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from case_runners.monitors.base import DEVICE_FIELDS, AcceleratorMonitor, Monito
 from case_runners.monitors.host import HostMonitor
 from case_runners.monitors.loader import load_monitor, load_vendor_monitor_class
 from case_runners.monitors.runner import next_due, sample_loop, take_sample
+from case_runners.run_ids import RUN_ID_ENV
 
 STAT = "cpu  {user} 0 {system} {idle} {iowait} 0 0 0 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\nintr 1\n"
 MEMINFO = "MemTotal:       16000 kB\nMemFree:         2000 kB\nMemAvailable:    6000 kB\nBuffers:  100 kB\n"
@@ -30,7 +32,7 @@ def test_host_monitor_values_are_sane() -> None:
     sum(i * i for i in range(200_000))  # let a few clock ticks pass
     record = monitor.record()
     monitor.close()
-    assert set(record) == {"cpu_util", "mem_used_bytes", "mem_total_bytes", "power_w"}
+    assert set(record) == {"cpu_util", "run_cpu_util", "mem_used_bytes", "mem_total_bytes", "power_w"}
     assert record["cpu_util"] is None or 0.0 <= record["cpu_util"] <= 100.0
     assert 0 < record["mem_used_bytes"] <= record["mem_total_bytes"]
     assert record["power_w"] is None or record["power_w"] >= 0
@@ -109,8 +111,25 @@ def test_cpu_vendor_plugin_samples_one_device() -> None:
     assert tuple(device) == DEVICE_FIELDS
     assert device["index"] == 0
     assert device["util"] is None or 0 <= device["util"] <= 100
-    assert 0 < device["mem_used_bytes"] <= device["mem_total_bytes"]
+    assert device["mem_used_bytes"] is None and device["mem_total_bytes"] > 0, "no run: no process to measure"
     assert monitor.sys_info()["count"] == 1
+
+
+def test_cpu_vendor_memory_is_the_round_s_ranks_not_the_machine_s(monkeypatch, sleepers) -> None:
+    """The cpu vendor's "device memory" is what the round's ranks hold (their resident memory), not the RAM every
+    process of the host uses: a rank of 96 MiB beside a process of another run (same size) counts once."""
+    run_id = f"mem-{uuid.uuid4().hex[:8]}"
+    hold = "data = b'x' * (96 << 20)"  # written pages: resident
+    sleepers(code=hold, run_id=run_id, env={"LOCAL_RANK": "0"})
+    sleepers(code=hold, run_id="another-run", env={"LOCAL_RANK": "0"})
+    sleepers(run_id=run_id)  # the launcher or a monitor of the run: not a rank
+    monkeypatch.setenv(RUN_ID_ENV, run_id)  # as the round's monitor daemon has it
+    monitor = load_monitor("cpu")
+    monitor.open()
+    (device,) = monitor.record()["devices"]
+    monitor.close()
+    assert 96 << 20 <= device["mem_used_bytes"] < 160 << 20, device
+    assert device["mem_total_bytes"] == counters.read_memory()[1]
 
 
 def test_loader_rejects_bad_names_and_ambiguous_plugins(tmp_path: Path) -> None:

@@ -41,7 +41,9 @@ def test_host_log(tmp_path: Path) -> None:
         "util_mean": 27.5, "util_max": 50.0, "mem_used_max_bytes": 300, "mem_total_bytes": 1000,
         "power_mean_w": 70.0, "power_max_w": 90.0,
         "energy_j": 300.0,  # (50+70)/2 * 1 s + (70+90)/2 * 3 s: the null reading is skipped
-        "energy_source": "integrated", "temp_max_c": None, "devices": [],
+        "energy_source": "integrated", "temp_max_c": None,
+        "others_util_mean": None, "saturated_by_others": None,  # samples without run_cpu_util (a log from before)
+        "devices": [],
     }
 
 

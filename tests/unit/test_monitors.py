@@ -26,7 +26,7 @@ from case_runners.run_ids import RUN_ID_ENV
 from process_helpers import require_root, run_pids, wait_for
 
 INTERVAL = 0.2
-HOST_KEYS = {"ts", "cpu_util", "mem_used_bytes", "mem_total_bytes", "power_w"}
+HOST_KEYS = {"ts", "cpu_util", "run_cpu_util", "mem_used_bytes", "mem_total_bytes", "power_w"}
 DEVICE_KEYS = {"index", "util", "mem_used_bytes", "mem_total_bytes", "power_w", "temp_c", "energy_j"}
 def read_samples(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -80,6 +80,7 @@ def test_start_status_stop_lifecycle(new_spec, capsys) -> None:
     for sample in samples:
         assert set(sample) == HOST_KEYS
         assert sample["cpu_util"] is None or 0 <= sample["cpu_util"] <= 100
+        assert sample["run_cpu_util"] is None or 0 <= sample["run_cpu_util"] <= 100  # the daemon has its run id
         assert 0 < sample["mem_used_bytes"] <= sample["mem_total_bytes"]
     gaps = [b["ts"] - a["ts"] for a, b in zip(samples, samples[1:])]
     assert all(gap > 0 for gap in gaps)

@@ -3,6 +3,7 @@ constraints.txt pins the whole dependency tree, make checks the Python before it
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -109,14 +110,35 @@ def test_an_installed_perfplay_without_a_checkout_says_what_to_set(venv: Path, t
         f"error: {PROJECT_ENV}={tmp_path} is not a perfplay checkout: it has no case_runners/__init__.py and no vendor"
 
 
-def test_an_installed_perfplay_runs_the_checkout_perfplay_home_names(venv: Path, tmp_path: Path) -> None:
-    checked = perfplay(venv, "check-vendor", "cpu", cwd=tmp_path, home=REPO)
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """A checkout for PERFPLAY_HOME: a copy of this one's case_runners/ and vendor/ (its results/ is its own)."""
+    checkout = tmp_path_factory.mktemp("home")
+    for name in ("case_runners", "vendor"):
+        shutil.copytree(REPO / name, checkout / name, ignore=CACHES)
+    return checkout
+
+
+def test_an_installed_perfplay_runs_the_checkout_perfplay_home_names(venv: Path, home: Path, tmp_path: Path) -> None:
+    """And one rule for where runs and their history are: the checkout's results/, whatever the working directory,
+    so `history list` and `report <run id>` run elsewhere find the run `run` made."""
+    checked = perfplay(venv, "check-vendor", "cpu", cwd=tmp_path, home=home)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout.splitlines()[-1] == "check-vendor cpu: 0 error(s), 0 warning(s)"
-    ran = perfplay(venv, "run", "digits_cnn", "--set", "max_steps=5", cwd=tmp_path, home=REPO)
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir(), elsewhere.mkdir()
+    ran = perfplay(venv, "run", "digits_cnn", "--set", "max_steps=5", cwd=here, home=home)
     assert ran.returncode in (0, 1), ran.stderr  # 1: the round stopped at max_steps, short of the target
-    (record,) = (tmp_path / "results").glob("run*/digits_cnn_CPUx1x1/round1/result.json")
+    (record,) = (home / "results").glob("run*/digits_cnn_CPUx1x1/round1/result.json")
     assert "max_steps" in str(RoundRecord.load(record).reason)
+    assert list(here.iterdir()) == [], "nothing in the working directory: no ./results of its own"
+    run_id = record.parents[2].name
+    listed = perfplay(venv, "history", "list", "--json", cwd=elsewhere, home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert [row["run_id"] for row in json.loads(listed.stdout)] == [run_id]
+    report = perfplay(venv, "report", run_id, "--check", cwd=elsewhere, home=home)
+    assert report.returncode in (0, 1) and str(record.parents[2]) in report.stdout + report.stderr, \
+        report.stdout + report.stderr
 
 
 def test_perfplay_home_runs_that_checkouts_case_runners(venv: Path, tmp_path: Path) -> None:

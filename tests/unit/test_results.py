@@ -264,3 +264,16 @@ def test_the_summary_names_interrupted_missing_and_unreadable_rounds(tmp_path):
         f"digits_cnn_CPUx1x1 round {n}" for n in (1, 2, 3, 4)]
     table = render_table(summary)
     assert "round 2: interrupted" in table and "round 4: missing" in table
+
+
+@pytest.mark.parametrize("write", [[], ["--write"]])
+def test_summary_refuses_what_is_not_a_run_directory(tmp_path, capsys, write):
+    """A mistyped run directory is an error (exit 2, as report, history add and compare-runs give), not an empty
+    table of exit 0; nothing is written."""
+    from case_runners import cli
+
+    for path, why in ((tmp_path / "absent", "no such directory"), (tmp_path, "not a run directory")):
+        assert cli.main(["summary", str(path), "--table", *write]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith(f"error: {path}: {why}"), err
+    assert list(tmp_path.iterdir()) == []
