@@ -160,3 +160,17 @@ def test_the_resolved_config_carries_the_vendors_amp_dtype():
     result = make_plan({"vendor": "cpu", "cases": ["digits_cnn"]}, check=True)
     assert result["ok"] and result["cases"][0]["vendor_info"]["amp_dtype"] == "bf16"
     assert result["cases"][0]["requirements"] == [], "the cpu vendor's digits_cnn needs no extra pins"
+
+
+def test_a_backend_torch_lists_but_was_not_built_with_is_refused_at_the_preflight(tmp_path):
+    """xccl is in dist.Backend.backend_list on every torch; this CPU torch was not built with it: the round would
+    fail with "Distributed package doesn't have XCCL built in". The hook registers it behind the guard the test chip
+    uses (tests/vendor_testchip/runtime.py), which then registers it, and torch still cannot run it."""
+    assert "xccl" in torch.distributed.Backend.backend_list and not torch.distributed.is_backend_available("xccl")
+    chip = (Path(__file__).parents[1] / "vendor_testchip" / "runtime.py").read_text()
+    make_vendor(tmp_path, backend="xccl", runtime=chip.replace('BACKEND = "testccl"', 'BACKEND = "xccl"'))
+    problems = hook(tmp_path).check()
+    assert len(problems) == 1, problems
+    said = "vendor/acme/vendor.yaml: key 'dist_backend': torch lists the backend 'xccl' but was not built with it"
+    assert problems[0].startswith(f"{said} after vendor/acme/runtime.py ran (available here: gloo"), problems
+    assert "nccl" not in problems[0] and "mpi" not in problems[0], problems
