@@ -3,6 +3,7 @@ runtime.py device_count(), or torch.<device>.device_count() where the hook has n
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from case_runners.errors import PerfplayError
@@ -10,10 +11,11 @@ from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
 
 
-def list_devices(vendor_name: str) -> dict[str, Any]:
-    vendor = load_vendor(vendor_name)
+def list_devices(vendor_name: str, root: Path | None = None) -> dict[str, Any]:
+    vendor = load_vendor(vendor_name, root)
     found: dict[str, Any] = {"vendor": vendor_name, "kind": vendor["device"]}
     try:
-        return {**found, "count": VendorRuntime(vendor_name, vendor["device"], vendor["dist_backend"]).device_count()}
+        runtime = VendorRuntime(vendor_name, vendor["device"], vendor["dist_backend"], root)
+        return {**found, "count": runtime.device_count()}
     except PerfplayError as exc:
         return {**found, "count": 0, "error": str(exc)}
