@@ -28,6 +28,7 @@ from case_runners.processes import PARENT_PID_ENV
 from case_runners.records.names import BASE, SUCCESS
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.report.cli import write_report
+from case_runners.requirements_check import unsatisfied
 from case_runners.results.record import read_node_result, write_round_record
 from case_runners.results.summary import render_table, write_run_summary
 from case_runners.run_ids import RUN_ID_ENV, check_run_id
@@ -101,9 +102,15 @@ def _node_problems(configs: list[dict[str, Any]], args: argparse.Namespace) -> l
 
 
 def _host_problems(plan: dict[str, Any]) -> list[str]:
-    """What the playbook's host preflight would find on this host: Python, devices, every case's data dir."""
+    """What the playbook's host preflight would find on this host: the vendor cases' requirements (which the
+    playbook installs and this run does not; their warnings printed), Python, devices, every case's data dir."""
+    wanted = [name for config in plan["cases"] for name in config.get("requirements") or []]
+    problems, warnings = unsatisfied(wanted, project_root())
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     nproc = max((config["nproc"] for config in plan["cases"]), default=0)
-    return host_check({"vendor": plan["run_vars"]["vendor"], "nproc": nproc, "cases": plan["cases"]})["problems"]
+    return problems or host_check({"vendor": plan["run_vars"]["vendor"], "nproc": nproc,
+                                   "cases": plan["cases"]})["problems"]
 
 
 def launch_argv(config: dict[str, Any], node_dir: Path, run_id: str, args: argparse.Namespace) -> list[str]:

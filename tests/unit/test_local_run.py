@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,9 +19,9 @@ def run(*args: str, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-def refusal(*args: str) -> str:
+def refusal(*args: str, **kwargs) -> str:
     """The error output of a run refused before anything started (exit 2)."""
-    proc = run(*args)
+    proc = run(*args, **kwargs)
     try:
         _, err = proc.communicate(timeout=300)
     finally:
@@ -67,3 +68,20 @@ def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
     summary = json.loads((results / run_id / "summary.json").read_text())
     assert [r["status"] for r in summary["cases"][0]["rounds"]] == ["failed", "missing"]
     assert run_pids(run_id) == []
+
+
+def test_a_vendor_case_requirement_this_python_lacks_is_refused_naming_the_file(tmp_path):
+    """The playbook installs vendor/<v>/cases/<case>/requirements.txt; the direct run checks it (the same check)
+    and says what is missing, before anything is written."""
+    home = tmp_path / "project"
+    for folder in ("case_runners", "vendor"):
+        shutil.copytree(project_root() / folder, home / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (home / "vendor" / "cpu" / "cases" / "digits_cnn" / "requirements.txt").write_text(
+        "# what the chip needs\nperfplay-no-such-dist==1.0\ntorch==0.1.0\nnumpy\n")
+    results = tmp_path / "results"
+    err = refusal("digits_cnn", "--results-dir", str(results), env={**os.environ, "PERFPLAY_HOME": str(home)})
+    assert f"error: vendor/cpu/cases/digits_cnn/requirements.txt: this Python ({sys.executable}) lacks " \
+           "perfplay-no-such-dist==1.0, torch==0.1.0 (installed " in err, err
+    assert f"-m pip install -r {home}/vendor/cpu/cases/digits_cnn/requirements.txt" in err
+    assert "warning: vendor/cpu/cases/digits_cnn/requirements.txt: numpy not a name==version pin" in err
+    assert not results.exists() or list(results.iterdir()) == []
