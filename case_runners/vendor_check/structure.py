@@ -13,6 +13,7 @@ from case_runners.cases import list_cases
 from case_runners.config.resolved import BASE, GENERATE
 from case_runners.config.selection import parse_selections
 from case_runners.errors import ConfigError
+from case_runners.launch.env_file import syntax_problem
 from case_runners.paths import display_path
 from case_runners.plan.base import base_suite, vendor_base
 from case_runners.plan.generate import generate_cases
@@ -163,7 +164,16 @@ def _case(vendor: str, info: dict, folder: Path, root: Path) -> list[Finding]:
                            display_path(folder / GENERATE_FILE, root))
     if (folder / EXTERN_DIR).is_dir():
         found += _adapter(vendor, folder.name, root)
+    if (folder / ENV_FILE).is_file():
+        found += _env_file(folder / ENV_FILE, root)
     return found
+
+
+def _env_file(path: Path, root: Path) -> list[Finding]:
+    """environment_variables.sh parses in bash (bash -n: checked, not run); a run sources it before the ranks."""
+    shown = display_path(path, root)
+    problem = syntax_problem(path)
+    return [error(shown, problem)] if problem else [ok(shown, "parses in bash (bash -n)")]
 
 
 def _config(vendor: str, info: dict, case: str, path: Path, match: re.Match, root: Path) -> list[Finding]:

@@ -225,3 +225,13 @@ def test_functional_runs_two_ranks_where_the_probe_counts_two_devices(root):
     training, _ = adapted_cases("testchip", root, devices=2)
     (found,) = _backend_run(training, {"count": 2}, "testccl", shown)
     assert "no case has a config_<HW>x1x2.yaml: the cases ran 1x1 only" in str(found)
+
+
+def test_a_syntax_error_in_environment_variables_sh_is_an_error(root):
+    """bash -n reads the file without running it: an unclosed `if` is named with the file and the line."""
+    env = root / "vendor" / "testchip" / "cases" / "digits_cnn" / "environment_variables.sh"
+    assert "ok: vendor/testchip/cases/digits_cnn/environment_variables.sh: parses in bash (bash -n)" in \
+        [str(f) for f in check_vendor("testchip", root)]
+    env.write_text(env.read_text() + "if [ -d /opt/testchip ]; then\n  export TESTCHIP_FAST=1\n")
+    assert lines(root) == ["error: vendor/testchip/cases/digits_cnn/environment_variables.sh: bash -n: line 5: "
+                           "syntax error: unexpected end of file"]
