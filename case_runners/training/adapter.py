@@ -40,9 +40,10 @@ case (the standard case: ctx.case.train_step(model, batch) is its forward) and l
 The trainer keeps what makes results comparable: zero_grad, every synchronize and timer, evaluation, the stop
 conditions. train_step, backward and update_model_params run inside the timed step (p_core). step: 1-based.
 
-What ran is shown: the rank log says `vendor adapter <file> replaces: <points>`, the VENDOR_ADAPTER event names the
-file and the points, the rank result and the round record carry `adapted: [points]` (and the rank result
-`adapter: <file>`).
+What ran is shown: the rank log says `vendor adapter <file> replaces: <points>` and the VENDOR_ADAPTER event names the
+file and the points it defines; the rank result and the round record carry `adapted: [points]`, the points the
+trainer called (an fp32 round calls no create_grad_scaler, one rank no model_to_ddp), and the rank result
+`adapter: <file>`.
 
 Checked before any rank starts: on the controller from the source (the plan refuses a syntax error in extern/, a
 public function that is not a point and a point with other positional parameters, naming the file and the line),
@@ -150,16 +151,24 @@ class TrainerAdapter:
                  folder: Path | None = None, root: Path | None = None) -> None:
         self.shown, self.points = shown, dict(points or {})
         self._folder, self._root = folder, root
+        self._called: set[str] = set()
+
+    @property
+    def defined(self) -> list[str]:
+        """The points the adapter defines."""
+        return sorted(self.points)
 
     @property
     def adapted(self) -> list[str]:
-        return sorted(self.points)
+        """The points the trainer called so far (what the records carry)."""
+        return sorted(self._called)
 
     def __contains__(self, name: str) -> bool:
         return name in self.points
 
     def call(self, name: str, *args: Any) -> Any:
         """The vendor's point; its failure becomes an AdapterError naming the point, the file and where it raised."""
+        self._called.add(name)
         try:
             return self.points[name](*args)
         except PerfplayError:

@@ -155,8 +155,8 @@ class Trainer:
         log.event(ev.INIT_START)
         t0 = time.perf_counter()
         if adapter.shown:
-            log.event(ev.VENDOR_ADAPTER, {"file": adapter.shown, "points": adapter.adapted})
-            print(f"vendor adapter {adapter.shown} replaces: {', '.join(adapter.adapted) or 'nothing'}", flush=True)
+            log.event(ev.VENDOR_ADAPTER, {"file": adapter.shown, "points": adapter.defined})
+            print(f"vendor adapter {adapter.shown} replaces: {', '.join(adapter.defined) or 'nothing'}", flush=True)
         stop_request.check("init (model)")
         model = self.case.build_model()
         standard_parameters = sum(p.numel() for p in model.parameters())

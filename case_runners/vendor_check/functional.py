@@ -5,10 +5,10 @@ First the vendor's runtime hook must give its device and have its backend availa
 check). Training: each case with a config_<HW>x1x1.yaml runs max_steps steps (synthetic data where the case needs a
 data dir it was not given), at 1x2 where the vendor's device probe (its hook's device_count()) counts two devices
 and the case has a config_<HW>x1x2.yaml, so that the vendor's collective backend runs (a warning says when none
-did). Each must leave a valid record, the lifecycle events, a world of that many ranks on the vendor's backend and,
-with an extern adapter, the points it defines recorded as adapted, and rank 0's dllogger stream (seed 004's unified
-log) with the loss, the ips and the eval metric. Inference: each case with a <vendor>_configurations.yaml runs steps
-a-g on the case's small built-in input.
+did). Each must leave a valid record, the lifecycle events, a world of that many ranks on the vendor's backend,
+with an extern adapter its points loaded by rank 0 and only those recorded as adapted (the ones that ran), and rank
+0's dllogger stream (seed 004's unified log) with the loss, the ips and the eval metric. Inference: each case with
+a <vendor>_configurations.yaml runs steps a-g on the case's small built-in input.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
         backend = load_vendor(name, root)["dist_backend"]
         found += _world(events.get(ev.SUBMIT_INFO), nproc, backend, where)
         found += _unified_log(node, record, where)
-        found += _adapted(name, case, record, root, where)
+        found += _adapted(name, case, record, events.get(ev.VENDOR_ADAPTER), root, where)
         if not found:
             rate = record.metrics.get("p_train")
             ranks = f"{nproc} ranks on {backend}" if nproc > 1 else "1 rank"
@@ -143,14 +143,19 @@ def _unified_log(node: Path | None, record: RoundRecord, where: str) -> list[Fin
     return [error(where, f"rank 0's {path.name} has no {', '.join(missing)} line")] if missing else []
 
 
-def _adapted(name: str, case: str, record: RoundRecord, root: Path, where: str) -> list[Finding]:
+def _adapted(name: str, case: str, record: RoundRecord, loaded: object, root: Path, where: str) -> list[Finding]:
+    """Rank 0 loaded the extern adapter with the points it defines (its VENDOR_ADAPTER event), and the record's
+    adapted points (those that ran) are among them."""
     if not (vendor_dir(root, name) / "cases" / case / EXTERN_DIR).is_dir():
         return []
     _, points = adapter_source(root, name, case)
-    recorded = sorted(record.adapted)
-    if recorded != sorted(points):
-        return [error(where, f"the record says adapted {recorded or 'nothing'}; the extern adapter defines "
-                             f"{sorted(points)}")]
+    said = loaded.get("points") if isinstance(loaded, dict) else None
+    if sorted(said or []) != sorted(points):
+        return [error(where, f"rank 0 loaded the adapter with the points {said or 'none'}; the extern adapter "
+                             f"defines {sorted(points)}")]
+    extra = sorted(set(record.adapted) - set(points))
+    if extra:
+        return [error(where, f"the record says adapted {extra}, which the extern adapter does not define")]
     return []
 
 

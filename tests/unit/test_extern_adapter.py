@@ -179,6 +179,34 @@ def test_adapted_points_run_and_are_recorded_in_the_rank_result_the_log_and_the_
     assert record.status == "success" and record.adapted == result["adapted"]
 
 
+def test_adapted_lists_the_points_that_ran_not_those_defined(project, tmp_path, capsys):
+    """An fp32 round on one rank calls no create_grad_scaler, model_to_fp16 or model_to_ddp: the records carry only
+    backward; the log and the VENDOR_ADAPTER event still name every point the file defines."""
+    make_extern(project, """\
+        def create_grad_scaler(ctx):
+            return None
+
+
+        def model_to_fp16(model, ctx):
+            return model
+
+
+        def model_to_ddp(model, ctx):
+            return model
+
+
+        def backward(step, loss, optimizer, scaler, ctx):
+            loss.backward()
+    """)
+    code, result, log_dir = run_rank(tmp_path, max_steps=2)
+    assert code == 0, result.get("reason")
+    assert result["adapted"] == ["backward"], "only backward ran"
+    defined = ["backward", "create_grad_scaler", "model_to_ddp", "model_to_fp16"]
+    assert f"vendor adapter {ADAPTER} replaces: {', '.join(defined)}\n" in capsys.readouterr().out
+    said = [e["value"] for e in read_events(log_dir / "rank0.events.jsonl") if e["event"] == "VENDOR_ADAPTER"]
+    assert said == [{"file": ADAPTER, "points": defined}]
+
+
 def test_the_standard_run_records_no_adapted_point(tmp_path, project):
     code, result, _ = run_rank(tmp_path, max_steps=2)
     assert code == 0 and result["adapted"] == [] and result["adapter"] is None
@@ -243,10 +271,11 @@ def test_the_converter_and_its_layers_import_relatively_and_replace_modules_coun
     make_extern(project, CONVERTING)
     path_before = list(sys.path)
     adapter = load_adapter("acme", "digits_cnn")
-    assert adapter.adapted == ["convert_model"] and sys.path == path_before
+    assert (adapter.defined, adapter.adapted) == (["convert_model"], []) and sys.path == path_before
     model = DigitsCNN()
     before = model(torch.zeros(2, 1, 8, 8))
     assert adapter.call("convert_model", model, None) is model
+    assert adapter.adapted == ["convert_model"], "called now"
     assert type(model.fc1).__name__ == type(model.fc2).__name__ == "VendorLinear"
     assert sys.modules[f"{PACKAGE}.converter"].SWAPPED == [2]
     assert torch.equal(model(torch.zeros(2, 1, 8, 8)), before), "the vendor's layer keeps the weights"
