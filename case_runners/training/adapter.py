@@ -22,11 +22,16 @@ Points, each called with exactly these positional arguments; where a point is ab
         (a standard result); both class names are recorded (optimizer, standard_optimizer)
     create_grad_scaler(ctx) -> scaler or None
         amp only (standard: torch.amp.GradScaler with fp16, None with bf16)
+    autocast(dtype, ctx) -> context manager
+        amp only: the mixed-precision context the forward pass (train_step) and the evaluation run in, as a new
+        context each time, for dtype (ctx.amp_dtype) (standard: torch.autocast(device_type, dtype); FlagPerf's
+        mthreads adapters use torch.musa.amp.autocast)
     model_to_ddp(model, ctx) -> nn.Module
         world_size > 1 with data_parallel ddp only: the model wrapped for data-parallel training (standard:
         DistributedDataParallel); data_parallel fsdp shards the model with fully_shard, and this point is not called
     train_step(model, batch, ctx) -> (loss, samples)
-        the forward pass in place of the case's, inside the trainer's autocast; the batch is on the device
+        the forward pass in place of the case's, inside the trainer's autocast (or the adapter's); the batch is on
+        the device
     backward(step, loss, optimizer, scaler, ctx) -> None
         in place of loss.backward(), or scaler.scale(loss).backward() with a scaler
     update_model_params(step, optimizer, scheduler, scaler, ctx) -> None
@@ -108,6 +113,7 @@ POINTS = contract(
     Point("create_optimizer", ("model", "ctx", "standard"),
           "(optimizer, scheduler or None); standard() gives the case's own pair"),
     Point("create_grad_scaler", ("ctx",), "amp only: the gradient scaler, or None"),
+    Point("autocast", ("dtype", "ctx"), "amp only: the mixed-precision context of the forward pass and evaluation"),
     Point("model_to_ddp", ("model", "ctx"), "world_size > 1 only: the model wrapped for data-parallel training"),
     Point("train_step", ("model", "batch", "ctx"), "the forward pass: (loss, samples in the batch)"),
     Point("backward", ("step", "loss", "optimizer", "scaler", "ctx"), "the backward pass of the step's loss"),

@@ -141,7 +141,7 @@ def test_every_point_is_documented_with_the_call_the_trainer_makes():
     for point in POINTS.values():
         assert point.call in adapter_module.__doc__, point.call
     assert set(POINTS) == {"convert_model", "create_optimizer", "model_to_fp16", "model_to_ddp",
-                           "create_grad_scaler", "train_step", "backward", "update_model_params"}
+                           "create_grad_scaler", "autocast", "train_step", "backward", "update_model_params"}
 
 
 def test_a_vendor_case_without_extern_runs_the_standard_code():
@@ -205,6 +205,40 @@ def test_adapted_lists_the_points_that_ran_not_those_defined(project, tmp_path, 
     assert f"vendor adapter {ADAPTER} replaces: {', '.join(defined)}\n" in capsys.readouterr().out
     said = [e["value"] for e in read_events(log_dir / "rank0.events.jsonl") if e["event"] == "VENDOR_ADAPTER"]
     assert said == [{"file": ADAPTER, "points": defined}]
+
+
+def test_the_vendor_autocast_wraps_the_forward_pass_and_the_evaluation(project, tmp_path):
+    """The autocast point (FlagPerf mthreads' torch.musa.amp.autocast) replaces the trainer's torch.autocast with
+    amp: the case's forward runs inside it, in its dtype; an fp32 round never calls it."""
+    make_extern(project, """\
+        import contextlib
+
+        import torch
+
+        SEEN = []
+
+
+        @contextlib.contextmanager
+        def autocast(dtype, ctx):
+            with torch.autocast(device_type=ctx.device.type, dtype=dtype):
+                SEEN.append((dtype, torch.is_autocast_enabled(ctx.device.type)))
+                yield
+
+
+        def train_step(model, batch, ctx):
+            loss, samples = ctx.case.train_step(model, batch)
+            SEEN.append(("forward", torch.is_autocast_enabled(ctx.device.type)))
+            return loss, samples
+    """)
+    code, result, _ = run_rank(tmp_path, amp=True, max_steps=2)
+    assert code == 0, result.get("reason")
+    assert result["adapted"] == ["autocast", "train_step"]
+    seen = sys.modules[f"{PACKAGE}.trainer_adapter"].SEEN
+    assert seen[:2] == [(torch.bfloat16, True), ("forward", True)], "the forward ran inside the vendor's context"
+    assert seen.count((torch.bfloat16, True)) > 2, "the evaluation too"
+    (tmp_path / "fp32").mkdir()
+    code, result, _ = run_rank(tmp_path / "fp32", max_steps=2)
+    assert code == 0 and result["adapted"] == ["train_step"], result
 
 
 def test_the_standard_run_records_no_adapted_point(tmp_path, project):
@@ -320,8 +354,8 @@ def test_an_adapter_that_fails_to_import_names_the_file_the_line_and_the_last_tr
 @pytest.mark.parametrize("source, message", [
     ("def backward(step, loss, optimizer, scaler, ctx):\n    pass\n\n\ndef zero_grad(optimizer):\n    pass\n",
      "line 5: defines 'zero_grad', which is not a point of the contract (known: convert_model, model_to_fp16, "
-     "create_optimizer, create_grad_scaler, model_to_ddp, train_step, backward, update_model_params); give "
-     "helpers a leading underscore"),
+     "create_optimizer, create_grad_scaler, autocast, model_to_ddp, train_step, backward, update_model_params); "
+     "give helpers a leading underscore"),
     ("def backward(loss):\n    loss.backward()\n",
      "line 1: backward takes 1 positional parameter(s); the caller calls backward(step, loss, optimizer, scaler, "
      "ctx)"),
