@@ -17,6 +17,7 @@ from case_runners.launch.env_file import syntax_problem
 from case_runners.paths import display_path
 from case_runners.plan.base import base_suite, vendor_base
 from case_runners.plan.generate import generate_cases
+from case_runners.plan.inference_config import note_warnings
 from case_runners.plan.run_plan import make_plan
 from case_runners.plugin_source import Point, source_arity
 from case_runners.scaffold import README_SECTIONS, missing_sections, smallest_selection
@@ -193,7 +194,8 @@ def _resolves(root: Path, request: dict, shown: str) -> list[Finding]:
     if plan["errors"]:
         return [error(shown, e) for e in plan["errors"]]
     config = plan["cases"][0]
-    return [ok(shown, f"resolves ({config['case_id']}, vendor-mutable keys only)")]
+    said = [warning(shown, w.removeprefix(f"{shown}: ")) for w in note_warnings(config.get("notes"))]
+    return [*said, ok(shown, f"resolves ({config['case_id']}, vendor-mutable keys only)")]
 
 
 def _adapter(vendor: str, case: str, root: Path) -> list[Finding]:

@@ -235,3 +235,13 @@ def test_a_syntax_error_in_environment_variables_sh_is_an_error(root):
     env.write_text(env.read_text() + "if [ -d /opt/testchip ]; then\n  export TESTCHIP_FAST=1\n")
     assert lines(root) == ["error: vendor/testchip/cases/digits_cnn/environment_variables.sh: bash -n: line 5: "
                            "syntax error: unexpected end of file"]
+
+
+def test_a_key_the_inference_configuration_adds_is_the_runs_warning(root):
+    """A key digits_cnn's configurations.yaml does not have is added with a warning by the plan (the run prints it):
+    check-vendor shows the same warning, naming the file."""
+    path = root / "vendor" / "testchip" / "cases" / "digits_cnn" / "testchip_configurations.yaml"
+    path.write_text(path.read_text() + "testrt_opt_level: 3\n")
+    shown = "vendor/testchip/cases/digits_cnn/testchip_configurations.yaml"
+    assert lines(root) == [f"warning: {shown}: key 'testrt_opt_level' is not in "
+                           "case_runners/cases/digits_cnn/inference/configurations.yaml; added as 3"]
