@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -45,23 +46,33 @@ def test_a_missing_checkpoint_is_refused_under_its_own_key(tmp_path):
 
 
 def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
-    results = tmp_path / "results"
-    proc = run("digits_cnn", "--results-dir", str(results), "--set", "synthetic=true", "--set", "max_epochs=10000",
-               "--set", "time_budget_s=600", "--repeat", "2", start_new_session=True)
+    """Also: the round prints the playbook's progress line every --progress-interval while it runs."""
+    results, said = tmp_path / "results", tmp_path / "stderr.txt"
+    with said.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--results-dir",
+                                 str(results), "--set", "synthetic=true", "--set", "max_epochs=10000", "--set",
+                                 "time_budget_s=600", "--repeat", "2", "--progress-interval", "1"],
+                                cwd=project_root(), stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                start_new_session=True)
     try:
         def training() -> Path | None:
             found = list(results.glob("*/*/round1/*/rank0.events.jsonl"))
             return found[0] if found and "TRAIN_START" in found[0].read_text() else None
 
         events = wait_for(lambda: proc.poll() is not None or training())
-        assert isinstance(events, Path), proc.communicate()[1]
+        assert isinstance(events, Path), said.read_text()
+        progress = wait_for(lambda: proc.poll() is not None or re.search(
+            r"^  digits_cnn_CPUx1x1 round 1: training: epoch \d+, step \d+, loss .*\(rank 0\); \d+ s of \d+ s$",
+            said.read_text(), re.M))
+        assert isinstance(progress, re.Match), said.read_text()
         run_id = events.parts[-5]
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group gets it
-        out, err = proc.communicate(timeout=300)
+        proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    err = said.read_text()
     assert proc.returncode == 130, err
     record = json.loads((events.parent.parent / "result.json").read_text())
     assert record["status"] == "failed" and "SIGINT" in record["reason"]
