@@ -31,6 +31,7 @@ import importlib.util
 import os
 import platform
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ class VendorRuntime:
         self.imports: list[str] = []
         self.environment: dict[str, str] = {}
         self.prepared = False
+        self.on_call: Callable[[str], None] = lambda call: None  # told "<file>: <call>" before each (vendor_calls)
         self._load()
 
     def _load(self) -> None:
@@ -110,6 +112,7 @@ class VendorRuntime:
             raise RuntimeHookError("; ".join(problems))
 
     def _call(self, name: str, *args: Any) -> Any:
+        self.on_call(f"{self.shown}: {name}()")
         try:
             return self.points[name](*args)
         except PerfplayError:
@@ -124,6 +127,7 @@ class VendorRuntime:
         for name, value in self.environment.items():
             os.environ.setdefault(name, value)
         for name in self.imports:
+            self.on_call(f"{self.shown}: IMPORTS: import {name}")
             try:
                 importlib.import_module(name)
             except Exception as exc:  # noqa: BLE001 - ImportError, or the module's own failure
