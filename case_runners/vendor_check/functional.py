@@ -80,7 +80,7 @@ def _events(node: Path | None) -> dict[str, object]:
         return {}
     found: dict[str, object] = {}
     for event in ev.read_events(path):
-        found.setdefault(event.get("event"), event.get("value"))
+        found.setdefault(str(event.get("event")), event.get("value"))
     return found
 
 
