@@ -11,6 +11,7 @@ import itertools
 import platform
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,11 @@ from case_runners.data_check import check_data, check_inference_files
 from case_runners.devices import list_devices
 from case_runners.errors import PerfplayError
 from case_runners.netutil import bind_tcp
+from case_runners.paths import display_path, project_root
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.schema import ABSENT
+from case_runners.vendor_calls import bounded
+from case_runners.vendor_files import RUNTIME_FILE, adapter_file, vendor_dir
 from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
 
@@ -53,23 +57,40 @@ def check_devices(vendor: str, nproc: int, device_count: int | None) -> tuple[di
 
 def adapter_problems(config: ResolvedConfig, root: Path | None = None) -> list[str]:
     """A training case's vendor adapter (extern/trainer_adapter.py) that does not import here or breaks the
-    contract; run after the vendor hook's prepare(), as the rank imports it."""
+    contract; imported after the vendor hook's prepare(), as the rank imports it, in a child process under the
+    vendor-call timeout (vendor_calls.bounded)."""
     if config.task_name != TRAINING:
         return []
     from case_runners.training.adapter import load_adapter  # stdlib at import; torch only in the vendor's files
 
+    def load(note: Callable[[str], None]) -> bool:
+        info = config.vendor_info
+        runtime = VendorRuntime(config.vendor, info.device, info.dist_backend, root)
+        runtime.on_call = note
+        runtime.prepare()
+        note(f"{shown}: import")
+        return load_adapter(config.vendor, config.case, root) is not None
+
+    shown = display_path(adapter_file(root or project_root(), config.vendor, config.case), root)
     try:
-        load_adapter(config.vendor, config.case, root)
+        bounded(load, f"{shown}: import")
     except PerfplayError as exc:
         return [str(exc)]
     return []
 
 
 def hook_problems(vendor: str, device: str, dist_backend: str, root: Path | None = None) -> list[str]:
-    """The vendor's runtime hook fails in this Python, or torch cannot make its device or does not know its
-    backend."""
+    """The vendor's runtime hook fails in this Python, or torch cannot make its device or does not have its
+    backend. Run in a child process under the vendor-call timeout (vendor_calls.bounded): a hook call that hangs is
+    a problem naming the file and the call."""
+    def check(note: Callable[[str], None]) -> list[str]:
+        runtime = VendorRuntime(vendor, device, dist_backend, root)
+        runtime.on_call = note
+        return runtime.check()
+
     try:
-        return VendorRuntime(vendor, device, dist_backend, root).check()
+        shown = display_path(vendor_dir(root or project_root(), vendor) / RUNTIME_FILE, root)
+        return bounded(check, f"{shown}: loading it")
     except PerfplayError as exc:
         return [str(exc)]
 

@@ -14,6 +14,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import ConfigError
 from case_runners.history.cli import index_into
 from case_runners.host_check import host_check
+from case_runners.launch import waiting
+from case_runners.launch.progress import progress
 from case_runners.netutil import free_port
 from case_runners.paths import project_root, results_root
 from case_runners.plan.run_plan import make_plan
@@ -28,6 +31,7 @@ from case_runners.processes import PARENT_PID_ENV
 from case_runners.records.names import BASE, SUCCESS
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.report.cli import write_report
+from case_runners.requirements_check import unsatisfied
 from case_runners.results.record import read_node_result, write_round_record
 from case_runners.results.summary import render_table, write_run_summary
 from case_runners.run_ids import RUN_ID_ENV, check_run_id
@@ -102,9 +106,15 @@ def _node_problems(configs: list[dict[str, Any]], args: argparse.Namespace) -> l
 
 
 def _host_problems(plan: dict[str, Any]) -> list[str]:
-    """What the playbook's host preflight would find on this host: Python, devices, every case's data dir."""
+    """What the playbook's host preflight would find on this host: the vendor cases' requirements (which the
+    playbook installs and this run does not; their warnings printed), Python, devices, every case's data dir."""
+    wanted = [name for config in plan["cases"] for name in config.get("requirements") or []]
+    problems, warnings = unsatisfied(wanted, project_root())
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     nproc = max((config["nproc"] for config in plan["cases"]), default=0)
-    return host_check({"vendor": plan["run_vars"]["vendor"], "nproc": nproc, "cases": plan["cases"]})["problems"]
+    return problems or host_check({"vendor": plan["run_vars"]["vendor"], "nproc": nproc,
+                                   "cases": plan["cases"]})["problems"]
 
 
 def launch_argv(config: dict[str, Any], node_dir: Path, run_id: str, args: argparse.Namespace) -> list[str]:
@@ -119,15 +129,19 @@ def launch_argv(config: dict[str, Any], node_dir: Path, run_id: str, args: argpa
             "--monitor-interval", f"{args.monitor_interval:g}", *(["--no-monitors"] if args.no_monitors else [])]
 
 
-def _launch(argv: list[str], run_id: str) -> int:
-    """Run the launcher. Ctrl-C reaches it too: it stops its ranks, and this waits for it to finish."""
+def _launch(argv: list[str], run_id: str, node_dir: Path, label: str, interval: float, timeout_s: float) -> int:
+    """Run the launcher, printing every interval the progress line the playbook prints (launch.waiting.line of
+    the node's first rank's events). Ctrl-C reaches it too: it stops its ranks, and this waits for it to finish."""
     env = {**os.environ, RUN_ID_ENV: run_id, PARENT_PID_ENV: str(os.getpid())}
     launcher = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, cwd=project_root())
-    interrupted = False
+    interrupted, started = False, time.time()
     while True:
         try:
-            code = launcher.wait()
+            code = launcher.wait(timeout=interval)
             return EXIT_INTERRUPTED if interrupted else code
+        except subprocess.TimeoutExpired:
+            print(f"  {label}: {waiting.line(progress(node_dir), time.time() - started, timeout_s)}", file=sys.stderr,
+                  flush=True)
         except KeyboardInterrupt:
             interrupted = True  # the launcher got the same SIGINT from the terminal: let it stop its ranks
 
@@ -157,7 +171,9 @@ def run_local(args: argparse.Namespace) -> int:
             argv = launch_argv(config, node_dir, run_id, args)
             print(f"# {config['case_id']} round {round_no}, node {node_rank} of {nnodes}:\n{shlex.join(argv)}",
                   file=sys.stderr, flush=True)
-            interrupted = _launch(argv, run_id) == EXIT_INTERRUPTED
+            label = f"{config['case_id']} round {round_no}"
+            interrupted = _launch(argv, run_id, node_dir, label, float(plan["run_vars"]["progress_interval"]),
+                                  float(config["timeout_s"])) == EXIT_INTERRUPTED
             if node_rank == 0:
                 record = write_round_record(round_dir, ResolvedConfig.from_json(config), round_no, run_id,
                                             nodes_elsewhere=list(range(1, nnodes)))

@@ -8,6 +8,7 @@ satisfies its public version.
 from __future__ import annotations
 
 import re
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -59,3 +60,19 @@ def check_requirements(path: Path) -> dict[str, Any]:
     # An unpinned line cannot be checked without pip: report it as not satisfied.
     return {"satisfied": not (missing or mismatched or unpinned), "missing": missing, "mismatched": mismatched,
             "unpinned": unpinned}
+
+
+def unsatisfied(files: list[str], root: Path) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of the requirements files a run needs (relative to root), each once: a pin this Python
+    lacks or has at another version is a problem naming the file; a line that is not a pin cannot be checked without
+    pip (a warning). What the playbook's preflight finds before it installs them (python_requirements_info)."""
+    problems, warnings = [], []
+    for name in dict.fromkeys(files):
+        check = check_requirements(root / name)
+        wrong = check["missing"] + check["mismatched"]
+        if wrong:
+            problems.append(f"{name}: this Python ({sys.executable}) lacks {', '.join(wrong)}: install them with "
+                            f"{sys.executable} -m pip install -r {root / name} (the playbook does)")
+        if check["unpinned"]:
+            warnings.append(f"{name}: {', '.join(check['unpinned'])} not a name==version pin: not checked")
+    return problems, warnings

@@ -31,6 +31,7 @@ import importlib.util
 import os
 import platform
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ class VendorRuntime:
         self.imports: list[str] = []
         self.environment: dict[str, str] = {}
         self.prepared = False
+        self.on_call: Callable[[str], None] = lambda call: None  # told "<file>: <call>" before each (vendor_calls)
         self._load()
 
     def _load(self) -> None:
@@ -110,6 +112,7 @@ class VendorRuntime:
             raise RuntimeHookError("; ".join(problems))
 
     def _call(self, name: str, *args: Any) -> Any:
+        self.on_call(f"{self.shown}: {name}()")
         try:
             return self.points[name](*args)
         except PerfplayError:
@@ -124,6 +127,7 @@ class VendorRuntime:
         for name, value in self.environment.items():
             os.environ.setdefault(name, value)
         for name in self.imports:
+            self.on_call(f"{self.shown}: IMPORTS: import {name}")
             try:
                 importlib.import_module(name)
             except Exception as exc:  # noqa: BLE001 - ImportError, or the module's own failure
@@ -267,8 +271,10 @@ class VendorRuntime:
         return found
 
     def check(self) -> list[str]:
-        """What keeps ranks from running here, after prepare(): torch cannot make the vendor's device, does not
-        know its backend, or the hook fails. Each names the vendor file, the key and what torch said."""
+        """What keeps ranks from running here, after prepare(): torch cannot make the vendor's device, its backend is
+        not available (torch.distributed.is_backend_available: a name torch lists is not enough, it lists xccl, ucc
+        and mpi whether or not it was built with them), or the hook fails. Each names the vendor file, the key and
+        what torch said."""
         try:
             self.prepare()
             import torch
@@ -283,10 +289,12 @@ class VendorRuntime:
                             f"after {self.shown} ran: {last_line(exc)}")
         if not dist.is_available():
             problems.append(f"{self.vendor_file}: key 'dist_backend': this torch has no torch.distributed")
-        elif self.dist_backend.lower() not in dist.Backend.backend_list:
-            problems.append(f"{self.vendor_file}: key 'dist_backend': torch does not know the backend "
-                            f"'{self.dist_backend}' after {self.shown} ran (torch knows: "
-                            f"{', '.join(b for b in dist.Backend.backend_list if b != 'undefined')})")
+        elif not dist.is_backend_available(self.dist_backend.lower()):
+            listed = self.dist_backend.lower() in dist.Backend.backend_list
+            available = [b for b in dist.Backend.backend_list if b != "undefined" and dist.is_backend_available(b)]
+            why = "lists the backend '{}' but was not built with it" if listed else "does not know the backend '{}'"
+            problems.append(f"{self.vendor_file}: key 'dist_backend': torch {why.format(self.dist_backend)} after "
+                            f"{self.shown} ran (available here: {', '.join(available)})")
         if problems:
             return problems
         try:

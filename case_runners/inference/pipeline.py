@@ -106,10 +106,12 @@ STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "
 def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir: str | None = None,
                  log: Callable[[str], None] = print, device: str = "cpu",
                  on_step: Callable[[str, dict[str, Any]], object] | None = None,
-                 synchronize: Callable[[], None] | None = None) -> dict[str, Any]:
+                 synchronize: Callable[[], None] | None = None,
+                 on_begin: Callable[[str, str], object] | None = None) -> dict[str, Any]:
     """Steps a-g for one resolved inference config on `device` (the torch model's); the summary record.
-    on_step(step, info) is called as each step ends. synchronize (the vendor runtime's wait for the device, in the
-    case's and engine's config as "synchronize") bounds every timed forward pass."""
+    on_begin(step, name) is called as each step starts, on_step(step, info) as it ends. synchronize (the vendor
+    runtime's wait for the device, in the case's and engine's config as "synchronize") bounds every timed forward
+    pass."""
     started = time.perf_counter()
     conf = {**resolved["configurations"], **resolved["parameters"], "work_dir": str(work_dir), "data_dir": data_dir,
             "device": device, "synchronize": synchronize}
@@ -117,6 +119,8 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
 
     def begin(step: str) -> None:
         stop_request.check(f"inference step {step} ({STEP_NAMES[step]})")
+        if on_begin:
+            on_begin(step, STEP_NAMES[step])
 
     def done(step: str, **info: Any) -> None:
         steps.append(step)

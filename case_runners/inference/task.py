@@ -53,7 +53,8 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     summary = run_pipeline(resolved, project_root(), Path(config_path).parent / WORK_DIR, config.data_dir,
                            log=lambda line: print(line, flush=True), device=str(device),
                            on_step=lambda step, info: log.event(ev.INFERENCE_STEP, {"step": step, **info}),
-                           synchronize=runtime.synchronizer(device))
+                           synchronize=runtime.synchronizer(device),
+                           on_begin=lambda step, name: log.event(ev.INFERENCE_STEP_BEGIN, {"step": step, "name": name}))
     return {"status": names.SUCCESS, "task": names.INFERENCE, "device": str(device), **summary,
             "monitor_devices": monitor_devices(config.vendor_info.visible_devices_env, os.environ),
             "torch_peak_memory_bytes": runtime.peak_memory_bytes(device), "versions": versions}

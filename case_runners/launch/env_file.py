@@ -12,6 +12,19 @@ BASH_OWN = ("_", "SHLVL", "PWD", "OLDPWD")  # what bash itself sets, not the fil
 TIMEOUT_S = 60
 
 
+def syntax_problem(path: Path) -> str | None:
+    """What `bash -n` says of the file (a syntax error, without running it), or None when it parses."""
+    try:
+        done = subprocess.run(["bash", "-n", str(path)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bash -n could not check it: {exc}"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.strip().splitlines()
+    return f"bash -n: {said[0].removeprefix(f'{path}: ')}" if said else f"bash -n: exit code {done.returncode}"
+
+
 def sourced(path: Path, base: dict[str, str]) -> dict[str, str]:
     """The environment after `. path` in bash, started with base. PerfplayError naming the file when it fails."""
     try:

@@ -58,9 +58,10 @@ def progress(log_dir: Path) -> dict[str, Any]:
             state["phase"] = "training"
             metric = {k: v for k, v in value.items() if k not in ("epoch", "step", "eval_time")}
             state["metric"] = metric
-        elif name == ev.INFERENCE_STEP:
+        elif name in (ev.INFERENCE_STEP_BEGIN, ev.INFERENCE_STEP):  # the step running, or the last one done
             state["phase"] = "inference"
-            state["inference_step"] = f"{value.get('step')} ({value.get('name')}) done"
+            said = "running" if name == ev.INFERENCE_STEP_BEGIN else "done"
+            state["inference_step"] = f"{value.get('step')} ({value.get('name')}) {said}"
         elif name == ev.BASE_MEASUREMENT:
             state["phase"] = "measuring"
             state["measured"] = f"{value.get('benchmark')} {value.get('kind')} {value.get('size')}"

@@ -124,6 +124,15 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
             "sources": sources, "provenance": provenance, **standard_fields(changed)}, notes
 
 
+WARNING = "warning: "  # the notes of a resolved inference config that warn (a key the vendor's file adds)
+
+
+def note_warnings(notes: list[str] | None) -> list[str]:
+    """The warnings among a resolved inference config's notes, without their prefix: what a run prints (the rank log,
+    the play's warnings) and check-vendor shows."""
+    return [note.removeprefix(WARNING) for note in notes or [] if note.startswith(WARNING)]
+
+
 def inference_cases(root: Path) -> list[str]:
     found = (root / "case_runners" / "cases").glob("*/inference/configurations.yaml")
     return sorted(p.parent.parent.name for p in found)
@@ -144,7 +153,7 @@ def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any]
                                       "never overridden", key=key, file=over_file))
             continue
         if key not in config and vendor_file:
-            notes.append(f"warning: {over_file}: key '{key}' is not in {base_file}; added as {value!r}")
+            notes.append(f"{WARNING}{over_file}: key '{key}' is not in {base_file}; added as {value!r}")
             config[key] = value
             continue
         if key not in config:

@@ -77,7 +77,7 @@ class TrainingRankResult(RankResult):
     precision: str  # fp32, tf32, bf16, fp16
     peak_memory_bytes: int | None  # as the vendor's runtime hook reports it
     metrics_history: list[dict[str, Any]]  # every evaluation: epoch, step and the case's metrics
-    adapted: list[str]  # the trainer points the vendor's extern/ adapter replaced
+    adapted: list[str]  # the trainer points of the vendor's extern/ adapter that ran (before: those it defined)
     adapter: str | None  # its file
     optimizer: str  # the optimizer class that ran
     standard_optimizer: str  # the case's own

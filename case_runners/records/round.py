@@ -168,7 +168,7 @@ class RoundRecord(Document):
     status: str = dataclasses.field(metadata=choices(*ROUND_STATUSES))
     reason: str | None
     task: str = dataclasses.field(metadata=choices(*TASKS))
-    adapted: list[str]  # rank 0's adapted trainer points
+    adapted: list[str]  # the adapter points rank 0 ran (records before issue 27: those it defined)
     versions: dict[str, Any] | None  # rank 0's software stack
     # The checkout, software, host and devices of the round (records/environment.py); absent: a record from before
     environment: Environment | Absent = ABSENT

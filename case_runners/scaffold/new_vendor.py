@@ -19,8 +19,8 @@ from typing import Any
 
 from case_runners.cases import list_cases
 from case_runners.config.benchmarks import BENCHMARKS
-from case_runners.config.yaml_io import load_mapping
 from case_runners.paths import display_path, project_root
+from case_runners.plan.layering import load_case_base
 from case_runners.scaffold import smallest_selection
 from case_runners.scaffold.writer import (
     HARDWARE,
@@ -56,8 +56,9 @@ def _default(value: Any) -> Any:
 
 
 def case_config(base: dict[str, Any], case: str, hardware: str) -> str:
-    """vendor/<vendor>/cases/<case>/config_<HW>x1x1.yaml from the case's config.yaml: the starter keys at their
-    defaults, the mutable keys listed."""
+    """vendor/<vendor>/cases/<case>/config_<HW>x1x1.yaml from the case's resolved base (plan.layering.load_case_base):
+    the starter keys at their defaults, every key the plan lets a vendor config set (the case's mutable params and
+    the trainer's) listed."""
     mutable = [str(key) for key in base.get("mutable") or []]
     params = base.get("params") or {}
     settings = [f"{key}: {json.dumps(_default(params[key]))}" for key in STARTER_KEYS
@@ -120,7 +121,7 @@ def vendor_texts(name: str, device: str, backend: str, hardware: str, root: Path
     if not cases:
         raise ScaffoldError(f"no standard cases in {display_path(root / 'case_runners' / 'cases', root)}; "
                             f"nothing was written")
-    bases = {case: load_mapping(root / "case_runners" / "cases" / case / "config.yaml", root) for case in cases}
+    bases = {case: load_case_base(case, root)[0] for case in cases}  # mutable: the case's and the trainer's
     values = {"name": name, "NAME": name.upper(), "device": device, "backend": backend, "hardware": hardware}
     first_case = SMOKE_CASE if SMOKE_CASE in cases else cases[0]
     files = {  # relative path: text

@@ -22,11 +22,16 @@ Points, each called with exactly these positional arguments; where a point is ab
         (a standard result); both class names are recorded (optimizer, standard_optimizer)
     create_grad_scaler(ctx) -> scaler or None
         amp only (standard: torch.amp.GradScaler with fp16, None with bf16)
+    autocast(dtype, ctx) -> context manager
+        amp only: the mixed-precision context the forward pass (train_step) and the evaluation run in, as a new
+        context each time, for dtype (ctx.amp_dtype) (standard: torch.autocast(device_type, dtype); FlagPerf's
+        mthreads adapters use torch.musa.amp.autocast)
     model_to_ddp(model, ctx) -> nn.Module
         world_size > 1 with data_parallel ddp only: the model wrapped for data-parallel training (standard:
         DistributedDataParallel); data_parallel fsdp shards the model with fully_shard, and this point is not called
     train_step(model, batch, ctx) -> (loss, samples)
-        the forward pass in place of the case's, inside the trainer's autocast; the batch is on the device
+        the forward pass in place of the case's, inside the trainer's autocast (or the adapter's); the batch is on
+        the device
     backward(step, loss, optimizer, scaler, ctx) -> None
         in place of loss.backward(), or scaler.scale(loss).backward() with a scaler
     update_model_params(step, optimizer, scheduler, scaler, ctx) -> None
@@ -40,9 +45,10 @@ case (the standard case: ctx.case.train_step(model, batch) is its forward) and l
 The trainer keeps what makes results comparable: zero_grad, every synchronize and timer, evaluation, the stop
 conditions. train_step, backward and update_model_params run inside the timed step (p_core). step: 1-based.
 
-What ran is shown: the rank log says `vendor adapter <file> replaces: <points>`, the VENDOR_ADAPTER event names the
-file and the points, the rank result and the round record carry `adapted: [points]` (and the rank result
-`adapter: <file>`).
+What ran is shown: the rank log says `vendor adapter <file> replaces: <points>` and the VENDOR_ADAPTER event names the
+file and the points it defines; the rank result and the round record carry `adapted: [points]`, the points the
+trainer called (an fp32 round calls no create_grad_scaler, one rank no model_to_ddp), and the rank result
+`adapter: <file>`.
 
 Checked before any rank starts: on the controller from the source (the plan refuses a syntax error in extern/, a
 public function that is not a point and a point with other positional parameters, naming the file and the line),
@@ -107,6 +113,7 @@ POINTS = contract(
     Point("create_optimizer", ("model", "ctx", "standard"),
           "(optimizer, scheduler or None); standard() gives the case's own pair"),
     Point("create_grad_scaler", ("ctx",), "amp only: the gradient scaler, or None"),
+    Point("autocast", ("dtype", "ctx"), "amp only: the mixed-precision context of the forward pass and evaluation"),
     Point("model_to_ddp", ("model", "ctx"), "world_size > 1 only: the model wrapped for data-parallel training"),
     Point("train_step", ("model", "batch", "ctx"), "the forward pass: (loss, samples in the batch)"),
     Point("backward", ("step", "loss", "optimizer", "scaler", "ctx"), "the backward pass of the step's loss"),
@@ -150,16 +157,24 @@ class TrainerAdapter:
                  folder: Path | None = None, root: Path | None = None) -> None:
         self.shown, self.points = shown, dict(points or {})
         self._folder, self._root = folder, root
+        self._called: set[str] = set()
+
+    @property
+    def defined(self) -> list[str]:
+        """The points the adapter defines."""
+        return sorted(self.points)
 
     @property
     def adapted(self) -> list[str]:
-        return sorted(self.points)
+        """The points the trainer called so far (what the records carry)."""
+        return sorted(self._called)
 
     def __contains__(self, name: str) -> bool:
         return name in self.points
 
     def call(self, name: str, *args: Any) -> Any:
         """The vendor's point; its failure becomes an AdapterError naming the point, the file and where it raised."""
+        self._called.add(name)
         try:
             return self.points[name](*args)
         except PerfplayError:

@@ -155,8 +155,8 @@ class Trainer:
         log.event(ev.INIT_START)
         t0 = time.perf_counter()
         if adapter.shown:
-            log.event(ev.VENDOR_ADAPTER, {"file": adapter.shown, "points": adapter.adapted})
-            print(f"vendor adapter {adapter.shown} replaces: {', '.join(adapter.adapted) or 'nothing'}", flush=True)
+            log.event(ev.VENDOR_ADAPTER, {"file": adapter.shown, "points": adapter.defined})
+            print(f"vendor adapter {adapter.shown} replaces: {', '.join(adapter.defined) or 'nothing'}", flush=True)
         stop_request.check("init (model)")
         model = self.case.build_model()
         standard_parameters = sum(p.numel() for p in model.parameters())
@@ -268,13 +268,24 @@ class Trainer:
         if self.scheduler is not None:
             self.scheduler.step()
 
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        """The mixed-precision context of a forward pass: the adapter's autocast point where it has one and amp is
+        on, else the trainer's (Precision.autocast)."""
+        if not (self.precision.amp and "autocast" in self.adapter):
+            return self.precision.autocast()
+        context = self.adapter.call("autocast", self.precision.dtype, self.adapter_ctx)
+        if not (hasattr(context, "__enter__") and hasattr(context, "__exit__")):
+            raise AdapterError(f"{self.adapter.shown}: autocast() returned {type(context).__name__}, not a context "
+                               f"manager")
+        return context
+
     def _step(self, batch: Any, step: int) -> tuple[torch.Tensor, int, float]:
         """One optimizer step on a batch already on the device: (loss, samples, seconds)."""
         adapter, actx = self.adapter, self.adapter_ctx
         self.sync()
         t0 = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
-        with self.precision.autocast():
+        with self._autocast():
             if "train_step" in adapter:
                 out = adapter.call("train_step", self.model, batch, actx)
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -302,7 +313,7 @@ class Trainer:
         self.log.event(ev.EVALUATE_BEGIN, {"epoch": epoch, "step": step})
         t0 = time.perf_counter()
         self.module.eval()
-        with torch.no_grad(), self.precision.autocast():
+        with torch.no_grad(), self._autocast():
             metrics = self.case.evaluate(self.module, stop_request.Checked(self.eval_loader, phase))
         self.module.train()
         self.sync()

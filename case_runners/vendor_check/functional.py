@@ -1,24 +1,28 @@
 """check-vendor --functional: every case the vendor adapted, run for real on this host through the same path as a
 run (`python -m case_runners run`: plan, host preflight with the runtime hook, launcher, monitors, record).
 
-Training: each case with a config_<HW>x1x1.yaml runs max_steps steps (synthetic data where the case needs a data
-dir it was not given) and must leave a valid record, the lifecycle events and, with an extern adapter, the points it
-defines recorded as adapted, and rank 0's dllogger stream (seed 004's unified log) with the loss, the ips and the
-eval metric. Inference: each case with a <vendor>_configurations.yaml runs steps a-g on the case's
-small built-in input.
+First the vendor's runtime hook must give its device and have its backend available here (the host preflight's
+check). Training: each case with a config_<HW>x1x1.yaml runs max_steps steps (synthetic data where the case needs a
+data dir it was not given), at 1x2 where the vendor's device probe (its hook's device_count()) counts two devices
+and the case has a config_<HW>x1x2.yaml, so that the vendor's collective backend runs (a warning says when none
+did). Each must leave a valid record, the lifecycle events, a world of that many ranks on the vendor's backend,
+with an extern adapter its points loaded by rank 0 and only those recorded as adapted (the ones that ran), and rank
+0's dllogger stream (seed 004's unified log) with the loss, the ips and the eval metric. Inference: each case with
+a <vendor>_configurations.yaml runs steps a-g on the case's small built-in input.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from case_runners.data_check import data_problems
+from case_runners.devices import list_devices
 from case_runners.driver import dllogger
 from case_runners.driver import events as ev
+from case_runners.host_check import hook_problems
 from case_runners.paths import display_path
 from case_runners.plan.layering import load_case_base
 from case_runners.records import names
@@ -27,7 +31,8 @@ from case_runners.records.schema import RecordError
 from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_check.structure import CONFIG_NAME
-from case_runners.vendor_files import EXTERN_DIR, vendor_dir
+from case_runners.vendor_files import EXTERN_DIR, VENDOR_FILE, vendor_dir
+from case_runners.vendors import load_vendor
 
 TRAINING_EVENTS = (ev.INIT_START, ev.INIT_END, ev.TRAIN_START, ev.STEP_END, ev.EVALUATE, ev.TRAIN_END, ev.FINISHED)
 INFERENCE_EVENTS = (ev.LAUNCH_INFERENCE, ev.INFERENCE_STEP, ev.FINISHED)
@@ -35,14 +40,17 @@ DEFAULT_STEPS = 5
 TIMEOUT_S = 1800
 
 
-def adapted_cases(name: str, root: Path) -> tuple[list[tuple[str, str]], list[str]]:
-    """([(case, hardware)] with a 1x1 training config, [cases] with an inference configuration)."""
+def adapted_cases(name: str, root: Path, devices: int = 1) -> tuple[list[tuple[str, str, int]], list[str]]:
+    """([(case, hardware, nproc)] with a 1x1 training config: nproc 2 where the host has two devices and the case a
+    1x2 config for that hardware, [cases] with an inference configuration)."""
     training, inference = [], []
     for folder in sorted((vendor_dir(root, name) / "cases").glob("*/")):
-        ones = [m["hardware"] for p in sorted(folder.glob("config_*.yaml")) if (m := CONFIG_NAME.match(p.name))
-                and m["nnodes"] == "1" and m["nproc"] == "1"]
+        shapes = [(m["hardware"], int(m["nproc"])) for p in sorted(folder.glob("config_*.yaml"))
+                  if (m := CONFIG_NAME.match(p.name)) and m["nnodes"] == "1"]
+        ones = [hardware for hardware, nproc in shapes if nproc == 1]
         if ones:
-            training.append((folder.name, ones[0]))
+            two = devices >= 2 and (ones[0], 2) in shapes
+            training.append((folder.name, ones[0], 2 if two else 1))
         if (folder / f"{name}_configurations.yaml").is_file():
             inference.append(folder.name)
     return training, inference
@@ -65,22 +73,27 @@ def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, RoundRec
     return done.returncode, said, record, nodes[0] if nodes else None
 
 
-def _events(node: Path | None) -> set[str]:
+def _events(node: Path | None) -> dict[str, object]:
+    """Rank 0's events: {name: the first one's value}."""
     path = node / "rank0.events.jsonl" if node else None
     if path is None or not path.is_file():
-        return set()
-    return {json.loads(line).get("event") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+        return {}
+    found: dict[str, object] = {}
+    for event in ev.read_events(path):
+        found.setdefault(str(event.get("event")), event.get("value"))
+    return found
 
 
-def check_training(name: str, case: str, hardware: str, root: Path, steps: int, data_dir: str | None) -> list[Finding]:
-    where = f"{case} {hardware}x1x1"
+def check_training(name: str, case: str, hardware: str, root: Path, steps: int, data_dir: str | None,
+                   nproc: int = 1) -> list[Finding]:
+    where = f"{case} {hardware}x1x{nproc}"
     base, _ = load_case_base(case, root)
     sets = [f"max_steps={steps}", "log_freq=1"]
     if data_problems(case, base["params"], data_dir):
         if "synthetic" not in base["params"]:
             return [warning(where, "skipped: the case needs a data dir (--data-dir CASE=DIR)")]
         sets.append("synthetic=true")
-    argv = [case, "--vendor", name, "--hardware", hardware, "--nproc", "1",
+    argv = [case, "--vendor", name, "--hardware", hardware, "--nproc", str(nproc),
             *(["--data-dir", data_dir] if data_dir else []), *[a for s in sets for a in ("--set", s)]]
     with tempfile.TemporaryDirectory(prefix="perfplay-check-") as tmp:
         code, said, record, node = _run(root, argv, Path(tmp))
@@ -91,16 +104,29 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
         if status not in names.VALID_STATUSES or (status == names.NOT_CONVERGED
                                                    and record.metrics.get("stop_reason") != names.MAX_STEPS):
             found.append(error(where, f"round {status}: {record.reason}"))
-        missing = [e for e in TRAINING_EVENTS if e not in _events(node)]
+        events = _events(node)
+        missing = [e for e in TRAINING_EVENTS if e not in events]
         if missing:
             found.append(error(where, f"rank 0 logged no {', '.join(missing)} event"))
+        backend = load_vendor(name, root)["dist_backend"]
+        found += _world(events.get(ev.SUBMIT_INFO), nproc, backend, where)
         found += _unified_log(node, record, where)
-        found += _adapted(name, case, record, root, where)
+        found += _adapted(name, case, record, events.get(ev.VENDOR_ADAPTER), root, where)
         if not found:
             rate = record.metrics.get("p_train")
-            found.append(ok(where, f"{steps} steps, status {status}, p_train {rate:.1f} samples/s"
+            ranks = f"{nproc} ranks on {backend}" if nproc > 1 else "1 rank"
+            found.append(ok(where, f"{steps} steps, {ranks}, status {status}, p_train {rate:.1f} samples/s"
                                    + (f", adapted: {', '.join(record.adapted)}" if record.adapted else "")))
         return found
+
+
+def _world(info: object, nproc: int, backend: str, where: str) -> list[Finding]:
+    """Rank 0 ran in a world of nproc ranks on the vendor's backend (its SUBMIT_INFO event)."""
+    info = info if isinstance(info, dict) else {}
+    world = (info.get("world_size"), info.get("dist_backend"))
+    if world != (nproc, backend):
+        return [error(where, f"rank 0 ran in a world of {world[0]} on {world[1]}, not {nproc} on {backend}")]
+    return []
 
 
 def _unified_log(node: Path | None, record: RoundRecord, where: str) -> list[Finding]:
@@ -117,14 +143,19 @@ def _unified_log(node: Path | None, record: RoundRecord, where: str) -> list[Fin
     return [error(where, f"rank 0's {path.name} has no {', '.join(missing)} line")] if missing else []
 
 
-def _adapted(name: str, case: str, record: RoundRecord, root: Path, where: str) -> list[Finding]:
+def _adapted(name: str, case: str, record: RoundRecord, loaded: object, root: Path, where: str) -> list[Finding]:
+    """Rank 0 loaded the extern adapter with the points it defines (its VENDOR_ADAPTER event), and the record's
+    adapted points (those that ran) are among them."""
     if not (vendor_dir(root, name) / "cases" / case / EXTERN_DIR).is_dir():
         return []
     _, points = adapter_source(root, name, case)
-    recorded = sorted(record.adapted)
-    if recorded != sorted(points):
-        return [error(where, f"the record says adapted {recorded or 'nothing'}; the extern adapter defines "
-                             f"{sorted(points)}")]
+    said = loaded.get("points") if isinstance(loaded, dict) else None
+    if sorted(said or []) != sorted(points):
+        return [error(where, f"rank 0 loaded the adapter with the points {said or 'none'}; the extern adapter "
+                             f"defines {sorted(points)}")]
+    extra = sorted(set(record.adapted) - set(points))
+    if extra:
+        return [error(where, f"the record says adapted {extra}, which the extern adapter does not define")]
     return []
 
 
@@ -137,7 +168,8 @@ def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> l
             return [error(where, f"left no round record (exit code {code}): {said}")]
         if record.status != names.SUCCESS:
             return [error(where, f"round {record.status}: {record.reason}")]
-        missing = [e for e in INFERENCE_EVENTS if e not in _events(node)]
+        events = _events(node)
+        missing = [e for e in INFERENCE_EVENTS if e not in events]
         if missing:
             return [error(where, f"rank 0 logged no {', '.join(missing)} event")]
         metrics = record.metrics
@@ -147,15 +179,34 @@ def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> l
 
 def check_functional(name: str, root: Path, steps: int = DEFAULT_STEPS, cases: list[str] | None = None,
                      data_dirs: dict[str, str] | None = None) -> list[Finding]:
-    training, inference = adapted_cases(name, root)
+    vendor = load_vendor(name, root)
+    shown = display_path(vendor_dir(root, name) / VENDOR_FILE, root)
+    problems = hook_problems(name, vendor["device"], vendor["dist_backend"], root)
+    if problems:  # the host preflight of every run would refuse it
+        return [error(shown, p.removeprefix(f"{shown}: ")) for p in problems]
+    devices = list_devices(name, root)
+    training, inference = adapted_cases(name, root, devices["count"])
     data_dirs = data_dirs or {}
     found: list[Finding] = []
     if not training and not inference:
         return [error(display_path(vendor_dir(root, name), root), "has no 1x1 config to run")]
-    for case, hardware in training:
-        if cases is None or case in cases:
-            found += check_training(name, case, hardware, root, steps, data_dirs.get(case))
+    training = [t for t in training if cases is None or t[0] in cases]
+    found += _backend_run(training, devices, vendor["dist_backend"], shown)
+    for case, hardware, nproc in training:
+        found += check_training(name, case, hardware, root, steps, data_dirs.get(case), nproc)
     for case in inference:
         if cases is None or case in cases:
             found += check_inference(name, case, root, data_dirs.get(case))
     return found
+
+
+def _backend_run(training: list[tuple[str, str, int]], devices: dict, backend: str, shown: str) -> list[Finding]:
+    """A warning where no training case runs on two ranks: the vendor's collective backend is then not exercised."""
+    if not training or any(nproc > 1 for _, _, nproc in training):
+        return []
+    if devices["count"] < 2:
+        why = f" ({devices['error']})" if devices.get("error") else ""
+        return [warning(shown, f"the device probe counts {devices['count']} device(s) here{why}: the cases ran 1x1 "
+                               f"only, the backend '{backend}' was not exercised")]
+    return [warning(shown, f"no case has a config_<HW>x1x2.yaml: the cases ran 1x1 only, the backend '{backend}' "
+                           "was not exercised")]

@@ -13,9 +13,11 @@ from case_runners.cases import list_cases
 from case_runners.config.resolved import BASE, GENERATE
 from case_runners.config.selection import parse_selections
 from case_runners.errors import ConfigError
+from case_runners.launch.env_file import syntax_problem
 from case_runners.paths import display_path
 from case_runners.plan.base import base_suite, vendor_base
 from case_runners.plan.generate import generate_cases
+from case_runners.plan.inference_config import note_warnings
 from case_runners.plan.run_plan import make_plan
 from case_runners.plugin_source import Point, source_arity
 from case_runners.scaffold import README_SECTIONS, missing_sections, smallest_selection
@@ -163,7 +165,16 @@ def _case(vendor: str, info: dict, folder: Path, root: Path) -> list[Finding]:
                            display_path(folder / GENERATE_FILE, root))
     if (folder / EXTERN_DIR).is_dir():
         found += _adapter(vendor, folder.name, root)
+    if (folder / ENV_FILE).is_file():
+        found += _env_file(folder / ENV_FILE, root)
     return found
+
+
+def _env_file(path: Path, root: Path) -> list[Finding]:
+    """environment_variables.sh parses in bash (bash -n: checked, not run); a run sources it before the ranks."""
+    shown = display_path(path, root)
+    problem = syntax_problem(path)
+    return [error(shown, problem)] if problem else [ok(shown, "parses in bash (bash -n)")]
 
 
 def _config(vendor: str, info: dict, case: str, path: Path, match: re.Match, root: Path) -> list[Finding]:
@@ -183,7 +194,8 @@ def _resolves(root: Path, request: dict, shown: str) -> list[Finding]:
     if plan["errors"]:
         return [error(shown, e) for e in plan["errors"]]
     config = plan["cases"][0]
-    return [ok(shown, f"resolves ({config['case_id']}, vendor-mutable keys only)")]
+    said = [warning(shown, w.removeprefix(f"{shown}: ")) for w in note_warnings(config.get("notes"))]
+    return [*said, ok(shown, f"resolves ({config['case_id']}, vendor-mutable keys only)")]
 
 
 def _adapter(vendor: str, case: str, root: Path) -> list[Finding]:

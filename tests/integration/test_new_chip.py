@@ -54,8 +54,9 @@ def test_the_scaffolded_and_filled_chip_passes_check_vendor_functional(checkout)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1] == "check-vendor testchip: 0 error(s), 0 warning(s)"
-    assert any(line.startswith("ok: digits_cnn TC1x1x1: 5 steps") and "adapted: " + ", ".join(ADAPTED) in line
-               for line in lines), done.stdout
+    assert any(line.startswith("ok: digits_cnn TC1x1x2: 5 steps, 2 ranks on testccl")
+               and "adapted: " + ", ".join(ADAPTED) in line for line in lines), \
+        "the board has two devices: the functional run exercises testccl on two ranks\n" + done.stdout
     assert any("monitor.py: start, status and stop work" in line for line in lines), done.stdout
     assert any(line.startswith("ok: digits_cnn inference: steps a-g, compiler testrt") for line in lines), done.stdout
 

@@ -146,6 +146,19 @@ def test_progress_reads_the_first_rank_s_last_events(tmp_path):
     assert progress.describe(state) == "training: epoch 1, step 10, loss 0.5, 100.0 samples/s, accuracy 0.5 (rank 0)"
 
 
+def test_the_inference_progress_names_the_step_running(tmp_path):
+    """While step c (framework validation) runs, the line names it, not the last step done."""
+    with ev.EventLogger(tmp_path, 0, log_freq=1, stream=None) as log:
+        for step, name in (("a", "init"), ("b", "data and model")):
+            log.event(ev.INFERENCE_STEP_BEGIN, {"step": step, "name": name})
+            log.event(ev.INFERENCE_STEP, {"step": step, "name": name})
+        log.event(ev.INFERENCE_STEP_BEGIN, {"step": "c", "name": "framework validation"})
+    assert progress.describe(progress.progress(tmp_path)) == "inference: step c (framework validation) running (rank 0)"
+    with ev.EventLogger(tmp_path, 0, log_freq=1, stream=None) as log:
+        log.event(ev.INFERENCE_STEP, {"step": "c", "name": "framework validation"})
+    assert progress.describe(progress.progress(tmp_path)) == "inference: step c (framework validation) done (rank 0)"
+
+
 def test_progress_survives_a_long_file_and_a_line_being_written(tmp_path):
     with ev.EventLogger(tmp_path, 0, log_freq=1, stream=None) as log:
         for step in range(1, 2001):

@@ -194,3 +194,54 @@ def test_the_functional_check_wants_rank_0s_dllogger_stream(tmp_path):
     assert "has no eval.accuracy line" in str(_unified_log(tmp_path, Record(), "c")[0])
     stream.write_text(line % "train.loss" + line % "train.ips" + line % "eval.accuracy")
     assert _unified_log(tmp_path, Record(), "c") == []
+
+
+def test_functional_refuses_a_backend_torch_lists_but_was_not_built_with(root):
+    """xccl is in torch's backend list, not in this CPU build: refused before any case runs, naming the key."""
+    vendor = root / "vendor" / "testchip"
+    (vendor / "vendor.yaml").write_text((vendor / "vendor.yaml").read_text().replace("testccl", "xccl"))
+    (vendor / "runtime.py").write_text((vendor / "runtime.py").read_text().replace('"testccl"', '"xccl"'))
+    found = [str(f) for f in check_vendor("testchip", root, functional=True) if f.level != "ok"]
+    assert len(found) == 1, found
+    assert found[0].startswith("error: vendor/testchip/vendor.yaml: key 'dist_backend': torch lists the backend "
+                               "'xccl' but was not built with it after vendor/testchip/runtime.py ran (available "
+                               "here: gloo"), found
+
+
+def test_functional_runs_two_ranks_where_the_probe_counts_two_devices(root):
+    """The test chip's probe says 2 and digits_cnn has a TC1x1x2 config: it runs at 1x2 (the run itself:
+    tests/integration/test_new_chip.py); one device, or no 1x2 config, runs 1x1 and says the backend did not run."""
+    from case_runners.vendor_check.functional import _backend_run, adapted_cases
+
+    training, _ = adapted_cases("testchip", root, devices=2)
+    assert ("digits_cnn", "TC1", 2) in training and ("bert", "TC1", 1) in training, "bert has no 1x2 config"
+    training, _ = adapted_cases("testchip", root, devices=1)
+    assert {nproc for _, _, nproc in training} == {1}
+    shown = "vendor/testchip/vendor.yaml"
+    (found,) = _backend_run(training, {"count": 1}, "testccl", shown)
+    assert str(found) == (f"warning: {shown}: the device probe counts 1 device(s) here: the cases ran 1x1 only, "
+                          "the backend 'testccl' was not exercised")
+    (root / "vendor" / "testchip" / "cases" / "digits_cnn" / "config_TC1x1x2.yaml").unlink()
+    training, _ = adapted_cases("testchip", root, devices=2)
+    (found,) = _backend_run(training, {"count": 2}, "testccl", shown)
+    assert "no case has a config_<HW>x1x2.yaml: the cases ran 1x1 only" in str(found)
+
+
+def test_a_syntax_error_in_environment_variables_sh_is_an_error(root):
+    """bash -n reads the file without running it: an unclosed `if` is named with the file and the line."""
+    env = root / "vendor" / "testchip" / "cases" / "digits_cnn" / "environment_variables.sh"
+    assert "ok: vendor/testchip/cases/digits_cnn/environment_variables.sh: parses in bash (bash -n)" in \
+        [str(f) for f in check_vendor("testchip", root)]
+    env.write_text(env.read_text() + "if [ -d /opt/testchip ]; then\n  export TESTCHIP_FAST=1\n")
+    assert lines(root) == ["error: vendor/testchip/cases/digits_cnn/environment_variables.sh: bash -n: line 5: "
+                           "syntax error: unexpected end of file"]
+
+
+def test_a_key_the_inference_configuration_adds_is_the_runs_warning(root):
+    """A key digits_cnn's configurations.yaml does not have is added with a warning by the plan (the run prints it):
+    check-vendor shows the same warning, naming the file."""
+    path = root / "vendor" / "testchip" / "cases" / "digits_cnn" / "testchip_configurations.yaml"
+    path.write_text(path.read_text() + "testrt_opt_level: 3\n")
+    shown = "vendor/testchip/cases/digits_cnn/testchip_configurations.yaml"
+    assert lines(root) == [f"warning: {shown}: key 'testrt_opt_level' is not in "
+                           "case_runners/cases/digits_cnn/inference/configurations.yaml; added as 3"]

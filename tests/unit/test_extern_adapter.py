@@ -141,7 +141,7 @@ def test_every_point_is_documented_with_the_call_the_trainer_makes():
     for point in POINTS.values():
         assert point.call in adapter_module.__doc__, point.call
     assert set(POINTS) == {"convert_model", "create_optimizer", "model_to_fp16", "model_to_ddp",
-                           "create_grad_scaler", "train_step", "backward", "update_model_params"}
+                           "create_grad_scaler", "autocast", "train_step", "backward", "update_model_params"}
 
 
 def test_a_vendor_case_without_extern_runs_the_standard_code():
@@ -177,6 +177,68 @@ def test_adapted_points_run_and_are_recorded_in_the_rank_result_the_log_and_the_
     shutil.copy(log_dir / "rank0.result.json", node)
     record = write_round_record(node.parent, ResolvedConfig.from_json(case_config()), 1)
     assert record.status == "success" and record.adapted == result["adapted"]
+
+
+def test_adapted_lists_the_points_that_ran_not_those_defined(project, tmp_path, capsys):
+    """An fp32 round on one rank calls no create_grad_scaler, model_to_fp16 or model_to_ddp: the records carry only
+    backward; the log and the VENDOR_ADAPTER event still name every point the file defines."""
+    make_extern(project, """\
+        def create_grad_scaler(ctx):
+            return None
+
+
+        def model_to_fp16(model, ctx):
+            return model
+
+
+        def model_to_ddp(model, ctx):
+            return model
+
+
+        def backward(step, loss, optimizer, scaler, ctx):
+            loss.backward()
+    """)
+    code, result, log_dir = run_rank(tmp_path, max_steps=2)
+    assert code == 0, result.get("reason")
+    assert result["adapted"] == ["backward"], "only backward ran"
+    defined = ["backward", "create_grad_scaler", "model_to_ddp", "model_to_fp16"]
+    assert f"vendor adapter {ADAPTER} replaces: {', '.join(defined)}\n" in capsys.readouterr().out
+    said = [e["value"] for e in read_events(log_dir / "rank0.events.jsonl") if e["event"] == "VENDOR_ADAPTER"]
+    assert said == [{"file": ADAPTER, "points": defined}]
+
+
+def test_the_vendor_autocast_wraps_the_forward_pass_and_the_evaluation(project, tmp_path):
+    """The autocast point (FlagPerf mthreads' torch.musa.amp.autocast) replaces the trainer's torch.autocast with
+    amp: the case's forward runs inside it, in its dtype; an fp32 round never calls it."""
+    make_extern(project, """\
+        import contextlib
+
+        import torch
+
+        SEEN = []
+
+
+        @contextlib.contextmanager
+        def autocast(dtype, ctx):
+            with torch.autocast(device_type=ctx.device.type, dtype=dtype):
+                SEEN.append((dtype, torch.is_autocast_enabled(ctx.device.type)))
+                yield
+
+
+        def train_step(model, batch, ctx):
+            loss, samples = ctx.case.train_step(model, batch)
+            SEEN.append(("forward", torch.is_autocast_enabled(ctx.device.type)))
+            return loss, samples
+    """)
+    code, result, _ = run_rank(tmp_path, amp=True, max_steps=2)
+    assert code == 0, result.get("reason")
+    assert result["adapted"] == ["autocast", "train_step"]
+    seen = sys.modules[f"{PACKAGE}.trainer_adapter"].SEEN
+    assert seen[:2] == [(torch.bfloat16, True), ("forward", True)], "the forward ran inside the vendor's context"
+    assert seen.count((torch.bfloat16, True)) > 2, "the evaluation too"
+    (tmp_path / "fp32").mkdir()
+    code, result, _ = run_rank(tmp_path / "fp32", max_steps=2)
+    assert code == 0 and result["adapted"] == ["train_step"], result
 
 
 def test_the_standard_run_records_no_adapted_point(tmp_path, project):
@@ -243,10 +305,11 @@ def test_the_converter_and_its_layers_import_relatively_and_replace_modules_coun
     make_extern(project, CONVERTING)
     path_before = list(sys.path)
     adapter = load_adapter("acme", "digits_cnn")
-    assert adapter.adapted == ["convert_model"] and sys.path == path_before
+    assert (adapter.defined, adapter.adapted) == (["convert_model"], []) and sys.path == path_before
     model = DigitsCNN()
     before = model(torch.zeros(2, 1, 8, 8))
     assert adapter.call("convert_model", model, None) is model
+    assert adapter.adapted == ["convert_model"], "called now"
     assert type(model.fc1).__name__ == type(model.fc2).__name__ == "VendorLinear"
     assert sys.modules[f"{PACKAGE}.converter"].SWAPPED == [2]
     assert torch.equal(model(torch.zeros(2, 1, 8, 8)), before), "the vendor's layer keeps the weights"
@@ -291,8 +354,8 @@ def test_an_adapter_that_fails_to_import_names_the_file_the_line_and_the_last_tr
 @pytest.mark.parametrize("source, message", [
     ("def backward(step, loss, optimizer, scaler, ctx):\n    pass\n\n\ndef zero_grad(optimizer):\n    pass\n",
      "line 5: defines 'zero_grad', which is not a point of the contract (known: convert_model, model_to_fp16, "
-     "create_optimizer, create_grad_scaler, model_to_ddp, train_step, backward, update_model_params); give "
-     "helpers a leading underscore"),
+     "create_optimizer, create_grad_scaler, autocast, model_to_ddp, train_step, backward, update_model_params); "
+     "give helpers a leading underscore"),
     ("def backward(loss):\n    loss.backward()\n",
      "line 1: backward takes 1 positional parameter(s); the caller calls backward(step, loss, optimizer, scaler, "
      "ctx)"),

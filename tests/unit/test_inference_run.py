@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from case_runners.data_check import check_data, check_inference_files
+from case_runners.driver.events import read_events
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import write_round_record
@@ -152,6 +153,10 @@ def test_case_runners_run_takes_an_inference_case_without_ansible(tmp_path: Path
     record = json.loads((run_dir / "digits_cnn_inference_CPUx1x1" / "round1" / "result.json").read_text())
     assert record["metrics"]["steps"] == ["a", "b", "c", "g"] and record["metrics"]["validation_accuracy"] >= 0.95
     assert record["metrics"]["device_memory"]["peak_used_bytes"] > 0, "the monitors ran around the round"
+    (node,) = (run_dir / "digits_cnn_inference_CPUx1x1" / "round1").glob("*_noderank0")
+    events = read_events(node / "rank0.events.jsonl")
+    begun = [e["value"]["step"] for e in events if e["event"] == "INFERENCE_STEP_BEGIN"]
+    assert begun == ["a", "b", "c", "g"], "each step says it started: the progress line names the one running"
 
 
 def test_device_memory_is_the_rank_s_own_device_on_a_host_with_several(tmp_path: Path):

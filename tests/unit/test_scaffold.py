@@ -137,6 +137,17 @@ def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
     assert docker["images"][0]["name"] == "perfplay-acme-pytorch"
 
 
+def test_the_config_comment_lists_exactly_the_keys_the_plan_allows(acme: Path) -> None:
+    """The 1x1 config's "only these keys" comment: the case's mutable params and the trainer's (batch size, amp,
+    workers, which its TODO names), as the plan's one definition (load_case_base) has them."""
+    for case in list_cases(acme):
+        lines = (acme / f"vendor/acme/cases/{case}/config_X100x1x1.yaml").read_text().splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("# Only these keys may be set here"))
+        listed = " ".join(line.removeprefix("#").strip() for line in lines[start + 1:] if line.startswith("#   "))
+        assert listed.split(", ") == load_case_base(case, acme)[0]["mutable"], case
+        assert {"batch_size", "amp", "num_workers"} <= set(listed.split(", ")), case
+
+
 def test_new_vendor_hardware_has_every_base_peak_to_fill(acme: Path) -> None:
     """The base benchmarks' peaks and precisions are in the table, null (fractions withheld) until filled."""
     text = (acme / "vendor/acme/vendor.yaml").read_text()

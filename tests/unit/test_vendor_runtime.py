@@ -160,3 +160,52 @@ def test_the_resolved_config_carries_the_vendors_amp_dtype():
     result = make_plan({"vendor": "cpu", "cases": ["digits_cnn"]}, check=True)
     assert result["ok"] and result["cases"][0]["vendor_info"]["amp_dtype"] == "bf16"
     assert result["cases"][0]["requirements"] == [], "the cpu vendor's digits_cnn needs no extra pins"
+
+
+def test_a_backend_torch_lists_but_was_not_built_with_is_refused_at_the_preflight(tmp_path):
+    """xccl is in dist.Backend.backend_list on every torch; this CPU torch was not built with it: the round would
+    fail with "Distributed package doesn't have XCCL built in". The hook registers it behind the guard the test chip
+    uses (tests/vendor_testchip/runtime.py), which then registers it, and torch still cannot run it."""
+    assert "xccl" in torch.distributed.Backend.backend_list and not torch.distributed.is_backend_available("xccl")
+    chip = (Path(__file__).parents[1] / "vendor_testchip" / "runtime.py").read_text()
+    make_vendor(tmp_path, backend="xccl", runtime=chip.replace('BACKEND = "testccl"', 'BACKEND = "xccl"'))
+    problems = hook(tmp_path).check()
+    assert len(problems) == 1, problems
+    said = "vendor/acme/vendor.yaml: key 'dist_backend': torch lists the backend 'xccl' but was not built with it"
+    assert problems[0].startswith(f"{said} after vendor/acme/runtime.py ran (available here: gloo"), problems
+    assert "nccl" not in problems[0] and "mpi" not in problems[0], problems
+
+
+def test_a_hook_call_that_hangs_is_stopped_within_its_timeout_naming_the_file_and_the_call(tmp_path, monkeypatch):
+    """device_count() sleeping forever (a driver that never answers) and a setup() that does: the preflight's
+    bounded calls stop them after $PERFPLAY_VENDOR_CALL_TIMEOUT_S, name the file and the call, and leave nothing
+    running (the child started a process of its own too)."""
+    from case_runners.devices import list_devices
+    from case_runners.host_check import hook_problems
+    from process_helpers import wait_for
+
+    pid_file = tmp_path / "sleeper.pid"
+    make_vendor(tmp_path, runtime=f"""
+        import subprocess
+        import time
+
+        def setup():
+            time.sleep(3600)
+
+        def device_count():
+            sleeper = subprocess.Popen(["sleep", "3600"])
+            open({str(pid_file)!r}, "w").write(str(sleeper.pid))
+            time.sleep(3600)
+    """)
+    monkeypatch.setenv("PERFPLAY_VENDOR_CALL_TIMEOUT_S", "2")
+    found = list_devices("acme", tmp_path)
+    assert found["count"] == 0
+    assert found["error"] == ("vendor/acme/runtime.py: device_count() did not return within 2 s: stopped (the "
+                              "timeout: $PERFPLAY_VENDOR_CALL_TIMEOUT_S)")
+    sleeper = int(pid_file.read_text())
+    assert wait_for(lambda: not Path(f"/proc/{sleeper}").exists() or
+                    Path(f"/proc/{sleeper}/stat").read_text().split(")")[1].split()[0] == "Z", timeout=30), \
+        "the process the hook started is gone with it"
+    assert hook_problems("acme", "cpu", "gloo", tmp_path) == [
+        "vendor/acme/runtime.py: setup() did not return within 2 s: stopped (the timeout: "
+        "$PERFPLAY_VENDOR_CALL_TIMEOUT_S)"]

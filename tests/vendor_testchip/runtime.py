@@ -13,7 +13,7 @@ def setup() -> None:
     """Register the chip's collective library as torch.distributed backend 'testccl' (gloo underneath)."""
     import torch.distributed as dist
 
-    if BACKEND in dist.Backend.backend_list:
+    if dist.is_backend_available(BACKEND):  # registered already (a name torch merely lists is not available)
         return
     dist.Backend.register_backend(BACKEND, _gloo_group, devices=["cpu"])
 
