@@ -367,8 +367,7 @@ def test_the_perfplay_side_of_the_mapping_exists():
         if row.perfplay:
             assert row.perfplay in SHARED_PARAMS and row.perfplay in mutable, row
     assert set(CASE_NAMES.values()) <= set(list_cases())
-    # perfplay's adapter points; autocast is being added to adapter.py beside this change (issue 27)
-    assert {row.perfplay for row in ADAPTER_POINTS if row.perfplay} - {"autocast"} <= set(POINTS)
+    assert {row.perfplay for row in ADAPTER_POINTS if row.perfplay} <= set(POINTS)
 
 
 # -- every config file is named, at any depth of sibling imports ------------------------------------------------
