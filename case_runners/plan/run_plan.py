@@ -178,10 +178,9 @@ def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) ->
     existing = next((p for p in (results_dir, *results_dir.parents) if p.exists()), None)
     if existing is None or not existing.is_dir():
         return [error(f"{existing or results_dir} is not a directory")]
-    if existing == results_dir:
-        problem = files.unsafe_reason(results_dir)
-        if problem:
-            return [error(problem)]
+    problem = files.unsafe_reason(results_dir) if existing == results_dir else files.link_reason(results_dir)
+    if problem:
+        return [error(problem)]
     if not os.access(existing, os.W_OK | os.X_OK):
         return [error(f"{existing} is not writable by this user")]
     if run_id and os.path.lexists(results_dir / run_id):

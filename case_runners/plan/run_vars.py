@@ -29,6 +29,10 @@ PREFIX = "perfplay_"
 # A network interface name as Linux takes it: at most 15 characters (IFNAMSIZ - 1), no '/', ':' or space.
 NIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
 NIC_RULE = "1 to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
+# An inventory host name names its node directories (<host>_noderank<N>): a host name or an IP address, not a path.
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}")
+HOST_RULE = ("1 to 253 letters, digits, '_', '.', ':' or '-' (a host name or an IP address), not starting with "
+             "'.' or '-'")
 # The names preflight queries (ansible.builtin.varnames) for the controller's and the hosts' vars: perfplay's
 # and upper-case ones, where FlagPerf's settings are.
 QUERIED_NAMES = r"^(perfplay_|[A-Z][A-Z0-9_]*$)"
@@ -161,6 +165,10 @@ def _hosts(hosts: Any) -> tuple[list[str] | None, list[ConfigError]]:
     if not hosts:
         return [], [error("host_pattern", "matches no inventory host (add hosts to the inventory group "
                                           "perfplay_hosts)")]
+    bad = [host for host in hosts if not HOST_NAME.fullmatch(host)]
+    if bad:
+        return None, [error("host_pattern", f"inventory host {host!r} cannot name a node directory", [HOST_RULE])
+                      for host in bad]
     return list(hosts), []
 
 

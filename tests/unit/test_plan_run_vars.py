@@ -131,6 +131,20 @@ def test_host_errors(tmp_path, hosts, message):
     assert any(e.startswith(message) for e in result["errors"]), result["errors"]
 
 
+@pytest.mark.parametrize("host", ["../x", "a/b", "..", ".hidden", "-x", "node 1", "x" * 254])
+def test_a_host_name_that_cannot_name_a_node_directory_is_refused(tmp_path, host):
+    result = plan(tmp_path / "results", hosts=["node1", host])
+    assert not result["ok"] and not (tmp_path / "results").exists()
+    assert any(e.startswith("run vars: key 'perfplay_host_pattern': ") and "(allowed: 1 to 253 letters" in e
+               for e in result["errors"]), result["errors"]
+
+
+def test_host_names_and_addresses_are_accepted(tmp_path):
+    hosts = ["node1", "gpu-07.example.com", "10.0.0.2", "fe80::1", "host_2"]
+    result = plan(tmp_path, check=True, cases=[{"case": "digits_cnn", "nnodes": 2}], hosts=hosts)
+    assert result["ok"], result["errors"]
+
+
 def test_an_unknown_request_key_is_an_error(tmp_path):
     result = plan(tmp_path, check=True, rdzv_timeout=30)
     assert result["errors"][0].startswith("key 'rdzv_timeout': unknown request key (allowed: bundle, case_timeout_s,")
