@@ -6,7 +6,9 @@
   OpenSSH's StrictModes checks a home directory.
 - Log and pid files are opened with O_NOFOLLOW (and O_EXCL where they must be new).
 - atomic_write_*: a temporary file in the same directory, fsync, rename: an artifact is whole or absent, never
-  empty or cut short, also when the disk fills up.
+  empty or cut short, also when the disk fills up. The directory is checked first (check_writable_dir).
+- A symlink on the way to a directory is followed only when it belongs to the user or to the owner of the
+  directory holding it, as the kernel's protected_symlinks rule has it (link_reason).
 - A failed write is a WriteError whose message is one line naming the cause and the path, e.g.
   "no space left on device: /results/run.../result.json".
 
@@ -60,13 +62,17 @@ def write_error(exc: OSError, path: Path | str) -> WriteError:
 
 
 def secure_dir(path: Path | str) -> Path:
-    """`path`, created with mode 0700 where missing, after checking that no other user can change it."""
+    """`path`, created with mode 0700 where missing, after checking that no other user can change it (also
+    before creating anything: nothing is made through a foreign link or in another user's directory)."""
     path = Path(os.path.abspath(path))
     missing = []
     for candidate in (path, *path.parents):
         if os.path.lexists(candidate):
             break
         missing.append(candidate)
+    problem = link_reason(path) or (_above_reason(missing[-1].parent, path) if missing else None)
+    if problem:
+        raise UnsafeDirError(problem)
     for directory in reversed(missing):
         try:
             os.mkdir(directory, NEW_DIR_MODE)
@@ -83,26 +89,100 @@ def secure_dir(path: Path | str) -> Path:
 
 def unsafe_reason(path: Path | str) -> str | None:
     """Why `path` is not safe for this user to write in, or None."""
+    problem = link_reason(path)
+    if problem:
+        return problem
     euid = os.geteuid()
     real = Path(os.path.realpath(path))
-    for directory in (real, *real.parents):
+    try:
+        info = os.stat(real)
+    except OSError as exc:
+        return describe_os_error(exc, real)
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{real} is not a directory"
+    if info.st_uid != euid:
+        return (f"{path} belongs to uid {info.st_uid}, not to the user running perfplay (uid {euid}): "
+                "refusing to write there; use a directory of your own")
+    return _changeable(f"{path}", info, euid, sticky_ok=False) or _above_reason(real.parent, path)
+
+
+def _above_reason(directory: Path, path: Path | str) -> str | None:
+    """Why `directory` (resolved) or one of its ancestors lets another user change what lies below it (`path`)."""
+    euid = os.geteuid()
+    real = Path(os.path.realpath(directory))
+    for above in (real, *real.parents):
         try:
-            info = os.stat(directory)
+            info = os.stat(above)
         except OSError as exc:
-            return describe_os_error(exc, directory)
+            return describe_os_error(exc, above)
         if not stat.S_ISDIR(info.st_mode):
-            return f"{directory} is not a directory"
-        shown = f"{path}" if directory == real else f"{directory} (above {path})"
-        if directory == real and info.st_uid != euid:
-            return (f"{shown} belongs to uid {info.st_uid}, not to the user running perfplay (uid {euid}): "
-                    "refusing to write there; use a directory of your own")
-        if info.st_uid not in (0, euid):
-            return f"{shown} belongs to uid {info.st_uid}, who could swap what is inside it: refusing to write below it"
-        writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-        if writable and not (directory != real and info.st_mode & stat.S_ISVTX):
-            return (f"{shown} is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o}): "
-                    "refusing to write there; chmod go-w it or use another directory")
+            return f"{above} is not a directory"
+        problem = _changeable(f"{above} (above {path})", info, euid, sticky_ok=True)
+        if problem:
+            return problem
     return None
+
+
+def _changeable(shown: str, info: os.stat_result, euid: int, sticky_ok: bool) -> str | None:
+    """Why a directory (`shown`, `info` its stat) lets another user change what is inside it, or None. sticky_ok:
+    a sticky one such as /tmp is fine (above a path, or holding a link: others cannot take ours away)."""
+    if info.st_uid not in (0, euid):
+        return f"{shown} belongs to uid {info.st_uid}, who could swap what is inside it: refusing to write below it"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
+        return (f"{shown} is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o}): "
+                "refusing to write there; chmod go-w it or use another directory")
+    return None
+
+
+def link_reason(path: Path | str) -> str | None:
+    """Why a symlink on the way to `path` (as far as it exists) cannot be trusted, or None. A link is followed only
+    when it belongs to this user or to the owner of its directory (the kernel's protected_symlinks rule, applied
+    in every directory) and that directory is one no other user can change (sticky like /tmp is fine)."""
+    euid = os.geteuid()
+    parts = list(Path(os.path.abspath(path)).parts[1:])
+    current, hops = Path("/"), 0
+    while parts:
+        name = parts.pop(0)
+        if name == "..":
+            current = current.parent
+            continue
+        link = current / name
+        try:
+            info = os.lstat(link)
+        except OSError:
+            return None  # missing from here on (made later, by us) or unreadable (the writer says why)
+        if not stat.S_ISLNK(info.st_mode):
+            current = link
+            continue
+        hops += 1
+        try:
+            holder = os.stat(current)
+            target = Path(os.readlink(link))
+        except OSError as exc:
+            return describe_os_error(exc, link)
+        if hops > _MAX_LINKS:
+            return f"{path}: too many levels of symlinks (at {link})"
+        problem = _changeable(f"{current} (holding the symlink {link})", holder, euid, sticky_ok=True)
+        if problem:
+            return problem
+        if info.st_uid not in (euid, holder.st_uid):
+            return (f"{path}: the symlink {link} belongs to uid {info.st_uid}, neither the user running perfplay "
+                    f"(uid {euid}) nor the owner of {current} (uid {holder.st_uid}): refusing to follow it")
+        if target.is_absolute():
+            current = Path("/")
+        parts = [part for part in target.parts if part not in ("/", ".", "")] + parts
+    return None
+
+
+_MAX_LINKS = 40  # the kernel's limit on symlinks followed in one path
+
+
+def check_writable_dir(directory: Path | str) -> None:
+    """UnsafeDirError unless perfplay may write files into `directory` (unsafe_reason); for a file written into a
+    directory that perfplay did not make itself (report -o, summary --write, the history database, ...)."""
+    problem = unsafe_reason(directory)
+    if problem:
+        raise UnsafeDirError(problem)
 
 
 # -- logs and pid files --------------------------------------------------------------------------------------
@@ -135,28 +215,54 @@ def read_text_nofollow(path: Path | str, limit: int = 1 << 16) -> str:
 # -- artifacts -----------------------------------------------------------------------------------------------
 
 
+_pending: set[Path] = set()  # temporary files of writes in progress (remove_pending)
+
+
+@contextlib.contextmanager
+def replacing_path(path: Path | str) -> Iterator[Path]:
+    """A new, empty temporary file in the same directory as `path`, for a writer that opens a path itself
+    (safetensors); it becomes `path` when the block ends without an exception (fsync, rename), else it is removed
+    and a failed write raises WriteError. UnsafeDirError when the directory is not safe to write in."""
+    path = Path(path)
+    check_writable_dir(path.parent)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    os.close(open_fd(temp, new=True))
+    _pending.add(temp)
+    try:
+        try:
+            yield temp
+            fd = os.open(temp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, path)
+        except OSError as exc:
+            _unlink(temp)
+            raise write_error(exc, path) from None
+        except BaseException:
+            _unlink(temp)
+            raise
+    finally:
+        _pending.discard(temp)
+    _sync_dir(path.parent)
+
+
 @contextlib.contextmanager
 def replacing(path: Path | str) -> Iterator[IO[bytes]]:
     """A binary file that becomes `path` when the block ends without an exception (fsync, rename); else it
-    is removed and a failed write raises WriteError."""
-    path = Path(path)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    handle = os.fdopen(open_fd(temp, new=True), "wb")
-    try:
-        try:
+    is removed and a failed write raises WriteError; UnsafeDirError when its directory is not safe to write in."""
+    with replacing_path(path) as temp:
+        with os.fdopen(open_fd(temp), "wb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
-        finally:
-            handle.close()
-        os.replace(temp, path)
-    except OSError as exc:
+
+
+def remove_pending() -> None:
+    """Remove the temporary files of the writes in progress: for a process about to end without unwinding
+    (os._exit after a stop request), so that no half-written temporary is left behind."""
+    for temp in list(_pending):
         _unlink(temp)
-        raise write_error(exc, path) from None
-    except BaseException:
-        _unlink(temp)
-        raise
-    _sync_dir(path.parent)
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
@@ -233,3 +339,17 @@ def low_space_reason(path: Path | str, minimum: int, key: str = "perfplay_min_fr
 def disk_full_reason(path: Path | str, below: int = 1 << 16) -> str | None:
     """'no space left on device: <path>' when the file system of `path` has (nearly) nothing left, else None."""
     return f"{_CAUSES[errno.ENOSPC]}: {path}" if free_bytes(path) < below else None
+
+
+def unwritable_reason(path: Path | str) -> str | None:
+    """Why nothing can be written in the directory `path` now, e.g. 'read-only file system: <path>' or
+    disk_full_reason's; None when it can be (or cannot be looked at)."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return None
+    if info.f_flag & os.ST_RDONLY:
+        return f"{_CAUSES[errno.EROFS]}: {path}"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{_CAUSES[errno.EACCES]}: {path}"
+    return disk_full_reason(path)

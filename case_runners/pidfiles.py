@@ -1,4 +1,4 @@
-"""Pid files of a run: `<role>.<run_id>.pid` (launcher, rank<R>, <name>_monitor) in the node directory,
+"""Pid files of a run: `<role>.<run_id>.pid` (launcher, rank<R>, <name>_monitor, env_file) in the node directory,
 one JSON object: the process's pid, start time and pid namespace, the run id, and what else cleanup needs.
 
 A pid file is created new (O_EXCL) and never through a symlink; it is trusted only while the process it

@@ -20,6 +20,7 @@ from case_runners.run_ids import RUN_ID_ENV
 PROC = "/proc"
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PARENT_PID_ENV = "PERFPLAY_PARENT_PID"  # set by a launcher for its ranks: they die with it (die_with_parent)
+ROUND_DEADLINE_ENV = "PERFPLAY_ROUND_DEADLINE"  # time.time() at which a rank ends itself, its launcher stuck or not
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import re
 import secrets
 import time
 
-from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.errors import RUN_VARS_FILE, ConfigError, shown
 
 RUN_ID_ENV = "PERFPLAY_RUN_ID"  # every process of a run carries its id here
 RUN_ID_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{7,63}")
@@ -45,5 +45,5 @@ def is_run_id(value: object) -> bool:
 def check_run_id(value: object, key: str = "perfplay_run_id", file: str | None = RUN_VARS_FILE) -> str:
     """`value` if it is a run id, else a ConfigError naming the key and the rule."""
     if not is_run_id(value):
-        raise ConfigError(f"{value!r} is not a run id ({RUN_ID_RULE})", key=key, file=file)
+        raise ConfigError(f"{shown(value)} is not a run id ({RUN_ID_RULE})", key=key, file=file)
     return str(value)

@@ -18,6 +18,8 @@ import sys
 import tempfile
 
 TAIL_CHARS = 4000
+MESSAGE_LINES = 5  # of stderr, carried into a failure's msg (the whole tail is in its stderr field)
+MESSAGE_CHARS = 600
 
 # Options every perfplay module has: which python runs case_runners, and where (their documentation: the doc
 # fragment playbooks/doc_fragments/perfplay_cli.py).
@@ -79,6 +81,13 @@ def tail(text, chars=TAIL_CHARS):
     return text[-chars:]
 
 
+def last_lines(text, lines=MESSAGE_LINES, chars=MESSAGE_CHARS):
+    """The last ``lines`` non-empty lines of ``text`` on one line (joined by " | "), at most ``chars`` of it."""
+    kept = [line.strip() for line in (text or "").splitlines() if line.strip()][-lines:]
+    said = " | ".join(kept)
+    return said if len(said) <= chars else "..." + said[-(chars - 3):]
+
+
 class CliResult:
     """Outcome of one ``case_runners`` subcommand."""
 
@@ -92,11 +101,12 @@ class CliResult:
     def failure(self, what):
         """Fields for ``fail_json`` when the subcommand gave no usable answer."""
         return dict(
-            msg="%s: `%s` exited %s%s" % (
+            msg="%s: `%s` exited %s%s%s" % (
                 what,
                 " ".join(self.argv[1:4]),
                 self.rc,
                 "" if self.doc is not None else " without a JSON document on stdout",
+                (": " + last_lines(self.stderr)) if last_lines(self.stderr) else "",
             ),
             cmd=self.argv,
             rc=self.rc,

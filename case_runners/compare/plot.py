@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.compare.report import Comparison, percent, tolerance_text
 from case_runners.errors import PerfplayError
 
@@ -18,6 +19,7 @@ def plot(found: Comparison, path: Path) -> None:
     FigureCanvasAgg(figure)
     draw(found, figure)
     try:
+        files.check_writable_dir(Path(path).parent)
         figure.savefig(path, format="png")
     except OSError as exc:
         raise PerfplayError(f"--plot {path}: cannot be written: {exc.strerror or exc}") from None

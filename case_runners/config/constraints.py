@@ -19,7 +19,7 @@ from typing import Any
 
 from case_runners.config.shared_params import SHARED_FILE, SHARED_PARAMS
 from case_runners.config.types import BOOL_WORDS, coerce
-from case_runners.errors import ConfigError, raise_all
+from case_runners.errors import ConfigError, raise_all, shown
 
 TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str, "list": list}
 SPEC_KEYS = ("default", "type", "min", "max", "above", "below", "choices", "nullable", "min_length", "max_length",
@@ -49,16 +49,17 @@ class Constraint:
             raise ConfigError("null is not allowed", key=key, file=file, allowed=[self.describe(name)])
         value = coerce(value, self.kind, key=key, file=file)
         if self.kind is float and not math.isfinite(value):
-            raise ConfigError(f"{value!r} is not a finite number", key=key, file=file, allowed=[self.describe(name)])
+            raise ConfigError(f"{shown(value)} is not a finite number", key=key, file=file,
+                              allowed=[self.describe(name)])
         if self.kind in (int, float) and not self._in_range(value):
-            raise ConfigError(f"{_short(value)} is out of range", key=key, file=file, allowed=[self.describe(name)])
+            raise ConfigError(f"{shown(value)} is out of range", key=key, file=file, allowed=[self.describe(name)])
         if self.choices is not None and value not in self.choices:
-            raise ConfigError(f"{_short(value)} is not one of the allowed values", key=key, file=file,
+            raise ConfigError(f"{shown(value)} is not one of the allowed values", key=key, file=file,
                               allowed=[*self.choices, *(["null"] if self.nullable else [])])
         if self.kind in (str, list):
             low, high = self.min_length or 0, math.inf if self.max_length is None else self.max_length
             if not low <= len(value) <= high:
-                raise ConfigError(f"{_short(value)} has length {len(value)}", key=key, file=file,
+                raise ConfigError(f"{shown(value)} has length {len(value)}", key=key, file=file,
                                   allowed=[self.describe(name)])
         if self.items is not None:
             return [self.items.check(item, key=f"{key}[{i}]", file=file, name=f"{name}[i]")
@@ -95,7 +96,7 @@ def make_constraint(spec: Mapping[str, Any], like: Any, *, key: str, file: str) 
         return ConfigError(f"bad range declaration: {message}", key=key, file=file, allowed=SPEC_KEYS)
 
     if not isinstance(spec, Mapping):
-        raise bad(f"expected a mapping, got {spec!r}")
+        raise bad(f"expected a mapping, got {shown(spec)}")
     unknown = sorted(set(spec) - set(SPEC_KEYS) - {"default"})
     if unknown:
         raise bad(f"unknown key '{unknown[0]}'")
@@ -194,8 +195,3 @@ def _check_default(constraint: Constraint, value: Any, *, key: str, file: str) -
 
 def _num(value: float | None) -> str:
     return repr(value) if isinstance(value, float) else str(value)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -21,7 +21,7 @@ from typing import Any
 from case_runners.config.constraints import make_constraint
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
-from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.errors import MAX_NAME_CHARS, RUN_VARS_FILE, ConfigError, path_too_long, shown, too_long
 
 SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
                   "timeout_s")
@@ -130,7 +130,7 @@ def _split_key(key: str) -> dict[str, Any]:
     """'resnet50:pytorch:A100:1:8:3' (or a prefix of it) to a selection mapping."""
     parts = key.split(":")
     if len(parts) > 6 or not parts[0]:
-        raise ConfigError(f"'{key}' is not of the form case[:framework[:hardware[:nnodes[:nproc[:repeat]]]]]",
+        raise ConfigError(f"{shown(key)} is not of the form case[:framework[:hardware[:nnodes[:nproc[:repeat]]]]]",
                           key="case")
     names = ("case", "framework", "hardware", "nnodes", "nproc", "repeat")
     return {name: part for name, part in zip(names, parts) if part != ""}
@@ -161,9 +161,16 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
     data_dir = item.get("data_dir")
     if data_dir is not None and not isinstance(data_dir, str):
         raise ConfigError("must be a path", key=f"{where}.data_dir")
+    for name in ("case", "hardware", "framework"):
+        long = too_long(item.get(name), MAX_NAME_CHARS, key=f"{where}.{name}")
+        if long:
+            raise long
+    long = path_too_long(data_dir, key=f"{where}.data_dir")
+    if long:
+        raise long
     task = item.get("task") or default_task
     if task not in TASKS:
-        raise ConfigError(f"unknown task '{task}'", key=f"{where}.task", allowed=TASKS)
+        raise ConfigError(f"unknown task {shown(task)}", key=f"{where}.task", allowed=TASKS)
     numbers: dict[str, Any] = {"nnodes": 1, "nproc": 1, "repeat": 1, "timeout_s": None}  # the defaults
     errors = []
     for name, default in list(numbers.items()):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from case_runners.errors import ConfigError
+from case_runners.errors import ConfigError, shown
 
 # The one boolean parser of run vars and config values: the words Ansible's `bool` reads (any case), 1 and 0.
 TRUE_WORDS = ("true", "yes", "on", "1")
@@ -32,7 +32,7 @@ def coerce(value: Any, kind: type, *, key: str, file: str) -> Any:
         return to_float(value, key=key, file=file)
     if isinstance(value, kind) and not isinstance(value, bool):
         return value
-    raise ConfigError(f"expected {type_name(kind)}, got {value!r}", key=key, file=file)
+    raise ConfigError(f"expected {type_name(kind)}, got {shown(value)}", key=key, file=file)
 
 
 def to_bool(value: Any, *, key: str, file: str | None) -> bool:
@@ -44,7 +44,7 @@ def to_bool(value: Any, *, key: str, file: str | None) -> bool:
     word = value.strip().lower() if isinstance(value, str) else None
     if word in TRUE_WORDS + FALSE_WORDS:
         return word in TRUE_WORDS
-    raise ConfigError(f"expected a boolean, got {value!r}", key=key, file=file, allowed=[BOOL_WORDS])
+    raise ConfigError(f"expected a boolean, got {shown(value)}", key=key, file=file, allowed=[BOOL_WORDS])
 
 
 def to_int(value: Any, *, key: str, file: str) -> int:
@@ -57,7 +57,7 @@ def to_int(value: Any, *, key: str, file: str) -> int:
             return int(value.strip())
         except ValueError:
             pass
-    raise ConfigError(f"expected an integer, got {value!r}", key=key, file=file)
+    raise ConfigError(f"expected an integer, got {shown(value)}", key=key, file=file)
 
 
 def to_float(value: Any, *, key: str, file: str) -> float:
@@ -68,5 +68,5 @@ def to_float(value: Any, *, key: str, file: str) -> float:
             return float(value.strip())
     except (ValueError, OverflowError):
         pass
-    raise ConfigError(f"expected a number, got {value!r}", key=key, file=file)
+    raise ConfigError(f"expected a number, got {shown(value)}", key=key, file=file)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from case_runners import files
 from case_runners.errors import PerfplayError
 from case_runners.paths import results_root
 
@@ -132,14 +133,17 @@ def opened(path: Path, *, create: bool = True, read_only: bool = False) -> Itera
     folder when `create` and missing. `read_only`: opened as it is, for reading, never migrated (schema_version
     says which it is). HistoryError naming the file for any database error."""
     path = Path(path)
-    if path.is_dir():
-        raise HistoryError(f"{path}: is a directory, not a history database")
-    created = not path.exists()
-    if created:
-        if not create or read_only:
-            raise HistoryError(f"{path}: no history database there (a run, `history add` or `history reindex` "
-                               "makes one)")
-        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if not read_only:  # its folder: made private where missing, else one no other user can change
+            files.secure_dir(path.parent)
+        if path.is_dir():
+            raise HistoryError(f"{path}: is a directory, not a history database")
+        created = not path.exists()
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot be opened: {files.describe_os_error(exc, path)}") from None
+    if created and (not create or read_only):
+        raise HistoryError(f"{path}: no history database there (a run, `history add` or `history reindex` "
+                           "makes one)")
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro" if read_only else path, uri=read_only,
                                timeout=BUSY_TIMEOUT_S, isolation_level=None)

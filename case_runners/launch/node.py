@@ -1,7 +1,8 @@
 """Start nproc local ranks of a case, watch them, stop them all on the first failure or on timeout.
 
 Each rank is `python -m case_runners worker`, its stdout and stderr merged into rank<R>.out.log (FlagPerf's
-layout), in a session of its own (its children with it) that dies with the launcher (PDEATHSIG). The launcher
+layout), in a session of its own (its children with it) that dies with the launcher (PDEATHSIG) and ends itself at
+the round's deadline (ROUND_DEADLINE_ENV) should the launcher stop answering (SIGSTOP) before it. The launcher
 forwards SIGINT/SIGTERM/SIGHUP to its ranks and writes node_result.json. While it runs, it holds its pid file
 and the round's monitors (guard.py), and a pid file per rank: the case timeout counts from its start, so every
 process of a round is gone within the timeout plus ROUND_GRACE_S, whether or not the controller is still there.
@@ -33,7 +34,7 @@ from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
 from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import package_root, project_root
-from case_runners.processes import PARENT_PID_ENV, ProcessId, identify
+from case_runners.processes import PARENT_PID_ENV, ROUND_DEADLINE_ENV, ProcessId, identify
 from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, cpu_backed, cpu_threads, result_path
 from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
 from case_runners.records.node import NODE_RESULT, NodeResult, RankExit
@@ -139,6 +140,7 @@ class NodeLauncher:
     def __init__(self, spec: NodeSpec) -> None:
         self.spec = spec
         self.deadline = time.monotonic() + spec.timeout_s  # the case timeout counts from the launcher's start
+        self.started = time.time()
         self.ranks: list[Rank] = []
         self.signal_received: int | None = None
         self.link: Link | None = None  # to the other nodes' launchers (nnodes > 1)
@@ -159,11 +161,13 @@ class NodeLauncher:
         spec = self.spec
         argv = [sys.executable, "-m", "case_runners", "worker", "--config", str(spec.config_path),
                 "--log-dir", str(spec.log_dir), "--run-id", spec.run_id]
-        base = env_file.sourced(spec.env_file, dict(os.environ)) if spec.env_file else dict(os.environ)
+        base = env_file.sourced(spec.env_file, dict(os.environ), None if spec.inside_container else spec.log_dir,
+                                spec.run_id) if spec.env_file else dict(os.environ)
         for local_rank in range(spec.nproc):
             rank = spec.node_rank * spec.nproc + local_rank
             log = files.open_text(spec.log_dir / f"rank{rank}.out.log")
-            env = {**rank_env(spec, self.state, local_rank, base), PARENT_PID_ENV: str(os.getpid())}
+            env = {**rank_env(spec, self.state, local_rank, base), PARENT_PID_ENV: str(os.getpid()),
+                   ROUND_DEADLINE_ENV: repr(monitor_deadline(spec, self.started))}  # if this launcher is stuck
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        env=env, cwd=project_root(), start_new_session=True)
             entry = Rank(rank, local_rank, process, log, identify(process.pid))
@@ -313,7 +317,8 @@ def run(launcher: NodeLauncher) -> tuple[str, str | None]:
 
 
 def monitor_deadline(spec: NodeSpec, started: float) -> float:
-    """time.time() at which the round's monitors stop whatever happens (started: the launcher's time.time())."""
+    """time.time() at which the round's monitors and ranks stop whatever happens, their launcher stuck (SIGSTOP)
+    or not (started: the launcher's time.time())."""
     return started + spec.timeout_s + MONITOR_GRACE_S
 
 
@@ -322,7 +327,7 @@ def launch(spec: NodeSpec) -> NodeResult:
     loses the others stops its own ranks and monitors: nobody may be able to reach it to do so."""
     launcher = NodeLauncher(spec)
     previous = {s: signal.signal(s, launcher._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    started = time.time()
+    started = launcher.started
     try:
         with guarded_node(spec, monitor_deadline(spec, started)):
             try:

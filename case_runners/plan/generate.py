@@ -16,7 +16,7 @@ from typing import Any
 from case_runners.config.resolved import GENERATE, TRAINING
 from case_runners.config.selection import Selection
 from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.errors import RUN_VARS_FILE, ConfigError, shown
 from case_runners.generate import CASE_MODULE, RANDOM, TRAINED
 from case_runners.paths import display_path
 from case_runners.plan.flat import flat_config, flat_params, selection_problems
@@ -98,7 +98,7 @@ def trained_checkpoints(cases: list[ResolvedConfig]) -> list[ConfigError]:
             continue
         shape = importlib.import_module(CASE_MODULE.format(case=config.case)).SHAPE_PARAMS
         wanted = {key: config.params.get(key) for key in shape}
-        said = ", ".join(f"{key} {value!r}" for key, value in wanted.items())
+        said = ", ".join(f"{key} {shown(value)}" for key, value in wanted.items())
         trainings = [c for c in cases[:at] if c.task_name == TRAINING and c.case == config.case
                      and all(c.params.get(key) == value for key, value in wanted.items())]
         if not trainings:

@@ -27,7 +27,7 @@ from typing import Any
 from case_runners.config.constraints import Constraint, declare_params
 from case_runners.config.standard import standard_fields
 from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import ConfigError, raise_all
+from case_runners.errors import ConfigError, raise_all, shown
 from case_runners.paths import display_path
 from case_runners.plan.layering import load_case_base
 from case_runners.vendor_files import vendor_engines
@@ -50,18 +50,19 @@ def vendor_overrides_path(root: Path, vendor: str, case: str) -> Path:
 def parse_flops(value: Any, *, file: str) -> float:
     """FLOPs per item from a number or a product of numbers ("2*512*0.33e9"); ConfigError otherwise."""
     if isinstance(value, bool) or value is None:
-        raise ConfigError(f"expected a number or a product like 2*512*0.33e9, got {value!r}", key="flops", file=file)
+        raise ConfigError(f"expected a number or a product like 2*512*0.33e9, got {shown(value)}", key="flops",
+                          file=file)
     if isinstance(value, (int, float)):
         factors = [float(value)]
     else:
         parts = [p.strip() for p in str(value).split("*")]
         if not all(_NUMBER.match(p) for p in parts):
-            raise ConfigError(f"'{value}' is not a number or a product of numbers like 2*512*0.33e9",
+            raise ConfigError(f"{shown(value)} is not a number or a product of numbers like 2*512*0.33e9",
                               key="flops", file=file)
         factors = [float(p) for p in parts]
     flops = math.prod(factors)
     if not math.isfinite(flops) or flops <= 0:
-        raise ConfigError(f"'{value}' must be a positive, finite number of FLOPs", key="flops", file=file)
+        raise ConfigError(f"{shown(value)} must be a positive, finite number of FLOPs", key="flops", file=file)
     return flops
 
 
@@ -153,7 +154,7 @@ def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any]
                                       "never overridden", key=key, file=over_file))
             continue
         if key not in config and vendor_file:
-            notes.append(f"{WARNING}{over_file}: key '{key}' is not in {base_file}; added as {value!r}")
+            notes.append(f"{WARNING}{over_file}: key '{key}' is not in {base_file}; added as {shown(value)}")
             config[key] = value
             continue
         if key not in config:
@@ -166,10 +167,10 @@ def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any]
                 errors.append(exc)
                 continue
         if value == config[key] and vendor_file:
-            errors.append(ConfigError(f"sets the value {value!r} it already has in {base_file}; remove it "
+            errors.append(ConfigError(f"sets the value {shown(value)} it already has in {base_file}; remove it "
                                       "(an override must change something)", key=key, file=over_file))
         elif value != config[key]:
-            notes.append(f"info: {over_file}: key '{key}' changed from {config[key]!r} to {value!r}")
+            notes.append(f"info: {over_file}: key '{key}' changed from {shown(config[key])} to {shown(value)}")
             config[key] = value
     return errors
 

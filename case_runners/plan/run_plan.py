@@ -13,7 +13,7 @@ from case_runners.config.parallel import data_parallel_problems
 from case_runners.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
 from case_runners.config.selection import parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
-from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
+from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError, cut, shown
 from case_runners.history.db import default_db, path_problems
 from case_runners.paths import RESOLVED_NAME, project_root, results_root
 from case_runners.plan.base import base_suite, resolve_base_selection, vendor_base
@@ -51,9 +51,16 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         except ConfigError as exc:
             errors.append(exc)
     results_dir = Path(request.get("results_dir") or results_root(root))
-    errors += _results_dir_errors(results_dir, run_id, run_vars["min_free_bytes"])
-    run_vars["history_db"], db_errors = _history_db(request.get("history_db"), results_dir)
-    errors += db_errors
+    refused = {e.key for e in errors}  # a path too long to look at
+    run_vars["history_db"] = None
+    if not refused & {"perfplay_results_dir", "perfplay_history_db"}:
+        try:
+            errors += _results_dir_errors(results_dir, run_id, run_vars["min_free_bytes"])
+            run_vars["history_db"], db_errors = _history_db(request.get("history_db"), results_dir)
+            errors += db_errors
+        except OSError as exc:  # a name longer than the file system's
+            errors.append(ConfigError(files.describe_os_error(exc, cut(str(exc.filename or results_dir))),
+                                      key="perfplay_results_dir", file=RUN_VARS_FILE))
     vendor = None
     try:
         if not any(e.key == "perfplay_vendor" for e in errors):  # else no vendor to resolve the cases with
@@ -178,14 +185,13 @@ def _results_dir_errors(results_dir: Path, run_id: str | None, min_free: int) ->
     existing = next((p for p in (results_dir, *results_dir.parents) if p.exists()), None)
     if existing is None or not existing.is_dir():
         return [error(f"{existing or results_dir} is not a directory")]
-    if existing == results_dir:
-        problem = files.unsafe_reason(results_dir)
-        if problem:
-            return [error(problem)]
+    problem = files.unsafe_reason(results_dir) if existing == results_dir else files.link_reason(results_dir)
+    if problem:
+        return [error(problem)]
     if not os.access(existing, os.W_OK | os.X_OK):
         return [error(f"{existing} is not writable by this user")]
     if run_id and os.path.lexists(results_dir / run_id):
-        return [ConfigError(f"run '{run_id}' exists already in {results_dir}: choose another run id or none",
+        return [ConfigError(f"run {shown(run_id)} exists already in {results_dir}: choose another run id or none",
                             key="perfplay_run_id", file=RUN_VARS_FILE)]
     low = files.low_space_reason(existing, min_free)
     return [error(low)] if low else []
@@ -198,7 +204,7 @@ def _history_db(value: Any, results_dir: Path) -> tuple[str, list[ConfigError]]:
         value = str(default_db(results_dir))
     if not isinstance(value, str):
         return str(default_db(results_dir).absolute()), [ConfigError(
-            f"expected the path of a file, got {value!r}", key="perfplay_history_db", file=RUN_VARS_FILE)]
+            f"expected the path of a file, got {shown(value)}", key="perfplay_history_db", file=RUN_VARS_FILE)]
     path = Path(value).expanduser().absolute()
     return str(path), [ConfigError(p, key="perfplay_history_db", file=RUN_VARS_FILE) for p in path_problems(path)]
 
@@ -236,7 +242,7 @@ def _new_run_dir(results_dir: Path, run_id: str | None) -> Path:
             os.mkdir(path, files.NEW_DIR_MODE)
         except FileExistsError:
             if run_id:
-                raise PerfplayError(f"run '{run_id}' exists already in {results_dir}") from None
+                raise PerfplayError(f"run {shown(run_id)} exists already in {results_dir}") from None
             continue
         files.secure_dir(path)
         return path

@@ -22,13 +22,17 @@ from case_runners.config.constraints import Constraint, make_constraint
 from case_runners.config.flagperf_names import COMMAND, run_setting
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.config.selection import BOUNDS
-from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.errors import RUN_VARS_FILE, ConfigError, path_too_long, shown
 from case_runners.records.resolved import RUNTIMES
 
 PREFIX = "perfplay_"
 # A network interface name as Linux takes it: at most 15 characters (IFNAMSIZ - 1), no '/', ':' or space.
 NIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
 NIC_RULE = "1 to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
+# An inventory host name names its node directories (<host>_noderank<N>): a host name or an IP address, not a path.
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}")
+HOST_RULE = ("1 to 253 letters, digits, '_', '.', ':' or '-' (a host name or an IP address), not starting with "
+             "'.' or '-'")
 # The names preflight queries (ansible.builtin.varnames) for the controller's and the hosts' vars: perfplay's
 # and upper-case ones, where FlagPerf's settings are.
 QUERIED_NAMES = r"^(perfplay_|[A-Z][A-Z0-9_]*$)"
@@ -70,6 +74,7 @@ SCALARS: dict[str, tuple[Constraint, Any]] = {
 # Request keys whose values other parts of the plan check: the selection, the image settings, the results dir,
 # the run id, the history database, and whether to write the checkout bundle (not a run var).
 PASSED_ON = ("cases", "image", "results_dir", "run_id", "history_db", "bundle")
+PATH_VARS = ("results_dir", "history_db")  # paths the plan looks at: too long ones refused unread (path_too_long)
 REQUEST_KEYS = (*CHOICES, *SCALARS, "hosts", "nic", "run_var_names", "host_var_names", *PASSED_ON)
 
 
@@ -89,7 +94,7 @@ def check_run_vars(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[Con
         value = request.get(name)
         values[name] = default if value is None or value == "" else value
         if values[name] not in choices:
-            errors.append(error(name, f"unknown {name} {value!r}", choices))
+            errors.append(error(name, f"unknown {name} {shown(value)}", choices))
             values[name] = default
     for name, (constraint, default) in SCALARS.items():
         value = request.get(name)
@@ -101,6 +106,9 @@ def check_run_vars(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[Con
         except ConfigError as exc:  # a wrong type names the range too
             errors.append(exc if exc.allowed is not None else error(name, exc.message, [constraint.describe(
                 PREFIX + name)]))
+    for name in PATH_VARS:
+        long = path_too_long(request.get(name), key=PREFIX + name, file=RUN_VARS_FILE)
+        errors += [long] if long else []
     values["hosts"], host_errors = _hosts(request.get("hosts"))
     values["nic"], nic_errors = _nics(request.get("nic"), values["hosts"])
     return values, errors + host_errors + nic_errors
@@ -157,10 +165,14 @@ def _hosts(hosts: Any) -> tuple[list[str] | None, list[ConfigError]]:
     if hosts is None:
         return None, []
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
-        return None, [error("host_pattern", f"expected a list of inventory host names, got {hosts!r}")]
+        return None, [error("host_pattern", f"expected a list of inventory host names, got {shown(hosts)}")]
     if not hosts:
         return [], [error("host_pattern", "matches no inventory host (add hosts to the inventory group "
                                           "perfplay_hosts)")]
+    bad = [host for host in hosts if not HOST_NAME.fullmatch(host)]
+    if bad:
+        return None, [error("host_pattern", f"inventory host {shown(host)} cannot name a node directory", [HOST_RULE])
+                      for host in bad]
     return list(hosts), []
 
 
@@ -175,7 +187,7 @@ def _nics(nic: Any, hosts: list[str] | None) -> tuple[dict[str, str], list[Confi
     elif isinstance(nic, Mapping):
         pairs = [(str(host), name) for host, name in nic.items()]
     else:
-        return {}, [error("nic", f"expected an interface name or a mapping of hosts to one, got {nic!r}")]
+        return {}, [error("nic", f"expected an interface name or a mapping of hosts to one, got {shown(nic)}")]
     found: dict[str, str] = {}
     errors: list[ConfigError] = []
     for host, name in pairs:
@@ -183,7 +195,7 @@ def _nics(nic: Any, hosts: list[str] | None) -> tuple[dict[str, str], list[Confi
             continue
         if not isinstance(name, str) or not NIC_NAME.fullmatch(name):
             where = f" (host {host})" if host is not None else ""
-            errors.append(error("nic", f"{name!r}{where} is not a network interface name", [NIC_RULE]))
+            errors.append(error("nic", f"{shown(name)}{where} is not a network interface name", [NIC_RULE]))
         elif host is not None:
             found[host] = name
     return found, errors

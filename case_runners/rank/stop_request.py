@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Any
 
+from case_runners import files
+
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 GRACE_SHARE = 0.5  # of the launcher's grace: the rank's time to stop; the rest is the margin before SIGKILL
 
@@ -33,9 +35,12 @@ class Request:
     signum: int
     at: float  # time.monotonic() when it arrived
     phase: str  # what the rank was doing
+    why: str | None = None  # a request the rank made itself (its deadline), in place of the signal's name
 
     @property
     def reason(self) -> str:
+        if self.why:
+            return f"{self.why} during {self.phase}"
         name = signal.Signals(self.signum).name
         if self.signum == signal.SIGINT:
             return f"interrupted by {name} during {self.phase}"
@@ -115,16 +120,20 @@ def end_if_requested(exit_code: int) -> None:
         os._exit(exit_code)
 
 
-def install(launcher_grace_s: float, write_failed: Callable[[str], None]) -> None:
+def install(launcher_grace_s: float, write_failed: Callable[[str], None], deadline: float | None = None) -> None:
     """For the rest of this process (call once, from the main thread): SIGTERM and SIGINT record a stop request,
     and GRACE_SHARE x launcher_grace_s after one the watchdog calls write_failed(reason) unless a result was
-    written, then ends the process with the exit code of that result."""
+    written, then ends the process with the exit code of that result. deadline (a time.time()): the rank makes
+    that request itself then, for a launcher that did not stop it (stopped with SIGSTOP, hung)."""
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     previous = {s: signal.signal(s, _on_signal) for s in SIGNALS}
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     threading.Thread(target=_watch, args=(read_fd, launcher_grace_s * GRACE_SHARE, write_failed),
                      name="perfplay-stop-watchdog", daemon=True).start()
+    if deadline is not None:
+        threading.Thread(target=_at_deadline, args=(deadline, write_fd), name="perfplay-deadline",
+                         daemon=True).start()
 
     def forget_in_child() -> None:  # a forked child (a DataLoader worker) gets the signals' old handlers back
         signal.set_wakeup_fd(-1)
@@ -145,6 +154,17 @@ def _on_signal(signum: int, _frame: object) -> None:
     _record(signum)
 
 
+def _at_deadline(deadline: float, wake_fd: int) -> None:
+    """At `deadline`, a stop request of the rank's own, handled like SIGTERM (the watchdog is woken for it)."""
+    while time.time() < deadline:
+        time.sleep(min(1.0, deadline - time.time()))
+    if _state.request is None:
+        _state.request = Request(signal.SIGTERM, time.monotonic(), _state.phase,
+                                 why="past the round's deadline (case timeout plus grace) and not stopped by its "
+                                     "launcher: ended by the rank itself")
+    os.write(wake_fd, bytes([signal.SIGTERM]))
+
+
 def _watch(read_fd: int, bound_s: float, write_failed: Callable[[str], None]) -> None:
     received = b""
     while not any(s in SIGNALS for s in received):
@@ -152,6 +172,7 @@ def _watch(read_fd: int, bound_s: float, write_failed: Callable[[str], None]) ->
     request = _record(next(s for s in received if s in SIGNALS))
     time.sleep(max(0.0, request.at + bound_s - time.monotonic()))
     with _result_lock:
+        files.remove_pending()  # a write the main thread is in the middle of (a checkpoint) leaves no temporary
         if _state.exit_code is None:
             reason = f"{request.reason} (ended by the worker's watchdog: no stop check within {bound_s:g} s)"
             os.write(2, f"perfplay worker: {reason}\n".encode())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import time
 import traceback
@@ -21,6 +22,7 @@ from case_runners import files
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
 from case_runners.errors import PerfplayError
+from case_runners.processes import ROUND_DEADLINE_ENV
 from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv, result_path
 from case_runners.rank.start import thread_settings
@@ -51,6 +53,14 @@ def write_result(path: Path, result: RankResult) -> None:
     files.atomic_write_json(path, result.to_json(), default=str)
 
 
+def round_deadline() -> float | None:
+    """The time.time() at which this rank ends itself (ROUND_DEADLINE_ENV, set by its launcher), or None."""
+    try:
+        return float(os.environ[ROUND_DEADLINE_ENV])
+    except (KeyError, ValueError):
+        return None
+
+
 def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) -> int:
     """launcher_grace_s: the launcher's time between SIGTERM and SIGKILL (the `worker` command passes it). Given,
     SIGTERM and SIGINT stop the rank within part of it (stop_request), for the rest of the process; None, for
@@ -69,7 +79,7 @@ def main(config_path: str, log_dir: str, launcher_grace_s: float | None = None) 
 
     if launcher_grace_s is not None:  # the watchdog's result; it writes no event (the main thread may be writing one)
         stop_request.install(launcher_grace_s, lambda reason: write_result(
-            result_path(out, env.rank), record({"status": names.FAILED, "reason": reason})))
+            result_path(out, env.rank), record({"status": names.FAILED, "reason": reason})), round_deadline())
     try:
         env = DistEnv.from_environ()
         config = ResolvedConfig.load(config_path)

@@ -97,11 +97,15 @@ def load_records(run_dir: Path) -> list[Round]:
             round_dir = case_dir / f"round{number}"
             if round_dir in seen:
                 continue
-            if round_dir.is_dir():
+            if round_dir.is_dir():  # its record could not be written, or the run was stopped before
+                cause = files.unwritable_reason(round_dir)
+                why = f"it could not be written: {cause}" if cause else "the run was interrupted"
                 records.append(_stand_in(case_dir, round_dir, names.INTERRUPTED,
-                                         "the round started but left no record (the run was interrupted)"))
+                                         f"the round started but left no record ({why})"))
             else:
-                records.append(_stand_in(case_dir, round_dir, names.MISSING, "the round never started"))
+                cause = files.unwritable_reason(case_dir)
+                records.append(_stand_in(case_dir, round_dir, names.MISSING, "the round never started"
+                                         + (f" (its directory could not be made: {cause})" if cause else "")))
     return records
 
 

@@ -121,6 +121,38 @@ def test_a_nic_the_host_lacks_is_rejected_by_the_host_preflight(results_dir: Pat
     assert list(results_dir.iterdir()) == []
 
 
+def test_a_host_name_that_is_a_path_is_rejected_by_the_plan(results_dir: Path, tmp_path: Path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("""\
+all:
+  children:
+    perfplay_hosts:
+      hosts:
+        ../escape:
+          ansible_connection: local
+          ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  hosts:
+    localhost: {ansible_connection: local, ansible_python_interpreter: "{{ ansible_playbook_python }}"}
+""")
+    run = run_playbook(REPO, "run_case.yml", "-i", str(inventory), "-e", f"perfplay_results_dir={results_dir}")
+    assert_rejected(run, results_dir, "run vars: key 'perfplay_host_pattern': inventory host '../escape' cannot "
+                    "name a node directory (allowed: 1 to 253 letters")
+    assert list(results_dir.iterdir()) == [] and not (results_dir.parent / "escape").exists()
+
+
+def test_a_yaml_alias_bomb_is_refused_before_ansible_templates_it(results_dir: Path, tmp_path: Path):
+    """448 bytes that expand to 9**9 values: refused by the play's first check, not expanded for minutes."""
+    bomb = tmp_path / "bomb.yml"
+    lines = ["perfplay_cases:", '  - &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"  - &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    bomb.write_text("\n".join(lines) + "\n")
+    run = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}", "-e", f"@{bomb}",
+                       timeout=300)
+    assert_rejected(run, results_dir, "run vars: key 'perfplay_cases': more than 10000 values (a YAML alias bomb?)",
+                    "(allowed: at most 10000 values, 20 levels, 1048576 characters)")
+    assert "Resolve and check every case" not in run.output, "refused before any task templates it"
+
+
 def test_malformed_vendor_config(repo_copy: Path, results_dir: Path):
     config = repo_copy / "vendor" / "cpu" / "cases" / "digits_cnn" / "config_CPUx1x1.yaml"
     config.write_text("batch_size: [32,\nlr: 0.1\n")

@@ -62,7 +62,8 @@ def test_check_mode_writes_nothing():
 def test_cli_failure_fails_the_task_with_its_output():
     result = _plugin().record(ARGS, False, FakeRun(1, "", "Traceback"))
     assert result["failed"] is True and result["stderr"] == "Traceback"
-    assert result["msg"] == "case_runners record: `-m case_runners record` exited 1 without a JSON document on stdout"
+    assert result["msg"] == \
+        "case_runners record: `-m case_runners record` exited 1 without a JSON document on stdout: Traceback"
 
 
 def test_runs_on_the_controller_and_checks_its_arguments(tmp_path):

@@ -137,3 +137,57 @@ def test_disk_full_is_named_with_its_path(tmp_path):
         "no space left on device: /r/result.json"
     assert files.disk_full_reason(tmp_path) is None
     assert files.low_space_reason(tmp_path, 0) is None
+
+
+OTHER_UID = 54321  # a uid no account uses here: "another user"
+
+
+def test_a_symlink_of_another_user_on_the_way_is_refused_by_every_writer(tmp_path):
+    public = tmp_path / "public"  # like /tmp: sticky and world-writable
+    public.mkdir()
+    public.chmod(0o1777)
+    victim = tmp_path / "root-only"
+    victim.mkdir(mode=0o700)
+    link = public / "results"
+    link.symlink_to(victim)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    with pytest.raises(files.UnsafeDirError, match=rf"the symlink {link} belongs to uid {OTHER_UID}.*refusing"):
+        files.secure_dir(link / "run1")
+    with pytest.raises(files.UnsafeDirError, match="refusing to follow it"):
+        files.atomic_write_text(link / "report.html", "<html>")
+    for results in (link, link / "below"):
+        checked = make_plan({"vendor": "cpu", "results_dir": str(results), "cases": ["digits_cnn"]})
+        assert not checked["ok"] and "key 'perfplay_results_dir'" in checked["errors"][0]
+        assert f"symlink {link} belongs to uid {OTHER_UID}" in checked["errors"][0]
+    assert not list(victim.iterdir()), "nothing was written through the link"
+    os.lchown(link, os.geteuid(), os.getegid())  # the user's own link there is followed
+    assert files.secure_dir(link / "run1") == link / "run1" and (victim / "run1").is_dir()
+
+
+def test_a_directory_of_another_user_is_refused_for_reports_summaries_and_the_history(tmp_path):
+    from case_runners.history import db
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    with pytest.raises(files.UnsafeDirError, match=rf"{theirs} belongs to uid {OTHER_UID}, not to the user"):
+        files.atomic_update_text(theirs / "summary.md", "# summary\n")  # report -o and summary --write
+    with pytest.raises(files.UnsafeDirError, match=rf"belongs to uid {OTHER_UID}"):
+        with db.opened(theirs / "perfplay.sqlite"):
+            pass
+    assert not list(theirs.iterdir())
+
+
+def test_an_unprivileged_user_gets_one_line_not_a_traceback(tmp_path):
+    from case_runners.errors import PerfplayError
+    from case_runners.history import db
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    os.seteuid(65534)
+    try:
+        with pytest.raises(PerfplayError, match=r"/root.*(permission denied|belongs to uid 0)"):
+            with db.opened(Path("/root/perfplay-probe/perfplay.sqlite")):
+                pass
+        with pytest.raises(PerfplayError, match=r"/root belongs to uid 0, not to the user running perfplay"):
+            files.atomic_write_text(Path("/root/report.html"), "<html>")
+    finally:
+        os.seteuid(0)

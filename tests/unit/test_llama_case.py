@@ -180,3 +180,67 @@ def test_the_trainer_hooks_units_checkpointing_and_checkpoint(tmp_path: Path):
     fresh = loaded.state_dict()
     assert fresh.keys() == state.keys()
     assert all(torch.equal(fresh[name], state[name]) for name in state)
+
+
+TINY = {"model": "tiny", "vocab_size": 0}
+SLOW_SAVE = """
+import sys, time
+import safetensors.torch
+import torch
+from case_runners.cases.llama import model
+from case_runners.rank import stop_request
+
+real = safetensors.torch.save_file
+
+def slow(tensors, path):  # the save is under way (its file written, not yet renamed) when SIGTERM comes
+    real(tensors, path)
+    open(sys.argv[2], "w").close()
+    time.sleep(120)
+
+safetensors.torch.save_file = slow
+stop_request.install(1.0, lambda reason: None)  # as in a rank
+model.save_state_dict({"model.norm.weight": torch.ones(256)}, sys.argv[1], {"model": "tiny", "vocab_size": 0})
+"""
+
+
+def test_an_interrupted_checkpoint_save_leaves_the_old_checkpoint_and_no_temporary(tmp_path, monkeypatch):
+    import safetensors.torch
+
+    from case_runners.cases.llama.model import build_model, save_checkpoint
+    directory = tmp_path / "checkpoint"
+    first = build_model(TINY)
+    save_checkpoint(first, directory, TINY)
+    saved = sorted(p.name for p in directory.iterdir())
+    assert saved == ["model.json", "model.safetensors"]
+    real = safetensors.torch.save_file
+
+    def interrupted(tensors, path):
+        real(tensors, path)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(safetensors.torch, "save_file", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(build_model(TINY), directory, TINY)
+    assert sorted(p.name for p in directory.iterdir()) == saved, "no temporary file left"
+    loaded = load_checkpoint(directory, TINY).state_dict()
+    assert all(torch.equal(loaded[k], v) for k, v in first.state_dict().items()), "the old checkpoint is whole"
+
+
+def test_a_checkpoint_save_stopped_by_sigterm_leaves_no_temporary(tmp_path):
+    import signal
+    import time
+    directory, marker = tmp_path / "checkpoint", tmp_path / "saving"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_SAVE, str(directory), str(marker)], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 300  # a bound on a hang (imports on a loaded host), not on speed
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the save started"
+        assert list(directory.iterdir()), "its temporary file is there while it saves"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+        assert list(directory.iterdir()) == [], "no temporary and no checkpoint cut short"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -131,6 +131,20 @@ def test_host_errors(tmp_path, hosts, message):
     assert any(e.startswith(message) for e in result["errors"]), result["errors"]
 
 
+@pytest.mark.parametrize("host", ["../x", "a/b", "..", ".hidden", "-x", "node 1", "x" * 254])
+def test_a_host_name_that_cannot_name_a_node_directory_is_refused(tmp_path, host):
+    result = plan(tmp_path / "results", hosts=["node1", host])
+    assert not result["ok"] and not (tmp_path / "results").exists()
+    assert any(e.startswith("run vars: key 'perfplay_host_pattern': ") and "(allowed: 1 to 253 letters" in e
+               for e in result["errors"]), result["errors"]
+
+
+def test_host_names_and_addresses_are_accepted(tmp_path):
+    hosts = ["node1", "gpu-07.example.com", "10.0.0.2", "fe80::1", "host_2"]
+    result = plan(tmp_path, check=True, cases=[{"case": "digits_cnn", "nnodes": 2}], hosts=hosts)
+    assert result["ok"], result["errors"]
+
+
 def test_an_unknown_request_key_is_an_error(tmp_path):
     result = plan(tmp_path, check=True, rdzv_timeout=30)
     assert result["errors"][0].startswith("key 'rdzv_timeout': unknown request key (allowed: bundle, case_timeout_s,")
@@ -241,3 +255,37 @@ def test_an_unknown_framework_names_the_allowed_ones(tmp_path, task, what):
     assert result["errors"] == [
         f"run vars: key 'perfplay_cases[0].framework': unknown framework 'paddle_2.5': {what} 'digits_cnn' is "
         f"written for pytorch (allowed: pytorch, pytorch_<version>)"]
+
+
+HUGE = "x" * 1_000_000
+
+
+@pytest.mark.parametrize("request_part, key, rule", [
+    ({"run_id": "r" + HUGE}, "perfplay_run_id", "8 to 64 characters"),
+    ({"results_dir": "/tmp/" + HUGE}, "perfplay_results_dir", "(allowed: at most 4096 characters, 255 per name)"),
+    ({"results_dir": "/tmp/" + "y" * 300}, "perfplay_results_dir", "has a name of 300 characters in it"),
+    ({"history_db": "/tmp/" + HUGE}, "perfplay_history_db", "(allowed: at most 4096 characters, 255 per name)"),
+    ({"cases": [{"case": "digits_cnn", "data_dir": "/" + HUGE}]}, "perfplay_cases[0].data_dir",
+     "(allowed: at most 4096 characters, 255 per name)"),
+    ({"cases": [{"case": "digits_cnn", "data_dir": "/data/" + "y" * 300}]}, "perfplay_cases[0].data_dir",
+     "has a name of 300 characters in it"),
+    ({"cases": ["c" + HUGE]}, "perfplay_cases[0].case", "(allowed: at most 255 characters)"),
+    ({"cases": [{"case": "digits_cnn", "hardware": HUGE}]}, "perfplay_cases[0].hardware",
+     "(allowed: at most 255 characters)"),
+    ({"task": HUGE}, "perfplay_task", "(allowed: base, generate, inference, training)"),
+    ({"cases": [{"case": "digits_cnn", "overrides": {"batch_size": HUGE}}]}, "batch_size", "expected an integer"),
+])
+def test_a_huge_value_is_refused_naming_the_limit_and_echoed_cut(tmp_path, request_part, key, rule):
+    result = make_plan({"vendor": "cpu", "cases": ["digits_cnn"], "results_dir": str(tmp_path), **request_part},
+                       check=True)
+    assert not result["ok"] and len(result["errors"]) == 1, [e[:300] for e in result["errors"]]
+    (message,) = result["errors"]
+    assert f"key '{key}'" in message and rule in message and "..." in message, message[:300]
+    assert len(message) < 300, "the value is echoed cut, not whole"
+
+
+def test_shown_cuts_strings_and_containers():
+    from case_runners.errors import SHOWN_CHARS, shown
+    assert shown("digits_cnn") == "'digits_cnn'" and shown(5) == "5"
+    assert len(shown(HUGE)) == SHOWN_CHARS and shown(HUGE).endswith("...")
+    assert len(shown([[HUGE] * 1000] * 1000)) <= SHOWN_CHARS

@@ -209,3 +209,27 @@ def test_a_hook_call_that_hangs_is_stopped_within_its_timeout_naming_the_file_an
     assert hook_problems("acme", "cpu", "gloo", tmp_path) == [
         "vendor/acme/runtime.py: setup() did not return within 2 s: stopped (the timeout: "
         "$PERFPLAY_VENDOR_CALL_TIMEOUT_S)"]
+
+
+def test_a_hanging_environment_file_is_stopped_with_what_it_started(tmp_path, monkeypatch):
+    from case_runners import pidfiles
+    from case_runners.launch import env_file
+    from case_runners.processes import identify, list_pids, read_environ
+    from case_runners.run_ids import RUN_ID_ENV
+    monkeypatch.setattr(env_file, "TIMEOUT_S", 3)
+    run_id = "envhang-" + os.urandom(4).hex()
+    hang = tmp_path / "environment_variables.sh"
+    hang.write_text(f"sleep 1000 >/dev/null 2>&1 &\necho $! > {tmp_path}/child\nls {tmp_path} > {tmp_path}/seen\n"
+                    "sleep 1000\n")
+    child = None
+    try:
+        with pytest.raises(Exception, match=r"variables.sh: cannot be sourced: it did not finish within 3 s"):
+            sourced(hang, {"PATH": os.environ["PATH"]}, tmp_path, run_id)
+        child = int((tmp_path / "child").read_text())
+        assert f"env_file.{run_id}.pid" in (tmp_path / "seen").read_text(), "its pid is recorded while it runs"
+        assert identify(child) is None, "the background child went with the file's bash"
+        assert not [pid for pid in list_pids() if read_environ(pid).get(RUN_ID_ENV) == run_id], "nothing left"
+        assert not pidfiles.find(tmp_path, run_id), "the pid file is removed"
+    finally:
+        if child and identify(child) is not None:
+            os.kill(child, 9)

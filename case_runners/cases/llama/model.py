@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from case_runners import files
 from case_runners.cases.llama.shapes import shape_of
 
 if TYPE_CHECKING:  # torch is imported where a model is built: the preflight checks a checkpoint without it
@@ -58,7 +59,7 @@ def save_checkpoint(model: nn.Module, directory: str | Path, params: dict[str, A
 
 def save_state_dict(state_dict: dict[str, Any], directory: str | Path, params: dict[str, Any]) -> Path:
     """model.safetensors (a full state dict of LlamaForCausalLM, on the CPU; a tied shape's head left out: it is
-    the embedding) and model.json (the shape params) into `directory`."""
+    the embedding) and model.json (the shape params) into `directory`, each written atomically."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -66,8 +67,9 @@ def save_state_dict(state_dict: dict[str, Any], directory: str | Path, params: d
     tied = shape_of(params).tied
     tensors = {name: t.detach().to("cpu").contiguous() for name, t in state_dict.items()
                if not (tied and name == TIED_KEY)}
-    save_file(tensors, str(directory / WEIGHTS_FILE))
-    (directory / SHAPE_FILE).write_text(json.dumps(shape_params(params), indent=2) + "\n", encoding="utf-8")
+    with files.replacing_path(directory / WEIGHTS_FILE) as temp:  # whole or absent, no temporary left behind
+        save_file(tensors, str(temp))
+    files.atomic_write_json(directory / SHAPE_FILE, shape_params(params))
     return directory
 
 
