@@ -87,8 +87,9 @@ def secure_dir(path: Path | str) -> Path:
     return path
 
 
-def unsafe_reason(path: Path | str) -> str | None:
-    """Why `path` is not safe for this user to write in, or None."""
+def unsafe_reason(path: Path | str, sticky_ok: bool = False) -> str | None:
+    """Why `path` is not safe for this user to write in, or None. sticky_ok: a sticky directory of root's such as
+    /tmp is fine too (for a file written as a new temporary file and renamed: others cannot redirect or take it)."""
     problem = link_reason(path)
     if problem:
         return problem
@@ -100,10 +101,11 @@ def unsafe_reason(path: Path | str) -> str | None:
         return describe_os_error(exc, real)
     if not stat.S_ISDIR(info.st_mode):
         return f"{real} is not a directory"
-    if info.st_uid != euid:
+    shared = sticky_ok and info.st_uid == 0 and info.st_mode & stat.S_ISVTX
+    if info.st_uid != euid and not shared:
         return (f"{path} belongs to uid {info.st_uid}, not to the user running perfplay (uid {euid}): "
                 "refusing to write there; use a directory of your own")
-    return _changeable(f"{path}", info, euid, sticky_ok=False) or _above_reason(real.parent, path)
+    return _changeable(f"{path}", info, euid, sticky_ok=sticky_ok) or _above_reason(real.parent, path)
 
 
 def _above_reason(directory: Path, path: Path | str) -> str | None:
@@ -177,10 +179,12 @@ def link_reason(path: Path | str) -> str | None:
 _MAX_LINKS = 40  # the kernel's limit on symlinks followed in one path
 
 
-def check_writable_dir(directory: Path | str) -> None:
+def check_writable_dir(directory: Path | str, *, renamed: bool = False) -> None:
     """UnsafeDirError unless perfplay may write files into `directory` (unsafe_reason); for a file written into a
-    directory that perfplay did not make itself (report -o, summary --write, the history database, ...)."""
-    problem = unsafe_reason(directory)
+    directory that perfplay did not make itself (report -o, summary --write, the history database, ...). renamed:
+    the file is written as a new temporary file and renamed into place (replacing_path), so a sticky directory
+    such as /tmp is fine too."""
+    problem = unsafe_reason(directory, sticky_ok=renamed)
     if problem:
         raise UnsafeDirError(problem)
 
@@ -224,7 +228,7 @@ def replacing_path(path: Path | str) -> Iterator[Path]:
     (safetensors); it becomes `path` when the block ends without an exception (fsync, rename), else it is removed
     and a failed write raises WriteError. UnsafeDirError when the directory is not safe to write in."""
     path = Path(path)
-    check_writable_dir(path.parent)
+    check_writable_dir(path.parent, renamed=True)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     os.close(open_fd(temp, new=True))
     _pending.add(temp)

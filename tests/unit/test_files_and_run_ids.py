@@ -164,6 +164,23 @@ def test_a_symlink_of_another_user_on_the_way_is_refused_by_every_writer(tmp_pat
     assert files.secure_dir(link / "run1") == link / "run1" and (victim / "run1").is_dir()
 
 
+def test_a_report_may_be_written_into_a_sticky_directory_like_tmp_but_not_the_history(tmp_path):
+    """report -o /tmp/x.html: the file is a new temporary file renamed into place, which nobody else can redirect in a
+    sticky directory; the history database is written in place (with its journal), so it stays in a private one."""
+    from case_runners.history import db
+    public = tmp_path / "public"
+    public.mkdir()
+    public.chmod(0o1777)
+    files.atomic_write_text(public / "report.html", "<html>")
+    assert (public / "report.html").read_text() == "<html>"
+    with pytest.raises(files.UnsafeDirError, match="writable by group or others"):
+        with db.opened(public / "perfplay.sqlite"):
+            pass
+    public.chmod(0o777)  # not sticky: another user could take the file away or put a link in its place
+    with pytest.raises(files.UnsafeDirError, match="writable by group or others"):
+        files.atomic_write_text(public / "report.html", "<html>")
+
+
 def test_a_directory_of_another_user_is_refused_for_reports_summaries_and_the_history(tmp_path):
     from case_runners.history import db
     theirs = tmp_path / "theirs"
