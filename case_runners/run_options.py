@@ -63,6 +63,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(("--epoch",), CONFIG_KEY, "max_epochs", "stop after N epochs (0: no epoch limit)", "N"),
     RunOption(("--step",), CONFIG_KEY, "max_steps", "stop after N steps (0: no step limit): the short functional run",
               "N"),
+    RunOption(("--functional",), SELECTION, "functional", "the case's declared functional shape (config.yaml's "
+                                                          "functional: block, inference: parameters.yaml's): a "
+                                                          "small round, non-standard (check-vendor --functional)"),
     RunOption(("--lr",), CONFIG_KEY, "lr", "the learning rate", "LR"),
     RunOption(("--autocast",), CONFIG_KEY, "amp", "automatic mixed precision (amp=true): autocast to the vendor's "
                                                   "amp_dtype in vendor.yaml (fp16 adds a GradScaler)"),

@@ -38,8 +38,8 @@ options:
   cases:
     description:
       - The selection (run var C(perfplay_cases)), checked by C(case_runners) (which also reports it missing).
-      - "A list of mappings C({case, task, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}),
-        a FlagPerf mapping C({'case:framework:HW:nnodes:nproc:repeat': data_dir}), or case name strings."
+      - "A list of mappings C({case, task, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s,
+        functional}), a FlagPerf mapping C({'case:framework:HW:nnodes:nproc:repeat': data_dir}), or case name strings."
       - Or any of these written as JSON or YAML text (an AWX survey's text field), read by C(case_runners).
     type: raw
   task:

@@ -1,7 +1,8 @@
 """Case selections: what a run asks for, in any of the forms users write.
 
 Accepted forms of the run's case list (`perfplay_cases`):
-- a list of mappings: {case, task, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s}
+- a list of mappings: {case, task, framework, hardware, nnodes, nproc, repeat, data_dir, overrides, timeout_s,
+  functional}
   (task: training, the default; inference: the case's inference pipeline, steps a-g; base: a hardware
   microbenchmark, case_runners/base/)
 - FlagPerf's mapping: {"resnet50:pytorch:A100:1:8:3": "/data/imagenet"}
@@ -19,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from case_runners.config.constraints import make_constraint
-from case_runners.config.resolved import TASKS, TRAINING
+from case_runners.config.resolved import INFERENCE, TASKS, TRAINING
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import MAX_NAME_CHARS, RUN_VARS_FILE, ConfigError, path_too_long, shown, too_long
 
+FUNCTIONAL = "functional"  # a selection's key, and the block of a case's config that it applies
+FUNCTIONAL_TASKS = (TRAINING, INFERENCE)  # the tasks whose cases declare a functional shape
 SELECTION_KEYS = ("case", "task", "framework", "hardware", "nnodes", "nproc", "repeat", "data_dir", "overrides",
-                  "timeout_s")
+                  "timeout_s", FUNCTIONAL)
 # A versioned framework: name_version, the version digits and dots (pytorch_1.8, pytorch_2.1.0).
 VERSIONED_FRAMEWORK = re.compile(r"(?P<name>.+)_(?P<version>[0-9]+(?:\.[0-9]+)*)")
 FORMS = ("a list of cases, a case name, or FlagPerf's {'case:framework:hardware:nnodes:nproc:repeat': data_dir} "
@@ -51,6 +54,7 @@ class Selection:
     timeout_s: int | None = None
     task: str = TRAINING
     framework_version: str | None = None  # of a versioned framework key: pytorch_1.8 -> 1.8
+    functional: bool = False  # the case's declared functional shape (check-vendor --functional): non-standard
 
     @property
     def framework_key(self) -> str:
@@ -171,6 +175,10 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
     task = item.get("task") or default_task
     if task not in TASKS:
         raise ConfigError(f"unknown task {shown(task)}", key=f"{where}.task", allowed=TASKS)
+    functional = item.get(FUNCTIONAL, False)
+    if not isinstance(functional, bool) or (functional and task not in FUNCTIONAL_TASKS):
+        raise ConfigError(f"must be true or false, and true only for a task of {', '.join(FUNCTIONAL_TASKS)}",
+                          key=f"{where}.{FUNCTIONAL}", allowed=[True, False])
     numbers: dict[str, Any] = {"nnodes": 1, "nproc": 1, "repeat": 1, "timeout_s": None}  # the defaults
     errors = []
     for name, default in list(numbers.items()):
@@ -186,4 +194,4 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
     framework, version = split_framework(str(item.get("framework") or "pytorch"))
     return Selection(case=case, source=where, framework=framework, framework_version=version,
                      hardware=str(item["hardware"]) if item.get("hardware") else None, data_dir=data_dir or None,
-                     overrides=dict(overrides), task=task, **numbers), errors
+                     overrides=dict(overrides), task=task, functional=functional, **numbers), errors

@@ -43,9 +43,10 @@ TRAINER_PARAMS: dict[str, dict[str, Any]] = {
     "eval_every_epochs": {**_EPOCHS, "default": 1},  # 0 = off
     "eval_every_steps": {**_STEPS, "default": 0},  # 0 = off
     "synthetic": {"type": "bool", "default": False},  # random samples of the data's shapes (need not converge)
+    "eval_max_batches": {**_STEPS, "default": 0},  # per rank and evaluation; 0 = the whole eval set
     "num_workers": {"type": "int", "min": 0, "max": 256, "default": 0},  # data loader processes per rank
 }
-TRAINER_RUN_ONLY = ("synthetic",)  # the trainer params only a run override may set: they change the workload
+TRAINER_RUN_ONLY = ("synthetic", "eval_max_batches")  # only a run override may set them: they change the workload
 
 SHARED_PARAMS: dict[str, dict[str, Any]] = {
     **TRAINER_PARAMS,

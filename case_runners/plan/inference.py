@@ -41,7 +41,7 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
                                   allowed=["pytorch", "pytorch_<version>"]))
     try:
         resolved, notes = resolve_inference(sel.case, vendor["name"], root, sel.overrides,
-                                            f"run overrides ({sel.source}.overrides)")
+                                            f"run overrides ({sel.source}.overrides)", sel.functional)
     except ConfigError as exc:
         errors.append(exc)
     if errors:

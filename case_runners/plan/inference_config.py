@@ -2,7 +2,8 @@
 
 - `case_runners/cases/<case>/inference/configurations.yaml`: the same keys in every case (CONFIG_KEYS);
 - `case_runners/cases/<case>/inference/parameters.yaml`: the case's own, hardware-independent params,
-  never overridden;
+  never overridden; its `functional:` block is the small shape of the functional check (a selection's
+  `functional: true`), which replaces them and makes the round non-standard;
 - `vendor/<vendor>/cases/<case>/<vendor>_configurations.yaml`: the vendor's overrides. A key not in
   configurations.yaml is added with a warning; a changed key is logged; a key set to the value it already
   has is an error (an override must change something); a key of parameters.yaml is an error.
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.config.constraints import Constraint, declare_params
+from case_runners.config.selection import FUNCTIONAL
 from case_runners.config.standard import standard_fields
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError, raise_all, shown
@@ -67,12 +69,14 @@ def parse_flops(value: Any, *, file: str) -> float:
 
 
 def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, Any] | None = None,
-                      overrides_file: str = "run overrides") -> tuple[dict[str, Any], list[str]]:
+                      overrides_file: str = "run overrides", functional: bool = False) -> tuple[dict[str, Any],
+                                                                                              list[str]]:
     """The case's resolved inference config and the notes (warnings, changes) its overrides produced.
 
     `overrides` (the run's, laid over the vendor's file) may change the keys of configurations.yaml and the
-    keys the vendor added, never a parameter. Raises ConfigError; the problems of both layers are raised
-    together.
+    keys the vendor added, never a parameter. `functional`: the parameters of parameters.yaml's `functional:`
+    block replace theirs (the functional check's small shape; non-standard). Raises ConfigError; the problems of
+    both layers are raised together.
     """
     folder = inference_dir(root, case)
     if not (folder / "configurations.yaml").is_file():
@@ -81,6 +85,7 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     base_file, params_file = display_path(base_path, root), display_path(params_path, root)
     base = load_mapping(base_path, root)
     raw_params = load_mapping(params_path, root) if params_path.is_file() else {}
+    block = raw_params.pop(FUNCTIONAL, None) or {}
     missing = [k for k in CONFIG_KEYS if k not in base]
     extra = sorted(set(base) - set(CONFIG_KEYS))
     if missing or extra:
@@ -91,13 +96,18 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
     training, training_file = load_case_base(case, root)
-    params, _ = declare_params(raw_params, file=params_file, inherited=training["constraints"],
-                               inherited_file=training_file)
+    params, param_ranges = declare_params(raw_params, file=params_file, inherited=training["constraints"],
+                                          inherited_file=training_file)
+    shape = _functional_shape(block, params, param_ranges, params_file)
+    shrunk = [key for key, value in shape.items() if value != params[key]] if functional else []
+    if functional:
+        params.update(shape)
     defaults, constraints = declare_params({k: v for k, v in base.items() if k != "flops"}, file=base_file)
     config = {key: defaults.get(key, value) for key, value in base.items()}
     provenance = dict.fromkeys(base, base_file)  # which file set each key: errors name it
     notes: list[str] = []
-    sources = [base_file] + ([params_file] if params_path.is_file() else [])
+    sources = [base_file] + ([params_file] if params_path.is_file() else []) + (
+        [f"{params_file} ({FUNCTIONAL})"] if functional else [])
     errors: list[ConfigError] = []
     over_path = vendor_overrides_path(root, vendor, case)
     if over_path.is_file():
@@ -115,7 +125,7 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     raise_all(errors)
     config["flops"] = parse_flops(config["flops"], file=provenance["flops"])
     base_values = {**defaults, "flops": parse_flops(base["flops"], file=base_file)}
-    changed = [key for key in WORKLOAD_KEYS if config[key] != base_values[key]]
+    changed = [key for key in WORKLOAD_KEYS if config[key] != base_values[key]] + shrunk
     _check_switches(config, provenance)
     engines = vendor_engines(root, vendor)
     if config["compiler"] is not None and config["compiler"] not in engines:
@@ -123,6 +133,25 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
                           key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
     return {"case": case, "vendor": vendor, "configurations": config, "parameters": params,
             "sources": sources, "provenance": provenance, **standard_fields(changed)}, notes
+
+
+def _functional_shape(block: Any, params: dict[str, Any], ranges: dict[str, Constraint],
+                      params_file: str) -> dict[str, Any]:
+    """parameters.yaml's `functional:` block, checked: parameters of the case only, each within its range."""
+    where = f"{params_file} ({FUNCTIONAL})"
+    if not isinstance(block, dict):
+        raise ConfigError("must be a mapping of parameters to values", key=FUNCTIONAL, file=params_file)
+    errors, shape = [], {}
+    for key, value in block.items():
+        if key not in params:
+            errors.append(ConfigError("is not a parameter of the case", key=key, file=where, allowed=params))
+            continue
+        try:
+            shape[key] = ranges[key].check(value, key=key, file=where)
+        except ConfigError as exc:
+            errors.append(exc)
+    raise_all(errors)
+    return shape
 
 
 WARNING = "warning: "  # the notes of a resolved inference config that warn (a key the vendor's file adds)

@@ -3,8 +3,9 @@
 The case base declares its params (with defaults, whose types are enforced, and ranges: constraints.py), which
 of them are `mutable` (a vendor config or a run override may set them: how the standard workload is run) and
 which are `run_only` (only a run override may set them, for a smoke test: they change the workload, and a config
-that changes one is non-standard: config/standard.py). Values stay within their ranges. Every violation names
-the key and the file it came from.
+that changes one is non-standard: config/standard.py). Its optional `functional:` block is the small, short shape
+of the functional check (a selection's `functional: true`), laid under the run's overrides. Values stay within
+their ranges. Every violation names the key and the file it came from.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from case_runners.cases import case_dir, list_cases
 from case_runners.config.constraints import Constraint, declare_params
 from case_runners.config.resolved import DEFAULT_TIMEOUT_S
-from case_runners.config.selection import BOUNDS, Selection
+from case_runners.config.selection import BOUNDS, FUNCTIONAL, Selection
 from case_runners.config.shared_params import SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
 from case_runners.config.standard import standard_fields
 from case_runners.config.types import to_float
@@ -60,7 +61,23 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
         raise ConfigError("is listed as mutable (a vendor may set it) and as run_only (only a run override may): "
                           "keep it in one", key=f"run_only.{both[0]}", file=shown)
     base["params"], base["constraints"] = declare_params(base["params"], file=shown, prefix="params.")
+    base[FUNCTIONAL] = _functional_block(base, shown)
     return base, shown
+
+
+def _functional_block(base: dict[str, Any], shown: str) -> dict[str, Any]:
+    """The case's `functional:` block ({} when it has none), checked as a run override is: the small, short shape of
+    the functional check (a selection's `functional: true`), of run-only and trainer params only."""
+    block = base.get(FUNCTIONAL) or {}
+    if not isinstance(block, dict):
+        raise ConfigError("must be a mapping of params to values", key=FUNCTIONAL, file=shown)
+    allowed = sorted({*TRAINER_PARAMS, *base["run_only"]})
+    errors: list[ConfigError] = []
+    checked = dict(base["params"])
+    apply_layer(checked, {}, block, constraints=base["constraints"], allowed=allowed, run_only=[],
+                file=f"{shown} ({FUNCTIONAL})", errors=errors)
+    raise_all(errors)
+    return {key: checked[key] for key in block}
 
 
 def _with_trainer_params(base: dict[str, Any], shown: str) -> tuple[dict[str, Any], list[Any], list[Any]]:
@@ -173,6 +190,9 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
                     allowed=base["mutable"], run_only=base["run_only"], file=vendor_shown, errors=errors)
     except ConfigError as exc:
         errors.append(exc)
+    if sel.functional:  # the case's declared small shape, under the run's overrides
+        apply_layer(params, provenance, base[FUNCTIONAL], constraints=base["constraints"],
+                    allowed=list(base[FUNCTIONAL]), run_only=[], file=f"{base_file} ({FUNCTIONAL})", errors=errors)
     overrides_file = f"run overrides ({sel.source}.overrides)"
     apply_layer(params, provenance, sel.overrides, constraints=base["constraints"],
                 allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
@@ -191,13 +211,15 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     if hasattr(hooks, "flops_per_sample"):  # of these params: no default it assumes
         flops = float(hooks.flops_per_sample(params))
     changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
-    non_standard = [k for k in base["run_only"] if params[k] != base["params"][k]]
+    shrunk = list(base[FUNCTIONAL]) if sel.functional else []  # a functional round is never a standard one
+    non_standard = [k for k in base["run_only"] + shrunk if params[k] != base["params"][k]]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     config = ResolvedConfig(
         case=sel.case, case_id=sel.case_id, framework=sel.framework,
         framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
         nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
-        sources=[base_file, vendor_shown] + ([overrides_file] if sel.overrides else []), provenance=provenance,
+        sources=[base_file, vendor_shown] + ([f"{base_file} ({FUNCTIONAL})"] if sel.functional else [])
+        + ([overrides_file] if sel.overrides else []), provenance=provenance,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
         flops_per_sample=None if changed else flops,
         flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT),

@@ -15,6 +15,7 @@ watchdog is frozen once the interpreter's teardown begins.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -80,22 +81,22 @@ def check(phase: str | None = None) -> None:
 
 
 class Checked:
-    """An iterable with a check before each item, so that a loop in case code stops between batches; the
-    wrapped object's other attributes (len, dataset, sampler) pass through."""
+    """An iterable with a check before each item, so that a loop in case code stops between batches, and at most
+    `limit` items when one is given; the wrapped object's other attributes (dataset, sampler) pass through."""
 
-    def __init__(self, iterable: Iterable, phase: str | None = None) -> None:
-        self.iterable, self.phase = iterable, phase
+    def __init__(self, iterable: Iterable, phase: str | None = None, limit: int | None = None) -> None:
+        self.iterable, self.phase, self.limit = iterable, phase, limit
 
     def __iter__(self) -> Iterator:
         check(self.phase)
-        for item in self.iterable:
+        for item in self.iterable if self.limit is None else itertools.islice(self.iterable, self.limit):
             check(self.phase)
             yield item
 
     def __len__(self) -> int:
         if not isinstance(self.iterable, Sized):  # len() of the wrapped object, as if not wrapped
             raise TypeError(f"object of type '{type(self.iterable).__name__}' has no len()")
-        return len(self.iterable)
+        return len(self.iterable) if self.limit is None else min(len(self.iterable), self.limit)
 
     def __getattr__(self, name: str) -> Any:
         if name == "iterable":  # not set yet (a copy being made)

@@ -314,7 +314,8 @@ class Trainer:
         t0 = time.perf_counter()
         self.module.eval()
         with torch.no_grad(), self._autocast():
-            metrics = self.case.evaluate(self.module, stop_request.Checked(self.eval_loader, phase))
+            limit = int(self.params["eval_max_batches"]) or None  # a bounded run (check-vendor --functional)
+            metrics = self.case.evaluate(self.module, stop_request.Checked(self.eval_loader, phase, limit))
         self.module.train()
         self.sync()
         seconds = time.perf_counter() - t0

@@ -2,8 +2,10 @@
 run (`python -m case_runners run`: plan, host preflight with the runtime hook, launcher, monitors, record).
 
 First the vendor's runtime hook must give its device and have its backend available here (the host preflight's
-check). Training: each case with a config_<HW>x1x1.yaml runs max_steps steps (synthetic data where the case needs a
-data dir it was not given), at 1x2 where the vendor's device probe (its hook's device_count()) counts two devices
+check). Every round runs the case's declared functional shape (a selection's `functional: true`: the case's
+config.yaml `functional:` block, or its inference parameters.yaml's), which bounds its work, and its record must
+show it. Training: each case with a config_<HW>x1x1.yaml runs max_steps steps (synthetic data where the case needs
+a data dir it was not given), at 1x2 where the vendor's device probe (its hook's device_count()) counts two devices
 and the case has a config_<HW>x1x2.yaml, so that the vendor's collective backend runs (a warning says when none
 did). Each must leave a valid record, the lifecycle events, a world of that many ranks on the vendor's backend,
 with an extern adapter its points loaded by rank 0 and only those recorded as adapted (the ones that ran), and rank
@@ -16,14 +18,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+from case_runners.config.selection import FUNCTIONAL
 from case_runners.data_check import data_problems
 from case_runners.devices import list_devices
 from case_runners.driver import dllogger
 from case_runners.driver import events as ev
 from case_runners.host_check import hook_problems
 from case_runners.paths import display_path
+from case_runners.plan.inference_config import resolve_inference
 from case_runners.plan.layering import load_case_base
 from case_runners.records import names
 from case_runners.records.round import RECORD_NAME, RoundRecord
@@ -56,21 +61,22 @@ def adapted_cases(name: str, root: Path, devices: int = 1) -> tuple[list[tuple[s
     return training, inference
 
 
-def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, RoundRecord | None, Path | None]:
-    """(exit code, output tail, the round record, its node dir) of one `case_runners run`."""
+def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, RoundRecord | None, Path | None, float]:
+    """(exit code, output tail, the round record, its node dir, the seconds it took) of one `case_runners run`."""
+    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "case_runners", "run", *argv, "--results-dir", str(results),
                            "--timeout", str(TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, check=False)
     said = (done.stderr.strip().splitlines() or [""])[-1]
     records = sorted(results.glob(f"*/*/round1/{RECORD_NAME}"))
     if not records:
-        return done.returncode, said, None, None
+        return done.returncode, said, None, None, time.monotonic() - started
     nodes = sorted(p for p in records[0].parent.iterdir() if p.is_dir())
     try:
         record = RoundRecord.load(records[0])
     except RecordError as exc:
-        return done.returncode, str(exc), None, None
-    return done.returncode, said, record, nodes[0] if nodes else None
+        return done.returncode, str(exc), None, None, time.monotonic() - started
+    return done.returncode, said, record, nodes[0] if nodes else None, time.monotonic() - started
 
 
 def _events(node: Path | None) -> dict[str, object]:
@@ -93,10 +99,10 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
         if "synthetic" not in base["params"]:
             return [warning(where, "skipped: the case needs a data dir (--data-dir CASE=DIR)")]
         sets.append("synthetic=true")
-    argv = [case, "--vendor", name, "--hardware", hardware, "--nproc", str(nproc),
+    argv = [case, "--functional", "--vendor", name, "--hardware", hardware, "--nproc", str(nproc),
             *(["--data-dir", data_dir] if data_dir else []), *[a for s in sets for a in ("--set", s)]]
     with tempfile.TemporaryDirectory(prefix="perfplay-check-") as tmp:
-        code, said, record, node = _run(root, argv, Path(tmp))
+        code, said, record, node, seconds = _run(root, argv, Path(tmp))
         if record is None:
             return [error(where, f"left no round record (exit code {code}): {said}")]
         found = []
@@ -112,12 +118,27 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
         found += _world(events.get(ev.SUBMIT_INFO), nproc, backend, where)
         found += _unified_log(node, record, where)
         found += _adapted(name, case, record, events.get(ev.VENDOR_ADAPTER), root, where)
+        own = {s.partition("=")[0] for s in sets}  # the check's own, over the shape
+        shape = {k: v for k, v in base[FUNCTIONAL].items() if k not in own}
+        found += _shape(record, shape, where)
         if not found:
             rate = record.metrics.get("p_train")
             ranks = f"{nproc} ranks on {backend}" if nproc > 1 else "1 rank"
             found.append(ok(where, f"{steps} steps, {ranks}, status {status}, p_train {rate:.1f} samples/s"
-                                   + (f", adapted: {', '.join(record.adapted)}" if record.adapted else "")))
+                                   + (f", adapted: {', '.join(record.adapted)}" if record.adapted else "")
+                                   + f", functional shape: {_shown(shape)}, {seconds:.0f} s"))
         return found
+
+
+def _shape(record: RoundRecord, shape: dict[str, object], where: str) -> list[Finding]:
+    """The round ran the case's declared functional shape: its record's params have its values."""
+    wrong = {k: record.params.get(k) for k, v in shape.items() if record.params.get(k) != v}
+    return [error(where, f"the round did not run the functional shape: {_shown(wrong)}, not "
+                         f"{_shown({k: shape[k] for k in wrong})}")] if wrong else []
+
+
+def _shown(params: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "none"
 
 
 def _world(info: object, nproc: int, backend: str, where: str) -> list[Finding]:
@@ -161,9 +182,10 @@ def _adapted(name: str, case: str, record: RoundRecord, loaded: object, root: Pa
 
 def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> list[Finding]:
     where = f"{case} inference"
-    argv = [case, "--task", names.INFERENCE, "--vendor", name, *(["--data-dir", data_dir] if data_dir else [])]
+    argv = [case, "--functional", "--task", names.INFERENCE, "--vendor", name,
+            *(["--data-dir", data_dir] if data_dir else [])]
     with tempfile.TemporaryDirectory(prefix="perfplay-check-") as tmp:
-        code, said, record, node = _run(root, argv, Path(tmp))
+        code, said, record, node, seconds = _run(root, argv, Path(tmp))
         if record is None:
             return [error(where, f"left no round record (exit code {code}): {said}")]
         if record.status != names.SUCCESS:
@@ -172,9 +194,15 @@ def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> l
         missing = [e for e in INFERENCE_EVENTS if e not in events]
         if missing:
             return [error(where, f"rank 0 logged no {', '.join(missing)} event")]
+        shape = resolve_inference(case, name, root, functional=True)[0]["parameters"]
+        standard = resolve_inference(case, name, root)[0]["parameters"]
+        wrong = _shape(record, shape, where)
+        if wrong:
+            return wrong
         metrics = record.metrics
         return [ok(where, f"steps a-g, compiler {metrics.get('compiler')}, "
-                          f"p_inference_core {metrics.get('p_inference_core')}")]
+                          f"p_inference_core {metrics.get('p_inference_core')}, functional shape: "
+                          f"{_shown({k: v for k, v in shape.items() if v != standard[k]})}, {seconds:.0f} s")]
 
 
 def check_functional(name: str, root: Path, steps: int = DEFAULT_STEPS, cases: list[str] | None = None,

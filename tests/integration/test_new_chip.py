@@ -57,8 +57,11 @@ def test_the_scaffolded_and_filled_chip_passes_check_vendor_functional(checkout)
     assert any(line.startswith("ok: digits_cnn TC1x1x2: 5 steps, 2 ranks on testccl")
                and "adapted: " + ", ".join(ADAPTED) in line for line in lines), \
         "the board has two devices: the functional run exercises testccl on two ranks\n" + done.stdout
+    assert any("functional shape: eval_max_batches=2, " in line for line in lines), \
+        "the round ran digits_cnn's declared functional shape (its record's params say so)\n" + done.stdout
     assert any("monitor.py: start, status and stop work" in line for line in lines), done.stdout
-    assert any(line.startswith("ok: digits_cnn inference: steps a-g, compiler testrt") for line in lines), done.stdout
+    assert any(line.startswith("ok: digits_cnn inference: steps a-g, compiler testrt")
+               and "functional shape: train_epochs=2, " in line for line in lines), done.stdout
 
 
 def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, results_dir):

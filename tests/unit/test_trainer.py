@@ -73,6 +73,23 @@ def test_stops_at_max_steps_as_not_converged(tmp_path, single_rank):
     assert result["final_metric"] is not None  # evaluated once at the end
 
 
+def test_eval_max_batches_bounds_each_evaluation(tmp_path, single_rank, monkeypatch):
+    from case_runners.cases.digits_cnn.case import DigitsCase
+
+    seen = []  # batches each evaluation was given
+    evaluate = DigitsCase.evaluate
+
+    def counting(self, model, loader):
+        batches = list(loader)
+        seen.append((len(batches), len(loader)))
+        return evaluate(self, model, batches)
+
+    monkeypatch.setattr(DigitsCase, "evaluate", counting)
+    code, result, _ = run_worker(tmp_path, max_steps=2, eval_batch_size=16, eval_max_batches=3)
+    assert code == 0 and result["final_metric"] is not None
+    assert seen == [(3, 3)], "3 of the 23 batches of the held-out 360 images"
+
+
 def test_stops_at_time_budget(tmp_path, single_rank):
     code, result, _ = run_worker(tmp_path, synthetic=True, time_budget_s=1, max_epochs=0)
     assert code == 0
