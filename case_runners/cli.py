@@ -19,6 +19,7 @@ from typing import Any
 from case_runners import __version__
 from case_runners.cases.llama.data import TOKENIZERS
 from case_runners.cases.llama.prepare import DEFAULT_GLOB, DEFAULT_HELD_OUT, DEFAULT_VOCAB_SIZE
+from case_runners.catalogue.cli import add_command as add_cases_command
 from case_runners.compare.cli import add_command as add_compare_command
 from case_runners.compare.runs_cli import add_command as add_compare_runs_command
 from case_runners.config.resolved import TASKS, TRAINING
@@ -502,6 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_runs_command(sub)
     add_flagperf_command(sub)  # import-flagperf
     add_history_command(sub)
+    add_cases_command(sub)
     return parser
 
 

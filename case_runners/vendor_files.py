@@ -10,6 +10,7 @@ Stdlib only.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from case_runners.config.resolved import INFERENCE
@@ -22,6 +23,8 @@ GENERATE_FILE = "generate.yaml"  # per case: the params of the case's generate t
 ENV_FILE = "environment_variables.sh"
 EXTERN_DIR = "extern"
 ADAPTER_FILE = "trainer_adapter.py"
+# A training config of a vendor case, for one hardware at one scale: config_<HW>x<nnodes>x<nproc>.yaml
+CONFIG_NAME = re.compile(r"^config_(?P<hardware>.+)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.yaml$")
 
 
 def vendor_dir(root: Path, vendor: str) -> Path:

@@ -35,8 +35,7 @@ from case_runners.records.round import RECORD_NAME, RoundRecord
 from case_runners.records.schema import RecordError
 from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
-from case_runners.vendor_check.structure import CONFIG_NAME
-from case_runners.vendor_files import EXTERN_DIR, VENDOR_FILE, vendor_dir
+from case_runners.vendor_files import CONFIG_NAME, EXTERN_DIR, VENDOR_FILE, vendor_dir
 from case_runners.vendors import load_vendor
 
 TRAINING_EVENTS = (ev.INIT_START, ev.INIT_END, ev.TRAIN_START, ev.STEP_END, ev.EVALUATE, ev.TRAIN_END, ev.FINISHED)

@@ -26,6 +26,7 @@ from case_runners.vendor_check.findings import Finding, error, ok, warning
 from case_runners.vendor_files import (
     ADAPTER_FILE,
     BASE_FILE,
+    CONFIG_NAME,
     ENV_FILE,
     EXTERN_DIR,
     GENERATE_FILE,
@@ -36,7 +37,6 @@ from case_runners.vendor_files import (
 )
 from case_runners.vendors import load_vendor, vendor_names
 
-CONFIG_NAME = re.compile(r"^config_(?P<hardware>.+)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.yaml$")
 README = "README.md"
 REQUIRED = (VENDOR_FILE, README, MONITOR_FILE, "docker_image/pytorch/Dockerfile",
             "docker_image/pytorch/pytorch_install.sh")
