@@ -475,6 +475,11 @@ CHIP_TREE = {
             return loss
         def helper():
             pass
+        def backward(step, loss, optimizer, grad_scaler=None):
+            loss.backward()
+            update_model_params(loss, optimizer, grad_scaler)
+        def update_model_params(loss, optimizer, grad_scaler=None):
+            optimizer.step()
         """,
     f"{CHIP}/chipx_monitor.py": "cmd = 'mthreads-gmi -q | grep Util'\n",
     f"{CHIP}/docker_image/pytorch_2.0/Dockerfile": "FROM registry.example.com/chipx/pytorch:2.0\nRUN true\n",
@@ -529,6 +534,12 @@ def test_a_vendor_perfplay_lacks_gets_a_folder_filled_from_flagperf(tree, tmp_pa
             f"point: the vendor's autocast context (torch.<device>.amp.autocast), in {target}",
             f"skipped         {adapter}:12: helper(): not one of FlagPerf's adapter points (a helper: port it with "
             f"the points that call it)",
+            f"to port         {adapter}:14: FlagPerf's backward(step, loss, optimizer, grad_scaler) -> perfplay's "
+            f"backward(step, loss, optimizer, scaler, ctx): the backward pass only (FlagPerf's backward also calls "
+            f"update_model_params: that part goes there), in {target}",
+            f"to port         {adapter}:17: FlagPerf's update_model_params(loss, optimizer, grad_scaler) -> perfplay's "
+            f"update_model_params(step, optimizer, scheduler, scaler, ctx): clipping, the optimizer step, the "
+            f"scaler's update and the scheduler step (FlagPerf's bert backward calls it), in {target}",
             f"mapped          {CHIP}/resnet50-pytorch/config/requirements.txt: -> "
             f"vendor/chipx/cases/resnet50/requirements.txt"]:
         assert line in found, "\n".join([line, "not in", *found])
