@@ -546,6 +546,21 @@ def test_a_vendor_perfplay_lacks_gets_a_folder_filled_from_flagperf(tree, tmp_pa
     assert not (root / target).exists()  # listed to port, never copied: its signatures are FlagPerf's
 
 
+def test_a_hardware_name_of_digits_is_a_string_in_the_vendor_folder_written(tree, tmp_path):
+    """FlagPerf names some chips by a number (ascend's config_9100x1x8.py): vendor.yaml must hold it as a string, or
+    the folder written does not load (default_hardware: 9100 is an int) and no case of it plans."""
+    add_files(tree, {name.replace("CX-1", "9100"): text for name, text in CHIP_TREE.items()})
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(ROOT / "case_runners")
+    import_flagperf(tree, root)
+    vendor = load_vendor("chipx", root)
+    assert (vendor["default_hardware"], list(vendor["hardware"])) == ("9100", ["9100"])
+    plan = make_plan({"vendor": "chipx", "cases": [{"case": "resnet50", "hardware": "9100", "nproc": 8}],
+                      "results_dir": str(tmp_path / "results")}, check=True, root=root)
+    assert plan["ok"], plan["errors"]
+
+
 def test_a_vendor_perfplay_has_is_compared_not_rewritten(tree, tmp_path):
     conf = tree / CONFIG / "test_conf.py"
     conf.write_text(conf.read_text().replace('"CUDA_VISIBLE_DEVICES"', '"NV_DEVICES"'))
