@@ -247,6 +247,9 @@ def test_the_output_passes_the_plan(tree, tmp_path):
 def test_existing_files_are_kept_without_force(tree, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["import-flagperf", str(tree), "--out", str(out)]) == 0
+    # the next command runs each suite's vars on the hosts of its own FlagPerf file, inference on host.yaml's
+    assert f"(inference: -i {out}/inventory/flagperf_inference/hosts.yml -e @{out}/flagperf_inference.yml)" in \
+        capsys.readouterr().out
     written = {p: p.read_text() for p in out.rglob("*.y*ml")}
     assert len(written) == 6
     for path in written:
