@@ -114,7 +114,11 @@ ADAPTER_POINTS: tuple[Name, ...] = (
     Name("model_to_fp16", "model_to_fp16", "model_to_fp16(model, ctx): the model prepared for mixed precision"),
     Name("model_to_ddp", "model_to_ddp", "model_to_ddp(model, ctx): the model wrapped for data-parallel training"),
     Name("create_grad_scaler", "create_grad_scaler", "create_grad_scaler(ctx): the gradient scaler, or None"),
-    Name("backward", "backward", "backward(step, loss, optimizer, scaler, ctx): the backward pass"),
+    Name("backward", "backward", "backward(step, loss, optimizer, scaler, ctx): the backward pass only (FlagPerf's "
+         "backward also calls update_model_params: that part goes there)"),
+    Name("update_model_params", "update_model_params", "update_model_params(step, optimizer, scheduler, scaler, ctx): "
+         "clipping, the optimizer step, the scaler's update and the scheduler step (FlagPerf's bert backward calls "
+         "it)"),
     Name("train_step", None, "FlagPerf's train_step runs forward, backward and the optimizer step in one: split it "
          "into perfplay's train_step(model, batch, ctx) (the forward pass and loss), backward(step, loss, optimizer, "
          "scaler, ctx) and update_model_params(step, optimizer, scheduler, scaler, ctx)"),

@@ -11,7 +11,13 @@ DEFAULT_OUT = "flagperf-import"
 
 
 def cmd_import_flagperf(args: argparse.Namespace) -> int:
-    from case_runners.flagperf.importer import INFERENCE_VARS, INVENTORY, TRAINING_VARS, import_flagperf
+    from case_runners.flagperf.importer import (
+        INFERENCE_INVENTORY,
+        INFERENCE_VARS,
+        INVENTORY,
+        TRAINING_VARS,
+        import_flagperf,
+    )
     out = Path(args.out)
     report = import_flagperf(Path(args.path), out, force=args.force)
     for item in report.items:
@@ -22,7 +28,8 @@ def cmd_import_flagperf(args: argparse.Namespace) -> int:
         print("nothing written")
         return 1
     print(f"next: ansible-playbook -i {out / INVENTORY} run_case.yml -e @{out / TRAINING_VARS} (inference: "
-          f"-e @{out / INFERENCE_VARS}), with {out / 'vendor'}/ copied into the checkout's vendor/ (or --out .)")
+          f"-i {out / INFERENCE_INVENTORY} -e @{out / INFERENCE_VARS}), with {out / 'vendor'}/ copied into the "
+          f"checkout's vendor/ (or --out .)")
     return 0
 
 

@@ -110,12 +110,17 @@ def new_vendor_outputs(report: Report, facts: VendorFacts, root: Path) -> list[O
 
 
 def _hardware(text: str, names: list[str]) -> str:
-    """The scaffold's one hardware entry, once per FlagPerf hardware name."""
+    """The scaffold's one hardware entry, once per FlagPerf hardware name, each name a YAML string (9100 quoted, as
+    vendor.yaml's keys and default_hardware must be)."""
     head, _, rest = text.partition("\nhardware:\n")
     block, marker, tail = rest.partition("\n# The docker runtime")
     first = f"  {names[0]}:"
-    blocks = [block.replace(first, f"  {other}:", 1) for other in names[1:]] if block.startswith(first) else []
-    return f"{head}\nhardware:\n{chr(10).join([block, *blocks])}{marker}{tail}"
+    if not block.startswith(first):
+        return text
+    head = re.sub(rf"^default_hardware: {re.escape(names[0])}$", f"default_hardware: {_yaml(names[0])}", head,
+                  flags=re.M)
+    entries = [f"  {_yaml(name)}:{block.removeprefix(first)}" for name in names]
+    return f"{head}\nhardware:\n{chr(10).join(entries)}{marker}{tail}"
 
 
 def _run_options(text: str, facts: VendorFacts, told: list[str]) -> str:

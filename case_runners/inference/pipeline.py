@@ -26,6 +26,7 @@ from typing import Any
 from case_runners import files
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.rank import stop_request
+from case_runners.records.names import INFERENCE_STEP_NAMES
 from case_runners.vendor_files import vendor_engines
 
 CASE_FUNCTIONS = ("build_dataloader", "create_model", "evaluator", "model_forward", "export_model", "engine_forward")
@@ -99,8 +100,7 @@ def torch_forward(model: Any, dataloader: Any, evaluator: Callable, config: dict
     return forward_loop(run, dataloader, evaluator, config, print, "validation")
 
 
-STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "d": "ONNX export",
-              "e": "compile", "f": "engine inference", "g": "summary"}
+STEP_NAMES = INFERENCE_STEP_NAMES
 
 
 def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir: str | None = None,

@@ -53,6 +53,10 @@ INFERENCE_METRICS = (*INFERENCE_THROUGHPUTS, *INFERENCE_ACCURACIES, "agreement",
                      "inference_items", "e2e_time", "pipeline_time_s", "compile_s", "foo_time_s", "steps",
                      "compiler", "precision", "batch_size", "device", "onnx_path", "compiled_path", "flops_per_item",
                      "flops_per_s", "torch_peak_memory_bytes")
+# The inference pipeline's steps (inference/pipeline.py), an inference record's `steps` and the INFERENCE_STEP
+# events' `step`, with their names (the report shades them).
+INFERENCE_STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "d": "ONNX export",
+                        "e": "compile", "f": "engine inference", "g": "summary"}
 # A base round record's metrics: rank 0's figures of its benchmark (records/base.py), in this order.
 BASE_METRICS = ("benchmark", "device", "measurements", "headlines", "convention", "e2e_time")
 # A generate round record's metrics (records/generate.py): its combinations, pooled over the ranks, and their

@@ -23,7 +23,6 @@ from case_runners.driver.events import (
     read_events,
 )
 from case_runners.errors import PerfplayError
-from case_runners.inference.pipeline import STEP_NAMES
 from case_runners.monitors.host import HostMonitor
 from case_runners.monitors.spec import SAMPLES_SUFFIX
 from case_runners.monitors.summary import read_samples
@@ -40,7 +39,7 @@ PHASES = (("init", INIT_START, INIT_END), ("training", TRAIN_START, TRAIN_END),
           ("evaluation", EVALUATE_BEGIN, EVALUATE))
 # An inference round's phases: its pipeline's steps, each from the previous step's INFERENCE_STEP (the first from
 # LAUNCH_INFERENCE) to its own.
-INFERENCE_PHASES = tuple(STEP_NAMES.values())
+INFERENCE_PHASES = tuple(names.INFERENCE_STEP_NAMES.values())
 PHASE_NAMES = tuple(dict.fromkeys([*(name for name, _, _ in PHASES), *INFERENCE_PHASES]))
 NODE = 0  # whose monitors are shown: rank 0's node, whose events mark the phases
 
@@ -195,8 +194,8 @@ def _training_phases(timed: list[tuple[Any, float]]) -> list[Phase]:
 
 
 def _inference_phases(events: list[dict[str, Any]]) -> list[Phase]:
-    """The pipeline's steps that ended (an INFERENCE_STEP event naming a step of STEP_NAMES), each from the end of
-    the one before it."""
+    """The pipeline's steps that ended (an INFERENCE_STEP event naming a step of INFERENCE_STEP_NAMES), each from
+    the end of the one before it."""
     phases, start = [], None
     for event in events:
         at = _seconds(event)
@@ -207,7 +206,7 @@ def _inference_phases(events: list[dict[str, Any]]) -> list[Phase]:
         elif event.get("event") == INFERENCE_STEP and start is not None:
             value = event.get("value")
             step = value.get("step") if isinstance(value, dict) else None
-            name = STEP_NAMES.get(step) if isinstance(step, str) else None
+            name = names.INFERENCE_STEP_NAMES.get(step) if isinstance(step, str) else None
             if name is not None:
                 phases.append(Phase(name, start, at))
             start = at

@@ -32,10 +32,12 @@ from case_runners.results.summary import (
     COLUMNS,
     GIB,
     INFERENCE_COLUMNS,
+    SATURATED_NOTE,
     SCALING_BASIS,
     case_unit,
     implausible_efficiency,
     inference_rows,
+    saturated_rounds,
     scaling_notes,
     scaling_rows,
     table_rows,
@@ -71,6 +73,10 @@ def summary_section(runs: list[RunData]) -> str:
         parts += [html.heading(run.label), html.para(f"run directory: {run.run_dir}", "note")]
         tables = _summary_tables(run.summary)
         parts += tables or [html.empty("No case in this run.")]
+        saturated = saturated_rounds(run.summary)
+        if saturated:
+            parts += [html.para(f"Warning: {SATURATED_NOTE}:", "warn"),
+                      *(html.para(line, "warn") for line in saturated)]
     return "".join(parts)
 
 

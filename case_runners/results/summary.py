@@ -207,7 +207,8 @@ def _saturated(record: Round) -> list[str]:
     return lines
 
 
-def _saturated_rounds(summary: RunSummary) -> list[str]:
+def saturated_rounds(summary: RunSummary) -> list[str]:
+    """The summary's lines of rounds whose host other processes saturated (SATURATED_NOTE); [] when none."""
     return [] if summary.saturated_rounds is ABSENT else list(summary.saturated_rounds)
 
 
@@ -488,7 +489,7 @@ def render_table(summary: RunSummary) -> str:
     non_standard = _non_standard_notes(summary)
     if non_standard:
         lines += ["", f"{NOT_STANDARD_NOTE}:", *(f"  {note}" for note in non_standard)]
-    saturated = _saturated_rounds(summary)
+    saturated = saturated_rounds(summary)
     if saturated:
         lines += ["", f"warning: {SATURATED_NOTE}:", *(f"  {line}" for line in saturated)]
     return "\n".join(lines)
@@ -518,7 +519,7 @@ def render_markdown(summary: RunSummary) -> str:
     non_standard = _non_standard_notes(summary)
     if non_standard:
         lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
-    saturated = _saturated_rounds(summary)
+    saturated = saturated_rounds(summary)
     if saturated:
         lines += ["", f"**Warning: {SATURATED_NOTE}:**", "", *(f"- {line}" for line in saturated)]
     lines += _scaling_markdown(summary)

@@ -12,8 +12,8 @@ from pathlib import Path
 from case_runners.cli import main
 from case_runners.driver import events as ev
 from case_runners.driver.events import EventLogger
-from case_runners.inference.pipeline import STEP_NAMES
 from case_runners.monitors.spec import SAMPLES_SUFFIX
+from case_runners.records.names import INFERENCE_STEP_NAMES
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.report import REPORT_NAME
 from case_runners.report.data import read_run
@@ -242,7 +242,7 @@ def inference_run(root: Path) -> Path:
     log = EventLogger(node, 0, 1, stream=None)
     try:
         log.event(ev.LAUNCH_INFERENCE, {"case": "digits_cnn", "compiler": "onnxruntime", "notes": []})
-        for step, name in STEP_NAMES.items():
+        for step, name in INFERENCE_STEP_NAMES.items():
             log.event(ev.INFERENCE_STEP, {"step": step, "name": name})
         log.event(ev.FINISHED, {})
     finally:
@@ -258,7 +258,7 @@ def test_an_inference_run_explains_inference_and_shades_its_steps(tmp_path):
     run = read_run(inference_run(tmp_path))
     (entry,) = run.rounds
     assert entry.record.status == "success" and entry.monitors is not None
-    assert [phase.name for phase in entry.monitors.phases] == list(STEP_NAMES.values())
+    assert [phase.name for phase in entry.monitors.phases] == list(INFERENCE_STEP_NAMES.values())
     page = render_report([run])
     found = sections(page)
     assert list(found) == ["summary", "throughput", "mfu", "monitors", "environment", "failures"] == nav(page)

@@ -14,6 +14,8 @@ from case_runners.monitors.runner import take_sample
 from case_runners.monitors.summary import summarize_monitor_log
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.summary import RunSummary
+from case_runners.report.data import read_run
+from case_runners.report.sections import summary_section
 from case_runners.results.record import write_round_record
 from case_runners.results.summary import render_table, write_run_summary
 from case_runners.run_ids import RUN_ID_ENV
@@ -89,6 +91,16 @@ def test_a_round_that_had_the_host_to_itself_or_a_log_from_before_is_not_flagged
     assert "round 1:" not in text.split("warning:")[1] and "round 2:" not in text.split("warning:")[1]
     old = summarize_monitor_log(run / "digits_cnn_CPUx1x1" / "round2" / "localhost_noderank0" / "host_monitor.jsonl")
     assert (old["others_util_mean"], old["saturated_by_others"]) == (None, None)
+    # the report's summary, the page `run` points at, warns as summary.md does
+    page = summary_section([read_run(run)])
+    assert '<p class="warn">Warning: host CPU saturated by other processes' in page
+    assert "round 3: localhost_noderank0: 50% of the samples" in page and "round 1:" not in page
+
+
+def test_a_quiet_run_s_report_has_no_warning(tmp_path):
+    record(round_dir(tmp_path / "run4", 1, [sample(t, 60.0, 58.0) for t in range(3)]), 1)
+    write_run_summary(tmp_path / "run4")
+    assert "saturated" not in summary_section([read_run(tmp_path / "run4")])
 
 
 def test_a_quiet_run_s_summary_has_no_warning(tmp_path):

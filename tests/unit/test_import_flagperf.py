@@ -247,6 +247,9 @@ def test_the_output_passes_the_plan(tree, tmp_path):
 def test_existing_files_are_kept_without_force(tree, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["import-flagperf", str(tree), "--out", str(out)]) == 0
+    # the next command runs each suite's vars on the hosts of its own FlagPerf file, inference on host.yaml's
+    assert f"(inference: -i {out}/inventory/flagperf_inference/hosts.yml -e @{out}/flagperf_inference.yml)" in \
+        capsys.readouterr().out
     written = {p: p.read_text() for p in out.rglob("*.y*ml")}
     assert len(written) == 6
     for path in written:
@@ -474,6 +477,11 @@ CHIP_TREE = {
             return loss
         def helper():
             pass
+        def backward(step, loss, optimizer, grad_scaler=None):
+            loss.backward()
+            update_model_params(loss, optimizer, grad_scaler)
+        def update_model_params(loss, optimizer, grad_scaler=None):
+            optimizer.step()
         """,
     f"{CHIP}/chipx_monitor.py": "cmd = 'mthreads-gmi -q | grep Util'\n",
     f"{CHIP}/docker_image/pytorch_2.0/Dockerfile": "FROM registry.example.com/chipx/pytorch:2.0\nRUN true\n",
@@ -528,10 +536,31 @@ def test_a_vendor_perfplay_lacks_gets_a_folder_filled_from_flagperf(tree, tmp_pa
             f"point: the vendor's autocast context (torch.<device>.amp.autocast), in {target}",
             f"skipped         {adapter}:12: helper(): not one of FlagPerf's adapter points (a helper: port it with "
             f"the points that call it)",
+            f"to port         {adapter}:14: FlagPerf's backward(step, loss, optimizer, grad_scaler) -> perfplay's "
+            f"backward(step, loss, optimizer, scaler, ctx): the backward pass only (FlagPerf's backward also calls "
+            f"update_model_params: that part goes there), in {target}",
+            f"to port         {adapter}:17: FlagPerf's update_model_params(loss, optimizer, grad_scaler) -> perfplay's "
+            f"update_model_params(step, optimizer, scheduler, scaler, ctx): clipping, the optimizer step, the "
+            f"scaler's update and the scheduler step (FlagPerf's bert backward calls it), in {target}",
             f"mapped          {CHIP}/resnet50-pytorch/config/requirements.txt: -> "
             f"vendor/chipx/cases/resnet50/requirements.txt"]:
         assert line in found, "\n".join([line, "not in", *found])
     assert not (root / target).exists()  # listed to port, never copied: its signatures are FlagPerf's
+
+
+def test_a_hardware_name_of_digits_is_a_string_in_the_vendor_folder_written(tree, tmp_path):
+    """FlagPerf names some chips by a number (ascend's config_9100x1x8.py): vendor.yaml must hold it as a string, or
+    the folder written does not load (default_hardware: 9100 is an int) and no case of it plans."""
+    add_files(tree, {name.replace("CX-1", "9100"): text for name, text in CHIP_TREE.items()})
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(ROOT / "case_runners")
+    import_flagperf(tree, root)
+    vendor = load_vendor("chipx", root)
+    assert (vendor["default_hardware"], list(vendor["hardware"])) == ("9100", ["9100"])
+    plan = make_plan({"vendor": "chipx", "cases": [{"case": "resnet50", "hardware": "9100", "nproc": 8}],
+                      "results_dir": str(tmp_path / "results")}, check=True, root=root)
+    assert plan["ok"], plan["errors"]
 
 
 def test_a_vendor_perfplay_has_is_compared_not_rewritten(tree, tmp_path):

@@ -48,7 +48,8 @@ def trainer_rank_result(rank, world_size, rank_rate, global_rate, status="succes
                        eval_time=eval_time, p_whole=global_samples / train_time, p_train=global_rate,
                        p_core=global_rate / 0.8, rank_samples=RANK_SAMPLES, rank_core_time=core_time,
                        rank_p_whole=RANK_SAMPLES / train_time, rank_p_train=rank_rate, rank_p_core=rank_rate / 0.8,
-                       peak_memory_bytes=1 << 28, e2e_time=train_time + 1.0)
+                       peak_memory_bytes=1 << 28, threads={"intra_op": 1, "omp_num_threads": "1"},
+                       e2e_time=train_time + 1.0)
 
 
 def write_round(run_dir, config, round_no, rank_rates, global_rate=None, failed_node=None, status="success"):
