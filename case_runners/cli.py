@@ -446,7 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
                                             "extern; --functional runs its cases (exit 1 on an error)")
     p.add_argument("name", help="vendor/<name>/")
     p.add_argument("--functional", action="store_true",
-                   help="also run every adapted case at 1x1 for a few steps and every inference case through a-g")
+                   help="also run every adapted case for a few steps in its functional shape (at 1x2 where the "
+                        "vendor's probe counts two devices, else 1x1) and every inference case through a-g")
     p.add_argument("--steps", type=int, default=5, help="training steps per case with --functional (default 5)")
     p.add_argument("--case", action="append", default=[], help="with --functional: only this case (repeatable)")
     p.add_argument("--data-dir", action="append", default=[], metavar="CASE=DIR",
