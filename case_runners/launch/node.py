@@ -78,7 +78,7 @@ class NodeSpec:
     rdzv_timeout_s: float = RDZV_TIMEOUT_S
     heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
     monitors: tuple[str, ...] = ()  # "host" and/or vendor names, run for the length of the round
-    monitor_interval: float = MONITOR_INTERVAL_S
+    monitor_interval_s: float = MONITOR_INTERVAL_S
     inside_container: bool = False  # the launcher in a node's container: its host-side twin owns pid file and monitors
     env_file: Path | None = None  # the vendor case's environment_variables.sh, sourced for the ranks (host runtime)
 
@@ -389,7 +389,7 @@ def round_monitors(config: ResolvedConfig) -> tuple[str, ...]:
 def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master_addr: str, master_port: int,
                      timeout_s: float | None, run_id: str, node_name: str | None = None, nic: str | None = None,
                      rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None,
-                     monitors: bool = True, monitor_interval: float | None = None,
+                     monitors: bool = True, monitor_interval_s: float | None = None,
                      inside_container: bool = False) -> NodeSpec:
     config = ResolvedConfig.load(config_path)
     return NodeSpec(config_path=config_path.resolve(), log_dir=log_dir.resolve(), node_rank=node_rank,
@@ -400,6 +400,6 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                     rdzv_timeout_s=rdzv_timeout_s or env_seconds(RDZV_TIMEOUT_ENV, RDZV_TIMEOUT_S),
                     heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
                     monitors=round_monitors(config) if monitors and not inside_container else (),
-                    monitor_interval=monitor_interval or MONITOR_INTERVAL_S, inside_container=inside_container,
+                    monitor_interval_s=monitor_interval_s or MONITOR_INTERVAL_S, inside_container=inside_container,
                     env_file=None if inside_container else vendor_files.env_file(project_root(), config.vendor,
                                                                                  config.case))

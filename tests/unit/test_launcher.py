@@ -52,7 +52,7 @@ class Launcher:
         self.run_id = f"launcher-{uuid.uuid4().hex[:8]}"
         self.log_dir = log_dir
         argv = [sys.executable, "-m", "case_runners", "launch", "--config", str(config), "--log-dir", str(log_dir),
-                "--run-id", self.run_id, "--monitor-interval", "0.2"] + ([] if monitors else ["--no-monitors"]) + \
+                "--run-id", self.run_id, "--monitor-interval-s", "0.2"] + ([] if monitors else ["--no-monitors"]) + \
             (["--timeout-s", str(timeout)] if timeout else [])
         self.proc = subprocess.Popen(argv, cwd=project_root(), stdout=subprocess.PIPE, text=True)
 
