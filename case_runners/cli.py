@@ -24,7 +24,7 @@ from case_runners.compare.cli import add_command as add_compare_command
 from case_runners.compare.runs_cli import add_command as add_compare_runs_command
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.defaults import (
-    GRACE_S,
+    CLEANUP_GRACE_S,
     HEARTBEAT_TIMEOUT_S,
     MONITOR_INTERVAL_S,
     PROGRESS_INTERVAL_S,
@@ -64,9 +64,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from case_runners.processes import die_with_parent
     die_with_parent()  # started by a launcher: never outlive it
-    from case_runners.launch.node import GRACE_S
+    from case_runners.launch.node import RANK_EXIT_GRACE_S
     from case_runners.rank.worker import main as worker_main
-    return worker_main(args.config, args.log_dir, launcher_grace_s=GRACE_S)
+    return worker_main(args.config, args.log_dir, launcher_grace_s=RANK_EXIT_GRACE_S)
 
 
 def _carry_run_id(args: argparse.Namespace) -> None:
@@ -411,8 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("finish", help="end a node of a round: stop what is left of it unless it succeeded, pack its "
                                       "directory (JSON)")
     _node_args(p)
-    p.add_argument("--grace-s", type=float, default=GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
+    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
     p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the round's containers")
     p.add_argument("--round", help="with --containers: the round (<case_id>/round<N>)")
     p.add_argument("--archive", help="write the node directory here as a .tar.gz")
@@ -428,8 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", required=True)
     p.add_argument("--dir", help="where the run's pid files are: the host's run directory, or one node directory "
                                  f"of a round; default the checkout's {RESULTS_NAME}/RUN_ID")
-    p.add_argument("--grace-s", type=float, default=GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
+    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
     p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
     p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
     p.add_argument("--check", action="store_true", help="list what would be stopped; stop nothing")

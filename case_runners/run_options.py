@@ -91,7 +91,6 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(("--run-id",), RUN_VAR, "run_id", f"the run and its directory's name ({RUN_ID_RULE}); required with "
                                                 "--nnode > 1, the same on every node", "RUN_ID"),
 )
-OPTIONS = {option.dest: option for option in RUN_OPTIONS}
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -44,9 +44,9 @@ from case_runners.records.schema import ABSENT, RecordError
 from case_runners.run_ids import RUN_ID_ENV
 
 POLL_S = 0.05
-GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
+RANK_EXIT_GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
 ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
-MONITOR_GRACE_S = 2 * GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
+MONITOR_GRACE_S = 2 * RANK_EXIT_GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
 EXIT_CODES = {SUCCESS: 0, FAILED: 1, TIMEOUT: 124, INTERRUPTED: 130}
 
 
@@ -252,7 +252,7 @@ class NodeLauncher:
         for r in alive:
             r.process.send_signal(first_signal)
             r.process.send_signal(signal.SIGCONT)  # a stopped rank must run to handle it
-        deadline = time.monotonic() + GRACE_S
+        deadline = time.monotonic() + RANK_EXIT_GRACE_S
         while any(self.reap(r) is None for r in alive) and time.monotonic() < deadline:
             time.sleep(POLL_S)
         for r in alive:
