@@ -44,11 +44,15 @@ dev: $(VENV)/.installed-dev
 ## test: lint, unit, report (a real headless Chromium), module, integration and cluster tests
 # Separate pytest processes: importing Ansible patches sys.intern, which torch._dynamo then refuses.
 # The cluster tests need root (namespaces, sshd): skipped without it, except in CI where that fails.
+# Each pytest process lists its slowest tests and then its own wall time, so CI's output shows where the time goes.
+PYTEST := $(PY) -m pytest --durations=15
+timed = @echo "$(PYTEST) $(1)"; start=$$(date +%s); $(PYTEST) $(1); rc=$$?; \
+	echo "make test: pytest $(1): $$(( $$(date +%s) - start )) s, exit $$rc"; exit $$rc
 test: $(VENV)/.installed-dev lint
-	$(PY) -m pytest tests/unit tests/report
-	$(PY) -m pytest tests/modules tests/integration
-	$(PY) -m pytest tests/cluster
-	$(PY) -m pytest tests/docker
+	$(call timed,tests/unit tests/report)
+	$(call timed,tests/modules tests/integration)
+	$(call timed,tests/cluster)
+	$(call timed,tests/docker)
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .

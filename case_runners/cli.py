@@ -24,7 +24,7 @@ from case_runners.compare.cli import add_command as add_compare_command
 from case_runners.compare.runs_cli import add_command as add_compare_runs_command
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.defaults import (
-    GRACE_S,
+    CLEANUP_GRACE_S,
     HEARTBEAT_TIMEOUT_S,
     MONITOR_INTERVAL_S,
     PROGRESS_INTERVAL_S,
@@ -36,6 +36,7 @@ from case_runners.errors import PerfplayError
 from case_runners.flagperf.command import add_command as add_flagperf_command
 from case_runners.history.cli import add_command as add_history_command
 from case_runners.paths import RESULTS_NAME
+from case_runners.plan.run_vars import PREFIX, RENAMED
 from case_runners.report.cli import add_command as add_report_command
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.run_options import add_run_options
@@ -63,9 +64,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from case_runners.processes import die_with_parent
     die_with_parent()  # started by a launcher: never outlive it
-    from case_runners.launch.node import GRACE_S
+    from case_runners.launch.node import RANK_EXIT_GRACE_S
     from case_runners.rank.worker import main as worker_main
-    return worker_main(args.config, args.log_dir, launcher_grace_s=GRACE_S)
+    return worker_main(args.config, args.log_dir, launcher_grace_s=RANK_EXIT_GRACE_S)
 
 
 def _carry_run_id(args: argparse.Namespace) -> None:
@@ -120,7 +121,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
                             master_addr=args.master_addr, master_port=args.master_port,
                             timeout_s=args.timeout_s, run_id=args.run_id, node_name=args.node_name, nic=args.nic,
                             rdzv_timeout_s=args.rdzv_timeout_s, heartbeat_timeout_s=args.heartbeat_timeout_s,
-                            monitors=not args.no_monitors, monitor_interval=args.monitor_interval,
+                            monitors=not args.no_monitors, monitor_interval_s=args.monitor_interval_s,
                             inside_container=args.inside_container)
     if spec.nnodes == 1 and not spec.master_port:
         spec = dataclasses.replace(spec, master_port=free_port())
@@ -311,6 +312,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_local(args)
 
 
+class _Renamed(argparse.Action):
+    """An option renamed with its run var (run_vars.RENAMED): refused, naming the new one. Registered, it is also
+    no longer taken as an abbreviation of the new one."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs="?", help=argparse.SUPPRESS)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is renamed {self.new}: give that instead")
+
+
+def _refuse_renamed(parser: argparse.ArgumentParser) -> None:
+    """The old name of each of `parser`'s options whose run var was renamed, as a refusal naming the new one."""
+    def flag(run_var: str) -> str:
+        return "--" + run_var.removeprefix(PREFIX).replace("_", "-")
+    for old, new in RENAMED.items():
+        if flag(new) in parser._option_string_actions:
+            parser.add_argument(flag(old), action=_Renamed, new=flag(new))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from case_runners.paths import PROJECT_ENV
     parser = argparse.ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0],
@@ -335,9 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "agree")
     p.add_argument("--results-dir", help=f"default: the checkout's {RESULTS_NAME}/, as for the playbook and history")
     p.add_argument("--timeout-s", type=int, metavar="SECONDS", help="case timeout; default: the case's timeout_s")
-    p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
+    p.add_argument("--monitor-interval-s", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
     p.add_argument("--no-monitors", action="store_true")
     add_run_options(p)
+    _refuse_renamed(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("plan", help="resolve and check a run request (JSON) and create the run directory")
@@ -363,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heartbeat-timeout-s", type=float, metavar="SECONDS",
                    help=f"seconds of silence after which a node counts as lost (default {HEARTBEAT_TIMEOUT_S:g})")
     p.add_argument("--no-monitors", action="store_true", help="run no monitors (default: host and the vendor's)")
-    p.add_argument("--monitor-interval", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS",
+    p.add_argument("--monitor-interval-s", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS",
                    help=f"seconds between monitor samples (default {MONITOR_INTERVAL_S:g})")
     p.add_argument("--inside-container", action="store_true",
                    help="(docker runtime) this is the launcher in the node's container: prepare the case first")
@@ -373,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --detach: read the resolved config (JSON) on stdin and write it to --config first "
                         "(a host that is not the controller)")
     p.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)  # the launcher --detach started
+    _refuse_renamed(p)
     p.set_defaults(func=cmd_launch)
 
     p = sub.add_parser("wait", help="wait up to --for-s seconds for a background launcher: its node result once it "
@@ -386,8 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("finish", help="end a node of a round: stop what is left of it unless it succeeded, pack its "
                                       "directory (JSON)")
     _node_args(p)
-    p.add_argument("--grace-s", type=float, default=GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
+    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
     p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the round's containers")
     p.add_argument("--round", help="with --containers: the round (<case_id>/round<N>)")
     p.add_argument("--archive", help="write the node directory here as a .tar.gz")
@@ -403,8 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", required=True)
     p.add_argument("--dir", help="where the run's pid files are: the host's run directory, or one node directory "
                                  f"of a round; default the checkout's {RESULTS_NAME}/RUN_ID")
-    p.add_argument("--grace-s", type=float, default=GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
+    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
     p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
     p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
     p.add_argument("--check", action="store_true", help="list what would be stopped; stop nothing")

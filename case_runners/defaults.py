@@ -14,5 +14,7 @@ RDZV_TIMEOUT_ENV = "PERFPLAY_RDZV_TIMEOUT_S"  # a host's own default, over RDZV_
 HEARTBEAT_TIMEOUT_S = 10.0  # seconds of silence after which a node of a multi-node round counts as lost
 MONITOR_INTERVAL_S = 1.0  # seconds between two monitor samples
 MONITOR_INTERVAL_RANGE = (0.01, 3600.0)  # what a monitor accepts, inclusive
-GRACE_S = 10.0  # seconds between SIGTERM and SIGKILL when a round's leftovers or a run's processes are stopped
+# finish and cleanup: seconds between SIGTERM and SIGKILL when a round's leftovers or a run's processes are stopped
+# (a rank's own grace after the stop signal is launch/node.py's RANK_EXIT_GRACE_S)
+CLEANUP_GRACE_S = 10.0
 PROGRESS_INTERVAL_S = 30.0  # seconds one `case_runners wait` poll lasts: a progress line per host and interval

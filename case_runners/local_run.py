@@ -126,7 +126,7 @@ def launch_argv(config: dict[str, Any], node_dir: Path, run_id: str, args: argpa
             str(node_dir), "--run-id", run_id, "--node-rank", str(args.node_rank), "--master-addr",
             args.master_addr, "--master-port", str(port),
             *(["--rdzv-timeout-s", f"{args.rdzv_timeout_s:g}"] if nnodes > 1 and args.rdzv_timeout_s else []),
-            "--monitor-interval", f"{args.monitor_interval:g}", *(["--no-monitors"] if args.no_monitors else [])]
+            "--monitor-interval-s", f"{args.monitor_interval_s:g}", *(["--no-monitors"] if args.no_monitors else [])]
 
 
 def _launch(argv: list[str], run_id: str, node_dir: Path, label: str, interval: float, timeout_s: float) -> int:
@@ -172,7 +172,7 @@ def run_local(args: argparse.Namespace) -> int:
             print(f"# {config['case_id']} round {round_no}, node {node_rank} of {nnodes}:\n{shlex.join(argv)}",
                   file=sys.stderr, flush=True)
             label = f"{config['case_id']} round {round_no}"
-            interrupted = _launch(argv, run_id, node_dir, label, float(plan["run_vars"]["progress_interval"]),
+            interrupted = _launch(argv, run_id, node_dir, label, float(plan["run_vars"]["progress_interval_s"]),
                                   float(config["timeout_s"])) == EXIT_INTERRUPTED
             if node_rank == 0:
                 record = write_round_record(round_dir, ResolvedConfig.from_json(config), round_no, run_id,

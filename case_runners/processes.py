@@ -29,7 +29,6 @@ class Stat:
 
     state: str
     ppid: int
-    pgrp: int
     session: int
     start: int  # field 22: clock ticks after boot at which the process started
     cpu_ticks: int = 0  # fields 14-17: CPU time (user, system) of the process and of the children it waited for
@@ -68,7 +67,7 @@ def read_stat(pid: int | str, proc: str = PROC) -> Stat | None:
         return None
     fields = raw[raw.rfind(b")") + 2:].split()  # "pid (comm) state ppid ...": comm may hold spaces and ")"
     try:
-        return Stat(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]),
+        return Stat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]),
                     sum(int(x) for x in fields[11:15]))
     except (IndexError, ValueError):
         return None

@@ -85,13 +85,12 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "SECONDS", float),
     RunOption(("--history-db",), RUN_VAR, "history_db", "the history database the run is indexed into (default: "
                                                         "perfplay.sqlite in --results-dir)", "PATH"),
-    RunOption(("--progress-interval",), RUN_VAR, "progress_interval", "seconds between the progress lines printed "
+    RunOption(("--progress-interval-s",), RUN_VAR, "progress_interval_s", "seconds between the progress lines printed "
                                                                       "while a round runs (default: 30)", "SECONDS",
               float),
     RunOption(("--run-id",), RUN_VAR, "run_id", f"the run and its directory's name ({RUN_ID_RULE}); required with "
                                                 "--nnode > 1, the same on every node", "RUN_ID"),
 )
-OPTIONS = {option.dest: option for option in RUN_OPTIONS}
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -99,7 +99,7 @@ options:
     description: Run the round's monitors (the host's and the vendor's) for the length of the round.
     type: bool
     default: true
-  monitor_interval:
+  monitor_interval_s:
     description: Seconds between monitor samples; default C(case_runners)' own.
     type: float
   env:
@@ -199,7 +199,7 @@ def launch_argv(params):
         rdzv_timeout_s=params["rdzv_timeout_s"],
         heartbeat_timeout_s=params["heartbeat_timeout_s"],
         no_monitors=not params["monitors"],
-        monitor_interval=params["monitor_interval"],
+        monitor_interval_s=params["monitor_interval_s"],
         detach=True,
         config_stdin=params["config_content"] is not None,
     )
@@ -221,7 +221,7 @@ def main():
         rdzv_timeout_s=dict(type="float"),
         heartbeat_timeout_s=dict(type="float"),
         monitors=dict(type="bool", default=True),
-        monitor_interval=dict(type="float"),
+        monitor_interval_s=dict(type="float"),
         env=dict(type="dict", default={}),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

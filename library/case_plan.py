@@ -96,12 +96,12 @@ options:
   clear_caches:
     description: Drop the page cache before each round (run var C(perfplay_clear_caches)); a boolean.
     type: raw
-  monitor_interval:
-    description: Seconds between monitor samples (run var C(perfplay_monitor_interval)).
+  monitor_interval_s:
+    description: Seconds between monitor samples (run var C(perfplay_monitor_interval_s)).
     type: raw
-  progress_interval:
+  progress_interval_s:
     description:
-      - Seconds between two progress lines of a running round, per host (run var C(perfplay_progress_interval)).
+      - Seconds between two progress lines of a running round, per host (run var C(perfplay_progress_interval_s)).
         Each line costs one module run on the host.
     type: raw
   rdzv_timeout_s:
@@ -272,7 +272,7 @@ run_vars:
   returned: success
   type: dict
   sample: {vendor: cpu, runtime: host, task: training, case_timeout_s: null, clear_caches: false,
-           monitor_interval: 1.0, progress_interval: 30.0, rdzv_timeout_s: null, heartbeat_timeout_s: 10.0,
+           monitor_interval_s: 1.0, progress_interval_s: 30.0, rdzv_timeout_s: null, heartbeat_timeout_s: 10.0,
            master_port: 0, min_free_bytes: 1073741824, hosts: [localhost], nic: {},
            history_db: /opt/perfplay/results/perfplay.sqlite}
 errors:
@@ -293,7 +293,7 @@ except ImportError:  # imported as a plain file by the module tests, which put t
 # Options that are keys of the plan request as they are (case_runners checks them and applies the defaults).
 REQUEST_OPTIONS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "history_db", "run_id",
                    "case_timeout_s", "hosts", "nic", "run_var_names", "host_var_names", "clear_caches",
-                   "monitor_interval", "progress_interval", "rdzv_timeout_s", "heartbeat_timeout_s", "master_port",
+                   "monitor_interval_s", "progress_interval_s", "rdzv_timeout_s", "heartbeat_timeout_s", "master_port",
                    "min_free_bytes", "bundle")
 ARGUMENT_SPEC = dict(
     COMMON_ARGUMENT_SPEC,

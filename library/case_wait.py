@@ -31,7 +31,7 @@ options:
     required: true
   for_s:
     description:
-      - Seconds one poll waits before it reports progress (run var C(perfplay_progress_interval)); default
+      - Seconds one poll waits before it reports progress (run var C(perfplay_progress_interval_s)); default
         C(case_runners)' own, which each poll returns (RV(for_s)).
     type: float
   timeout_s:

@@ -15,7 +15,6 @@ from typing import Any
 ONE = "one"  # one process per device: each rank measures its own device (nproc > 1: all devices at once)
 COLLECTIVE = "collective"  # every rank of the round in one process group: at least two
 PAIR = "pair"  # exactly two ranks, in one process group
-RANKS = (ONE, COLLECTIVE, PAIR)
 
 FLOP_S, BYTES_S, BYTES = "FLOP/s", "B/s", "B"
 

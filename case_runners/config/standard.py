@@ -11,7 +11,6 @@ from typing import Any
 
 STANDARD = "standard"  # bool: true unless a key that changes the workload was changed
 NON_STANDARD = "non_standard"  # the keys that changed it, sorted
-NON_STANDARD_CASES = "non_standard_cases"  # in the run summary: the case ids whose results are not standard
 NOT_STANDARD_NOTE = "non-standard: not a standard result"
 
 

@@ -35,7 +35,7 @@ from case_runners.run_ids import RUN_ID_ENV
 from case_runners.vendor_files import env_file
 
 POLL_S = 0.1
-STOP_GRACE_S = 15  # the launcher inside stops its ranks within 5 s of SIGTERM
+CONTAINER_STOP_GRACE_S = 15  # docker stop: SIGTERM to SIGKILL; the launcher inside stops its ranks within 5 s
 BACKSTOP_S = 30  # beyond the case timeout, which the launcher inside enforces itself
 CONTAINER_LOG = "container.log"
 LABEL = "perfplay.run_id"
@@ -142,7 +142,7 @@ def supervise(spec: NodeSpec, config: ResolvedConfig, project_dir: Path) -> Node
     signals = _Signals()
     previous = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + STOP_GRACE_S):
+        with guarded_node(spec, monitor_deadline(spec, started) + BACKSTOP_S + CONTAINER_STOP_GRACE_S):
             return _run_container(spec, config, project_dir, started, signals)
     except SetupError as exc:
         return write_node_result(spec, FAILED, str(exc), started, nic=spec.nic, image=_image(config))
@@ -214,7 +214,7 @@ def _wait(client: Any, cid: str, limit_s: float, signals: _Signals) -> tuple[int
         if stopped is None and (signals.received or time.monotonic() > deadline):
             stopped = (INTERRUPTED, f"launcher received {signal.Signals(signals.received).name}") \
                 if signals.received else (TIMEOUT, f"container still running {limit_s:g} s after its start")
-            client.api.stop(cid, timeout=STOP_GRACE_S)
+            client.api.stop(cid, timeout=CONTAINER_STOP_GRACE_S)
         time.sleep(POLL_S)
 
 

@@ -38,7 +38,7 @@ def guarded_node(spec: Any, deadline: float) -> Iterator[ProcessId]:
                     pidfiles.pid_path(spec.log_dir, LAUNCHER_ROLE, spec.run_id), me, spec.run_id,
                     role=LAUNCHER_ROLE, node_rank=spec.node_rank))
             for name in spec.monitors:
-                monitor = MonitorSpec(spec.log_dir, name, spec.run_id, spec.monitor_interval, owner=me,
+                monitor = MonitorSpec(spec.log_dir, name, spec.run_id, spec.monitor_interval_s, owner=me,
                                       deadline=deadline)
                 _start(monitor)
                 stack.callback(_stop, monitor)

@@ -44,9 +44,9 @@ from case_runners.records.schema import ABSENT, RecordError
 from case_runners.run_ids import RUN_ID_ENV
 
 POLL_S = 0.05
-GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
+RANK_EXIT_GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
 ROUND_GRACE_S = 60.0  # every process of a round is gone by its case timeout plus this (docker's backstop included)
-MONITOR_GRACE_S = 2 * GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
+MONITOR_GRACE_S = 2 * RANK_EXIT_GRACE_S  # monitors stop at the case timeout plus this, even if their launcher is stuck
 EXIT_CODES = {SUCCESS: 0, FAILED: 1, TIMEOUT: 124, INTERRUPTED: 130}
 
 
@@ -78,7 +78,7 @@ class NodeSpec:
     rdzv_timeout_s: float = RDZV_TIMEOUT_S
     heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
     monitors: tuple[str, ...] = ()  # "host" and/or vendor names, run for the length of the round
-    monitor_interval: float = MONITOR_INTERVAL_S
+    monitor_interval_s: float = MONITOR_INTERVAL_S
     inside_container: bool = False  # the launcher in a node's container: its host-side twin owns pid file and monitors
     env_file: Path | None = None  # the vendor case's environment_variables.sh, sourced for the ranks (host runtime)
 
@@ -252,7 +252,7 @@ class NodeLauncher:
         for r in alive:
             r.process.send_signal(first_signal)
             r.process.send_signal(signal.SIGCONT)  # a stopped rank must run to handle it
-        deadline = time.monotonic() + GRACE_S
+        deadline = time.monotonic() + RANK_EXIT_GRACE_S
         while any(self.reap(r) is None for r in alive) and time.monotonic() < deadline:
             time.sleep(POLL_S)
         for r in alive:
@@ -389,7 +389,7 @@ def round_monitors(config: ResolvedConfig) -> tuple[str, ...]:
 def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master_addr: str, master_port: int,
                      timeout_s: float | None, run_id: str, node_name: str | None = None, nic: str | None = None,
                      rdzv_timeout_s: float | None = None, heartbeat_timeout_s: float | None = None,
-                     monitors: bool = True, monitor_interval: float | None = None,
+                     monitors: bool = True, monitor_interval_s: float | None = None,
                      inside_container: bool = False) -> NodeSpec:
     config = ResolvedConfig.load(config_path)
     return NodeSpec(config_path=config_path.resolve(), log_dir=log_dir.resolve(), node_rank=node_rank,
@@ -400,6 +400,6 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                     rdzv_timeout_s=rdzv_timeout_s or env_seconds(RDZV_TIMEOUT_ENV, RDZV_TIMEOUT_S),
                     heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
                     monitors=round_monitors(config) if monitors and not inside_container else (),
-                    monitor_interval=monitor_interval or MONITOR_INTERVAL_S, inside_container=inside_container,
+                    monitor_interval_s=monitor_interval_s or MONITOR_INTERVAL_S, inside_container=inside_container,
                     env_file=None if inside_container else vendor_files.env_file(project_root(), config.vendor,
                                                                                  config.case))

@@ -4,7 +4,8 @@ A monitor is opened once, sampled once per interval by the daemon and closed at 
 Vendors subclass AcceleratorMonitor in vendor/<vendor>/monitor.py and return one dict per device:
 {"index", "util", "mem_used_bytes", "mem_total_bytes", "power_w", "temp_c", "energy_j"},
 with None for any field the device cannot report. energy_j is a cumulative counter in joules
-(only its differences matter) or None.
+(only its differences matter) or None. A device that cannot be read at all (lost) keeps its entry, every field
+None, with an "error" saying why.
 """
 
 from __future__ import annotations

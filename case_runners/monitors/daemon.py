@@ -26,7 +26,7 @@ from case_runners.processes import ProcessId, identify, terminate, wait_gone
 from case_runners.run_ids import RUN_ID_ENV
 
 EXIT_OK, EXIT_FAILED, EXIT_NOT_RUNNING = 0, 1, 3  # status codes follow LSB init scripts
-STOP_GRACE_S = 5.0
+MONITOR_DAEMON_GRACE_S = 5.0  # stop: seconds between SIGTERM and SIGKILL to a monitor daemon
 
 
 def start(spec: MonitorSpec, ready_timeout_s: float = 30.0) -> int:
@@ -56,7 +56,7 @@ def start(spec: MonitorSpec, ready_timeout_s: float = 30.0) -> int:
     return _await_ready(spec, read_fd, ready_timeout_s)
 
 
-def stop(spec: MonitorSpec, grace_s: float = STOP_GRACE_S) -> int:
+def stop(spec: MonitorSpec, grace_s: float = MONITOR_DAEMON_GRACE_S) -> int:
     """SIGTERM, up to grace_s for a clean exit, then SIGKILL. Not running is a success."""
     ident = running(spec)
     if ident is None:

@@ -39,17 +39,19 @@ QUERIED_NAMES = r"^(perfplay_|[A-Z][A-Z0-9_]*$)"
 # The perfplay_* vars a user may set: the documented run and host vars (docs/run-vars.md) ...
 DOCUMENTED_RUN_VARS = frozenset(PREFIX + name for name in (
     "cases", "vendor", "task", "runtime", "image", "case_timeout_s", "results_dir", "run_id", "min_free_bytes",
-    "clear_caches", "monitor_interval", "progress_interval", "master_port", "rdzv_timeout_s", "heartbeat_timeout_s",
-    "host_pattern", "project_dir", "venv", "host_results_dir", "node_addr", "nic", "device_count", "history_db"))
+    "clear_caches", "monitor_interval_s", "progress_interval_s", "master_port", "rdzv_timeout_s",
+    "heartbeat_timeout_s", "host_pattern", "project_dir", "venv", "host_results_dir", "node_addr", "nic",
+    "device_count", "history_db"))
 # ... and the names the plays define themselves (play vars, vars files, set_fact, register), seen while they run.
 PLAY_VARS = frozenset(PREFIX + name for name in (
     "ansible_core", "cleanup", "host_is_local", "host_needs", "host_run_dir", "master", "node_dir", "node_rank",
     "plan", "plan_hosts", "preflight_only", "python", "queried_names", "remote", "round", "round_error",
     "round_record", "run", "summary"))
 KNOWN_RUN_VARS = DOCUMENTED_RUN_VARS | PLAY_VARS  # tests/unit/test_docs_run_vars.py keeps both in step
-# Run vars renamed: the old name is an error naming the new one.
-RENAMED = {f"{PREFIX}case_timeout": f"{PREFIX}case_timeout_s", f"{PREFIX}rdzv_timeout": f"{PREFIX}rdzv_timeout_s",
-           f"{PREFIX}heartbeat_timeout": f"{PREFIX}heartbeat_timeout_s"}
+# Run vars renamed: the old name is an error naming the new one (and so is the old name of the CLI option that
+# sets one, cli.py).
+RENAMED = {f"{PREFIX}{old}": f"{PREFIX}{old}_s" for old in (
+    "case_timeout", "rdzv_timeout", "heartbeat_timeout", "monitor_interval", "progress_interval")}
 
 
 def _var(spec: dict[str, Any], default: Any) -> tuple[Constraint, Any]:
@@ -63,9 +65,9 @@ SCALARS: dict[str, tuple[Constraint, Any]] = {
     "vendor": _var({"type": "str", "min_length": 1, "max_length": 64}, defaults.VENDOR),  # plan: a vendor/ folder
     "case_timeout_s": (BOUNDS["timeout_s"], None),  # unset: each case's own timeout_s
     "clear_caches": _var({"type": "bool"}, False),
-    "monitor_interval": _var({"type": "float", "min": defaults.MONITOR_INTERVAL_RANGE[0],
-                              "max": defaults.MONITOR_INTERVAL_RANGE[1]}, defaults.MONITOR_INTERVAL_S),
-    "progress_interval": _var({"type": "float", "min": 1, "max": 3600}, defaults.PROGRESS_INTERVAL_S),
+    "monitor_interval_s": _var({"type": "float", "min": defaults.MONITOR_INTERVAL_RANGE[0],
+                                "max": defaults.MONITOR_INTERVAL_RANGE[1]}, defaults.MONITOR_INTERVAL_S),
+    "progress_interval_s": _var({"type": "float", "min": 1, "max": 3600}, defaults.PROGRESS_INTERVAL_S),
     "rdzv_timeout_s": _var({"type": "float", "min": 1, "max": 86400}, None),  # unset: the launcher's
     "heartbeat_timeout_s": _var({"type": "float", "min": 1, "max": 3600}, defaults.HEARTBEAT_TIMEOUT_S),
     "master_port": _var({"type": "int", "min": 0, "max": 65535}, 0),  # 0: node 0 picks a free port

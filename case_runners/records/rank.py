@@ -153,9 +153,6 @@ class FailedRankResult(RankResult):
     e2e_time: float
 
 
-RANK_VARIANTS = (TrainingRankResult, InferenceRankResult, BaseRankResult, GenerateRankResult, FailedRankResult)
-
-
 def build_rank_result(rank: int, world_size: int, fields: dict[str, Any], e2e_time: float) -> RankResult:
     """The result of a rank from what its task returned (`fields`: its variant's keys but rank, world_size and
     e2e_time). Fields that do not make a valid result (a task's bug) make a failed one that names them instead."""

@@ -87,11 +87,6 @@ class ResolvedConfig(Document):
         return TRAINING if self.task is ABSENT else str(self.task)
 
     @property
-    def sample_unit(self) -> str:
-        """What one sample of samples/s is: sample, or token (a language model's)."""
-        return SAMPLE if self.sample is ABSENT else str(self.sample)
-
-    @property
     def throughput_unit(self) -> str:
         """The unit of a training case's samples/s: samples/s, or tokens/s."""
         return SAMPLES_PER_S if self.sample is ABSENT else f"{self.sample}s/s"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LEVELS = ("error", "warning", "ok")
-
 
 @dataclass(frozen=True)
 class Finding:

@@ -57,7 +57,7 @@ def test_cleanup_stops_the_run_and_spares_every_decoy(results_dir: Path, sleeper
     node_dir = Path(plan["run_dir"]) / config["case_id"] / "round1" / "localhost_noderank0"
     launched.append(run_id)
     launcher = subprocess.Popen([sys.executable, "-m", "case_runners", "launch", "--config", config["config_path"],
-                                 "--log-dir", str(node_dir), "--run-id", run_id, "--monitor-interval", "0.5"],
+                                 "--log-dir", str(node_dir), "--run-id", run_id, "--monitor-interval-s", "0.5"],
                                 cwd=REPO, stdout=subprocess.PIPE, env=playbook_env(REPO))
     launched.append(launcher)
     decoys = {

@@ -36,7 +36,7 @@ PROGRESS = re.compile(r"^  node 0 on localhost, digits_cnn_CPUx1x1 round 1: (sta
 
 def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     first = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}",
-                         "-e", "perfplay_progress_interval=1")
+                         "-e", "perfplay_progress_interval_s=1")
     assert first.rc == 0, first.output[-5000:]
     assert recap(first.output)["failed"] == 0
     # The wait is long polls: one calm progress line per poll, never a retry shown as a failure.

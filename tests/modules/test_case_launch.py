@@ -91,21 +91,21 @@ def test_no_answer_at_all(run_module):
 
 def test_multi_node_options_reach_the_launcher(run_module):
     args = dict(ARGS, node_rank=1, master_addr="10.231.77.11", master_port=29500, node_name="node2", nic="ib0",
-                rdzv_timeout_s=60, heartbeat_timeout_s=5, monitors=False, monitor_interval=0.5)
+                rdzv_timeout_s=60, heartbeat_timeout_s=5, monitors=False, monitor_interval_s=0.5)
     kind, _, cli = run_module("case_launch", args, {"launch": STARTED})
     assert kind == "exit"
     (call,) = cli.calls
     assert call["argv"][call["argv"].index("--node-rank"):] == [
         "--node-rank", "1", "--master-addr", "10.231.77.11", "--master-port", "29500", "--timeout-s", "60.0",
         "--run-id", "run1", "--node-name", "node2", "--nic", "ib0", "--rdzv-timeout-s", "60.0",
-        "--heartbeat-timeout-s", "5.0", "--no-monitors", "--monitor-interval", "0.5", "--detach"]
+        "--heartbeat-timeout-s", "5.0", "--no-monitors", "--monitor-interval-s", "0.5", "--detach"]
 
 
 def test_an_empty_nic_or_node_name_is_left_to_the_launcher(run_module):
     kind, _, cli = run_module("case_launch", dict(ARGS, nic="", node_name=""), {"launch": STARTED})
     assert kind == "exit"
     (call,) = cli.calls
-    left_out = {"--nic", "--node-name", "--rdzv-timeout-s", "--heartbeat-timeout-s", "--monitor-interval"}
+    left_out = {"--nic", "--node-name", "--rdzv-timeout-s", "--heartbeat-timeout-s", "--monitor-interval-s"}
     assert not left_out & set(call["argv"]), "case_runners applies the defaults"
 
 

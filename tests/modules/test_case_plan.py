@@ -63,7 +63,7 @@ def test_the_request_carries_every_run_var_set(run_module):
     requests = []
     args = dict(ARGS, vendor="nvidia", runtime="docker", image={"base_image": "x"}, task="inference",
                 results_dir="/tmp/res", run_id="nightly", case_timeout_s="900", nic={"localhost": "eth0"},
-                run_var_names=["perfplay_vendor"], clear_caches=False, monitor_interval="0.5", progress_interval=5,
+                run_var_names=["perfplay_vendor"], clear_caches=False, monitor_interval_s="0.5", progress_interval_s=5,
                 rdzv_timeout_s="60", heartbeat_timeout_s=20, master_port=0, min_free_bytes="2048", bundle=False)
     kind, _, _ = run_module("case_plan", args, {"plan": plan_answer(requests)})
     assert kind == "exit"

@@ -69,7 +69,7 @@ def peak_project(root: Path) -> Path:
 def runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("report")
     # Two rounds of a few steps, the monitors sampling often enough to draw the phases.
-    ok, ok_dir = run_case(root / "ok", "--repeat", "2", "--step", "40", "--monitor-interval", "0.2")
+    ok, ok_dir = run_case(root / "ok", "--repeat", "2", "--step", "40", "--monitor-interval-s", "0.2")
     assert ok.returncode in (0, 1), ok.stderr[-3000:]  # 1: not converged in 40 steps, a valid result
     # Node 0 of two, alone: node 1 never joins, the round fails with its reason (a bound on a hang, not on speed).
     failed, failed_dir = run_case(root / "failed", "--nnode", "2", "--node-rank", "0", "--run-id", "run-report-failed",

@@ -284,7 +284,7 @@ def states(cell: set[str], value: Any) -> bool:
 
 def test_the_plans_defaults_are_the_docs(doc: dict[str, dict[str, Any]]) -> None:
     known = plan_defaults()
-    assert {"perfplay_vendor", "perfplay_progress_interval", "perfplay_rdzv_timeout_s"} <= set(known)
+    assert {"perfplay_vendor", "perfplay_progress_interval_s", "perfplay_rdzv_timeout_s"} <= set(known)
     wrong = [f"{var}: the plan's default is {value!r}, " + (
         f"the doc's (line {doc[var]['line']}) {', '.join(sorted(doc[var]['default'])) or 'none'}" if var in doc
         else "not documented") for var, value in sorted(known.items())

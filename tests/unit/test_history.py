@@ -42,7 +42,7 @@ def results(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("results")
     for argv in (["--repeat", "2", "--set", "max_steps=5"], ["--set", "max_steps=3", "--batch-size", "16"]):
         done = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", *argv, "--results-dir",
-                               str(folder), "--monitor-interval", "0.2"], cwd=REPO, capture_output=True, text=True,
+                               str(folder), "--monitor-interval-s", "0.2"], cwd=REPO, capture_output=True, text=True,
                               timeout=600, check=False)
         assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: not converged in so few steps
         assert f"history: {2 if '--repeat' in argv else 1} round(s) indexed into {folder / DB_NAME}" in done.stdout

@@ -144,7 +144,7 @@ def test_the_summary_prints_an_inference_table_beside_the_training_one(tmp_path:
 def test_case_runners_run_takes_an_inference_case_without_ansible(tmp_path: Path):
     """`python -m case_runners run CASE --task inference`: the same plan, launch, record and summary on one host."""
     out = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--task", "inference",
-                          "--set", "compiler=null", "--results-dir", str(tmp_path), "--monitor-interval", "0.2"],
+                          "--set", "compiler=null", "--results-dir", str(tmp_path), "--monitor-interval-s", "0.2"],
                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr[-3000:]
     assert "digits_cnn_inference_CPUx1x1 round 1: success" in out.stderr

@@ -52,7 +52,7 @@ class Launcher:
         self.run_id = f"launcher-{uuid.uuid4().hex[:8]}"
         self.log_dir = log_dir
         argv = [sys.executable, "-m", "case_runners", "launch", "--config", str(config), "--log-dir", str(log_dir),
-                "--run-id", self.run_id, "--monitor-interval", "0.2"] + ([] if monitors else ["--no-monitors"]) + \
+                "--run-id", self.run_id, "--monitor-interval-s", "0.2"] + ([] if monitors else ["--no-monitors"]) + \
             (["--timeout-s", str(timeout)] if timeout else [])
         self.proc = subprocess.Popen(argv, cwd=project_root(), stdout=subprocess.PIPE, text=True)
 
@@ -178,7 +178,7 @@ def test_a_stopped_rank_is_continued_so_that_it_handles_the_stop_signal(tmp_path
 def test_the_ranks_of_a_stopped_launcher_end_themselves_at_the_round_deadline(tmp_path, launchers):
     """SIGSTOP leaves the launcher alive but deaf: no PDEATHSIG, no timeout of its own. Its ranks end by themselves
     at the round's deadline (case timeout + MONITOR_GRACE_S), as the monitors do."""
-    from case_runners.launch.node import GRACE_S, MONITOR_GRACE_S
+    from case_runners.launch.node import MONITOR_GRACE_S, RANK_EXIT_GRACE_S
     timeout = 4.0
     config = resolved(tmp_path, 1, synthetic=True, max_steps=1000000)
     log_dir = tmp_path / "node"
@@ -188,8 +188,8 @@ def test_the_ranks_of_a_stopped_launcher_end_themselves_at_the_round_deadline(tm
         launcher.proc.send_signal(signal.SIGSTOP)
         stopped_at = time.monotonic()
         # A bound on a hang, not on speed: the deadline plus the rank's stop time, and a loaded host's slack.
-        assert wait_for(lambda: rank_pids(log_dir) == [], timeout=timeout + MONITOR_GRACE_S + GRACE_S + 120), \
-            "the ranks of a stopped launcher ran on"
+        bound = timeout + MONITOR_GRACE_S + RANK_EXIT_GRACE_S + 120
+        assert wait_for(lambda: rank_pids(log_dir) == [], timeout=bound), "the ranks of a stopped launcher ran on"
         assert time.monotonic() - stopped_at >= timeout, "they ran to the deadline, not stopped by something else"
         reason = json.loads((log_dir / "rank0.result.json").read_text())["reason"]
         assert "past the round's deadline" in reason and "ended by the rank itself" in reason, reason

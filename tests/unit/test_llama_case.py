@@ -24,7 +24,6 @@ from case_runners.records.resolved import ResolvedConfig
 from case_runners.training.case_api import RunContext
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG_FILE = "case_runners/cases/llama/config.yaml"
 SMALL = {"model": "tiny", "vocab_size": 0, "seq_len": 32, "batch_size": 4, "eval_batch_size": 8, "eval_samples": 6,
          "synthetic_samples": 16, "seed": 5, "synthetic": True, "num_workers": 0, "lr": 1e-3, "weight_decay": 0.1,
          "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1e-8, "max_grad_norm": 1.0, "warmup_steps": 2,

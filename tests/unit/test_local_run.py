@@ -46,12 +46,12 @@ def test_a_missing_checkpoint_is_refused_under_its_own_key(tmp_path):
 
 
 def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
-    """Also: the round prints the playbook's progress line every --progress-interval while it runs."""
+    """Also: the round prints the playbook's progress line every --progress-interval-s while it runs."""
     results, said = tmp_path / "results", tmp_path / "stderr.txt"
     with said.open("w") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--results-dir",
                                  str(results), "--set", "synthetic=true", "--set", "max_epochs=10000", "--set",
-                                 "time_budget_s=600", "--repeat", "2", "--progress-interval", "1"],
+                                 "time_budget_s=600", "--repeat", "2", "--progress-interval-s", "1"],
                                 cwd=project_root(), stdout=subprocess.PIPE, stderr=stderr, text=True,
                                 start_new_session=True)
     try:

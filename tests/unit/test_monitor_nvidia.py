@@ -24,6 +24,10 @@ class NVMLError_NoPermission(NVMLError):  # noqa: N801
     pass
 
 
+class NVMLError_GpuIsLost(NVMLError):  # noqa: N801
+    pass
+
+
 def fake_pynvml(devices: list[dict[str, Any]]) -> types.ModuleType:
     """A pynvml with len(devices) GPUs; a device value that is an exception class is raised."""
     calls: list[str] = []
@@ -44,7 +48,8 @@ def fake_pynvml(devices: list[dict[str, Any]]) -> types.ModuleType:
         return call
 
     module.__dict__.update(
-        calls=calls, NVMLError=NVMLError, NVMLError_NotSupported=NVMLError_NotSupported, NVML_TEMPERATURE_GPU=0,
+        calls=calls, NVMLError=NVMLError, NVMLError_NotSupported=NVMLError_NotSupported,
+        NVMLError_GpuIsLost=NVMLError_GpuIsLost, NVML_TEMPERATURE_GPU=0,
         nvmlInit=record("init"), nvmlShutdown=record("shutdown"),
         nvmlDeviceGetCount=lambda: len(devices), nvmlDeviceGetHandleByIndex=lambda i: i,
         nvmlDeviceGetUtilizationRates=reading("util", lambda v: types.SimpleNamespace(gpu=v, memory=0)),
@@ -84,6 +89,29 @@ def test_samples_every_gpu_in_si_units(nvml) -> None:
                       "power_w": None, "temp_c": 35, "energy_j": None}
     monitor.close()
     assert nvml.calls == ["init", "shutdown"]
+
+
+def test_a_lost_gpu_is_said_once_and_recorded_in_each_sample(nvml, capsys) -> None:
+    """The GPU falls off the bus after the first sample: its fields are null with an error naming the loss (not
+    mistaken for fields the GPU does not support), the daemon's log says it once, and the other GPU is still read."""
+    monitor = load_monitor("nvidia")
+    monitor.open()
+    assert "error" not in monitor.record()["devices"][0]
+
+    def utilisation(handle: int) -> types.SimpleNamespace:
+        if handle == 0:
+            raise NVMLError_GpuIsLost("GPU is lost")
+        return types.SimpleNamespace(gpu=5, memory=0)
+
+    nvml.nvmlDeviceGetUtilizationRates = utilisation
+    samples = [monitor.record()["devices"] for _ in range(2)]
+    for lost, other in samples:
+        assert lost == {"index": 0, **dict.fromkeys(DEVICE_FIELDS[1:]),
+                        "error": "GPU 0 is lost (NVMLError_GpuIsLost: GPU is lost): its readings are null"}
+        assert other["util"] == 5 and other["temp_c"] == 35 and "error" not in other
+    assert capsys.readouterr().err.splitlines() == [
+        "nvidia monitor: GPU 0 is lost (NVMLError_GpuIsLost: GPU is lost): its readings are null"]
+    monitor.close()
 
 
 def test_sys_info_names_driver_and_devices(nvml) -> None:

@@ -24,14 +24,14 @@ def plan(results: Path, check: bool = False, **request):
 
 def test_every_problem_at_once_and_nothing_created(tmp_path):
     results = tmp_path / "results"
-    result = plan(results, cases=["nosuchcase"], clear_caches="maybe", master_port="abc", monitor_interval=0,
+    result = plan(results, cases=["nosuchcase"], clear_caches="maybe", master_port="abc", monitor_interval_s=0,
                   rdzv_timeout_s=-1, hosts=["a"], nic={"a": "eth0/1"}, run_var_names=["perfplay_case_timeout"])
     assert not result["ok"]
     assert result["errors"] == [
         "run vars: key 'perfplay_case_timeout': renamed to perfplay_case_timeout_s: set that instead",
         f"run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' {BOOLS}",
-        "run vars: key 'perfplay_monitor_interval': 0.0 is out of range "
-        "(allowed: 0.01 <= perfplay_monitor_interval <= 3600.0)",
+        "run vars: key 'perfplay_monitor_interval_s': 0.0 is out of range "
+        "(allowed: 0.01 <= perfplay_monitor_interval_s <= 3600.0)",
         "run vars: key 'perfplay_rdzv_timeout_s': -1.0 is out of range "
         "(allowed: 1 <= perfplay_rdzv_timeout_s <= 86400)",
         "run vars: key 'perfplay_master_port': expected an integer, got 'abc' "
@@ -56,8 +56,8 @@ def test_the_defaults_of_unset_run_vars(tmp_path):
     assert result["ok"], result["errors"]
     assert result["run_vars"] == {
         "vendor": defaults.VENDOR, "runtime": "host", "task": "training", "case_timeout_s": None,
-        "clear_caches": False, "monitor_interval": defaults.MONITOR_INTERVAL_S,
-        "progress_interval": defaults.PROGRESS_INTERVAL_S, "rdzv_timeout_s": None,
+        "clear_caches": False, "monitor_interval_s": defaults.MONITOR_INTERVAL_S,
+        "progress_interval_s": defaults.PROGRESS_INTERVAL_S, "rdzv_timeout_s": None,
         "heartbeat_timeout_s": defaults.HEARTBEAT_TIMEOUT_S, "master_port": 0,
         "min_free_bytes": defaults.MIN_FREE_BYTES, "hosts": ["localhost"], "nic": {},
         "history_db": str(tmp_path / DB_NAME)}  # beside the results
@@ -90,12 +90,12 @@ def test_booleans_read_as_ansible_reads_them(tmp_path, given, expected):
 
 
 def test_strings_of_numbers_are_converted(tmp_path):
-    values = {"case_timeout_s": "900", "monitor_interval": "0.5", "progress_interval": "5", "rdzv_timeout_s": "60",
+    values = {"case_timeout_s": "900", "monitor_interval_s": "0.5", "progress_interval_s": "5", "rdzv_timeout_s": "60",
               "heartbeat_timeout_s": "20", "master_port": "29500", "min_free_bytes": "2048"}
     result = plan(tmp_path, check=True, **values)
     assert result["ok"], result["errors"]
     assert {key: result["run_vars"][key] for key in values} == {
-        "case_timeout_s": 900, "monitor_interval": 0.5, "progress_interval": 5.0, "rdzv_timeout_s": 60.0,
+        "case_timeout_s": 900, "monitor_interval_s": 0.5, "progress_interval_s": 5.0, "rdzv_timeout_s": 60.0,
         "heartbeat_timeout_s": 20.0, "master_port": 29500, "min_free_bytes": 2048}
     assert result["cases"][0]["timeout_s"] == 900
 
@@ -152,8 +152,8 @@ def test_an_unknown_request_key_is_an_error(tmp_path):
 
 def test_every_run_var_has_one_default():
     """The defaults of case_runners/defaults.py are the ones the plan applies."""
-    assert SCALARS["monitor_interval"][1] == defaults.MONITOR_INTERVAL_S
-    assert SCALARS["progress_interval"][1] == defaults.PROGRESS_INTERVAL_S
+    assert SCALARS["monitor_interval_s"][1] == defaults.MONITOR_INTERVAL_S
+    assert SCALARS["progress_interval_s"][1] == defaults.PROGRESS_INTERVAL_S
     assert SCALARS["heartbeat_timeout_s"][1] == defaults.HEARTBEAT_TIMEOUT_S
     assert SCALARS["rdzv_timeout_s"][1] is None, "unset: the launcher's, which a host's environment may change"
     assert CHOICES["runtime"][1] == "host" and CHOICES["task"][1] == "training"

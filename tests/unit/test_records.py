@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 def run(results: Path, *argv: str) -> Path:
     """`python -m case_runners run digits_cnn ARGV` into results; its run directory."""
     done = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", *argv, "--results-dir",
-                           str(results), "--monitor-interval", "0.2"], cwd=REPO, capture_output=True, text=True,
+                           str(results), "--monitor-interval-s", "0.2"], cwd=REPO, capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: a round that did not converge in 5 steps
     (run_dir,) = results.glob("run*")

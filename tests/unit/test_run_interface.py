@@ -77,6 +77,18 @@ def test_help_names_what_every_option_sets_and_the_docs_show_the_table():
     assert markdown_table() in (project_root() / "docs" / "running.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(("command", "old", "new"), [
+    ("run", "--monitor-interval", "--monitor-interval-s"), ("run", "--progress-interval", "--progress-interval-s"),
+    ("launch", "--monitor-interval", "--monitor-interval-s"), ("run", "--rdzv-timeout", "--rdzv-timeout-s")])
+def test_an_old_option_name_is_refused_naming_the_new_one(capsys, command, old, new):
+    """Not run under the new name either: argparse took the old one as an abbreviation of it."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([command, "--config", "c", "--log-dir", "d"][:1 + 4 * (command == "launch")]
+                                  + [old, "0.5"])
+    assert exit_.value.code == 2
+    assert f"error: {old} is renamed {new}: give that instead" in capsys.readouterr().err
+
+
 def test_device_picks_the_vendor_and_an_unknown_or_ambiguous_one_is_refused(capsys, tmp_path):
     assert resolved("digits_cnn", "--device", "cuda")["vendor"] == "nvidia"
     err = refused(capsys, "digits_cnn", "--device", "musa", "--results-dir", str(tmp_path))

@@ -1,8 +1,8 @@
 """A rank stops on one SIGTERM (or SIGINT) wherever it is: within the launcher's grace, with exit code 128 + the
 signal and a failed result that names the signal and the phase. Every process a test starts is killed in a
-finally. The only bound asserted on a real rank is the design's (GRACE_S); the waits for a phase to begin are not
-bounds. Where the worker's watchdog ends the process, what is asserted is that it did, and not before its share of
-the grace: a busy box can only make it later, and its deadline is a fixed share of GRACE_S."""
+finally. The only bound asserted on a real rank is the design's (RANK_EXIT_GRACE_S); the waits for a phase to begin
+are not bounds. Where the worker's watchdog ends the process, what is asserted is that it did, and not before its
+share of the grace: a busy box can only make it later, and its deadline is a fixed share of RANK_EXIT_GRACE_S."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from case_runners.driver.events import read_events
-from case_runners.launch.node import GRACE_S
+from case_runners.launch.node import RANK_EXIT_GRACE_S
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank.stop_request import GRACE_SHARE
@@ -74,7 +74,7 @@ def wait_until(proc: subprocess.Popen, log_dir: Path, ready: Callable[[subproces
         time.sleep(POLL_S)
 
 
-def stop(proc: subprocess.Popen, signum: int, within: float = GRACE_S) -> float:
+def stop(proc: subprocess.Popen, signum: int, within: float = RANK_EXIT_GRACE_S) -> float:
     """Send signum once; the seconds until the process exits (TimeoutExpired after `within`)."""
     sent = time.monotonic()
     proc.send_signal(signum)
@@ -121,7 +121,7 @@ def test_sigterm_leaves_a_failed_result(tmp_path, phase, signum):
     result = json.loads((log_dir / "rank0.result.json").read_text())
     print(f"{phase}, {signal.Signals(signum).name}: exit {proc.returncode} {seconds:.2f} s after the signal, "
           f"reason: {result['reason']}")
-    assert proc.returncode == 128 + signum and seconds < GRACE_S
+    assert proc.returncode == 128 + signum and seconds < RANK_EXIT_GRACE_S
     said = "terminated by signal SIGTERM" if signum == signal.SIGTERM else "interrupted by SIGINT"
     assert result["status"] == "failed" and result["reason"].startswith(f"{said} during {named}")
     events = [e["event"] for e in read_events(log_dir / "rank0.events.jsonl")]
@@ -143,7 +143,7 @@ def test_an_inference_rank_stops_mid_pipeline(tmp_path):
         kill(proc)
     result = json.loads((log_dir / "rank0.result.json").read_text())
     print(f"inference: exit {proc.returncode} {seconds:.2f} s after SIGTERM, reason: {result['reason']}")
-    assert proc.returncode == 128 + signal.SIGTERM and seconds < GRACE_S
+    assert proc.returncode == 128 + signal.SIGTERM and seconds < RANK_EXIT_GRACE_S
     assert result["status"] == "failed"
     assert result["reason"].startswith("terminated by signal SIGTERM during inference step c (framework validation)")
 
@@ -151,11 +151,11 @@ def test_an_inference_rank_stops_mid_pipeline(tmp_path):
 SCRIPT = """\
 import os, signal, sys, time
 from pathlib import Path
-from case_runners.launch.node import GRACE_S
+from case_runners.launch.node import RANK_EXIT_GRACE_S
 from case_runners.rank import stop_request
 
 result = Path(sys.argv[1])
-stop_request.install(GRACE_S, result.write_text)
+stop_request.install(RANK_EXIT_GRACE_S, result.write_text)
 print("installed", flush=True)
 try:
 {body}
@@ -194,7 +194,8 @@ MAIN_THREADS = {  # what the main thread does: (code, the phase it names, stoppe
         time.sleep(3600)
         """, "one long call", True),
 }
-WATCHDOG_S = GRACE_S * GRACE_SHARE  # when the worker's watchdog ends a rank that has not stopped, after the signal
+# when the worker's watchdog ends a rank that has not stopped, after the signal
+WATCHDOG_S = RANK_EXIT_GRACE_S * GRACE_SHARE
 
 
 def run_script(tmp_path: Path, body: str, phase: str | None = None) -> tuple[subprocess.Popen, Path]:
@@ -213,7 +214,7 @@ def run_script(tmp_path: Path, body: str, phase: str | None = None) -> tuple[sub
 
 
 def test_the_watchdog_ends_a_rank_within_the_launcher_s_grace():
-    assert 0 < WATCHDOG_S < GRACE_S
+    assert 0 < WATCHDOG_S < RANK_EXIT_GRACE_S
 
 
 @pytest.mark.parametrize("main_thread", MAIN_THREADS)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from case_runners.monitors.base import AcceleratorMonitor
+from case_runners.monitors.base import DEVICE_FIELDS, AcceleratorMonitor
 
 T = TypeVar("T")
 
@@ -24,12 +24,16 @@ class NvmlMonitor(AcceleratorMonitor):
     def __init__(self) -> None:
         self._nvml: Any = None
         self._handles: list[Any] = []
+        self._gpu_lost: tuple[type[Exception], ...] = ()  # pynvml's NVMLError_GpuIsLost, where it has it
+        self._lost: set[int] = set()  # the GPUs already said to be lost
 
     def open(self) -> None:
         import pynvml  # lazily: the package only matters on NVIDIA hosts
 
         pynvml.nvmlInit()
         self._nvml = pynvml
+        lost = getattr(pynvml, "NVMLError_GpuIsLost", None)
+        self._gpu_lost = (lost,) if lost is not None else ()
         self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
 
     def close(self) -> None:
@@ -43,6 +47,18 @@ class NvmlMonitor(AcceleratorMonitor):
         return [self._device(index, handle) for index, handle in enumerate(self._handles)]
 
     def _device(self, index: int, handle: Any) -> dict[str, Any]:
+        """The GPU's readings; a lost GPU (fallen off the bus, XID 79) gives nulls and an `error` saying so, and a line
+        in the daemon's log the first time."""
+        try:
+            return self._readings(index, handle)
+        except self._gpu_lost as exc:
+            why = f"GPU {index} is lost ({type(exc).__name__}: {exc}): its readings are null"
+            if index not in self._lost:
+                self._lost.add(index)
+                print(f"nvidia monitor: {why}", file=sys.stderr, flush=True)
+            return {"index": index, **dict.fromkeys(DEVICE_FIELDS[1:]), "error": why}
+
+    def _readings(self, index: int, handle: Any) -> dict[str, Any]:
         nv = self._nvml
         memory = self._field(lambda: nv.nvmlDeviceGetMemoryInfo(handle))
         milliwatts = self._field(lambda: nv.nvmlDeviceGetPowerUsage(handle))
@@ -69,12 +85,18 @@ class NvmlMonitor(AcceleratorMonitor):
         }
 
     def _device_name(self, handle: Any) -> str | None:
-        return _text(self._field(lambda: self._nvml.nvmlDeviceGetName(handle)))
+        try:
+            return _text(self._field(lambda: self._nvml.nvmlDeviceGetName(handle)))
+        except self._gpu_lost:
+            return None
 
     def _field(self, read: Callable[[], T]) -> T | None:
-        """One NVML reading; None where this GPU or driver cannot give it (NotSupported, NoPermission...)."""
+        """One NVML reading; None where this GPU or driver cannot give it (NotSupported, NoPermission...). A lost
+        GPU is raised: the whole device is lost, not a field."""
         try:
             return read()
+        except self._gpu_lost:
+            raise
         except (self._nvml.NVMLError, AttributeError):  # AttributeError: a binding too old for the call
             return None
 
