@@ -79,7 +79,8 @@ def new_vendor_outputs(report: Report, facts: VendorFacts, root: Path) -> list[O
                         f"\ndist_backend: {backend}{known('dist_backend', facts.dist_backend, 'dist_backend')}\n")
     if not facts.visible_env:
         report.add(NONE, f"{folder}/{VENDOR_FILE}", f"visible_devices.env: FlagPerf's run settings give {name} no "
-                                                    f"ACCE_VISIBLE_DEVICE_ENV_NAME (their VENDOR is another): {TODO}")
+                                                    f"ACCE_VISIBLE_DEVICE_ENV_NAME (their VENDOR is another, and "
+                                                    f"test_conf.py's comments list none for it): {TODO}")
     else:
         text = re.sub(r"  # TODO\(vendor\): the variable .*?\n  env: null\n",
                       f"  env: {facts.visible_env[0]}  # FlagPerf: {facts.visible_env[1]}\n", text, flags=re.S)
@@ -92,7 +93,8 @@ def new_vendor_outputs(report: Report, facts: VendorFacts, root: Path) -> list[O
         told.append(f"container.build.base_image: {facts.base_image[0]}")
     if not facts.container_run and not facts.unmapped_options:
         report.add(NONE, f"{folder}/{VENDOR_FILE}", f"container.run: FlagPerf's run settings give {name} no "
-                                                    f"ACCE_CONTAINER_OPT or SHM_SIZE (their VENDOR is another): {TODO}")
+                                                    f"ACCE_CONTAINER_OPT or SHM_SIZE (their VENDOR is another, and "
+                                                    f"test_conf.py's comments list none for it): {TODO}")
     text = _run_options(text, facts, told)
     monitor = texts[MONITOR_FILE]
     if facts.monitor_tool:

@@ -548,6 +548,46 @@ def test_a_vendor_perfplay_lacks_gets_a_folder_filled_from_flagperf(tree, tmp_pa
     assert not (root / target).exists()  # listed to port, never copied: its signatures are FlagPerf's
 
 
+COMMENTS = """\
+# possible value of ACCE_CONTAINER_OPT are:
+#   iluvatar:
+#       ' -v /lib/modules:/lib/modules '
+#   chipx:
+#       " --device=/dev/cx0 --device=/dev/cx1" + \\
+#       " --device=/dev/cxctrl"
+#   nvidia:
+#       " --gpus all"
+ACCE_CONTAINER_OPT = " --gpus all"
+# XXX_VISIBLE_DEVICE item name in env
+# possible value of ACCE_VISIBLE_DEVICE_ENV_NAME are:
+#   CUDA_VISIBLE_DEVICES for nvidia, iluvatar
+#   CX_VISIBLE_DEVICES for chipx
+#   MLU_VISIBLE_DEVICES for cambricon
+"""
+
+
+def test_a_vendor_no_settings_file_names_gets_what_test_confs_comments_list_for_it(tree, tmp_path):
+    """FlagPerf's test_conf.py lists each vendor's visible-devices variable and container options in comments (read
+    as text, never run): a folder written for a vendor the settings' VENDOR is not holds them, with their line."""
+    add_files(tree, CHIP_TREE)
+    conf = tree / CONFIG / "test_conf.py"
+    conf.write_text(conf.read_text().replace('ACCE_CONTAINER_OPT = " --gpus all"\n', COMMENTS))
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(ROOT / "case_runners")
+    found = lines(import_flagperf(tree, root))
+    vendor = load_vendor("chipx", root)
+    assert vendor["visible_devices"]["env"] == "CX_VISIBLE_DEVICES"
+    assert vendor["container"]["run"]["devices"] == ["/dev/cx0", "/dev/cx1", "/dev/cxctrl"]
+    text = (root / "vendor/chipx/vendor.yaml").read_text()
+    assert f"env: CX_VISIBLE_DEVICES  # FlagPerf: {CONFIG}/test_conf.py:16 (commented)\n" in text
+    assert f"# FlagPerf's ACCE_CONTAINER_OPT ({CONFIG}/test_conf.py:7 (commented))" in text
+    assert "TODO(vendor): the variable" not in text
+    assert f"mapped          {CONFIG}/test_conf.py:16 (commented): -> vendor/chipx/vendor.yaml visible_devices.env: " \
+           f"CX_VISIBLE_DEVICES" in found
+    assert load_vendor("nvidia", root)["visible_devices"]["env"] == "CUDA_VISIBLE_DEVICES"  # perfplay's, untouched
+
+
 def test_a_hardware_name_of_digits_is_a_string_in_the_vendor_folder_written(tree, tmp_path):
     """FlagPerf names some chips by a number (ascend's config_9100x1x8.py): vendor.yaml must hold it as a string, or
     the folder written does not load (default_hardware: 9100 is an int) and no case of it plans."""
