@@ -14,6 +14,8 @@ import yaml
 
 from case_runners.cases import list_cases
 from case_runners.cli import main
+from case_runners.config import adapter_points
+from case_runners.config.adapter_points import ADAPTER_SIGNATURES
 from case_runners.config.flagperf_names import (
     ADAPTER_POINTS,
     CASE_NAMES,
@@ -372,6 +374,20 @@ def test_the_perfplay_side_of_the_mapping_exists():
     assert set(CASE_NAMES.values()) <= set(list_cases())
     assert {row.perfplay for row in ADAPTER_POINTS if row.perfplay} <= set(POINTS)
 
+
+
+def test_the_adapter_signatures_the_import_names_are_the_trainers(monkeypatch):
+    """One table of adapter signatures: the trainer checks adapters against it and import-flagperf's notes quote it
+    (a point given another argument changes both)."""
+    assert [(p.name, p.params, p.doc) for p in POINTS.values()] == list(ADAPTER_SIGNATURES)
+    for row in ADAPTER_POINTS:
+        if row.perfplay and row.perfplay != "autocast":
+            assert row.note.startswith(f"{POINTS[row.perfplay].call}: "), row
+    refused = next(row for row in ADAPTER_POINTS if row.perfplay is None)
+    for point in ("train_step", "backward", "update_model_params"):
+        assert POINTS[point].call in refused.note
+    monkeypatch.setattr(adapter_points, "_PARAMS", {**adapter_points._PARAMS, "backward": ("loss", "ctx")})
+    assert adapter_points.adapter_call("backward") == "backward(loss, ctx)"
 
 # -- every config file is named, at any depth of sibling imports ------------------------------------------------
 
