@@ -18,7 +18,7 @@ import yaml
 from case_runners.config.flagperf_names import AUTOCAST, COMMAND, adapter_point
 from case_runners.flagperf.report import MAPPED, NONE, SKIPPED, Output, Report
 from case_runners.flagperf.vendor_facts import VendorFacts
-from case_runners.scaffold.new_vendor import INSTALL_SCRIPT, vendor_texts
+from case_runners.scaffold.new_vendor import INSTALL_SCRIPT, vendor_texts, yaml_string
 from case_runners.vendor_files import ADAPTER_FILE, ENV_FILE, EXTERN_DIR, MONITOR_FILE, VENDOR_FILE
 
 PORT = "to port"  # a FlagPerf adapter function and the perfplay point it becomes, by hand (the signatures differ)
@@ -113,15 +113,13 @@ def new_vendor_outputs(report: Report, facts: VendorFacts, root: Path) -> list[O
 
 def _hardware(text: str, names: list[str]) -> str:
     """The scaffold's one hardware entry, once per FlagPerf hardware name, each name a YAML string (9100 quoted, as
-    vendor.yaml's keys and default_hardware must be)."""
+    the scaffold writes default_hardware and its key)."""
     head, _, rest = text.partition("\nhardware:\n")
     block, marker, tail = rest.partition("\n# The docker runtime")
-    first = f"  {names[0]}:"
+    first = f"  {yaml_string(names[0])}:"  # as the scaffold wrote it
     if not block.startswith(first):
         return text
-    head = re.sub(rf"^default_hardware: {re.escape(names[0])}$", f"default_hardware: {_yaml(names[0])}", head,
-                  flags=re.M)
-    entries = [f"  {_yaml(name)}:{block.removeprefix(first)}" for name in names]
+    entries = [f"  {yaml_string(name)}:{block.removeprefix(first)}" for name in names]
     return f"{head}\nhardware:\n{chr(10).join(entries)}{marker}{tail}"
 
 
