@@ -23,8 +23,13 @@ GENERATE_FILE = "generate.yaml"  # per case: the params of the case's generate t
 ENV_FILE = "environment_variables.sh"
 EXTERN_DIR = "extern"
 ADAPTER_FILE = "trainer_adapter.py"
+# A hardware name (a vendor.yaml hardware key, the <HW> of config files; FlagPerf's names too: BI-V100, 9100, a
+# vendor.yaml key written as a YAML string).
+HARDWARE_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
+HARDWARE = re.compile(rf"^{HARDWARE_NAME}$")
+HARDWARE_RULE = "letters, digits, _ and -, starting with a letter or digit, e.g. A100, MLU370, BI-V100, 9100"
 # A training config of a vendor case, for one hardware at one scale: config_<HW>x<nnodes>x<nproc>.yaml
-CONFIG_NAME = re.compile(r"^config_(?P<hardware>.+)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.yaml$")
+CONFIG_NAME = re.compile(rf"^config_(?P<hardware>{HARDWARE_NAME})x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.yaml$")
 
 
 def vendor_dir(root: Path, vendor: str) -> Path:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from case_runners.config.adapter_points import adapter_call
+
 TEST_CONF = "test_conf.py"
 CLUSTER_CONF = "cluster_conf.py"
 HOST_YAML = "host.yaml"
@@ -107,21 +109,24 @@ PARAMS: tuple[Name, ...] = (
 )
 
 # FlagPerf's extern/trainer_adapter.py functions and perfplay's adapter points (case_runners/training/adapter.py
-# POINTS; docs/adapting-a-chip.md, 6.). FlagPerf's signatures differ (no ctx), so an adapter is ported by hand.
+# POINTS, from config/adapter_points.py; docs/adapting-a-chip.md, 6.). FlagPerf's signatures differ (no ctx), so an
+# adapter is ported by hand.
 ADAPTER_POINTS: tuple[Name, ...] = (
-    Name("convert_model", "convert_model", "convert_model(model, ctx): the model with the vendor's layers"),
-    Name("create_optimizer", "create_optimizer", "create_optimizer(model, ctx, standard): (optimizer, scheduler)"),
-    Name("model_to_fp16", "model_to_fp16", "model_to_fp16(model, ctx): the model prepared for mixed precision"),
-    Name("model_to_ddp", "model_to_ddp", "model_to_ddp(model, ctx): the model wrapped for data-parallel training"),
-    Name("create_grad_scaler", "create_grad_scaler", "create_grad_scaler(ctx): the gradient scaler, or None"),
-    Name("backward", "backward", "backward(step, loss, optimizer, scaler, ctx): the backward pass only (FlagPerf's "
-         "backward also calls update_model_params: that part goes there)"),
-    Name("update_model_params", "update_model_params", "update_model_params(step, optimizer, scheduler, scaler, ctx): "
-         "clipping, the optimizer step, the scaler's update and the scheduler step (FlagPerf's bert backward calls "
-         "it)"),
-    Name("train_step", None, "FlagPerf's train_step runs forward, backward and the optimizer step in one: split it "
-         "into perfplay's train_step(model, batch, ctx) (the forward pass and loss), backward(step, loss, optimizer, "
-         "scaler, ctx) and update_model_params(step, optimizer, scheduler, scaler, ctx)"),
+    Name("convert_model", "convert_model", f"{adapter_call('convert_model')}: the model with the vendor's layers"),
+    Name("create_optimizer", "create_optimizer", f"{adapter_call('create_optimizer')}: (optimizer, scheduler)"),
+    Name("model_to_fp16", "model_to_fp16",
+         f"{adapter_call('model_to_fp16')}: the model prepared for mixed precision"),
+    Name("model_to_ddp", "model_to_ddp",
+         f"{adapter_call('model_to_ddp')}: the model wrapped for data-parallel training"),
+    Name("create_grad_scaler", "create_grad_scaler",
+         f"{adapter_call('create_grad_scaler')}: the gradient scaler, or None"),
+    Name("backward", "backward", f"{adapter_call('backward')}: the backward pass only (FlagPerf's backward also "
+         f"calls update_model_params: that part goes there)"),
+    Name("update_model_params", "update_model_params", f"{adapter_call('update_model_params')}: clipping, the "
+         f"optimizer step, the scaler's update and the scheduler step (FlagPerf's bert backward calls it)"),
+    Name("train_step", None, f"FlagPerf's train_step runs forward, backward and the optimizer step in one: split it "
+         f"into perfplay's {adapter_call('train_step')} (the forward pass and loss), {adapter_call('backward')} "
+         f"and {adapter_call('update_model_params')}"),
     Name("autocast", "autocast", "autocast point: the vendor's autocast context (torch.<device>.amp.autocast)"),
 )
 AUTOCAST = "autocast"  # a FlagPerf adapter that uses torch.<device>.amp.autocast maps to this point

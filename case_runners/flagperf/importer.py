@@ -34,7 +34,7 @@ from case_runners.errors import ConfigError
 from case_runners.flagperf.pyconfig import PyConfig, read_config
 from case_runners.flagperf.report import MAPPED, NONE, READ, SKIPPED, Output, Report, write
 from case_runners.flagperf.sources import NOT_VENDORS, VENDOR_CONFIG, Sources, find_sources
-from case_runners.flagperf.vendor_facts import VendorFacts, container_options, read_facts
+from case_runners.flagperf.vendor_facts import VendorFacts, commented_settings, container_options, read_facts
 from case_runners.flagperf.vendor_folder import compare_vendor, list_adapter, new_vendor_outputs, set_up_outputs
 from case_runners.paths import project_root
 from case_runners.plan.inference_config import inference_cases
@@ -67,6 +67,8 @@ class Importer:
         self.case_dirs: dict[tuple[str, str], Path] = {}  # (vendor, perfplay case): its FlagPerf case folder
         # vendor: the run settings that are its vendor.yaml's (VENDOR_SETTINGS), with their source
         self.vendor_settings: dict[str, list[dict[str, tuple[Any, str]]]] = {}  # one dict per settings file
+        # vendor: the same settings as test_conf.py's comments list them (for a vendor no settings file names)
+        self.commented: dict[str, dict[str, tuple[str, str]]] = {}
 
     def shown(self, path: Path) -> str:
         """The path as the report names it: within the checkout (a link by its own name, not its target's)."""
@@ -85,6 +87,8 @@ class Importer:
         hosts: tuple[list[str], int | None] | None = None
         if sources.test_conf:  # FlagPerf's host.yaml has the hosts in it; a test_conf.py may too
             hosts = self._python_settings(sources.test_conf, training, inference=False)
+            text = sources.test_conf.read_text(encoding="utf-8", errors="replace")
+            self.commented = commented_settings(text, self.shown(sources.test_conf))
         if sources.cluster_conf:
             hosts = self._python_settings(sources.cluster_conf, training, inference=False) or hosts
         if training:
@@ -404,6 +408,8 @@ class Importer:
                               dist_backend=None if i else facts.dist_backend)
                 compare_vendor(self.report, self._with_settings(one, settings), data, written=False)
             return
+        if settings_files == [{}]:  # no settings file gives it any: what test_conf.py's comments list for it
+            settings_files = [self.commented.get(vendor, {})]
         self._with_settings(facts, settings_files[0])  # the first file's values are written
         taken = {output.path for output in self.report.outputs}  # an imported config over the scaffold's starter
         outputs = new_vendor_outputs(self.report, facts, self.root)

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from case_runners.config.flagperf_names import CLUSTER_CONF, HOST_YAML, TEST_CONF
 from case_runners.errors import ConfigError
+from case_runners.vendor_files import HARDWARE_NAME
 
 CONFIG_DIR = ("training", "run_benchmarks", "config")
 HOST_YAML_DIR = ("inference", "configs")
 HOST_SUITES = {"inference": HOST_YAML_DIR, "base": ("base", "configs"), "operation": ("operation", "configs"),
                "generate": ("generate",)}  # FlagPerf's suites with a host.yaml, by its folder
-# FlagPerf's hardware names: A100, BI-V100 (iluvatar), 9100 (dcu).
-VENDOR_CONFIG = re.compile(r"config_(?P<hw>[A-Za-z0-9][A-Za-z0-9_-]*)x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
+# FlagPerf's config files, its hardware names perfplay's (vendor_files.py HARDWARE_NAME): A100, BI-V100, 9100.
+VENDOR_CONFIG = re.compile(rf"config_(?P<hw>{HARDWARE_NAME})x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
 NOT_VENDORS = ("benchmarks", "run_benchmarks", "utils")  # folders of training/ that are not a vendor's
 # Where a checkout keeps config files, each of which the report names (read, mapped or skipped, with the reason).
 CONFIG_GLOBS = ("training/run_benchmarks/config/*", "training/*/*/config/**/*", "inference/configs/**/*",

@@ -1,7 +1,8 @@
 """What FlagPerf's tree says about one vendor, read without running anything: its hardware names (the <HW> of its
 config_<HW>x<N>x<P>.py), its dist_backend (the value its pytorch configs assign), the torch device its pytorch code
 uses, the monitor tool its <vendor>_monitor.py calls, the base image of its docker_image/pytorch*/Dockerfile, and,
-when the run settings name it (VENDOR), their container options, visible-devices variable and shm size.
+when the run settings name it (VENDOR), their container options, visible-devices variable and shm size; for the
+other vendors, those test_conf.py lists in its comments (commented_settings).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from case_runners.flagperf.sources import VENDOR_CONFIG
 MONITOR_TOOL = re.compile(r"\b(?:[a-z]+-)?[a-z]*(?:smi|gmi)\b|\bcnmon\b")
 TORCH_DEVICE = re.compile(r"\btorch\.([a-z]+)\.(?:amp|current_device|device_count|set_device|synchronize)\b")
 FROM_LINE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.MULTILINE | re.IGNORECASE)
+# test_conf.py's comments on the settings of each vendor: a heading, then `#   <VAR> for <vendor>, <vendor>` lines
+# (ACCE_VISIBLE_DEVICE_ENV_NAME) or `#   <vendor>:` lines, each followed by its value's string literals.
+COMMENT_HEADING = re.compile(r"#\s*possible values? of (\w+) (?:are|is):?\s*$")
+COMMENT_FOR = re.compile(r"#\s+(\w+) for (\w+(?:\s*,\s*\w+)*)\s*$")
+COMMENT_VENDOR = re.compile(r"#(\s+)(\w+):\s*$")
+STRING_LITERAL = re.compile(r"\"([^\"]*)\"|'([^']*)'")
 
 
 @dataclass
@@ -75,6 +82,42 @@ def container_options(text: str) -> tuple[dict[str, Any], list[str]]:
         else:
             unmapped.append(f"{option} {value}".strip() if takes else word)
     return run, unmapped
+
+
+def commented_settings(text: str, shown: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """Per vendor, the run settings test_conf.py's comments give it (read as text, never run): {vendor: {setting:
+    (value, "file:line (commented)")}}; an ACCE_CONTAINER_OPT comment's string literals joined, its `+` dropped."""
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    setting = ""
+    vendor = ""  # the vendor whose value lines follow (`#   <vendor>:`), deeper than `indent`
+    indent = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        body = line[1:]
+        depth = len(body) - len(body.lstrip())
+        if not line.startswith("#"):
+            setting = vendor = ""
+        elif heading := COMMENT_HEADING.fullmatch(line):
+            setting, vendor = heading[1], ""
+        elif setting and (pair := COMMENT_FOR.fullmatch(line)):
+            for name in re.split(r"\s*,\s*", pair[2]):
+                found.setdefault(name, {})[setting] = (f'"{pair[1]}"', f"{shown}:{number} (commented)")
+        elif setting and (head := COMMENT_VENDOR.fullmatch(line)):
+            vendor, indent = head[2], len(head[1])
+            found.setdefault(vendor, {})[setting] = ("", f"{shown}:{number} (commented)")
+        elif vendor and depth > indent:
+            value, where = found[vendor][setting]
+            found[vendor][setting] = (f"{value} {body.strip().removesuffix(chr(92))}", where)
+        else:
+            vendor = ""
+    return {name: {key: (_literals(value), where) for key, (value, where) in values.items() if value.strip()}
+            for name, values in found.items()}
+
+
+def _literals(text: str) -> str:
+    """The string literals of a commented value, joined, without the `+` between them (or left in one)."""
+    words = " ".join(a or b for a, b in STRING_LITERAL.findall(text)).split()
+    return " ".join(word for word in words if word != "+")
 
 
 def hardware_names(vendor_dir: Path) -> list[str]:

@@ -18,7 +18,7 @@ import yaml
 from case_runners.config.flagperf_names import AUTOCAST, COMMAND, adapter_point
 from case_runners.flagperf.report import MAPPED, NONE, SKIPPED, Output, Report
 from case_runners.flagperf.vendor_facts import VendorFacts
-from case_runners.scaffold.new_vendor import INSTALL_SCRIPT, vendor_texts
+from case_runners.scaffold.new_vendor import INSTALL_SCRIPT, vendor_texts, yaml_string
 from case_runners.vendor_files import ADAPTER_FILE, ENV_FILE, EXTERN_DIR, MONITOR_FILE, VENDOR_FILE
 
 PORT = "to port"  # a FlagPerf adapter function and the perfplay point it becomes, by hand (the signatures differ)
@@ -79,7 +79,8 @@ def new_vendor_outputs(report: Report, facts: VendorFacts, root: Path) -> list[O
                         f"\ndist_backend: {backend}{known('dist_backend', facts.dist_backend, 'dist_backend')}\n")
     if not facts.visible_env:
         report.add(NONE, f"{folder}/{VENDOR_FILE}", f"visible_devices.env: FlagPerf's run settings give {name} no "
-                                                    f"ACCE_VISIBLE_DEVICE_ENV_NAME (their VENDOR is another): {TODO}")
+                                                    f"ACCE_VISIBLE_DEVICE_ENV_NAME (their VENDOR is another, and "
+                                                    f"test_conf.py's comments list none for it): {TODO}")
     else:
         text = re.sub(r"  # TODO\(vendor\): the variable .*?\n  env: null\n",
                       f"  env: {facts.visible_env[0]}  # FlagPerf: {facts.visible_env[1]}\n", text, flags=re.S)
@@ -92,7 +93,8 @@ def new_vendor_outputs(report: Report, facts: VendorFacts, root: Path) -> list[O
         told.append(f"container.build.base_image: {facts.base_image[0]}")
     if not facts.container_run and not facts.unmapped_options:
         report.add(NONE, f"{folder}/{VENDOR_FILE}", f"container.run: FlagPerf's run settings give {name} no "
-                                                    f"ACCE_CONTAINER_OPT or SHM_SIZE (their VENDOR is another): {TODO}")
+                                                    f"ACCE_CONTAINER_OPT or SHM_SIZE (their VENDOR is another, and "
+                                                    f"test_conf.py's comments list none for it): {TODO}")
     text = _run_options(text, facts, told)
     monitor = texts[MONITOR_FILE]
     if facts.monitor_tool:
@@ -111,15 +113,13 @@ def new_vendor_outputs(report: Report, facts: VendorFacts, root: Path) -> list[O
 
 def _hardware(text: str, names: list[str]) -> str:
     """The scaffold's one hardware entry, once per FlagPerf hardware name, each name a YAML string (9100 quoted, as
-    vendor.yaml's keys and default_hardware must be)."""
+    the scaffold writes default_hardware and its key)."""
     head, _, rest = text.partition("\nhardware:\n")
     block, marker, tail = rest.partition("\n# The docker runtime")
-    first = f"  {names[0]}:"
+    first = f"  {yaml_string(names[0])}:"  # as the scaffold wrote it
     if not block.startswith(first):
         return text
-    head = re.sub(rf"^default_hardware: {re.escape(names[0])}$", f"default_hardware: {_yaml(names[0])}", head,
-                  flags=re.M)
-    entries = [f"  {_yaml(name)}:{block.removeprefix(first)}" for name in names]
+    entries = [f"  {yaml_string(name)}:{block.removeprefix(first)}" for name in names]
     return f"{head}\nhardware:\n{chr(10).join(entries)}{marker}{tail}"
 
 

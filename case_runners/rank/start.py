@@ -26,11 +26,15 @@ def start_rank(config: ResolvedConfig, env: DistEnv):
 
 
 def limit_cpu_threads(local_world_size: int) -> None:
-    """Share the host's cores among the ranks on it, unless OMP_NUM_THREADS says otherwise."""
+    """Share the host's cores among the ranks on it, unless OMP_NUM_THREADS says otherwise: the launcher's rule
+    (launch/node.py sets OMP_NUM_THREADS for a vendor.yaml `device: cpu`), applied here for a device the rank found
+    CPU-backed under another name too, so that torch, the rank's children and its record (thread_settings) agree."""
     import torch
 
     if not os.environ.get(THREADS_ENV):
-        torch.set_num_threads(cpu_threads(local_world_size))
+        threads = cpu_threads(local_world_size)
+        os.environ[THREADS_ENV] = str(threads)
+        torch.set_num_threads(threads)
 
 
 def thread_settings() -> dict[str, Any]:

@@ -37,7 +37,7 @@ class HostInfo(Document):
 class Threads(Document):
     """A rank's thread settings as it ran, which a CPU-backed round's throughput depends on most."""
     intra_op: int | None  # torch.get_num_threads() at the rank's end; null when the rank never imported torch
-    omp_num_threads: str | None  # the rank's OMP_NUM_THREADS (set by the launcher for a CPU-backed device); null: unset
+    omp_num_threads: str | None  # the rank's OMP_NUM_THREADS (a CPU-backed device's share: rank/start.py); null: unset
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -183,9 +183,11 @@ def scaling_section(runs: list[RunData]) -> str | html.Omitted:
 def mfu_section(runs: list[RunData]) -> str | html.Omitted:
     if not tasks(runs) & {names.TRAINING, names.INFERENCE}:
         return html.Omitted("no training or inference case: the base and generate tasks have no MFU")
-    parts = [html.para("Model FLOPs utilisation: achieved FLOP/s (the case's FLOPs per sample x its throughput on "
-                       "the basis) over the vendor's peak FLOP/s for the precision the round ran in, times the "
-                       "devices. Mean ± std over the valid rounds.")]
+    counted = sorted({flops_unit(c) for run in runs for c in run.summary.cases
+                      if c.task in (names.TRAINING, names.INFERENCE)})
+    parts = [html.para(f"Model FLOPs utilisation: achieved FLOP/s (the case's FLOPs per {' or '.join(counted)} x its "
+                       f"throughput on the basis) over the vendor's peak FLOP/s for the precision the round ran in, "
+                       f"times the devices. Mean ± std over the valid rounds.")]
     rows, groups, means, stds = [], [], [], []
     for run in runs:
         for case in run.summary.cases:
@@ -196,7 +198,7 @@ def mfu_section(runs: list[RunData]) -> str | html.Omitted:
             label = scale_label(case) + (f" ({run.run_id})" if len(runs) > 1 else "")
             rows.append([label, _mean_std(stat, 2, 100.0, PERCENT), mfu.basis, mfu.precision,
                          base_summary.human(mfu.peak_flops_per_device, FLOP_S), mfu.devices,
-                         f"{mfu.flops_per_sample:.4g}", "" if stat.mean is not None else
+                         f"{mfu.flops_per_sample:.4g} per {flops_unit(case)}", "" if stat.mean is not None else
                          (mfu.reason if isinstance(mfu.reason, str) else "no valid round")])
             if stat.mean is not None:
                 groups.append(label)
@@ -208,8 +210,14 @@ def mfu_section(runs: list[RunData]) -> str | html.Omitted:
                                         "MFU against the vendor's peak", percent=True), "MFU")] if groups else \
         [html.empty("No MFU value: no peak FLOP/s is known for these cases' precision, or no round was valid "
                     "(the reasons are in the table).")]
-    header = ["case", "MFU", "basis", "precision", "peak per device", "devices", "FLOPs per sample", "why none"]
+    header = ["case", "MFU", "basis", "precision", "peak per device", "devices", "FLOPs", "why none"]
     return "".join(parts + chart + [html.table(header, rows)])
+
+
+def flops_unit(case: SummaryCase) -> str:
+    """What the case's FLOPs are counted per: an item (inference), else what its throughput counts (a sample, or
+    a language model's token)."""
+    return "item" if case.task == names.INFERENCE else case_unit(case).removesuffix("s/s")
 
 
 def _case_mfu(run: RunData, case: SummaryCase) -> Any:

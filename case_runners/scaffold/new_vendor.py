@@ -17,14 +17,14 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from case_runners.cases import list_cases
 from case_runners.config.benchmarks import BENCHMARKS
 from case_runners.paths import display_path, project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.scaffold import smallest_selection
 from case_runners.scaffold.writer import (
-    HARDWARE,
-    HARDWARE_RULE,
     ScaffoldError,
     Staging,
     check_name,
@@ -34,6 +34,8 @@ from case_runners.scaffold.writer import (
 )
 from case_runners.vendor_files import (
     BASE_FILE,
+    HARDWARE,
+    HARDWARE_RULE,
     MONITOR_FILE,
     RUNTIME_FILE,
     VENDOR_FILE,
@@ -113,6 +115,11 @@ def new_vendor(name: str, device: str, backend: str, hardware: str | None = None
         return stage.commit()
 
 
+def yaml_string(value: str) -> str:
+    """`value` as a YAML plain string where it reads as one, else quoted (a hardware name 9100 is a string key)."""
+    return value if isinstance(yaml.safe_load(value), str) else json.dumps(value)
+
+
 def vendor_texts(name: str, device: str, backend: str, hardware: str, root: Path) -> dict[str, str]:
     """The files of vendor/<name>/, relative path: text (import-flagperf fills them further from FlagPerf's
     tree); ScaffoldError when the checkout has no standard case."""
@@ -125,7 +132,7 @@ def vendor_texts(name: str, device: str, backend: str, hardware: str, root: Path
     values = {"name": name, "NAME": name.upper(), "device": device, "backend": backend, "hardware": hardware}
     first_case = SMOKE_CASE if SMOKE_CASE in cases else cases[0]
     files = {  # relative path: text
-        VENDOR_FILE: render("vendor/vendor.yaml.tmpl", **values),
+        VENDOR_FILE: render("vendor/vendor.yaml.tmpl", **values, hardware_key=yaml_string(hardware)),
         BASE_FILE: render("vendor/base.yaml.tmpl", **values, suite=base_suite_lines()),
         RUNTIME_FILE: render("vendor/runtime.py.tmpl", **values),
         MONITOR_FILE: render("vendor/monitor.py.tmpl", **values, monitor_class=monitor_class(name)),

@@ -20,8 +20,6 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 NAME_RULE = "lower case letters and digits, starting with a letter, words joined by single underscores"
 MAX_NAME = 32
-HARDWARE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")  # part of config_<HW>x<nnodes>x<nproc>.yaml
-HARDWARE_RULE = "letters, digits, _ and -, starting with a letter, e.g. A100, MLU370, BI-V100"
 
 
 class ScaffoldError(PerfplayError):

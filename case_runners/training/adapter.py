@@ -87,6 +87,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from case_runners.config.adapter_points import ADAPTER_SIGNATURES
 from case_runners.errors import PerfplayError
 from case_runners.paths import display_path, project_root
 from case_runners.plugin_source import (
@@ -107,19 +108,7 @@ if TYPE_CHECKING:
     from case_runners.driver.events import EventLogger
     from case_runners.training.case_api import TrainingCase
 
-POINTS = contract(
-    Point("convert_model", ("model", "ctx"), "the model with the vendor's layers, before it moves to the device"),
-    Point("model_to_fp16", ("model", "ctx"), "amp only: the model prepared for mixed precision"),
-    Point("create_optimizer", ("model", "ctx", "standard"),
-          "(optimizer, scheduler or None); standard() gives the case's own pair"),
-    Point("create_grad_scaler", ("ctx",), "amp only: the gradient scaler, or None"),
-    Point("autocast", ("dtype", "ctx"), "amp only: the mixed-precision context of the forward pass and evaluation"),
-    Point("model_to_ddp", ("model", "ctx"), "world_size > 1 only: the model wrapped for data-parallel training"),
-    Point("train_step", ("model", "batch", "ctx"), "the forward pass: (loss, samples in the batch)"),
-    Point("backward", ("step", "loss", "optimizer", "scaler", "ctx"), "the backward pass of the step's loss"),
-    Point("update_model_params", ("step", "optimizer", "scheduler", "scaler", "ctx"),
-          "clip, optimizer step, scaler update and scheduler step"),
-)
+POINTS = contract(*(Point(*row) for row in ADAPTER_SIGNATURES))  # the table: config/adapter_points.py
 
 
 class AdapterError(PerfplayError):

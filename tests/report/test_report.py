@@ -81,6 +81,7 @@ def test_a_training_run_has_the_sections_of_its_figures_and_says_what_it_lacks(t
         "Monitors (no round has monitor samples: run without --no-monitors).")
     assert 'id="no-results"' not in page
     assert "No MFU value" in found["mfu"]
+    assert "FLOPs per sample x its throughput" in found["mfu"] and " per sample</td>" in found["mfu"]
     assert "Environment not recorded" in found["environment"]
     assert "p_whole, the whole training loop" in found["throughput"] and "Inference" not in found["throughput"]
     assert "No failed round" in found["failures"]
@@ -264,6 +265,8 @@ def test_an_inference_run_explains_inference_and_shades_its_steps(tmp_path):
     assert list(found) == ["summary", "throughput", "mfu", "monitors", "environment", "failures"] == nav(page)
     assert "Loss and eval metric (no training case: no loss curve)" in omitted(page)
     assert "Inference (items/s): validation" in found["throughput"] and "p_whole" not in found["throughput"]
+    assert "FLOPs per item x its throughput" in found["mfu"] and " per item</td>" in found["mfu"]  # not per sample
+    assert "sample" not in found["mfu"]
     assert html.escape("the shaded spans are rank 0's phases from its events: an inference round's pipeline steps "
                        "(data and model, framework validation, ONNX export, compile, engine inference)") \
         in found["monitors"]

@@ -206,8 +206,12 @@ def test_half_the_batch_gives_fewer_samples_per_second(runs, capsys):
         assert found[key]["better"] == HIGHER and found[key]["unit"] == "samples/s"
         assert cell["ratio"] < 1 and cell["worse_by"] > 0, found[key]
         assert cell["verdict"] == ONE_ROUND  # its one round: the noise is unknown
+        assert (cell["stat"]["n"], cell["stat"]["std"]) == (1, None)  # unknown, not 0 (no noise)
+        assert found[key]["baseline"]["n"] == 2 and found[key]["baseline"]["std"] is not None
     code, out, _ = compare(capsys, runs["full"], runs["half"])
     assert "params that differ: batch_size 2 -> 1" in out and "one round: noise unknown" in out
+    p_train = next(line for line in out.splitlines() if line.lstrip().startswith("p_train "))
+    assert p_train.count("±") == 1 and p_train.count("(1)") == 1, p_train  # the one-round side shows no ±
 
 
 def test_one_round_worse_by_more_than_pct_is_said_and_not_failed(runs, capsys):

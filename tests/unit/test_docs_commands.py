@@ -65,21 +65,32 @@ def test_a_file_of_the_checkout_itself_is_not_ignored():
 
 
 CODE_BLOCK = re.compile(r"^```[a-z]*\n(?P<body>.*?)^```", re.M | re.S)
+INLINE_CODE = re.compile(r"(?<!`)`(?!`)(?P<body>[^`\n]+)`(?!`)")  # a `command` in running text
 BARE_PYTHON = re.compile(r"^\s*(?:[A-Z_]+=\S+\s+)*(?P<python>python3?)\s", re.M)  # a command line, after VAR=...
 
 
-def bare_python_lines() -> list[str]:
+def bare_python_lines(docs: list[Path] = DOCS) -> list[str]:
+    """Each command line of a code block, and each inline `command` of the running text, that runs a bare python."""
     found = []
-    for doc in DOCS:
-        for block in CODE_BLOCK.finditer(doc.read_text(encoding="utf-8")):
-            found += [f"{doc.relative_to(REPO)}: {line.strip()}" for line in block["body"].splitlines()
-                      if BARE_PYTHON.match(line)]
+    for doc in docs:
+        text = doc.read_text(encoding="utf-8")
+        lines = [line for block in CODE_BLOCK.finditer(text) for line in block["body"].splitlines()]
+        lines += [span["body"] for span in INLINE_CODE.finditer(CODE_BLOCK.sub("", text))]
+        found += [f"{_shown(doc)}: {line.strip()}" for line in lines if BARE_PYTHON.match(line)]
     return found
 
 
-def test_the_docs_commands_run_the_venv_s_python():
+def _shown(doc: Path) -> str:
+    return str(doc.relative_to(REPO)) if doc.is_relative_to(REPO) else doc.name
+
+
+def test_the_docs_commands_run_the_venv_s_python(tmp_path):
     assert BARE_PYTHON.match("python -m case_runners run llama") and BARE_PYTHON.match("X=1 python3 x.py")
     assert not BARE_PYTHON.match(".venv/bin/python -m case_runners run llama")
+    doc = tmp_path / "doc.md"
+    doc.write_text("Run `python -m case_runners run x` or `.venv/bin/python -m case_runners cases`.\n\n"
+                   "```\npython -m case_runners report\n```\n", encoding="utf-8")
+    assert bare_python_lines([doc]) == ["doc.md: python -m case_runners report", "doc.md: python -m case_runners run x"]
     assert bare_python_lines() == [], "a bare python is not the venv's outside it: write .venv/bin/python"
 
 

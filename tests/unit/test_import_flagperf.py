@@ -14,6 +14,8 @@ import yaml
 
 from case_runners.cases import list_cases
 from case_runners.cli import main
+from case_runners.config import adapter_points
+from case_runners.config.adapter_points import ADAPTER_SIGNATURES
 from case_runners.config.flagperf_names import (
     ADAPTER_POINTS,
     CASE_NAMES,
@@ -373,6 +375,20 @@ def test_the_perfplay_side_of_the_mapping_exists():
     assert {row.perfplay for row in ADAPTER_POINTS if row.perfplay} <= set(POINTS)
 
 
+
+def test_the_adapter_signatures_the_import_names_are_the_trainers(monkeypatch):
+    """One table of adapter signatures: the trainer checks adapters against it and import-flagperf's notes quote it
+    (a point given another argument changes both)."""
+    assert [(p.name, p.params, p.doc) for p in POINTS.values()] == list(ADAPTER_SIGNATURES)
+    for row in ADAPTER_POINTS:
+        if row.perfplay and row.perfplay != "autocast":
+            assert row.note.startswith(f"{POINTS[row.perfplay].call}: "), row
+    refused = next(row for row in ADAPTER_POINTS if row.perfplay is None)
+    for point in ("train_step", "backward", "update_model_params"):
+        assert POINTS[point].call in refused.note
+    monkeypatch.setattr(adapter_points, "_PARAMS", {**adapter_points._PARAMS, "backward": ("loss", "ctx")})
+    assert adapter_points.adapter_call("backward") == "backward(loss, ctx)"
+
 # -- every config file is named, at any depth of sibling imports ------------------------------------------------
 
 
@@ -546,6 +562,46 @@ def test_a_vendor_perfplay_lacks_gets_a_folder_filled_from_flagperf(tree, tmp_pa
             f"vendor/chipx/cases/resnet50/requirements.txt"]:
         assert line in found, "\n".join([line, "not in", *found])
     assert not (root / target).exists()  # listed to port, never copied: its signatures are FlagPerf's
+
+
+COMMENTS = """\
+# possible value of ACCE_CONTAINER_OPT are:
+#   iluvatar:
+#       ' -v /lib/modules:/lib/modules '
+#   chipx:
+#       " --device=/dev/cx0 --device=/dev/cx1" + \\
+#       " --device=/dev/cxctrl"
+#   nvidia:
+#       " --gpus all"
+ACCE_CONTAINER_OPT = " --gpus all"
+# XXX_VISIBLE_DEVICE item name in env
+# possible value of ACCE_VISIBLE_DEVICE_ENV_NAME are:
+#   CUDA_VISIBLE_DEVICES for nvidia, iluvatar
+#   CX_VISIBLE_DEVICES for chipx
+#   MLU_VISIBLE_DEVICES for cambricon
+"""
+
+
+def test_a_vendor_no_settings_file_names_gets_what_test_confs_comments_list_for_it(tree, tmp_path):
+    """FlagPerf's test_conf.py lists each vendor's visible-devices variable and container options in comments (read
+    as text, never run): a folder written for a vendor the settings' VENDOR is not holds them, with their line."""
+    add_files(tree, CHIP_TREE)
+    conf = tree / CONFIG / "test_conf.py"
+    conf.write_text(conf.read_text().replace('ACCE_CONTAINER_OPT = " --gpus all"\n', COMMENTS))
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(ROOT / "case_runners")
+    found = lines(import_flagperf(tree, root))
+    vendor = load_vendor("chipx", root)
+    assert vendor["visible_devices"]["env"] == "CX_VISIBLE_DEVICES"
+    assert vendor["container"]["run"]["devices"] == ["/dev/cx0", "/dev/cx1", "/dev/cxctrl"]
+    text = (root / "vendor/chipx/vendor.yaml").read_text()
+    assert f"env: CX_VISIBLE_DEVICES  # FlagPerf: {CONFIG}/test_conf.py:16 (commented)\n" in text
+    assert f"# FlagPerf's ACCE_CONTAINER_OPT ({CONFIG}/test_conf.py:7 (commented))" in text
+    assert "TODO(vendor): the variable" not in text
+    assert f"mapped          {CONFIG}/test_conf.py:16 (commented): -> vendor/chipx/vendor.yaml visible_devices.env: " \
+           f"CX_VISIBLE_DEVICES" in found
+    assert load_vendor("nvidia", root)["visible_devices"]["env"] == "CUDA_VISIBLE_DEVICES"  # perfplay's, untouched
 
 
 def test_a_hardware_name_of_digits_is_a_string_in_the_vendor_folder_written(tree, tmp_path):

@@ -251,6 +251,28 @@ def test_a_cpu_backed_vendor_s_ranks_share_the_cores(device, threads):
     assert rank_env(node, RunState(), local_rank=1, base={"OMP_NUM_THREADS": "7"})["OMP_NUM_THREADS"] == "7"
 
 
+def test_a_rank_on_torch_s_cpu_under_another_device_name_splits_and_records_its_threads(monkeypatch):
+    """A chip whose vendor.yaml device is its own name but whose torch device is the CPU: the launcher set no
+    OMP_NUM_THREADS, so the rank, which finds it CPU-backed, sets it as the launcher would for `device: cpu`, and
+    its record holds it (not null) with torch's thread count."""
+    import torch
+
+    from case_runners.rank.start import limit_cpu_threads, thread_settings
+
+    node = dataclasses.replace(spec("node", nproc=2, env=""), vendor_info={
+        "device": "chipx", "dist_backend": "testccl", "visible_devices_env": "", "visible_devices_scope": "node"})
+    assert "OMP_NUM_THREADS" not in rank_env(node, RunState(), local_rank=1, base={})
+    cpu = dataclasses.replace(node, vendor_info={**node.vendor_info, "device": "cpu"})
+    expected = rank_env(cpu, RunState(), local_rank=1, base={})["OMP_NUM_THREADS"]
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    try:
+        limit_cpu_threads(2)
+        assert thread_settings() == {"intra_op": int(expected), "omp_num_threads": expected}
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_a_failed_rank_s_own_reason_follows_its_exit_in_the_node_s_reason(tmp_path: Path):
     """A rank that wrote why it failed (a bad input, a traceback) gets that line after "exited with code N"."""
     spec = NodeSpec(config_path=tmp_path / "resolved.json", log_dir=tmp_path, node_rank=0, master_addr="127.0.0.1",

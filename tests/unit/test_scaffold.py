@@ -112,6 +112,24 @@ def test_new_vendor_takes_a_hardware_name_with_a_dash(project: Path, capsys) -> 
     assert plan["ok"], plan["errors"]
 
 
+def test_new_vendor_takes_a_hardware_name_of_digits(project: Path, capsys) -> None:
+    """FlagPerf names some chips by a number (config_9100x1x8.py): new-vendor takes it, vendor.yaml holds it as a
+    string key, and the plan finds config_9100x1x1.yaml for it."""
+    code, _, err = scaffold(capsys, "new-vendor", "acme", "--device", "acme", "--backend", "accl", "--hardware",
+                            "9100", "--root", str(project))
+    assert code == 0, err
+    vendor = load_vendor("acme", project)
+    assert (vendor["default_hardware"], list(vendor["hardware"])) == ("9100", ["9100"])
+    errors = [str(f) for f in check_structure("acme", project) if f.level == "error"]
+    assert [e for e in errors if "memory_bytes" not in e] == []  # the memory to fill is every new vendor's
+    plan = make_plan({"vendor": "acme", "cases": [{"case": "digits_cnn", "hardware": "9100", "nproc": 1}]},
+                     check=True, root=project)
+    assert plan["ok"], plan["errors"]
+    case = plan["cases"][0]
+    assert (case["case_id"], case["sources"][-1]) == ("digits_cnn_9100x1x1",
+                                                     "vendor/acme/cases/digits_cnn/config_9100x1x1.yaml")
+
+
 def test_new_vendor_printed_each_file(project: Path, capsys) -> None:
     code, out, _ = scaffold(capsys, "new-vendor", "acme", "--device", "acme", "--backend", "accl", "--root",
                             str(project))
