@@ -138,7 +138,8 @@ def vendor_texts(name: str, device: str, backend: str, hardware: str, root: Path
         MONITOR_FILE: render("vendor/monitor.py.tmpl", **values, monitor_class=monitor_class(name)),
         "docker_image/pytorch/Dockerfile": render("vendor/Dockerfile.tmpl", **values),
         INSTALL_SCRIPT: render("vendor/pytorch_install.sh.tmpl", **values),
-        "README.md": render("vendor/README.md.tmpl", **values, first_case=first_case, hardware_lower=hardware.lower(),
+        "README.md": render("vendor/README.md.tmpl", **values, first_case=first_case,
+                            hardware_lower=hardware.lower().replace("-", "_"),  # in an Ansible group name: no -
                             reference_hardware=REFERENCE[1],
                             results="\n".join(case_results(bases[case], case, hardware) for case in cases)),
     }

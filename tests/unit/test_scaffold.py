@@ -110,6 +110,8 @@ def test_new_vendor_takes_a_hardware_name_with_a_dash(project: Path, capsys) -> 
     plan = make_plan({"vendor": "acme", "cases": [{"case": "digits_cnn", "hardware": "BI-V100", "nproc": 1}]},
                      check=True, root=project)
     assert plan["ok"], plan["errors"]
+    readme = (project / "vendor" / "acme" / "README.md").read_text()
+    assert "(`acme_bi_v100`, see" in readme, "the inventory group it suggests is a valid Ansible group name"
 
 
 def test_new_vendor_takes_a_hardware_name_of_digits(project: Path, capsys) -> None:
