@@ -47,10 +47,9 @@ options:
     type: path
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_attributes
 attributes:
   check_mode:
-    support: none
-  diff_mode:
     support: none
   idempotent:
     support: partial

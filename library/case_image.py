@@ -42,12 +42,11 @@ requirements:
   - The Docker SDK for Python (C(docker)) in the environment of O(python).
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_attributes
 attributes:
   check_mode:
     support: full
     details: Reports whether the image would be built (C(changed)) and builds nothing.
-  diff_mode:
-    support: none
   idempotent:
     support: full
     details: A second call finds the tag and changes nothing.

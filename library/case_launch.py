@@ -108,12 +108,11 @@ options:
     default: {}
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_attributes
 attributes:
   check_mode:
     support: full
     details: Launches nothing and predicts C(changed=true).
-  diff_mode:
-    support: none
   idempotent:
     support: none
     details: Every call runs the case again.

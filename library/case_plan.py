@@ -134,12 +134,11 @@ options:
     default: true
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_attributes
 attributes:
   check_mode:
     support: full
     details: Runs the plan with C(--check), which validates everything and writes nothing.
-  diff_mode:
-    support: none
   idempotent:
     support: none
     details: Every successful run creates a new run directory.

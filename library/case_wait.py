@@ -47,12 +47,11 @@ options:
     type: str
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_attributes
 attributes:
   check_mode:
     support: full
     details: Reads only.
-  diff_mode:
-    support: none
   idempotent:
     support: full
     details: Waits and reads; changes nothing.

@@ -61,14 +61,8 @@ options:
     default: ""
 extends_documentation_fragment:
   - perfplay_cli
-attributes:
-  check_mode:
-    support: full
-    details: Read-only, runs in check mode too.
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
+  - perfplay_attributes
+  - perfplay_attributes.read_only
 author:
   - perfplay contributors
 """

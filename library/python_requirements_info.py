@@ -23,14 +23,8 @@ options:
     type: path
 extends_documentation_fragment:
   - perfplay_cli.project_dir
-attributes:
-  check_mode:
-    support: full
-    details: Read-only, runs in check mode too.
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
+  - perfplay_attributes
+  - perfplay_attributes.read_only
 author:
   - perfplay contributors
 """

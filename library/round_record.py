@@ -45,15 +45,12 @@ options:
     default: []
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_attributes
+  - perfplay_attributes.controller
 attributes:
-  action:
-    support: full
-    details: Runs on the controller, without a module process.
   check_mode:
     support: full
     details: Writes nothing and predicts C(changed=true); C(record) and C(compact) are empty.
-  diff_mode:
-    support: none
   idempotent:
     support: none
     details: Rewrites C(result.json) from the node directories every time.

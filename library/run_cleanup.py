@@ -42,12 +42,11 @@ options:
     type: str
 extends_documentation_fragment:
   - perfplay_cli
+  - perfplay_attributes
 attributes:
   check_mode:
     support: full
     details: Lists what it would stop and remove; changes nothing.
-  diff_mode:
-    support: none
   idempotent:
     support: full
     details: A second call finds nothing left to stop.

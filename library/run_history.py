@@ -23,12 +23,11 @@ options:
 extends_documentation_fragment:
   - perfplay_cli
   - perfplay_cli.run_dir
+  - perfplay_attributes
 attributes:
   check_mode:
     support: full
     details: Writes nothing; says whether the run's rows would change.
-  diff_mode:
-    support: none
   idempotent:
     support: full
     details: A second call finds the run's rows as they are and reports no change.

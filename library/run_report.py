@@ -18,12 +18,11 @@ description:
 extends_documentation_fragment:
   - perfplay_cli
   - perfplay_cli.run_dir
+  - perfplay_attributes
 attributes:
   check_mode:
     support: full
     details: Renders the report and writes nothing; C(changed) says whether the file would change.
-  diff_mode:
-    support: none
   idempotent:
     support: full
     details: A second call renders the same page, finds the file up to date and reports no change.

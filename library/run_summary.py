@@ -18,12 +18,11 @@ description:
 extends_documentation_fragment:
   - perfplay_cli
   - perfplay_cli.run_dir
+  - perfplay_attributes
 attributes:
   check_mode:
     support: partial
     details: Returns the summary and writes nothing; does not predict whether the files would change.
-  diff_mode:
-    support: none
   idempotent:
     support: full
     details: A second call finds both files up to date and reports no change.

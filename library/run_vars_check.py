@@ -33,15 +33,13 @@ options:
     description: Most characters of text (strings and keys) one var may hold.
     type: int
     default: 1048576
+extends_documentation_fragment:
+  - perfplay_attributes
+  - perfplay_attributes.controller
 attributes:
-  action:
-    support: full
-    details: Runs on the controller, without a module process.
   check_mode:
     support: full
     details: Checks the same way; it never changes anything.
-  diff_mode:
-    support: none
   idempotent:
     support: full
 author:

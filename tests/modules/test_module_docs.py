@@ -1,6 +1,6 @@
 """Every module documents itself: DOCUMENTATION, EXAMPLES and RETURN parse, options match argument_spec. The
-options every module has are documented once, in the doc fragment perfplay_cli (playbooks/doc_fragments/): the
-options checked are those ansible-doc renders, the fragment merged in."""
+options every module has are documented once, in the doc fragment perfplay_cli, and the attributes they share in
+perfplay_attributes (playbooks/doc_fragments/): what is checked is what ansible-doc renders, the fragments merged in."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ansible.module_utils import basic
 from module_harness import REPO, load_module
 
 MODULES = sorted(path.stem for path in (REPO / "library").glob("*.py"))
-FRAGMENT = REPO / "playbooks" / "doc_fragments" / "perfplay_cli.py"
+FRAGMENTS = REPO / "playbooks" / "doc_fragments"
 
 
 @pytest.fixture(scope="module")
@@ -67,17 +67,28 @@ def test_every_module_is_covered():
 NO_CLI = {"run_vars_check"}  # runs no case_runners subcommand: no python, no project_dir
 
 
+def fragment(name: str, section: str) -> dict:
+    """One section (options, attributes) of a perfplay fragment or of one of its parts (perfplay_cli.project_dir)."""
+    file, _, part = name.partition(".")
+    text = getattr(runpy.run_path(str(FRAGMENTS / f"{file}.py"))["ModuleDocFragment"], part.upper() or "DOCUMENTATION")
+    return yaml.safe_load(text).get(section) or {}
+
+
+def fragments_of(name: str, file: str) -> list[str]:
+    """The parts of the fragment `file` that module `name` extends."""
+    extends = yaml.safe_load(load_module(name).DOCUMENTATION).get("extends_documentation_fragment") or []
+    assert all(f.partition(".")[0] in ("perfplay_cli", "perfplay_attributes") for f in extends), extends
+    return [f for f in extends if f.partition(".")[0] == file]
+
+
 def fragment_options(name: str) -> set[str]:
-    """The options of the fragment perfplay_cli or of one of its parts (perfplay_cli.project_dir)."""
-    part = name.partition(".")[2].upper() or "DOCUMENTATION"
-    return set(yaml.safe_load(getattr(runpy.run_path(str(FRAGMENT))["ModuleDocFragment"], part))["options"])
+    return set(fragment(name, "options"))
 
 
 @pytest.mark.parametrize("name", sorted(set(MODULES) - NO_CLI))
 def test_the_common_options_are_documented_once(name):
     own = yaml.safe_load(load_module(name).DOCUMENTATION)
-    fragments = own["extends_documentation_fragment"]
-    assert all(fragment.partition(".")[0] == "perfplay_cli" for fragment in fragments), fragments
+    fragments = fragments_of(name, "perfplay_cli")
     shared = [fragment_options(fragment) for fragment in fragments]
     assert "project_dir" in set().union(*shared)
     assert sum(map(len, shared)) == len(set().union(*shared)), "an option in two fragments"
@@ -85,11 +96,26 @@ def test_the_common_options_are_documented_once(name):
 
 
 @pytest.mark.parametrize("name", MODULES)
+def test_the_shared_attributes_are_documented_once(name, rendered):
+    """Every module extends perfplay_attributes (no diff, POSIX hosts) and states none of its attributes again;
+    every attribute ansible-doc renders says its support."""
+    parts = fragments_of(name, "perfplay_attributes")
+    assert "perfplay_attributes" in parts, parts
+    shared = [set(fragment(part, "attributes")) for part in parts]
+    assert sum(map(len, shared)) == len(set().union(*shared)), "an attribute in two fragments"
+    own = yaml.safe_load(load_module(name).DOCUMENTATION).get("attributes") or {}
+    assert not set().union(*shared) & set(own), "documented in the fragment already"
+    attributes = rendered[name]["doc"]["attributes"]
+    assert attributes["diff_mode"]["support"] == "none" and attributes["platform"]["platforms"] == "posix"
+    assert all(value.get("support") in ("full", "partial", "none") for value in attributes.values()), attributes
+
+
+@pytest.mark.parametrize("name", MODULES)
 def test_documentation(name, monkeypatch, rendered):
     module = load_module(name)
     doc = rendered[name]["doc"]
     assert doc["module"] == name
-    assert set(doc["attributes"]) >= {"check_mode", "diff_mode", "idempotent"}
+    assert set(doc["attributes"]) >= {"check_mode", "diff_mode", "idempotent", "platform"}
     spec = argument_spec(module, monkeypatch)
     assert set(doc["options"]) == set(spec)
     for option, settings in spec.items():
