@@ -484,8 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")
     p.set_defaults(func=cmd_requirements)
 
-    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as result.json and print "
-                                      "it with its compact digest (JSON: record, compact)")
+    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as round_record.json and "
+                                      "print it with its compact digest (JSON: record, compact)")
     p.add_argument("--round-dir", required=True)
     p.add_argument("--config", required=True)
     p.add_argument("--round", type=int, required=True)

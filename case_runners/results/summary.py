@@ -21,7 +21,7 @@ from case_runners.monitors.summary import SATURATED_BUSY_PCT, SATURATED_OTHERS_P
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records import names
 from case_runners.records.resolved import SAMPLES_PER_S, ResolvedConfig
-from case_runners.records.round import RECORD_NAME, Mfu, RoundRecord, TrainingNodeEntry
+from case_runners.records.round import Mfu, RoundRecord, TrainingNodeEntry, find_records
 from case_runners.records.schema import ABSENT, RecordError
 from case_runners.records.summary import (
     SUMMARY_JSON,
@@ -79,11 +79,11 @@ Round = RoundRecord | StandIn
 
 def load_records(run_dir: Path) -> list[Round]:
     """Every round of the run: its record, or a stand-in naming its state when it has none that can be read:
-    `unreadable` (result.json is there but is not a valid round record), `interrupted` (the round started and left
+    `unreadable` (its record file is there but is not a valid round record), `interrupted` (the round started and left
     no record), `missing` (a round the plan has that never started)."""
     records: list[Round] = []
     seen = set()
-    for path in sorted(run_dir.glob(f"*/round*/{RECORD_NAME}")):
+    for path in find_records(run_dir, "*/round*"):
         seen.add(path.parent)
         try:
             records.append(RoundRecord.load(path))

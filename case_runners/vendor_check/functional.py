@@ -31,7 +31,7 @@ from case_runners.paths import display_path
 from case_runners.plan.inference_config import resolve_inference
 from case_runners.plan.layering import load_case_base
 from case_runners.records import names
-from case_runners.records.round import RECORD_NAME, RoundRecord
+from case_runners.records.round import RoundRecord, find_records
 from case_runners.records.schema import RecordError
 from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
@@ -67,7 +67,7 @@ def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, RoundRec
                            "--timeout", str(TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, check=False)
     said = (done.stderr.strip().splitlines() or [""])[-1]
-    records = sorted(results.glob(f"*/*/round1/{RECORD_NAME}"))
+    records = find_records(results, "*/*/round1")
     if not records:
         return done.returncode, said, None, None, time.monotonic() - started
     nodes = sorted(p for p in records[0].parent.iterdir() if p.is_dir())
