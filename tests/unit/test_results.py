@@ -121,6 +121,19 @@ def test_summary_mean_and_sample_std_over_valid_rounds_only():
     assert summary["failed_rounds"] == ["resnet50_A100x1x8 round 4: failed: boom"] and not summary["ok"]
 
 
+def test_one_valid_round_has_no_spread_and_the_table_says_so():
+    """One round tells nothing of the noise: its std is null in summary.json (not 0.0, which reads as no noise),
+    the table shows the mean without ± and its title says why."""
+    summary = summarize_records(records([100.0, 120.0], ["success", "failed"]), "run3")
+    (case,) = summary.to_json()["cases"]
+    assert case["stats"]["p_core"] == {"mean": 100.0, "std": None, "n": 1}
+    assert all(stat["std"] is None for stat in case["stats"].values()) and "mfu" in case["stats"]
+    table = render_table(summary)
+    assert table.splitlines()[0] == "perfplay summary: run3 (mean ± std over rounds; a figure of one round has no ±: " \
+        "its spread is unknown)"
+    assert " 100.0 " in table and "±" not in table.split("\n", 1)[1]
+
+
 def test_table_and_markdown_show_mean_std_and_failures():
     summary = summarize_records(records([100.0, 120.0], ["success", "timeout"]), "run7")
     table = render_table(summary)
