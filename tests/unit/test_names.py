@@ -5,6 +5,7 @@ somewhere (a name nothing reads is dead code that looks like behaviour)."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import subprocess
@@ -67,14 +68,19 @@ def test_every_name_defined_is_used_somewhere() -> None:
     assert unused == [], "defined and never used: remove them"
 
 
+@functools.cache
+def code_names() -> tuple[tuple[str, str], ...]:
+    """(name, module) of every name the code defines (read once for the tests that ask)."""
+    return tuple((name, str(path.relative_to(REPO))) for path in tracked(".py")
+                 if path.relative_to(REPO).parts[0] in CODE for _, name in defined_names(path))
+
+
 def defined_in_several(pattern: str) -> dict[str, list[str]]:
     """Each name matching `pattern` that more than one module of the code defines, with those modules."""
     defined: defaultdict[str, list[str]] = defaultdict(list)
-    for path in tracked(".py"):
-        if path.relative_to(REPO).parts[0] in CODE:
-            for _, name in defined_names(path):
-                if re.fullmatch(pattern, name):
-                    defined[name].append(str(path.relative_to(REPO)))
+    for name, module in code_names():
+        if re.fullmatch(pattern, name):
+            defined[name].append(module)
     return {name: where for name, where in defined.items() if len(where) > 1}
 
 
