@@ -10,7 +10,6 @@ Needs root and a Docker engine: tests/docker/engine.sh starts dockerd and import
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -21,6 +20,7 @@ from pathlib import Path
 from bench.alternation import added_costs, alternate, timed
 from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.schema import ABSENT
+from case_runners.run_options import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -45,7 +45,7 @@ def supervisor_costs(results: Path) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", default="digits_cnn")
     parser.add_argument("--nproc", type=int, default=1)
     parser.add_argument("--steps", type=int, default=60, help="training steps per round (fixed work)")

@@ -20,7 +20,6 @@ Needs root (namespaces, sshd). The hosts share this machine's cores: read the fi
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from case_runners.driver.events import events_files, read_events
 from case_runners.records.node import NODE_RESULT
+from case_runners.run_options import ArgumentParser
 from tests.integration.playbook_run import checkout_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +89,7 @@ def one_run(checkout: Path, n: int, rounds: int, steps: int, results: Path, run_
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="2,16")
     parser.add_argument("--repeats", type=int, default=2, help="measured runs per size and round count")
     parser.add_argument("--steps", type=int, default=5)

@@ -7,7 +7,6 @@ fresh processes, and compares the medians. Target: within 2 %.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 from case_runners.records.round import RECORD_NAME, RoundRecord
+from case_runners.run_options import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.02
@@ -76,7 +76,7 @@ print(json.dumps({{"p": {steps} * bs / compute}}))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()

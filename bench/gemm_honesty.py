@@ -24,6 +24,7 @@ import torch
 from case_runners.base.benchmarks.gemm.measure import measure
 from case_runners.base.context import BaseContext
 from case_runners.base.dtypes import torch_dtype
+from case_runners.run_options import ArgumentParser
 from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
 
@@ -63,7 +64,7 @@ def bare(precision: str, shape: tuple[int, int, int], device: Any, warmup: int, 
 def main(argv: list[str] | None = None) -> int:
     kind = "cuda" if torch.cuda.is_available() else "cpu"
     vendor, device_type, backend, shape, precision, warmup, iterations, pairs = SETUPS[kind]
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", type=int, nargs=3, default=list(shape), metavar=("M", "N", "K"))
     parser.add_argument("--precision", choices=PRECISIONS, default=precision)
     parser.add_argument("--warmup", type=int, default=warmup)

@@ -10,7 +10,6 @@ Both paths train the same seeded case for the same number of steps, so the train
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from bench.alternation import added_costs, alternate
+from case_runners.run_options import ArgumentParser
 
 VENV_BIN = Path(sys.executable).parent
 TARGET_PER_ROUND_S = 1.5
@@ -35,7 +35,7 @@ def commands(case: str, steps: int, rounds: int, results: Path) -> dict[str, lis
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", default="digits_cnn")
     parser.add_argument("--steps", type=int, default=60, help="training steps per round (fixed work)")
     parser.add_argument("--pairs", type=int, default=2, help="alternated playbook/direct pairs per round count")

@@ -10,7 +10,6 @@ Reports, from one run:
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from case_runners.inference.pipeline import run_pipeline
 from case_runners.plan.inference_config import resolve_inference
+from case_runners.run_options import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ TARGET_WHOLE_OVER_CORE = 0.8
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=256, help="synthetic images")
     parser.add_argument("--batch-size", type=int, help="default: the cpu vendor's")
     args = parser.parse_args()

@@ -19,6 +19,7 @@ from case_runners.defaults import MONITOR_INTERVAL_S
 from case_runners.monitors import daemon
 from case_runners.monitors.loader import load_monitor
 from case_runners.monitors.spec import MonitorSpec
+from case_runners.run_options import ArgumentParser
 
 MONITORS = ("host", "cpu")
 
@@ -48,7 +49,7 @@ def in_process_cost(name: str, samples: int = 200) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--interval", type=float, default=MONITOR_INTERVAL_S)
     parser.add_argument("--target-pct", type=float, default=1.0, help="budget, percent of one core")

@@ -39,7 +39,7 @@ from case_runners.paths import RESULTS_NAME
 from case_runners.plan.run_vars import PREFIX, RENAMED
 from case_runners.report.cli import add_command as add_report_command
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
-from case_runners.run_options import add_run_options
+from case_runners.run_options import ArgumentParser, add_run_options
 from case_runners.scaffold.commands import add_commands
 
 EXIT_BAD_INPUT = 2
@@ -336,7 +336,7 @@ def _refuse_renamed(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from case_runners.paths import PROJECT_ENV
-    parser = argparse.ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0],
+    parser = ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0],
                                      epilog=f"{PROJECT_ENV}: the perfplay checkout to run, its vendor/ and its "
                                             "case_runners (default: the checkout this package is in; a "
                                             "non-editable install needs it)")
@@ -484,8 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")
     p.set_defaults(func=cmd_requirements)
 
-    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as result.json and print "
-                                      "it with its compact digest (JSON: record, compact)")
+    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as round_record.json and "
+                                      "print it with its compact digest (JSON: record, compact)")
     p.add_argument("--round-dir", required=True)
     p.add_argument("--config", required=True)
     p.add_argument("--round", type=int, required=True)

@@ -10,7 +10,7 @@
 - A symlink on the way to a directory is followed only when it belongs to the user or to the owner of the
   directory holding it, as the kernel's protected_symlinks rule has it (link_reason).
 - A failed write is a WriteError whose message is one line naming the cause and the path, e.g.
-  "no space left on device: /results/run.../result.json".
+  "no space left on device: /results/run.../round_record.json".
 
 Stdlib only: the launcher and the monitors import it.
 """

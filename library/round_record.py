@@ -12,7 +12,7 @@ module: round_record
 short_description: Build and write the record of one perfplay case round
 description:
   - Runs C(python -m case_runners record) on the controller, which reads every node directory of the
-    round and writes C(<round_dir>/result.json) (schema C(perfplay.round_record/1)).
+    round and writes C(<round_dir>/round_record.json) (schema C(perfplay.round_record/1)).
   - An action plugin, run on the controller whatever host the task names; it starts no module process.
   - A failed round is a valid record (C(status) says why); the module fails only when no record could
     be built. A record that cannot be written (a full disk) is returned with C(status=failed), the reason
@@ -53,7 +53,7 @@ attributes:
     details: Writes nothing and predicts C(changed=true); C(record) and C(compact) are empty.
   idempotent:
     support: none
-    details: Rewrites C(result.json) from the node directories every time.
+    details: Rewrites C(round_record.json) from the node directories every time.
 author:
   - perfplay contributors
 """

@@ -12,7 +12,8 @@ description:
   - Runs C(python -m case_runners history add RUN_DIR --db DB --json) on the controller, which reads the run's
     round records and replaces the run's rows in the SQLite database O(db) (created when missing, migrated from an
     older schema), in one transaction.
-  - A round whose C(result.json) cannot be read is indexed with the status C(unreadable) and named in a warning.
+  - A round whose record (C(round_record.json), or C(result.json) in a run from before) cannot be read is
+    indexed with the status C(unreadable) and named in a warning.
   - An index that fails (a database of a newer perfplay, a full disk) is a warning, never a failure of the run;
     the run directory stays the source of truth, and C(case_runners history reindex) rebuilds the database from it.
 options:
@@ -56,11 +57,11 @@ rounds:
   type: int
   sample: 3
 problems:
-  description: The rounds whose C(result.json) could not be read, each by file and reason (indexed as C(unreadable)).
+  description: The rounds whose record could not be read, each by file and reason (indexed as C(unreadable)).
   returned: always
   type: list
   elements: str
-  sample: ["/opt/perfplay/results/run1/digits_cnn_CPUx1x1/round2/result.json: is not JSON (Expecting value)"]
+  sample: ["/opt/perfplay/results/run1/digits_cnn_CPUx1x1/round2/round_record.json: is not JSON (Expecting value)"]
 index_error:
   description: Why the run could not be indexed, when it could not (also a warning).
   returned: when the index failed

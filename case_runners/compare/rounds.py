@@ -10,7 +10,7 @@ from case_runners.driver.events import STEP_END, events_path, read_events
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.records.round import RECORD_NAME, RoundRecord, TrainingRoundRecord
+from case_runners.records.round import RECORD_NAME, RoundRecord, TrainingRoundRecord, record_path
 from case_runners.results.run_dir import ROUND_DIR
 
 DEFAULT_ROUND = 1
@@ -31,7 +31,7 @@ def round_dir(path: Path, round_no: int = DEFAULT_ROUND) -> Path:
     that of its only case (a run directory)."""
     if not path.is_dir():
         raise PerfplayError(f"{path}: no such directory (give a round, case or run directory)")
-    if ROUND_DIR.fullmatch(path.name) or (path / RECORD_NAME).exists():
+    if ROUND_DIR.fullmatch(path.name) or record_path(path).exists():
         return path
     if (path / RESOLVED_NAME).exists():
         return _case_round(path, round_no)
@@ -57,25 +57,25 @@ def _case_round(case_dir: Path, round_no: int) -> Path:
 def load_round(path: Path, round_no: int = DEFAULT_ROUND) -> Round:
     """The round `path` names (round_dir), read and checked: a training round that ended with a final metric."""
     where = round_dir(path, round_no)
-    record_path = where / RECORD_NAME
-    if not record_path.is_file():
-        raise PerfplayError(f"{record_path}: missing: the round has no record (`python -m case_runners record` "
+    record_file = record_path(where)
+    if not record_file.is_file():
+        raise PerfplayError(f"{record_file}: missing: the round has no record (`python -m case_runners record` "
                             f"builds it from the node directories)")
-    record = RoundRecord.load(record_path)
+    record = RoundRecord.load(record_file)
     if not isinstance(record, TrainingRoundRecord):
-        raise PerfplayError(f"{record_path}: a {record.task} round: compare aligns training rounds")
+        raise PerfplayError(f"{record_file}: a {record.task} round: compare aligns training rounds")
     if record.metrics["final_metric"] is None:
-        raise PerfplayError(f"{record_path}: the round {record.status} ({record.reason or 'no reason given'}) and "
+        raise PerfplayError(f"{record_file}: the round {record.status} ({record.reason or 'no reason given'}) and "
                             f"has no final metric to compare")
     config = ResolvedConfig.load(where.parent / RESOLVED_NAME)
-    events = _rank0_events(where, record, record_path)
+    events = _rank0_events(where, record, record_file)
     return Round(where, record, config, loss_curve(events), events)
 
 
-def _rank0_events(where: Path, record: TrainingRoundRecord, record_path: Path) -> Path:
+def _rank0_events(where: Path, record: TrainingRoundRecord, record_file: Path) -> Path:
     node0 = [node.dir for node in record.per_node if node.node_rank == 0]
     if not node0:
-        raise PerfplayError(f"{record_path}: no node 0 in per_node: no rank {RANK} to read the loss of")
+        raise PerfplayError(f"{record_file}: no node 0 in per_node: no rank {RANK} to read the loss of")
     return events_path(where / node0[0], RANK)
 
 

@@ -212,18 +212,13 @@ def figures(case: SummaryCase, higher_is_better: bool | None) -> dict[str, Figur
             unit = case.metric or ""
         elif unit is None:
             unit = case_unit(case)
-        found[key] = Figure(unit, better, spread_known(case.stats[key]))
+        found[key] = Figure(unit, better, case.stats[key])
     for row in case.base if isinstance(case.base, list) else []:
         name = f"{row.benchmark} {row.kind} {row.stat}"
-        found[name] = Figure(row.unit, FIGURES["achieved"][0], spread_known(row.achieved))
+        found[name] = Figure(row.unit, FIGURES["achieved"][0], row.achieved)
         found[f"{name} fraction of peak"] = Figure(FRACTION, FIGURES["fraction_of_peak"][0],
-                                                   spread_known(row.fraction_of_peak))
+                                                   row.fraction_of_peak)
     return found
-
-
-def spread_known(stat: Stat) -> Stat:
-    """The stat with its std null below two values: the summary's 0 for one round would read as no noise."""
-    return stat if stat.n > 1 else dataclasses.replace(stat, std=None)
 
 
 # -- matching ---------------------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ inference, plan/base.py, plan/generate.py): its schema, its tasks and its defaul
 from __future__ import annotations
 
 RESOLVED_SCHEMA = "perfplay.resolved_config/1"
-DEFAULT_TIMEOUT_S = 3600  # a case's timeout when neither the case nor the run gives one
+DEFAULT_CASE_TIMEOUT_S = 3600  # a case's timeout when neither the case nor the run gives one
 TRAINING = "training"  # the task of a config without one
 INFERENCE = "inference"  # the case's inference pipeline, steps a-g
 BASE = "base"  # a hardware microbenchmark (case_runners/base/): its figures against the vendor's peaks

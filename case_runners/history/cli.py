@@ -32,6 +32,7 @@ from case_runners.history.index import DATE_FORMAT, index_run
 from case_runners.paths import RESULTS_NAME, results_root
 from case_runners.records import names
 from case_runners.results.text import number_text, percent_text, text_columns
+from case_runners.run_options import ArgumentParser
 
 # The table's throughput column: each task's headline figure (a base round's are its benchmark's, per kind).
 TABLE_FIGURE = {names.TRAINING: names.THROUGHPUT_BASIS, names.INFERENCE: "p_inference_core",
@@ -176,7 +177,7 @@ def index_into(run_dir: Path, db: Path) -> bool:
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
-    db = argparse.ArgumentParser(add_help=False)
+    db = ArgumentParser(add_help=False)
     db.add_argument("--db", metavar="PATH", help=f"the history database (default <checkout>/{RESULTS_NAME}/{DB_NAME})")
     p = sub.add_parser("history", help="the history of runs: list the indexed rounds, add runs, reindex",
                        description="Every finished run's rounds are indexed into an SQLite database, one row per "

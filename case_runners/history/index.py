@@ -1,5 +1,5 @@
 """A run directory as history rows, one per round (db.COLUMNS), read through the run summary's reader
-(results/summary.py's load_records): a round whose result.json cannot be read is reported by file and reason, with a
+(results/summary.py's load_records): a round whose round record cannot be read is reported by file and reason, with a
 row whose status is `unreadable`, and the rest is indexed; a round that never left a record is a row too
 (`interrupted`, `missing`)."""
 

@@ -20,7 +20,7 @@ from case_runners.processes import identify
 from case_runners.run_ids import RUN_ID_ENV
 
 BASH_OWN = ("_", "SHLVL", "PWD", "OLDPWD")  # what bash itself sets, not the file
-TIMEOUT_S = 60
+ENV_FILE_TIMEOUT_S = 60  # bash checking or sourcing the vendor case's environment_variables.sh
 ROLE = "env_file"  # its pid file's role
 POLL_S = 0.05
 
@@ -29,7 +29,7 @@ def syntax_problem(path: Path) -> str | None:
     """What `bash -n` says of the file (a syntax error, without running it), or None when it parses."""
     try:
         done = subprocess.run(["bash", "-n", str(path)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=TIMEOUT_S, check=False)
+                              timeout=ENV_FILE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bash -n could not check it: {exc}"
     if done.returncode == 0:
@@ -57,13 +57,13 @@ def sourced(path: Path, base: dict[str, str], pid_dir: Path | None = None,
                 if pid_dir is not None and run_id and ident is not None:
                     stack.enter_context(pidfiles.held(pidfiles.pid_path(pid_dir, ROLE, run_id), ident, run_id,
                                                       role=ROLE))
-                exited = _wait_unreaped(process.pid, TIMEOUT_S)
+                exited = _wait_unreaped(process.pid, ENV_FILE_TIMEOUT_S)
         finally:  # bash is not reaped yet, so its group id is still its own
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         if not exited:
-            raise PerfplayError(f"{path}: cannot be sourced: it did not finish within {TIMEOUT_S:g} s "
+            raise PerfplayError(f"{path}: cannot be sourced: it did not finish within {ENV_FILE_TIMEOUT_S:g} s "
                                 "(stopped with everything it started)")
         out.seek(0)
         err.seek(0)

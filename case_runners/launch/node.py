@@ -35,7 +35,7 @@ from case_runners.launch.watchdog import Failure, Link, node_label, own_failure,
 from case_runners.netutil import NoInterfaceError, interface_for
 from case_runners.paths import package_root, project_root
 from case_runners.processes import PARENT_PID_ENV, ROUND_DEADLINE_ENV, ProcessId, identify
-from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, cpu_backed, cpu_threads, result_path
+from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, omp_num_threads, result_path
 from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
 from case_runners.records.node import NODE_RESULT, NodeResult, RankExit
 from case_runners.records.rank import FailedRankResult, RankResult
@@ -131,8 +131,9 @@ def rank_env(spec: NodeSpec, state: RunState, local_rank: int, base: dict[str, s
     for name in nic_env(spec.vendor_info):
         if state.nic and not base.get(name):  # a value the host sets wins
             env[name] = state.nic
-    if cpu_backed(str(spec.vendor_info.get("device"))) and THREADS_ENV not in base:
-        env[THREADS_ENV] = str(cpu_threads(spec.nproc))
+    threads = omp_num_threads(base, spec.nproc, str(spec.vendor_info.get("device")))
+    if threads is not None:
+        env[THREADS_ENV] = threads
     return env
 
 

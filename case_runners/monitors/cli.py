@@ -18,6 +18,7 @@ from case_runners.monitors.runner import run_monitor
 from case_runners.monitors.spec import MonitorSpec
 from case_runners.processes import ProcessId, pid_namespace
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
+from case_runners.run_options import ArgumentParser
 
 OPERATIONS: dict[str, Callable[[MonitorSpec], int]] = {
     "start": daemon.start, "stop": daemon.stop, "restart": daemon.restart, "status": daemon.status,
@@ -65,7 +66,7 @@ def run_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m case_runners monitor", description=__doc__,
+    parser = ArgumentParser(prog="python -m case_runners monitor", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return run_args(parser.parse_args(argv))

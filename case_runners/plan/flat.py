@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from case_runners.config.constraints import declare_params
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S
+from case_runners.config.resolved import DEFAULT_CASE_TIMEOUT_S
 from case_runners.config.selection import BOUNDS, Selection
 from case_runners.config.standard import standard_fields
 from case_runners.config.yaml_io import load_mapping
@@ -58,7 +58,7 @@ def flat_params(sel: Selection, config_path: Path, root: Path, default_timeout_s
         base = load_mapping(config_path, root)
         defaults, constraints = declare_params(base.get("params") or {}, file=base_file, prefix="params.")
         timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
-            base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
+            base.get("timeout_s", DEFAULT_CASE_TIMEOUT_S), key="timeout_s", file=base_file)
         vendor_params, vendor_file, vendor_source = vendor_layer()
     except ConfigError as exc:
         errors.append(exc)

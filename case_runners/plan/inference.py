@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S, INFERENCE
+from case_runners.config.resolved import DEFAULT_CASE_TIMEOUT_S, INFERENCE
 from case_runners.config.selection import Selection
 from case_runners.config.standard import read_standard
 from case_runners.errors import RUN_VARS_FILE, ConfigError
@@ -52,7 +52,7 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
         task=INFERENCE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
         framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware, nnodes=1,
         nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
-        timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S, sources=resolved["sources"],
+        timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_CASE_TIMEOUT_S, sources=resolved["sources"],
         provenance=resolved["provenance"], **read_standard(resolved), notes=notes, inference=resolved,
         params={**conf, **resolved["parameters"]}, target=None, flops_per_sample=conf["flops"],
         flops_convention=FLOPS_CONVENTION, flops_note=None,

@@ -17,7 +17,7 @@ from typing import Any
 
 from case_runners.cases import case_dir, list_cases
 from case_runners.config.constraints import Constraint, declare_params
-from case_runners.config.resolved import DEFAULT_TIMEOUT_S
+from case_runners.config.resolved import DEFAULT_CASE_TIMEOUT_S
 from case_runners.config.selection import BOUNDS, FUNCTIONAL, Selection
 from case_runners.config.shared_params import SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
 from case_runners.config.standard import standard_fields
@@ -200,7 +200,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     try:
         flops = to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
         timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
-            base.get("timeout_s", DEFAULT_TIMEOUT_S), key="timeout_s", file=base_file)
+            base.get("timeout_s", DEFAULT_CASE_TIMEOUT_S), key="timeout_s", file=base_file)
     except ConfigError as exc:
         errors.append(exc)
     hooks = case_hooks(sel.case)

@@ -13,11 +13,11 @@ import torch.distributed as dist
 
 from case_runners.rank.env import DistEnv
 
-DEFAULT_TIMEOUT_S = 300.0
+DIST_TIMEOUT_S = 300.0  # how long a collective of the process group waits for the other ranks
 
 
 def dist_timeout_s(environ: Mapping[str, str] = os.environ) -> float:
-    return float(environ.get("PERFPLAY_DIST_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
+    return float(environ.get("PERFPLAY_DIST_TIMEOUT_S") or DIST_TIMEOUT_S)
 
 
 def init_distributed(env: DistEnv, backend: str, device: torch.device) -> bool:

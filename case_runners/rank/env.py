@@ -30,6 +30,16 @@ def cpu_threads(local_world_size: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, local_world_size))
 
 
+def omp_num_threads(environ: Mapping[str, str], local_world_size: int, *device_types: str) -> str | None:
+    """The OMP_NUM_THREADS of a rank, one rule for the launcher (which sets it in the rank's environment, knowing
+    vendor.yaml's `device`) and the rank (which sets it at its start, knowing torch's device too): its share of the
+    cores (cpu_threads) where one of `device_types` is CPU-backed and `environ` leaves it unset or empty; else None
+    (torch's default, or the host's or user's value, stands)."""
+    if environ.get(THREADS_ENV) or not any(map(cpu_backed, device_types)):
+        return None
+    return str(cpu_threads(local_world_size))
+
+
 def result_path(log_dir: Path, rank: int) -> Path:
     return Path(log_dir) / result_name(rank)
 

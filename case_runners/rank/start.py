@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, DistEnv, cpu_backed, cpu_threads
+from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, DistEnv, omp_num_threads
 from case_runners.records.resolved import ResolvedConfig
 
 
@@ -20,21 +20,19 @@ def start_rank(config: ResolvedConfig, env: DistEnv):
     runtime = VendorRuntime(config.vendor, config.vendor_info.device, config.vendor_info.dist_backend)
     runtime.prepare()
     device = runtime.pick_device(int(os.environ.get(DEVICE_INDEX_ENV) or env.local_rank))
-    if cpu_backed(config.vendor_info.device) or cpu_backed(device.type):
-        limit_cpu_threads(env.local_world_size)
+    threads = omp_num_threads(os.environ, env.local_world_size, config.vendor_info.device, device.type)
+    if threads is not None:  # CPU-backed by torch's device alone, or a rank started without the launcher
+        set_cpu_threads(threads)
     return runtime, device
 
 
-def limit_cpu_threads(local_world_size: int) -> None:
-    """Share the host's cores among the ranks on it, unless OMP_NUM_THREADS says otherwise: the launcher's rule
-    (launch/node.py sets OMP_NUM_THREADS for a vendor.yaml `device: cpu`), applied here for a device the rank found
-    CPU-backed under another name too, so that torch, the rank's children and its record (thread_settings) agree."""
+def set_cpu_threads(threads: str) -> None:
+    """OMP_NUM_THREADS and torch's intra-op pool set to `threads` (omp_num_threads' share of the cores), so that
+    torch, the rank's children and its record (thread_settings) agree."""
     import torch
 
-    if not os.environ.get(THREADS_ENV):
-        threads = cpu_threads(local_world_size)
-        os.environ[THREADS_ENV] = str(threads)
-        torch.set_num_threads(threads)
+    os.environ[THREADS_ENV] = threads
+    torch.set_num_threads(int(threads))
 
 
 def thread_settings() -> dict[str, Any]:

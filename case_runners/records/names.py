@@ -21,7 +21,7 @@ FAILED = "failed"
 TIMEOUT = "timeout"  # the case timeout stopped the ranks
 INTERRUPTED = "interrupted"  # a signal stopped the node; in the summary, a round that started and left no record
 MISSING = "missing"  # (summary) a round of the plan that never started
-UNREADABLE = "unreadable"  # (summary) a round whose result.json cannot be read
+UNREADABLE = "unreadable"  # (summary) a round whose round record cannot be read
 RUNNING = "running"  # `wait`'s answer while the launcher still runs: no document has it
 
 RANK_STATUSES = (SUCCESS, NOT_CONVERGED, FAILED)

@@ -1,5 +1,6 @@
-"""result.json (`perfplay.round_record/1`): the record of one round of a case, built on the controller from every
-node directory of the round (case_runners/results/record.py).
+"""round_record.json (`perfplay.round_record/1`): the record of one round of a case, built on the controller from
+every node directory of the round (case_runners/results/record.py). A run directory written before it had this name
+holds it as result.json, which every reader still reads (record_path, find_records).
 
 Four variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput
 block on p_train), an inference round's (the pipeline's metrics; one rank, no per-node throughputs), a base
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from pathlib import Path
 from typing import Any
 
 from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
@@ -41,7 +43,22 @@ from case_runners.records.schema import (
     value_problems,
 )
 
-RECORD_NAME = "result.json"  # in the round directory
+RECORD_NAME = "round_record.json"  # in the round directory
+OLD_RECORD_NAME = "result.json"  # its name in a run directory written before; read, never written
+
+
+def record_path(round_dir: Path) -> Path:
+    """The round record of `round_dir`: its RECORD_NAME, or its OLD_RECORD_NAME where only that one is there (a run
+    directory written before the rename). The path may not exist: the round has no record."""
+    path = round_dir / RECORD_NAME
+    old = round_dir / OLD_RECORD_NAME
+    return old if not path.exists() and old.exists() else path
+
+
+def find_records(root: Path, round_dirs: str) -> list[Path]:
+    """The round records of the round directories `root.glob(round_dirs)` matches (record_path: one per round,
+    either name), sorted."""
+    return sorted(path for path in map(record_path, root.glob(round_dirs)) if path.is_file())
 
 
 @dataclasses.dataclass(kw_only=True)

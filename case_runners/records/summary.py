@@ -31,15 +31,15 @@ SUMMARY_JSON, SUMMARY_MD = "summary.json", "summary.md"  # in the run directory
 class Stat(Document):
     """A figure over the valid rounds (success, not_converged)."""
     mean: float | None
-    std: float | None  # the sample standard deviation; 0 for one round
+    std: float | None  # the sample standard deviation; null below two values: one round has no spread
     n: int
 
     @classmethod
     def of(cls, values: list[float]) -> Stat:
-        """The mean and sample standard deviation of values (none: nulls, n 0)."""
+        """The mean and sample standard deviation of values (none: nulls, n 0; one: its std null, the noise unknown)."""
         if not values:
             return cls(mean=None, std=None, n=0)
-        return cls(mean=statistics.fmean(values), std=statistics.stdev(values) if len(values) > 1 else 0.0,
+        return cls(mean=statistics.fmean(values), std=statistics.stdev(values) if len(values) > 1 else None,
                    n=len(values))
 
 

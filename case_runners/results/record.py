@@ -250,7 +250,7 @@ def write_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
                        errors: list[str] | tuple[str, ...] = (),
                        nodes_elsewhere: list[int] | tuple[int, ...] = ()) -> RoundRecord:
     """Build the record (build_round_record), fail it for the `errors` the orchestration met in the round (a host
-    that failed a task), and write it as result.json. A record that cannot be written is returned failed, naming
+    that failed a task), and write it as round_record.json. A record that cannot be written is returned failed, naming
     why, and not raised: one round's lost record never costs the run."""
     record = build_round_record(round_dir, config, round_no, run_id, nodes_elsewhere)
     if errors:

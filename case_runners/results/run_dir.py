@@ -8,7 +8,7 @@ from pathlib import Path
 
 from case_runners.errors import PerfplayError
 from case_runners.paths import RESOLVED_NAME
-from case_runners.records.round import RECORD_NAME
+from case_runners.records.round import RECORD_NAME, find_records, record_path
 
 ROUND_DIR = re.compile(r"round(\d+)")  # a round directory's name: round<N>
 
@@ -20,11 +20,11 @@ def check_run_dir(path: Path) -> Path:
     if not path.is_dir():
         raise PerfplayError(f"{path}: no such directory (give a run directory, results/<run_id>)" if not path.exists()
                             else f"{path}: not a directory (give a run directory, results/<run_id>)")
-    if any(path.glob(f"*/{RESOLVED_NAME}")) or any(path.glob(f"*/round*/{RECORD_NAME}")):
+    if any(path.glob(f"*/{RESOLVED_NAME}")) or find_records(path, "*/round*"):
         return path
     if (path / RESOLVED_NAME).is_file():
         hint = f": a case directory; its run directory is {path.parent}"
-    elif ROUND_DIR.fullmatch(path.name) or (path / RECORD_NAME).is_file():
+    elif ROUND_DIR.fullmatch(path.name) or record_path(path).is_file():
         hint = f": a round directory; its run directory is {path.parent.parent}"
     else:
         hint = f" (no <case_id>/{RESOLVED_NAME} and no <case_id>/round<N>/{RECORD_NAME} in it)"

@@ -21,7 +21,7 @@ from case_runners.monitors.summary import SATURATED_BUSY_PCT, SATURATED_OTHERS_P
 from case_runners.paths import RESOLVED_NAME
 from case_runners.records import names
 from case_runners.records.resolved import SAMPLES_PER_S, ResolvedConfig
-from case_runners.records.round import RECORD_NAME, Mfu, RoundRecord, TrainingNodeEntry
+from case_runners.records.round import Mfu, RoundRecord, TrainingNodeEntry, find_records
 from case_runners.records.schema import ABSENT, RecordError
 from case_runners.records.summary import (
     SUMMARY_JSON,
@@ -46,6 +46,7 @@ COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
 SCALING_BASIS = names.THROUGHPUT_BASIS
 TRAINING_NOTE = "Throughputs in samples/s; MFU on p_core (training FLOPs = 3 x forward)."
+ONE_ROUND_NOTE = "a figure of one round has no ±: its spread is unknown"  # its std is null
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -79,11 +80,11 @@ Round = RoundRecord | StandIn
 
 def load_records(run_dir: Path) -> list[Round]:
     """Every round of the run: its record, or a stand-in naming its state when it has none that can be read:
-    `unreadable` (result.json is there but is not a valid round record), `interrupted` (the round started and left
+    `unreadable` (its record file is there but is not a valid round record), `interrupted` (the round started and left
     no record), `missing` (a round the plan has that never started)."""
     records: list[Round] = []
     seen = set()
-    for path in sorted(run_dir.glob(f"*/round*/{RECORD_NAME}")):
+    for path in find_records(run_dir, "*/round*"):
         seen.add(path.parent)
         try:
             records.append(RoundRecord.load(path))
@@ -381,7 +382,7 @@ def inference_rows(summary: RunSummary) -> list[list[str]]:
         s = case.stats
         memory = s[names.DEVICE_MEMORY_PEAK]
         if memory.mean is not None:
-            memory = Stat(mean=memory.mean / GIB, std=(memory.std or 0.0) / GIB, n=memory.n)
+            memory = Stat(mean=memory.mean / GIB, std=None if memory.std is None else memory.std / GIB, n=memory.n)
         total = case.memory_total_bytes if isinstance(case.memory_total_bytes, int) else None
         rows.append([case.case_id, str(len(case.rounds)), f"{case.succeeded}/{len(case.rounds)}",
                      case.status, _std(case), _fmt(s["p_validation_whole"]), _fmt(s["p_validation_core"]),
@@ -458,7 +459,7 @@ def render_table(summary: RunSummary) -> str:
     """Plain-text tables for the end of the play (mean ± std over rounds): the training cases (samples/s), then a
     line per multi-node case with each node's throughput and the scaling tables; the inference cases (items/s); the
     base benchmarks (achieved against the vendor's peaks); the generate cases (TTFT, TPOT, tokens/s)."""
-    lines = [f"perfplay summary: {summary.run_id} (mean ± std over rounds)"]
+    lines = [f"perfplay summary: {summary.run_id} (mean ± std over rounds; {ONE_ROUND_NOTE})"]
     units = training_units(summary) or ([] if summary.cases else [SAMPLES_PER_S])
     training = [row for unit in units for row in table_rows(summary, unit)]
     for unit in units:

@@ -31,7 +31,7 @@ from case_runners.paths import display_path
 from case_runners.plan.inference_config import resolve_inference
 from case_runners.plan.layering import load_case_base
 from case_runners.records import names
-from case_runners.records.round import RECORD_NAME, RoundRecord
+from case_runners.records.round import RoundRecord, find_records
 from case_runners.records.schema import RecordError
 from case_runners.training.adapter import adapter_source
 from case_runners.vendor_check.findings import Finding, error, ok, warning
@@ -41,7 +41,7 @@ from case_runners.vendors import load_vendor
 TRAINING_EVENTS = (ev.INIT_START, ev.INIT_END, ev.TRAIN_START, ev.STEP_END, ev.EVALUATE, ev.TRAIN_END, ev.FINISHED)
 INFERENCE_EVENTS = (ev.LAUNCH_INFERENCE, ev.INFERENCE_STEP, ev.FINISHED)
 DEFAULT_STEPS = 5
-TIMEOUT_S = 1800
+FUNCTIONAL_RUN_TIMEOUT_S = 1800  # the case timeout of each of check-vendor's runs
 
 
 def adapted_cases(name: str, root: Path, devices: int = 1) -> tuple[list[tuple[str, str, int]], list[str]]:
@@ -64,10 +64,10 @@ def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, RoundRec
     """(exit code, output tail, the round record, its node dir, the seconds it took) of one `case_runners run`."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "case_runners", "run", *argv, "--results-dir", str(results),
-                           "--timeout", str(TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, check=False)
+                           "--timeout", str(FUNCTIONAL_RUN_TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)
     said = (done.stderr.strip().splitlines() or [""])[-1]
-    records = sorted(results.glob(f"*/*/round1/{RECORD_NAME}"))
+    records = find_records(results, "*/*/round1")
     if not records:
         return done.returncode, said, None, None, time.monotonic() - started
     nodes = sorted(p for p in records[0].parent.iterdir() if p.is_dir())

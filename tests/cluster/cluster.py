@@ -134,4 +134,4 @@ def interrupt(proc: subprocess.Popen, timeout: float = 60) -> int:
 
 
 def round_record(results: Path, run_id: str, case_id: str, number: int) -> dict:
-    return json.loads((results / run_id / case_id / f"round{number}" / "result.json").read_text())
+    return json.loads((results / run_id / case_id / f"round{number}" / "round_record.json").read_text())

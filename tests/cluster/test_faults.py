@@ -37,7 +37,7 @@ def _rank_running(cluster: Cluster, run_id: str, host: str, rank: int) -> int:
 
 
 def _record_written(results: Path, run_id: str, case_id: str) -> Path:
-    return results / run_id / case_id / "round1" / "result.json"
+    return results / run_id / case_id / "round1" / "round_record.json"
 
 
 def test_an_unreachable_host_stops_the_run_before_anything_starts(cluster: Cluster, results: Path,

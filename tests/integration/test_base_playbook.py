@@ -45,7 +45,7 @@ def test_the_cpu_suite_runs_every_benchmark_of_base_yaml(suite_run):
     for case in summary["cases"]:
         assert case["task"] == BASE and case["status"] == "success", case
         assert [r["status"] for r in case["rounds"]] == ["success"], case
-        record = json.loads((results / RUN_ID / case["case_id"] / "round1" / "result.json").read_text())
+        record = json.loads((results / RUN_ID / case["case_id"] / "round1" / "round_record.json").read_text())
         assert record["task"] == BASE and record["status"] == "success", record["reason"]
         assert record["metrics"]["measurements"] == case["measurements"], "the summary keeps the round's figures"
         assert case["case_id"] in run.output, "the play's base table shows every case"

@@ -25,7 +25,7 @@ def run_inference(checkout: Path, results: Path, run_id: str, *selections, **run
 
 
 def record(results: Path, run_id: str, case_id: str = DIGITS) -> dict:
-    return json.loads((results / run_id / case_id / "round1" / "result.json").read_text())
+    return json.loads((results / run_id / case_id / "round1" / "round_record.json").read_text())
 
 
 def imagefolder(root: Path) -> Path:

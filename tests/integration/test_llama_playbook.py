@@ -33,7 +33,7 @@ def run_llama(results: Path, run_id: str, *selections: dict):
 
 
 def round_record(results: Path, run_id: str, case_id: str) -> dict:
-    return json.loads((results / run_id / case_id / "round1" / "result.json").read_text())
+    return json.loads((results / run_id / case_id / "round1" / "round_record.json").read_text())
 
 
 def test_tiny_llama_reaches_its_target_and_generates_on_it(stdlib_tokens: Path, results_dir: Path):

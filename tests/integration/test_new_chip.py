@@ -70,7 +70,7 @@ def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, result
         "perfplay_cases": [{"case": "digits_cnn", "nproc": 2}]}))
     assert run.rc == 0, run.output[-3000:]
     round_dir = results_dir / "newchip-1x2" / "digits_cnn_TC1x1x2" / "round1"
-    record = json.loads((round_dir / "result.json").read_text())
+    record = json.loads((round_dir / "round_record.json").read_text())
     assert record["status"] == "success" and record["metrics"]["converged"], record["reason"]
     assert record["standard"] is True and record["adapted"] == ADAPTED
     assert record["metrics"]["precision"] == "bf16", "amp autocasts to the vendor's dtype"

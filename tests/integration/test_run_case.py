@@ -67,7 +67,7 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     assert json.loads((node_dir / "node_result.json").read_text())["status"] == "success"
     assert not (node_dir / "launcher.log").exists(), "a launcher that said nothing leaves no log"
     assert (node_dir / "host_monitor.jsonl").stat().st_size > 0
-    assert (run_dir / "digits_cnn_CPUx1x1" / "round1" / "result.json").is_file()
+    assert (run_dir / "digits_cnn_CPUx1x1" / "round1" / "round_record.json").is_file()
     assert list(results_dir.rglob("*.pid")) == [], "every monitor was stopped"
     # The run indexed itself into the history database beside the results.
     assert statuses["Index the run into the history database"] == ["changed"]

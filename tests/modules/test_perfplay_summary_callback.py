@@ -216,7 +216,7 @@ def test_real_table_prints_per_node_and_scaling(make_callback, tmp_path):
     for record in records:
         path = run_dir / record["case_id"] / f"round{record['round']}"
         path.mkdir(parents=True)
-        (path / "result.json").write_text(json.dumps(record))
+        (path / "round_record.json").write_text(json.dumps(record))
     summary, written = write_run_summary(run_dir)  # as the run_summary task does
     callback = make_callback()
     callback.v2_runner_on_ok(summary_result(summary.to_json(), written, render_table(summary)))

@@ -39,7 +39,7 @@ def test_check_mode_asks_without_writing(run_module):
 
 
 def test_an_unreadable_round_is_a_warning(run_module):
-    problem = "/res/run1/c/round2/result.json: is not JSON (Expecting value)"
+    problem = "/res/run1/c/round2/round_record.json: is not JSON (Expecting value)"
     kind, result, _ = run_module("run_history", ARGS, {"history": (1, json.dumps(answer(True, [problem])), "")})
     assert kind == "exit" and result["problems"] == [problem]
     assert f"history: {problem} (indexed as unreadable)" in get_warning_messages()
@@ -63,7 +63,7 @@ def test_changed_only_when_the_rows_change(run_module, tmp_path):
     round_dir = run_dir / config["case_id"] / "round1"
     round_dir.mkdir(parents=True)
     (run_dir / config["case_id"] / "resolved_config.json").write_text(json.dumps(config))
-    (round_dir / "result.json").write_text(json.dumps(round_record(config)))
+    (round_dir / "round_record.json").write_text(json.dumps(round_record(config)))
     db = tmp_path / "results" / "perfplay.sqlite"
     args = dict(COMMON, project_dir=str(REPO), run_dir=str(run_dir), db=str(db))
     _, check, _ = run_module("run_history", args, {"history": real}, check_mode=True)
@@ -72,9 +72,9 @@ def test_changed_only_when_the_rows_change(run_module, tmp_path):
     assert (first["changed"], first["rounds"]) == (True, 1) and db.is_file()
     _, second, _ = run_module("run_history", args, {"history": real})
     assert second["changed"] is False
-    record = json.loads((round_dir / "result.json").read_text())
+    record = json.loads((round_dir / "round_record.json").read_text())
     record["status"], record["reason"] = "failed", "rank 0 wrote no result"
-    (round_dir / "result.json").write_text(json.dumps(record))
+    (round_dir / "round_record.json").write_text(json.dumps(record))
     _, third, _ = run_module("run_history", args, {"history": real}, check_mode=True)
     assert third["changed"] is True
     _, fourth, _ = run_module("run_history", args, {"history": real})

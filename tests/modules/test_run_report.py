@@ -63,7 +63,7 @@ def test_changed_only_when_the_content_changed(run_module, tmp_path):
     run_dir = tmp_path / "run20250101000000"
     (run_dir / config["case_id"] / "round1").mkdir(parents=True)
     write_resolved(run_dir / config["case_id"] / "resolved_config.json", config)
-    (run_dir / config["case_id"] / "round1" / "result.json").write_text(json.dumps(round_record(config)))
+    (run_dir / config["case_id"] / "round1" / "round_record.json").write_text(json.dumps(round_record(config)))
     args = dict(COMMON, project_dir=str(REPO), run_dir=str(run_dir))
     path = run_dir / REPORT_NAME
     _, checked, _ = run_module("run_report", args, {"report": real}, check_mode=True)

@@ -40,7 +40,7 @@ def make_run(root: Path, statuses: list[str], reason: str | None = "boom", **rec
         (case_dir / f"round{number}").mkdir()
         doc = round_record(config, number, status, None if status == "success" else reason,
                            metrics={"p_train": 900.0 + number}, **record)
-        (case_dir / f"round{number}" / "result.json").write_text(json.dumps(doc))
+        (case_dir / f"round{number}" / "round_record.json").write_text(json.dumps(doc))
     return run_dir
 
 
@@ -130,7 +130,7 @@ def test_a_directory_that_is_not_a_run_is_refused_by_name(tmp_path, capsys):
     code, out, err = report(capsys, tmp_path)
     assert code == 2 and out == ""
     assert err == f"error: {tmp_path}: not a run directory (no <case_id>/resolved_config.json and no " \
-                  f"<case_id>/round<N>/result.json in it)\n"
+                  f"<case_id>/round<N>/round_record.json in it)\n"
     code, _, err = report(capsys, tmp_path / "nothing")
     assert code == 2 and f"{tmp_path / 'nothing'}: no such directory" in err
     assert not list(tmp_path.iterdir())

@@ -106,7 +106,7 @@ def test_two_gloo_ranks_measure_every_size(name: str, tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, output[-3000:]
-    (path,) = tmp_path.glob(f"run*/{name}_base_CPUx1x2/round1/result.json")
+    (path,) = tmp_path.glob(f"run*/{name}_base_CPUx1x2/round1/round_record.json")
     record = json.loads(path.read_text())
     assert record["status"] == "success", record["reason"]
     measurements = record["metrics"]["measurements"]

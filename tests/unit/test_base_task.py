@@ -203,7 +203,7 @@ def test_a_gemm_round_runs_from_the_command_line_to_the_summary(tmp_path):
                            "--set", "iterations=2"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr + done.stdout
     (run_dir,) = tmp_path.glob("run*")
-    record = RoundRecord.load(run_dir / "gemm_base_CPUx1x1" / "round1" / "result.json")
+    record = RoundRecord.load(run_dir / "gemm_base_CPUx1x1" / "round1" / "round_record.json")
     assert isinstance(record, BaseRoundRecord) and record.status == "success"
     kinds = [(m["kind"], m["size"]) for m in record.metrics["measurements"]]
     assert kinds == [("fp32", "64x64x64"), ("fp32", "128x128x128"), ("bf16", "64x64x64"), ("bf16", "128x128x128")]

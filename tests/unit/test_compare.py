@@ -23,6 +23,11 @@ from case_runners.compare.alignment import (
 )
 from case_runners.compare.report import FAIL, PASS, Comparison, FinalMetric, LossPoint, reasons, table_steps
 from case_runners.errors import PerfplayError
+from case_runners.history.index import index_run
+from case_runners.records.round import OLD_RECORD_NAME, RECORD_NAME
+from case_runners.report import REPORT_NAME
+from case_runners.report.data import read_run
+from case_runners.results.summary import summarize_run
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 60
@@ -226,7 +231,7 @@ def test_from_step_leaves_out_the_early_steps(runs, capsys, tmp_path):
 
 def test_mfu_is_shown_as_the_summary_shows_it(runs, capsys, tmp_path):
     round_dir = _copy(runs["same"], tmp_path / "run")
-    _edit(round_dir / "result.json", lambda doc: doc["mfu"].update(value=0.0027))
+    _edit(round_dir / "round_record.json", lambda doc: doc["mfu"].update(value=0.0027))
     code, out, _ = compare(capsys, runs["reference"], round_dir)
     (row,) = [line.split() for line in out.splitlines() if line.split()[:1] == ["mfu"]]
     assert row[:3] == ["mfu", "-", "0.27%"]  # the reference's cpu vendor has no peak FLOP/s
@@ -234,9 +239,9 @@ def test_mfu_is_shown_as_the_summary_shows_it(runs, capsys, tmp_path):
 
 def test_a_round_without_a_record_is_named(runs, capsys, tmp_path):
     round_dir = _copy(runs["same"], tmp_path / "run")
-    (round_dir / "result.json").unlink()
+    (round_dir / "round_record.json").unlink()
     code, _, err = compare(capsys, runs["reference"], round_dir)
-    assert code == 2 and f"{round_dir / 'result.json'}: missing: the round has no record" in err
+    assert code == 2 and f"{round_dir / 'round_record.json'}: missing: the round has no record" in err
 
 
 def test_a_failed_round_has_no_final_metric_to_compare(runs, capsys, tmp_path):
@@ -245,10 +250,10 @@ def test_a_failed_round_has_no_final_metric_to_compare(runs, capsys, tmp_path):
     def failed(doc):
         doc.update(status="failed", reason="rank 0 exited 1")
         doc["metrics"]["final_metric"] = None
-    _edit(round_dir / "result.json", failed)
+    _edit(round_dir / "round_record.json", failed)
     code, _, err = compare(capsys, runs["reference"], round_dir)
     assert code == 2
-    assert f"{round_dir / 'result.json'}: the round failed (rank 0 exited 1) and has no final metric" in err
+    assert f"{round_dir / 'round_record.json'}: the round failed (rank 0 exited 1) and has no final metric" in err
 
 
 def test_curves_without_a_common_step_are_named(runs, capsys, tmp_path):
@@ -296,3 +301,28 @@ def test_different_cases_are_never_compared(runs, capsys, tmp_path):
 def test_a_bad_tolerance_is_refused(runs, capsys):
     code, _, err = compare(capsys, runs["reference"], runs["same"], "--tolerance", "nan")
     assert code == 2 and "--tolerance nan: expected a number >= 0" in err
+
+
+def test_a_run_from_before_the_rename_is_read_by_every_command(runs, capsys, tmp_path):
+    """A run directory whose round records are still named result.json (written before round_record.json) is
+    summarized, reported, compared, compared as a run and indexed in the history as the same run renamed is."""
+    old = tmp_path / runs["same"].name
+    shutil.copytree(runs["same"], old)
+    for path in old.glob(f"*/round*/{RECORD_NAME}"):
+        path.rename(path.with_name(OLD_RECORD_NAME))
+    assert not list(old.glob(f"*/round*/{RECORD_NAME}")) and list(old.glob(f"*/round*/{OLD_RECORD_NAME}"))
+    summary = summarize_run(old)
+    assert {**summary.to_json(), "run_dir": None} == {**summarize_run(runs["same"]).to_json(), "run_dir": None}
+    assert [entry.valid for entry in read_run(old).rounds] == [True]
+    assert main(["report", str(old)]) == 0 and (old / REPORT_NAME).is_file()
+    code, out, _ = compare(capsys, runs["reference"], old)
+    assert code == 0 and out.rstrip().splitlines()[-1].startswith("PASS: ")
+    code, out, err = compare(capsys, old, runs["reference"])
+    assert code == 0, err
+    assert main(["compare-runs", str(runs["reference"]), str(old), "--json"]) == 0
+    (match,) = json.loads(capsys.readouterr().out)["matches"]
+    assert [side["valid_rounds"] for side in match["sides"]] == [1, 1]
+    _, rows, problems = index_run(old)
+    _, same_rows, _ = index_run(runs["same"])
+    assert problems == [] and [r["status"] for r in rows] == [summary.cases[0].rounds[0]["status"]]
+    assert [{**r, "run_dir": None} for r in rows] == [{**r, "run_dir": None} for r in same_rows]

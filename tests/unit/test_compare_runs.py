@@ -248,7 +248,7 @@ def test_a_bad_percentage_is_refused_before_any_run_is_read(value, capsys, tmp_p
 def test_a_run_without_a_valid_round_is_a_regression(runs, capsys, tmp_path):
     interrupted = tmp_path / runs["half"].name
     shutil.copytree(runs["half"], interrupted)
-    (record,) = interrupted.glob("*/round1/result.json")
+    (record,) = interrupted.glob("*/round1/round_record.json")
     record.unlink()  # the round started and left no record: interrupted
     code, out, _ = compare(capsys, runs["full"], interrupted, OPTION, "5")
     assert code == 1
@@ -298,7 +298,7 @@ def test_a_base_case_compares_its_headlines(runs, capsys):
 def test_what_is_not_a_run_directory_is_refused_by_name(runs, capsys, tmp_path):
     case_dir = runs["full"] / "digits_cnn_CPUx1x1"
     for path, why in ((tmp_path, f"{tmp_path}: not a run directory (no <case_id>/resolved_config.json and no "
-                                 "<case_id>/round<N>/result.json in it)"),
+                                 "<case_id>/round<N>/round_record.json in it)"),
                       (case_dir, f"{case_dir}: not a run directory: a case directory; its run directory is "
                                  f"{runs['full']}"),
                       (case_dir / "round1", f"{case_dir / 'round1'}: not a run directory: a round directory; its "

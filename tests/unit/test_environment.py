@@ -42,7 +42,7 @@ def run_dir(tmp_path_factory) -> Path:
 
 
 def test_a_real_round_records_its_environment(run_dir):
-    (path,) = run_dir.glob("*/round1/result.json")
+    (path,) = run_dir.glob("*/round1/round_record.json")
     record = RoundRecord.load(path)
     env = record.environment
     assert env is not ABSENT
@@ -63,7 +63,7 @@ def test_a_real_round_records_its_environment(run_dir):
 def test_a_record_from_before_the_environment_still_loads_and_summarises(run_dir, tmp_path):
     old = tmp_path / run_dir.name
     subprocess.run(["cp", "-r", str(run_dir), str(old)], check=True, timeout=60)
-    (path,) = old.glob("*/round1/result.json")
+    (path,) = old.glob("*/round1/round_record.json")
     doc = json.loads(path.read_text())
     del doc["environment"]
     for rank in doc["per_rank"]:

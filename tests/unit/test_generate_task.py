@@ -140,7 +140,7 @@ def test_the_preflight_checks_a_checkpoint_path_and_the_prompts_file(tmp_path):
 
 def test_a_generate_round_runs_from_the_command_line_to_the_summary(tmp_path):
     run_dir = run_cli(tmp_path)
-    record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "result.json")
+    record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "round_record.json")
     assert isinstance(record, GenerateRoundRecord) and record.status == "success", record.reason
     assert record.metrics["checkpoint"] == "random weights" and record.metrics["prompts"] == "random ids"
     assert [(c["batch"], c["prompt_len"], c["output_len"]) for c in record.metrics["combinations"]] == \
@@ -168,7 +168,7 @@ def test_a_generate_round_on_a_checkpoint_directory_with_prompts_from_val_bin(tm
     torch.manual_seed(3)
     save_checkpoint(build_model(TINY), data / "ckpt", TINY)
     run_dir = run_cli(tmp_path, "--data-dir", str(data), "--set", "checkpoint=ckpt", "--set", "seed=7")
-    record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "result.json")
+    record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "round_record.json")
     assert record.status == "success", record.reason
     assert record.metrics["checkpoint"] == str(data / "ckpt") and record.metrics["prompts"] == f"{data}/val.bin"
     model = load_checkpoint(data / "ckpt", TINY).eval()

@@ -1,5 +1,5 @@
 """The history database (case_runners/history/): real runs index themselves, `reindex` rebuilds the same rows from
-the files, a corrupt result.json is reported by name and the rest indexed, a database of a newer schema is refused
+the files, a corrupt round_record.json is reported by name and the rest indexed, a database of a newer schema is refused
 with its version, an older one migrated; `list` filters and its three formats; `add` is idempotent; what is not a
 run directory is refused by name."""
 
@@ -113,7 +113,7 @@ def test_a_corrupt_result_json_is_reported_by_name_and_the_rest_indexed(results,
     copy = tmp_path / "results"
     shutil.copytree(results, copy, ignore=shutil.ignore_patterns(DB_NAME))
     run = runs_of(copy)[0]
-    broken = run / "digits_cnn_CPUx1x1" / "round1" / "result.json"
+    broken = run / "digits_cnn_CPUx1x1" / "round1" / "round_record.json"
     broken.write_text('{"schema": "perfplay.round_record/1", "run_id": ')
     db = tmp_path / "h.sqlite"
     code, _, err = history(capsys, "add", str(run), "--db", str(db))
@@ -127,7 +127,7 @@ def test_a_corrupt_result_json_is_reported_by_name_and_the_rest_indexed(results,
     assert code == 1 and f"{broken}: is not JSON" in err and len(listed(capsys, db)) == 3
 
 
-NOT_A_RUN = "not a run directory (no <case_id>/resolved_config.json and no <case_id>/round<N>/result.json in it)"
+NOT_A_RUN = "not a run directory (no <case_id>/resolved_config.json and no <case_id>/round<N>/round_record.json in it)"
 
 
 def test_what_is_not_a_run_directory_is_refused_by_name(results, capsys, tmp_path):

@@ -150,7 +150,7 @@ def test_case_runners_run_takes_an_inference_case_without_ansible(tmp_path: Path
     assert "digits_cnn_inference_CPUx1x1 round 1: success" in out.stderr
     assert "inference (throughput in items/s" in out.stdout
     (run_dir,) = tmp_path.glob("run*")
-    record = json.loads((run_dir / "digits_cnn_inference_CPUx1x1" / "round1" / "result.json").read_text())
+    record = json.loads((run_dir / "digits_cnn_inference_CPUx1x1" / "round1" / "round_record.json").read_text())
     assert record["metrics"]["steps"] == ["a", "b", "c", "g"] and record["metrics"]["validation_accuracy"] >= 0.95
     assert record["metrics"]["device_memory"]["peak_used_bytes"] > 0, "the monitors ran around the round"
     (node,) = (run_dir / "digits_cnn_inference_CPUx1x1" / "round1").glob("*_noderank0")

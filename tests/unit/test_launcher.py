@@ -20,6 +20,7 @@ from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, RunState, ran
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, is_run_process
+from case_runners.rank.env import omp_num_threads
 from process_helpers import kill_run, run_pids, wait_for
 from record_helpers import rank_result
 
@@ -258,7 +259,7 @@ def test_a_rank_on_torch_s_cpu_under_another_device_name_splits_and_records_its_
     its record holds it (not null) with torch's thread count."""
     import torch
 
-    from case_runners.rank.start import limit_cpu_threads, thread_settings
+    from case_runners.rank.start import set_cpu_threads, thread_settings
 
     node = dataclasses.replace(spec("node", nproc=2, env=""), vendor_info={
         "device": "chipx", "dist_backend": "testccl", "visible_devices_env": "", "visible_devices_scope": "node"})
@@ -268,10 +269,24 @@ def test_a_rank_on_torch_s_cpu_under_another_device_name_splits_and_records_its_
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
     try:
-        limit_cpu_threads(2)
+        threads = omp_num_threads(os.environ, 2, "chipx", torch.device("cpu").type)  # as start_rank asks
+        assert threads == expected
+        set_cpu_threads(threads)
         assert thread_settings() == {"intra_op": int(expected), "omp_num_threads": expected}
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("host", [{}, {"OMP_NUM_THREADS": ""}, {"OMP_NUM_THREADS": "7"}])
+def test_the_launcher_and_the_rank_split_the_threads_alike(host):
+    """One rule: the OMP_NUM_THREADS the launcher gives a CPU-backed rank is the one the rank, started in the host's
+    environment, would set itself (an empty value is unset for both, not passed on empty)."""
+    node = dataclasses.replace(spec("node", nproc=2, env=""), vendor_info={
+        "device": "cpu", "dist_backend": "gloo", "visible_devices_env": "", "visible_devices_scope": "node"})
+    launched = rank_env(node, RunState(), local_rank=1, base=host)["OMP_NUM_THREADS"]
+    assert launched == (host.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // 2)))
+    assert omp_num_threads(host, 2, "cpu") in (None, launched)  # a rank started without the launcher: the same
+    assert omp_num_threads({"OMP_NUM_THREADS": launched}, 2, "cpu") is None  # the launched rank keeps it
 
 
 def test_a_failed_rank_s_own_reason_follows_its_exit_in_the_node_s_reason(tmp_path: Path):

@@ -122,7 +122,7 @@ def test_a_short_run_records_tokens_per_second_and_the_flops_convention(data_dir
          "--set", "eval_every_steps=0", "--set", "eval_samples=4", "--set", "warmup_steps=1"],
         cwd=REPO, capture_output=True, text=True, check=False)
     assert done.returncode in (0, 1), done.stderr  # a run short of its target is a valid not_converged result
-    record = json.loads(next(results.glob("run*/llama_CPUx1x1/round1/result.json")).read_text())
+    record = json.loads(next(results.glob("run*/llama_CPUx1x1/round1/round_record.json")).read_text())
     metrics = record["metrics"]
     assert record["status"] == "not_converged" and metrics["metric"] == TARGET_METRIC
     assert metrics["samples"] == 3 * 4 * 32  # tokens

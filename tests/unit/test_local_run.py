@@ -74,7 +74,7 @@ def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
             proc.wait()
     err = said.read_text()
     assert proc.returncode == 130, err
-    record = json.loads((events.parent.parent / "result.json").read_text())
+    record = json.loads((events.parent.parent / "round_record.json").read_text())
     assert record["status"] == "failed" and "SIGINT" in record["reason"]
     summary = json.loads((results / run_id / "summary.json").read_text())
     assert [r["status"] for r in summary["cases"][0]["rounds"]] == ["failed", "missing"]

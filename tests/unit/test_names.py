@@ -1,10 +1,11 @@
-"""The code's names, read from the source: a grace period has one name per meaning (two modules defining GRACE_S
-with 5 and 10 s read as one setting), and every function, class, constant and field defined is used somewhere (a
-name nothing reads is dead code that looks like behaviour)."""
+"""The code's names, read from the source: a grace period and a timeout have one name per meaning (two modules
+defining GRACE_S with 5 and 10 s read as one setting), and every function, class, constant and field defined is used
+somewhere (a name nothing reads is dead code that looks like behaviour)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import subprocess
@@ -67,11 +68,27 @@ def test_every_name_defined_is_used_somewhere() -> None:
     assert unused == [], "defined and never used: remove them"
 
 
-def test_a_grace_period_has_one_name_per_meaning() -> None:
+@functools.cache
+def code_names() -> tuple[tuple[str, str], ...]:
+    """(name, module) of every name the code defines (read once for the tests that ask)."""
+    return tuple((name, str(path.relative_to(REPO))) for path in tracked(".py")
+                 if path.relative_to(REPO).parts[0] in CODE for _, name in defined_names(path))
+
+
+def defined_in_several(pattern: str) -> dict[str, list[str]]:
+    """Each name matching `pattern` that more than one module of the code defines, with those modules."""
     defined: defaultdict[str, list[str]] = defaultdict(list)
-    for path in tracked(".py"):
-        if path.relative_to(REPO).parts[0] in CODE:
-            for _, name in defined_names(path):
-                if name.endswith("GRACE_S"):
-                    defined[name].append(str(path.relative_to(REPO)))
-    assert {name: where for name, where in defined.items() if len(where) > 1} == {}
+    for name, module in code_names():
+        if re.fullmatch(pattern, name):
+            defined[name].append(module)
+    return {name: where for name, where in defined.items() if len(where) > 1}
+
+
+def test_a_grace_period_has_one_name_per_meaning() -> None:
+    assert defined_in_several(r"\w*GRACE_S") == {}
+
+
+def test_a_timeout_has_one_name_per_meaning() -> None:
+    """A case's default timeout and torch.distributed's were both DEFAULT_TIMEOUT_S; sourcing a vendor's environment
+    file and a check-vendor run were both TIMEOUT_S."""
+    assert defined_in_several(r"\w*TIMEOUT\w*") == {}

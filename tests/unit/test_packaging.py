@@ -129,7 +129,7 @@ def test_an_installed_perfplay_runs_the_checkout_perfplay_home_names(venv: Path,
     here.mkdir(), elsewhere.mkdir()
     ran = perfplay(venv, "run", "digits_cnn", "--set", "max_steps=5", cwd=here, home=home)
     assert ran.returncode in (0, 1), ran.stderr  # 1: the round stopped at max_steps, short of the target
-    (record,) = (home / "results").glob("run*/digits_cnn_CPUx1x1/round1/result.json")
+    (record,) = (home / "results").glob("run*/digits_cnn_CPUx1x1/round1/round_record.json")
     assert "max_steps" in str(RoundRecord.load(record).reason)
     assert list(here.iterdir()) == [], "nothing in the working directory: no ./results of its own"
     run_id = record.parents[2].name

@@ -44,7 +44,7 @@ def runs(tmp_path_factory) -> list[Path]:
 
 def documents(run_dir: Path) -> list[Path]:
     return sorted([run_dir / "summary.json", *run_dir.glob("*/resolved_config.json"),
-                   *run_dir.glob("*/round*/result.json"), *run_dir.glob("*/round*/*/node_result.json"),
+                   *run_dir.glob("*/round*/round_record.json"), *run_dir.glob("*/round*/*/node_result.json"),
                    *run_dir.glob("*/round*/*/rank*.result.json")])
 
 
@@ -92,7 +92,7 @@ def break_file(tmp_path: Path, source: Path, edit) -> Path:
 
 
 def test_a_missing_key_a_wrong_type_and_an_unknown_key_are_each_named(runs, tmp_path, capsys):
-    (record,) = runs[0].glob("*/round1/result.json")
+    (record,) = runs[0].glob("*/round1/round_record.json")
 
     def edit(doc):
         del doc["case_id"]
@@ -120,7 +120,7 @@ def test_a_missing_key_a_wrong_type_and_an_unknown_key_are_each_named(runs, tmp_
 
 def test_a_status_a_rank_result_inside_a_record_and_a_node_result_are_checked(runs, tmp_path, capsys):
     (node,) = runs[0].glob("*/round1/*/node_result.json")
-    (record,) = runs[0].glob("*/round1/result.json")
+    (record,) = runs[0].glob("*/round1/round_record.json")
     bad_node = break_file(tmp_path, node, lambda doc: doc.update(status="done", ranks={"0": {"exit_code": "0"}}))
     bad_record = break_file(tmp_path, record, lambda doc: doc["per_rank"][0].pop("p_train"))
     code, lines = check_record(capsys, bad_node, bad_record)
@@ -166,7 +166,7 @@ def test_an_unknown_schema_another_version_and_what_is_not_a_document_are_refuse
         "  cannot be read: No such file or directory"]
     with pytest.raises(RecordError, match=r"key 'schema': expected \"perfplay.run_summary/1\", got "
                                           r"\"perfplay.round_record/1\""):
-        RunSummary.from_json(json.loads(next(runs[0].glob("*/round1/result.json")).read_text()), "x")
+        RunSummary.from_json(json.loads(next(runs[0].glob("*/round1/round_record.json")).read_text()), "x")
 
 
 def test_a_reader_refuses_what_its_writer_would_not_write(runs, tmp_path):

@@ -41,7 +41,7 @@ def test_success_record_takes_rank0_metrics_and_mfu_with_its_convention(tmp_path
     assert mfu["value"] == pytest.approx(1000.0 * 2.46e10 / (312e12 * 8))
     assert mfu["peak_flops_per_device"] == 312e12 and mfu["precision"] == "fp16"
     assert "1 multiply-add = 2 FLOPs" in mfu["convention"]
-    assert json.loads((round_dir / "result.json").read_text()) == record
+    assert json.loads((round_dir / "round_record.json").read_text()) == record
 
 
 def test_a_failed_node_fails_the_round_with_its_reason(tmp_path):
@@ -59,7 +59,7 @@ def test_nodes_elsewhere_are_not_missing_and_node_0_speaks_for_them(tmp_path):
     assert write_round_record(round_dir, config(nnodes=2), 1).reason == "only 1 of 2 nodes left output"
     record = write_round_record(round_dir, config(nnodes=2), 1, nodes_elsewhere=[1])
     assert (record.status, record.nodes_elsewhere) == ("success", [1])
-    assert RoundRecord.load(round_dir / "result.json").nodes_elsewhere == [1]
+    assert RoundRecord.load(round_dir / "round_record.json").nodes_elsewhere == [1]
     node(round_dir, status="failed", reason="stopped: node 1 (gpu2) failed: rank 9 exited with code 1")
     record = write_round_record(round_dir, config(nnodes=2), 1, nodes_elsewhere=[1])
     assert record.status == "failed" and "node 1 (gpu2) failed" in record.reason
@@ -121,6 +121,19 @@ def test_summary_mean_and_sample_std_over_valid_rounds_only():
     assert summary["failed_rounds"] == ["resnet50_A100x1x8 round 4: failed: boom"] and not summary["ok"]
 
 
+def test_one_valid_round_has_no_spread_and_the_table_says_so():
+    """One round tells nothing of the noise: its std is null in summary.json (not 0.0, which reads as no noise),
+    the table shows the mean without ± and its title says why."""
+    summary = summarize_records(records([100.0, 120.0], ["success", "failed"]), "run3")
+    (case,) = summary.to_json()["cases"]
+    assert case["stats"]["p_core"] == {"mean": 100.0, "std": None, "n": 1}
+    assert all(stat["std"] is None for stat in case["stats"].values()) and "mfu" in case["stats"]
+    table = render_table(summary)
+    assert table.splitlines()[0] == "perfplay summary: run3 (mean ± std over rounds; a figure of one round has no ±: " \
+        "its spread is unknown)"
+    assert " 100.0 " in table and "±" not in table.split("\n", 1)[1]
+
+
 def test_table_and_markdown_show_mean_std_and_failures():
     summary = summarize_records(records([100.0, 120.0], ["success", "timeout"]), "run7")
     table = render_table(summary)
@@ -174,7 +187,7 @@ def test_write_run_summary_rebuilds_from_files(tmp_path):
     for i, rec in enumerate(records([100.0, 120.0])):
         path = run_dir / rec.case_id / f"round{i + 1}"
         path.mkdir(parents=True)
-        (path / "result.json").write_text(json.dumps(rec.to_json()))
+        (path / "round_record.json").write_text(json.dumps(rec.to_json()))
     summary, _ = write_run_summary(run_dir)
     assert summary.run_id == "run9" and summary.cases[0].stats["p_core"].mean == 110.0
     assert json.loads((run_dir / "summary.json").read_text())["cases"][0]["rounds"][1]["round"] == 2
@@ -243,8 +256,8 @@ def test_a_record_that_cannot_be_written_is_a_failed_round_naming_the_full_disk(
     record = write_round_record(round_dir, config(), 1)
     assert record.status == "failed"
     assert record.reason == \
-        f"the round record could not be written: no space left on device: {round_dir}/result.json"
-    assert not (round_dir / "result.json").exists() and not list(round_dir.glob(".result.json.*"))
+        f"the round record could not be written: no space left on device: {round_dir}/round_record.json"
+    assert not (round_dir / "round_record.json").exists() and not list(round_dir.glob(".round_record.json.*"))
 
 
 def test_a_round_whose_record_could_not_be_written_says_why(tmp_path):
@@ -291,12 +304,12 @@ def test_the_summary_names_interrupted_missing_and_unreadable_rounds(tmp_path):
     write_round_record(case_dir / "round1", ResolvedConfig.from_json(plan["cases"][0]), 1)  # no node output: failed
     (case_dir / "round2" / "localhost_noderank0").mkdir(parents=True)  # started, killed before its record
     (case_dir / "round3").mkdir()
-    (case_dir / "round3" / "result.json").write_text("")  # cut short
+    (case_dir / "round3" / "round_record.json").write_text("")  # cut short
     summary, _ = write_run_summary(run_dir)
     states = {r["round"]: (r["status"], r["reason"]) for r in summary.cases[0].rounds}
     assert states[1][0] == "failed"
     assert states[2] == ("interrupted", "the round started but left no record (the run was interrupted)")
-    assert states[3][0] == "unreadable" and str(case_dir / "round3" / "result.json") in states[3][1]
+    assert states[3][0] == "unreadable" and str(case_dir / "round3" / "round_record.json") in states[3][1]
     assert states[4] == ("missing", "the round never started")
     assert [line.split(":")[0] for line in summary.failed_rounds] == [
         f"digits_cnn_CPUx1x1 round {n}" for n in (1, 2, 3, 4)]

@@ -89,6 +89,20 @@ def test_an_old_option_name_is_refused_naming_the_new_one(capsys, command, old, 
     assert f"error: {old} is renamed {new}: give that instead" in capsys.readouterr().err
 
 
+def test_an_abbreviated_option_is_refused_not_guessed(capsys, tmp_path):
+    """`--vend` was taken as `--vendor`, and `history list --cas` as `--case`: every parser refuses both, a nested
+    command's too, and no parser of case_runners or bench is argparse's own (which guesses)."""
+    for argv, flag in ((["run", "digits_cnn", "--vend", "nosuch", "--results-dir", str(tmp_path)], "--vend"),
+                       (["history", "list", "--db", str(tmp_path / "h.sqlite"), "--cas", "digits_cnn"], "--cas")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2 and f"error: unrecognized arguments: {flag}" in capsys.readouterr().err
+    own = [f"{path.relative_to(project_root())}" for folder in ("case_runners", "bench")
+           for path in sorted((project_root() / folder).rglob("*.py"))
+           if "argparse.ArgumentParser(" in path.read_text(encoding="utf-8")]
+    assert own == []
+
+
 def test_device_picks_the_vendor_and_an_unknown_or_ambiguous_one_is_refused(capsys, tmp_path):
     assert resolved("digits_cnn", "--device", "cuda")["vendor"] == "nvidia"
     err = refused(capsys, "digits_cnn", "--device", "musa", "--results-dir", str(tmp_path))
@@ -159,7 +173,7 @@ def test_a_short_run_prints_its_launch_command_and_runs_the_options(tmp_path):
     round_dir = tmp_path / "short0001" / "digits_cnn_CPUx1x1" / "round1"
     assert Path(value(argv, "--log-dir")).parent == round_dir and value(argv, "--node-rank") == "0"
     assert json.loads(Path(value(argv, "--config")).read_text())["params"]["batch_size"] == 16
-    record = RoundRecord.load(round_dir / "result.json")
+    record = RoundRecord.load(round_dir / "round_record.json")
     assert (record.metrics["steps"], record.metrics["samples"], record.metrics["amp"]) == (3, 48, True)
     assert record.metrics["precision"] == "bf16", "the cpu vendor's amp_dtype"
 
@@ -177,7 +191,7 @@ def test_two_nodes_on_loopback_each_run_their_node_and_node_0_records_the_round(
             str(rank), port, run_id)
     assert "digits_cnn_CPUx2x1 round 1: node 1: success" in err1
     round_dir = tmp_path / "node0" / run_id / "digits_cnn_CPUx2x1" / "round1"
-    record = RoundRecord.load(round_dir / "result.json")
+    record = RoundRecord.load(round_dir / "round_record.json")
     assert (record.status, record.nnodes, record.nodes_elsewhere) == ("not_converged", 2, [1])
     assert record.metrics["stop_reason"] == "max_steps"
     assert [(r["rank"], r["world_size"], r["node_rank"]) for r in record.per_rank] == [(0, 2, 0)]
@@ -186,7 +200,7 @@ def test_two_nodes_on_loopback_each_run_their_node_and_node_0_records_the_round(
     assert "node1: on its own host" in out0, out0  # the summary names the node it has no figure of
     assert "| 1 | on its own host |" in (tmp_path / "node0" / run_id / "summary.md").read_text()
     node1 = tmp_path / "node1" / run_id / "digits_cnn_CPUx2x1" / "round1"
-    assert not (node1 / "result.json").exists() and not (tmp_path / "node1" / run_id / "summary.json").exists()
+    assert not (node1 / "round_record.json").exists() and not (tmp_path / "node1" / run_id / "summary.json").exists()
     assert json.loads(next(node1.glob("*_noderank1/rank1.result.json")).read_text())["world_size"] == 2
     assert run_pids(run_id) == []
 
@@ -199,6 +213,6 @@ def test_a_node_of_another_run_is_turned_away_and_node_0_records_the_failed_roun
     (_, err0), (_, err1) = run_to_the_end(procs, "ourrun001", "otherrun01")
     assert [proc.returncode for proc in procs] == [1, 1], (err0, err1)
     assert "digits_cnn_CPUx2x1 round 1: node 1: failed (rendezvous" in err1
-    record = RoundRecord.load(tmp_path / "node0" / "ourrun001" / "digits_cnn_CPUx2x1" / "round1" / "result.json")
+    record = RoundRecord.load(tmp_path / "node0" / "ourrun001" / "digits_cnn_CPUx2x1" / "round1" / "round_record.json")
     assert record.status == "failed" and "rendezvous: node(s) 1 did not join" in record.reason
     assert record.nodes_elsewhere == [1]

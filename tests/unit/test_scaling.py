@@ -89,7 +89,7 @@ def scaling_run(tmp_path):
 
 
 def test_round_record_has_per_node_sums_and_the_global_total(scaling_run):
-    record = json.loads((scaling_run / "digits_cnn_CPUx2x2" / "round1" / "result.json").read_text())
+    record = json.loads((scaling_run / "digits_cnn_CPUx2x2" / "round1" / "round_record.json").read_text())
     assert record["schema"] == "perfplay.round_record/1" and record["status"] == "success"
     assert record["framework"] == "pytorch"
     node0, node1 = record["per_node"]
@@ -108,7 +108,7 @@ def test_round_record_has_per_node_sums_and_the_global_total(scaling_run):
 
 
 def test_a_node_without_its_rank_results_has_no_throughput(scaling_run):
-    record = json.loads((scaling_run / "digits_cnn_CPUx2x2" / "round3" / "result.json").read_text())
+    record = json.loads((scaling_run / "digits_cnn_CPUx2x2" / "round3" / "round_record.json").read_text())
     assert record["status"] == "failed"
     assert record["per_node"][1]["ranks"] == 0 and record["per_node"][1]["p_train"] is None
     assert record["per_node"][1]["throughput_reason"] == "0 of 2 ranks left a result"

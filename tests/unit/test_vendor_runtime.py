@@ -216,7 +216,7 @@ def test_a_hanging_environment_file_is_stopped_with_what_it_started(tmp_path, mo
     from case_runners.launch import env_file
     from case_runners.processes import identify, list_pids, read_environ
     from case_runners.run_ids import RUN_ID_ENV
-    monkeypatch.setattr(env_file, "TIMEOUT_S", 3)
+    monkeypatch.setattr(env_file, "ENV_FILE_TIMEOUT_S", 3)
     run_id = "envhang-" + os.urandom(4).hex()
     hang = tmp_path / "environment_variables.sh"
     hang.write_text(f"sleep 1000 >/dev/null 2>&1 &\necho $! > {tmp_path}/child\nls {tmp_path} > {tmp_path}/seen\n"
