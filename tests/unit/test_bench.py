@@ -76,15 +76,17 @@ def pair(way: tuple[float, float], baseline: tuple[float, float]) -> dict[tuple[
 
 
 def test_container_overhead_judges_each_pairs_own_difference(capsys):
-    """The host slows down between pairs: each pair's docker runs cost 4 s a round more than its host runs. The
-    medians of each side (the old figure) mix the slow pair's host runs with the fast pairs' docker runs."""
-    measured = [pair((20, 40), (18, 30)), pair((40, 80), (36, 60)), pair((21, 41), (19, 31))]
-    result = judge_added(measured, "docker", "host", bounded(high=3.0), "docker runtime added per round (wall)")
-    assert (result.verdict, result.median, result.exit_code) == (MISSED, 4.0, 1)
+    """Each pair's docker runs cost 4 s a round more than its host runs, while the host's speed and the fixed cost
+    vary from pair to pair. The medians of each side (the old figure) take each column's middle from another pair:
+    ((49 - 20) - (35 - 20)) / 2 = 7 s."""
+    measured = [pair((12, 30), (10, 20)), pair((36, 49), (30, 35)), pair((20, 68), (20, 60))]
+    result = judge_added(measured, "docker", "host", bounded(high=5.0), "docker runtime added per round (wall)")
+    assert (result.verdict, result.median, result.low, result.high, result.exit_code) == (PASS, 4.0, 4.0, 4.0, 0)
     out = capsys.readouterr().out
-    assert "per round: median 4.00 s (min..max 4.00..8.00)" in out  # wall, with its spread
-    assert "per round: median 2.00 CPU s (min..max 2.00..4.00)" in out  # CPU beside it
-    assert "docker runtime added per round (wall): median 4.00 s" in out and "MISSED" in out
+    assert "per round: median 4.00 s (min..max 4.00..4.00)" in out  # wall, with its spread
+    assert "per round: median 2.00 CPU s (min..max 2.00..2.00)" in out  # CPU beside it
+    assert "docker runtime added per round (wall): median 4.00 s" in out and PASS in out
+    assert judge_added(measured, "docker", "host", bounded(high=3.0), "docker per round").verdict == MISSED
 
 
 def test_container_overhead_one_pair_cannot_be_judged(capsys):
