@@ -1,42 +1,84 @@
 """What two benches share: time a command, alternate two ways of running the same case at 1 and at 3 rounds,
-and split the difference into a cost per run and a cost per round (the training time cancels out)."""
+and split each pair's difference into a cost per run and a cost per round (the training time cancels out)."""
 
 from __future__ import annotations
 
-import statistics
+import resource
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from bench.verdict import Judgement, LoadWatch, Target, judge, summary
+
 ROOT = Path(__file__).resolve().parent.parent
+ROUNDS = (1, 3)  # the two round counts a pair runs each way at
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
-    """Wall seconds of argv run in the checkout; exits with its output when it fails."""
-    start = time.perf_counter()
+@dataclass(frozen=True)
+class Timing:
+    wall: float  # seconds
+    cpu: float  # user + system CPU seconds of the command and every process it waited for
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], Timing]:
+    """argv run in the checkout, with its wall and CPU seconds."""
+    cpu0, start = children_cpu(), time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
+    return proc, Timing(time.perf_counter() - start, children_cpu() - cpu0)
+
+
+def timed(argv: list[str], env: dict[str, str]) -> Timing:
+    """Wall and CPU seconds of argv run in the checkout; exits with its output when it fails."""
+    proc, timing = run_timed(argv, env)
     if proc.returncode != 0:
         sys.exit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return elapsed
+    return timing
+
+
+Pair = dict[tuple[str, int], Timing]  # one pair: each way at each round count
 
 
 def alternate(ways: tuple[str, str], command: Callable[[str, int], list[str]], pairs: int,
-              env: dict[str, str]) -> dict[tuple[str, int], float]:
-    """Median wall time of each way at 1 and 3 rounds, the two ways alternated pair by pair."""
-    times: dict[tuple[str, int], list[float]] = {}
+              env: dict[str, str], load: LoadWatch) -> list[Pair]:
+    """Each way at 1 and 3 rounds, pair by pair, which way goes first alternating; the load sampled after each run."""
+    measured: list[Pair] = []
     for pair in range(pairs):
-        for rounds in (1, 3):
+        times: Pair = {}
+        for rounds in ROUNDS:
             for way in ways if pair % 2 == 0 else ways[::-1]:
-                elapsed = timed(command(way, rounds), env)
-                times.setdefault((way, rounds), []).append(elapsed)
-                print(f"pair {pair + 1} {way:8s} rounds={rounds}: {elapsed:6.2f} s", flush=True)
-    return {key: statistics.median(values) for key, values in times.items()}
+                times[way, rounds] = timing = timed(command(way, rounds), env)
+                load.sample()
+                print(f"pair {pair + 1} {way:8s} rounds={rounds}: {timing.wall:6.2f} s wall, {timing.cpu:6.2f} s CPU",
+                      flush=True)
+        measured.append(times)
+    return measured
 
 
-def added_costs(med: dict[tuple[str, int], float], way: str, baseline: str) -> tuple[float, float]:
-    """(seconds way adds once per run, seconds it adds per further round) over baseline."""
-    per_round = ((med[way, 3] - med[way, 1]) - (med[baseline, 3] - med[baseline, 1])) / 2
-    return (med[way, 1] - med[baseline, 1]) - per_round, per_round
+def added_costs(pair: Pair, way: str, baseline: str, field: str = "wall") -> tuple[float, float]:
+    """(seconds way adds once per run, seconds it adds per further round) over baseline, in one pair."""
+    def at(w: str, rounds: int) -> float:
+        return float(getattr(pair[w, rounds], field))
+    low, high = ROUNDS
+    per_round = ((at(way, high) - at(way, low)) - (at(baseline, high) - at(baseline, low))) / (high - low)
+    return (at(way, low) - at(baseline, low)) - per_round * low, per_round
+
+
+def judge_added(measured: list[Pair], way: str, baseline: str, target: Target, what: str) -> Judgement:
+    """Prints what way adds over baseline per run and per further round (wall and CPU: median and spread over the
+    pairs) and returns the verdict on the wall seconds per round."""
+    costs = {field: [added_costs(pair, way, baseline, field) for pair in measured] for field in ("wall", "cpu")}
+    print(f"\n{way} minus {baseline}, {len(measured)} pairs:")
+    for field, unit in (("wall", " s"), ("cpu", " CPU s")):
+        print(f"  fixed cost per run: {summary([f for f, _ in costs[field]], unit)}; "
+              f"per round: {summary([r for _, r in costs[field]], unit)}")
+    result = judge([r for _, r in costs["wall"]], target)
+    print(result.line(what, " s"))
+    return result

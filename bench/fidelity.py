@@ -2,42 +2,41 @@
 
 Alternates a harness run (`python -m case_runners run`, no monitors) and a bare loop — the case's model,
 optimizer, loss and train loader, N optimizer steps, each step's compute timed with perf_counter — in
-fresh processes, and compares the medians. Target: within 2 %.
+fresh processes, and judges the median of the pairs' ratios harness / bare by bench/verdict.py, with their spread,
+each process's wall and CPU time and the load average. Target: within 2 %.
+--quick: one pair of 3 steps, the smallest real measurement (which one pair cannot judge).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from bench.alternation import Timing, run_timed
+from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
 from case_runners.records.round import RECORD_NAME, RoundRecord
-from case_runners.run_options import ArgumentParser
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.02
 # resnet50 at 64 px: a step of a few hundred ms on a CPU, long enough to time, short enough to repeat.
 OVERRIDES = {"synthetic": True, "image_size": 64, "batch_size": 16, "num_workers": 0, "log_freq": 1000,
              "eval_every_epochs": 0, "synthetic_samples": 512, "warmup_steps": 0}
 
 
-def harness(steps: int, results: Path) -> float:
+def harness(steps: int, results: Path) -> tuple[float, Timing]:
     sets = [f"--set={k}={json.dumps(v)}" for k, v in {**OVERRIDES, "max_steps": steps}.items()]
-    proc = subprocess.run([sys.executable, "-m", "case_runners", "run", "resnet50", "--no-monitors",
-                           "--results-dir", str(results), *sets], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
+    proc, timing = run_timed([sys.executable, "-m", "case_runners", "run", "resnet50", "--no-monitors",
+                             "--results-dir", str(results), *sets])
     if proc.returncode not in (0, 1):  # 1: not converged, expected for a short synthetic run
         sys.exit(f"harness run failed:\n{proc.stdout}\n{proc.stderr}")
     (record,) = sorted(results.glob(f"run*/resnet50_*/round1/{RECORD_NAME}"), key=os.path.getmtime)[-1:]
-    return RoundRecord.load(record).metrics["p_core"]
+    return RoundRecord.load(record).metrics["p_core"], timing
 
 
-def bare(steps: int) -> float:
+def bare(steps: int) -> tuple[float, Timing]:
     """The bare loop, in a fresh process with the same thread count as the harness's single rank."""
     code = f"""
 import json, time, torch
@@ -45,6 +44,7 @@ from case_runners.cases.resnet50.case import build_case
 from case_runners.driver.events import EventLogger
 from case_runners.plan.run_plan import make_plan
 from case_runners.training.case_api import RunContext
+from case_runners.run_options import ArgumentParser
 import tempfile, pathlib
 torch.set_num_threads(os.cpu_count() or 1)
 config = make_plan({{"vendor": "cpu", "cases": [{{"case": "resnet50", "overrides": {OVERRIDES!r}}}]}},
@@ -70,32 +70,39 @@ for step in range({steps}):
     compute += time.perf_counter() - t0
 print(json.dumps({{"p": {steps} * bs / compute}}))
 """
-    proc = subprocess.run([sys.executable, "-c", "import os\n" + code], cwd=ROOT, capture_output=True, text=True,
-                          check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])["p"]
+    proc, timing = run_timed([sys.executable, "-c", "import os\n" + code])
+    if proc.returncode != 0:
+        sys.exit(f"bare loop failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["p"], timing
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--pairs", type=int, default=3)
-    args = parser.parse_args()
-    harness_p: list[float] = []
-    bare_p: list[float] = []
+    parser.add_argument("--steps", type=int, help="optimizer steps per process (default 30, quick 3)")
+    parser.add_argument("--pairs", type=int, help="alternated harness/bare pairs (default 3, quick 1)")
+    parser.add_argument("--quick", action="store_true", help="the smallest real measurement: 1 pair of 3 steps")
+    parser.add_argument("--target", type=parse_target, default=bounded(1 - TARGET, 1 + TARGET),
+                        help=f"LOW..HIGH harness/bare ratio (default {1 - TARGET:g}..{1 + TARGET:g})")
+    args = parser.parse_args(argv)
+    steps = args.steps or (3 if args.quick else 30)
+    pairs = args.pairs or (1 if args.quick else 3)
+    ratios: list[float] = []
+    load = LoadWatch()
     with tempfile.TemporaryDirectory(prefix="perfplay-fidelity-") as tmp:
-        for pair in range(args.pairs):
+        for pair in range(pairs):
+            values = {}
             for kind in (("harness", "bare") if pair % 2 == 0 else ("bare", "harness")):
-                t0 = time.perf_counter()
-                value = harness(args.steps, Path(tmp)) if kind == "harness" else bare(args.steps)
-                (harness_p if kind == "harness" else bare_p).append(value)
-                print(f"pair {pair + 1} {kind:7s}: {value:8.2f} samples/s ({time.perf_counter() - t0:.1f} s)",
-                      flush=True)
-    h, b = statistics.median(harness_p), statistics.median(bare_p)
-    gap = h / b - 1
-    verdict = "PASS" if abs(gap) <= TARGET else "FAIL"
-    print(f"\nresnet50 (64 px, batch 16, {args.steps} steps, CPU): harness p_core {h:.2f}, bare loop {b:.2f} "
-          f"samples/s, ratio {h / b:.4f} ({gap:+.2%}; target within ±{TARGET:.0%}) {verdict}")
-    return 0 if verdict == "PASS" else 1  # a missed target fails `make bench`
+                values[kind], timing = harness(steps, Path(tmp)) if kind == "harness" else bare(steps)
+                load.sample()
+                print(f"pair {pair + 1} {kind:7s}: {values[kind]:8.2f} samples/s ({timing.wall:.1f} s wall, "
+                      f"{timing.cpu:.1f} s CPU)", flush=True)
+            ratios.append(values["harness"] / values["bare"])
+    print(f"\nresnet50 (64 px, batch 16, {steps} steps, CPU), {pairs} pairs: harness p_core / bare loop "
+          f"{summary(ratios, fmt='.4f')}")
+    print(load.line())
+    result = judge(ratios, args.target)
+    print(result.line("fidelity: harness / bare", fmt=".4f"))
+    return result.exit_code  # anything but PASS fails `make bench`
 
 
 if __name__ == "__main__":

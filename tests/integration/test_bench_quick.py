@@ -1,0 +1,45 @@
+"""Each bench script whose quick mode runs a playbook or trains a model, run for real in quick mode (one pair, the
+smallest work): it measures, prints its figure with its spread, the load and CPU time, and, one pair having no
+spread, says CANNOT JUDGE and exits non-zero, never PASS. The rule itself and the cheap scripts:
+tests/unit/test_bench.py."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from bench.verdict import CANNOT_JUDGE
+from case_runners.paths import project_root
+
+ROOT = project_root()
+# A bound on a hang, never on speed: on a 2-core host at load 15-20, harness_overhead's quick pair took 10 min.
+TIMEOUT_S = 1800
+# (script, what its verdict line says); bench/control_plane.py joins this list with its own quick mode.
+QUICK_SCRIPTS = [
+    ("harness_overhead", "playbook overhead per round (wall)"),
+    ("fidelity", "fidelity: harness / bare"),
+    ("inference", "p_inference_whole / p_inference_core"),
+]
+
+
+@pytest.mark.parametrize(("script", "figure"), QUICK_SCRIPTS, ids=[script for script, _ in QUICK_SCRIPTS])
+def test_quick_mode_measures_and_one_pair_cannot_be_judged(script, figure):
+    proc = subprocess.Popen([sys.executable, "-m", f"bench.{script}", "--quick"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+    finally:  # whatever of its session is left: the script's own children too (ansible-playbook, the runner, ranks)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 1, stdout[-3000:] + stderr[-3000:]
+    verdict = [line for line in stdout.splitlines() if line.startswith(f"{figure}: median")]
+    assert len(verdict) == 1 and verdict[0].endswith(f"{CANNOT_JUDGE}: 1 measured, at least 3 needed to tell the "
+                                                     "figure from the noise"), stdout[-3000:]
+    assert "load average (1 min) during the run" in stdout
+    assert " s CPU" in stdout or "CPU s" in stdout  # CPU time beside wall time

@@ -1,0 +1,121 @@
+"""bench/: the one verdict rule (PASS / MISSED / CANNOT JUDGE from per-pair values and their spread), the per-pair
+costs the playbook benches judge, and the cheap scripts run for real in quick mode: a missed target and a figure the
+noise swamps exit non-zero, never PASS. (The scripts whose quick mode runs a playbook or trains a model:
+tests/integration/test_bench_quick.py.)"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from bench.alternation import Timing, judge_added
+from bench.verdict import CANNOT_JUDGE, IQR_FROM, MISSED, PASS, bounded, judge, parse_target, spread
+from case_runners.paths import project_root
+
+ROOT = project_root()
+TIMEOUT_S = 300  # a loaded CI host: torch's import alone can take tens of seconds
+
+
+def bench(*argv: str) -> subprocess.CompletedProcess[str]:
+    """python -m bench.<argv...> in the checkout, for real."""
+    return subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, check=False,
+                          timeout=TIMEOUT_S)
+
+
+def test_one_pair_is_never_a_pass_even_far_inside_the_target():
+    """`python -m bench.harness_overhead --pairs 1` printed a per-round overhead of -3.29 s and PASS."""
+    result = judge([-3.29], bounded(high=1.5))
+    assert (result.verdict, result.exit_code) == (CANNOT_JUDGE, 1)
+    assert "1 measured, at least 3 needed" in result.line("overhead", " s")
+
+
+@pytest.mark.parametrize(("values", "verdict"), [
+    ([0.2, 0.4, 0.3], PASS),  # the whole spread inside the target
+    ([2.0, 1.6, 2.2], MISSED),  # the whole spread beyond it
+    ([1.2, 1.7, 1.3], CANNOT_JUDGE),  # the spread straddles the bound
+    ([-3.0, 0.1, 1.0], CANNOT_JUDGE),  # inside, but the spread (4 s) is wider than the 1.5 s target itself
+])
+def test_the_verdict_comes_from_the_pairs_spread_against_the_target(values, verdict):
+    result = judge(values, bounded(high=1.5))
+    assert result.verdict == verdict
+    assert result.exit_code == (0 if verdict == PASS else 1)
+    assert result.median == sorted(values)[1] and (result.low, result.high) == (min(values), max(values))
+
+
+def test_a_band_target_and_a_lower_bound():
+    band = bounded(0.98, 1.02)
+    assert judge([0.99, 1.0, 1.01], band).verdict == PASS
+    assert judge([1.03, 1.05, 1.04], band).verdict == MISSED
+    assert judge([0.97, 1.0, 1.01], band).verdict == CANNOT_JUDGE
+    assert judge([0.85, 0.9, 0.88], bounded(0.8)).verdict == PASS
+    assert judge([0.5, 0.6, 0.7], bounded(0.8)).verdict == MISSED
+
+
+def test_many_pairs_are_spread_by_their_interquartile_range():
+    values = [1.0] * (IQR_FROM - 1) + [9.0]  # one pair hit by the host's worst moment
+    assert spread(values) == (1.0, 1.0, "IQR")
+    assert spread(values[1:]) == (1.0, 9.0, "min..max")
+    assert judge(values, bounded(0.98, 1.02)).verdict == PASS
+
+
+def test_parse_target_names_what_it_wants():
+    assert (parse_target("..1.5").low, parse_target("..1.5").high) == (-math.inf, 1.5)
+    assert (parse_target("0.98..1.02").low, parse_target("0.98..1.02").high) == (0.98, 1.02)
+    for bad in ("1.5", "a..b", "..", "2..1"):
+        with pytest.raises(Exception, match="LOW..HIGH|low bound is above"):
+            parse_target(bad)
+
+
+def pair(way: tuple[float, float], baseline: tuple[float, float]) -> dict[tuple[str, int], Timing]:
+    """One pair's four runs, (1 round, 3 rounds) wall seconds each way; CPU time half the wall time."""
+    return {(name, rounds): Timing(wall, wall / 2) for name, walls in (("docker", way), ("host", baseline))
+            for rounds, wall in zip((1, 3), walls)}
+
+
+def test_container_overhead_judges_each_pairs_own_difference(capsys):
+    """Each pair's docker runs cost 4 s a round more than its host runs, while the host's speed and the fixed cost
+    vary from pair to pair. The medians of each side (the old figure) take each column's middle from another pair:
+    ((49 - 20) - (35 - 20)) / 2 = 7 s."""
+    measured = [pair((12, 30), (10, 20)), pair((36, 49), (30, 35)), pair((20, 68), (20, 60))]
+    result = judge_added(measured, "docker", "host", bounded(high=5.0), "docker runtime added per round (wall)")
+    assert (result.verdict, result.median, result.low, result.high, result.exit_code) == (PASS, 4.0, 4.0, 4.0, 0)
+    out = capsys.readouterr().out
+    assert "per round: median 4.00 s (min..max 4.00..4.00)" in out  # wall, with its spread
+    assert "per round: median 2.00 CPU s (min..max 2.00..2.00)" in out  # CPU beside it
+    assert "docker runtime added per round (wall): median 4.00 s" in out and PASS in out
+    assert judge_added(measured, "docker", "host", bounded(high=3.0), "docker per round").verdict == MISSED
+
+
+def test_container_overhead_one_pair_cannot_be_judged(capsys):
+    result = judge_added([pair((20, 21), (20, 27.58))], "docker", "host", bounded(high=3.0), "docker per round")
+    assert (result.verdict, round(result.median, 2)) == (CANNOT_JUDGE, -3.29)
+
+
+def test_monitor_cost_fails_when_no_monitor_started():
+    proc = bench("bench.monitor_cost", "--quick", "--monitors", "nosuch")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL: nosuch monitor did not start" in proc.stdout and "nothing measured" in proc.stdout
+    assert "no monitor plugin for vendor 'nosuch'" in proc.stderr  # why
+
+
+def test_monitor_cost_quick_measures_both_monitors_and_an_impossible_budget_never_passes():
+    proc = bench("bench.monitor_cost", "--quick", "--target-pct", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()
+            if line.split()[:1] in (["host"], ["cpu"]) and line.split()[1].isdigit()]
+    assert [row[0] for row in rows] == ["host", "cpu"], proc.stdout
+    assert all(int(row[1]) > 0 for row in rows), proc.stdout  # each wrote samples
+    assert all(MISSED in " ".join(row) or CANNOT_JUDGE in " ".join(row) for row in rows), proc.stdout
+    assert "load average (1 min) during the run" in proc.stdout
+
+
+def test_gemm_honesty_quick_one_pair_cannot_judge_and_an_impossible_target_is_missed():
+    quick = bench("bench.gemm_honesty", "--quick")
+    assert quick.returncode == 1, quick.stdout + quick.stderr
+    assert f"{CANNOT_JUDGE}: 1 measured" in quick.stdout and "s CPU" in quick.stdout
+    missed = bench("bench.gemm_honesty", "--quick", "--pairs", "3", "--target", "10..11")
+    assert missed.returncode == 1, missed.stdout + missed.stderr
+    assert f"over 3) {MISSED}: target 10..11" in missed.stdout
