@@ -1,4 +1,4 @@
-"""Fixtures every suite shares (tests/process_helpers.py)."""
+"""Fixtures every suite shares (tests/process_helpers.py), and in CI a skip is a failure (tests/ci_skips.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # process_helpers, whatever pytest's import mode
 
+from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401 - hooks
 from process_helpers import Sleepers  # noqa: E402
 
 
@@ -19,3 +20,4 @@ def sleepers() -> Iterator[Sleepers]:
     started = Sleepers()
     yield started
     started.kill_all()
+
