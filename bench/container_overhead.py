@@ -12,7 +12,6 @@ Needs root and a Docker engine: tests/docker/engine.sh starts dockerd and import
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys

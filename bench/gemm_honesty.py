@@ -29,9 +29,9 @@ from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
 from case_runners.base.benchmarks.gemm.measure import measure
 from case_runners.base.context import BaseContext
 from case_runners.base.dtypes import torch_dtype
+from case_runners.run_options import ArgumentParser
 from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
-from case_runners.run_options import ArgumentParser
 
 TARGET = 0.02
 PRECISIONS = ("fp64", "fp32", "fp16", "bf16")  # those gemm runs with torch.matmul (fp8 and int8 have their own ops)

@@ -12,7 +12,6 @@ The verdict follows bench/verdict.py: too few pairs, or a spread the target cann
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys

@@ -13,7 +13,6 @@ Each run's wall and CPU time and the load average are printed beside them.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import sys

@@ -1,4 +1,5 @@
-"""Fixtures every suite shares (tests/process_helpers.py)."""
+"""Fixtures every suite shares (tests/process_helpers.py, tests/real_runs.py), and in CI a skip is a failure
+(tests/ci_skips.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # process_helpers, whatever pytest's import mode
 
+from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401 - hooks
 from process_helpers import Sleepers  # noqa: E402
+from real_runs import DIGITS_5_STEPS, DIGITS_INFERENCE, RealRun, run_case  # noqa: E402
 
 
 @pytest.fixture
@@ -19,3 +22,20 @@ def sleepers() -> Iterator[Sleepers]:
     started = Sleepers()
     yield started
     started.kill_all()
+
+
+# The real runs several modules only read (never write into: a test that edits a file copies it first).
+@pytest.fixture(scope="session")
+def digits_run(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
+    """digits_cnn, one round of 5 steps (1: not converged, a valid result)."""
+    run = run_case(tmp_path_factory.mktemp("digits_run"), *DIGITS_5_STEPS)
+    assert run.done.returncode in (0, 1), run.done.stderr[-3000:]
+    return run
+
+
+@pytest.fixture(scope="session")
+def digits_inference_run(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
+    """digits_cnn's inference case, every step, eager (compiler=null)."""
+    run = run_case(tmp_path_factory.mktemp("digits_inference_run"), *DIGITS_INFERENCE)
+    assert run.done.returncode == 0, run.done.stderr[-3000:]
+    return run

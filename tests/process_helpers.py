@@ -17,6 +17,11 @@ import pytest
 from case_runners.processes import identify, list_pids, read_environ
 from case_runners.run_ids import RUN_ID_ENV
 
+# Bounds on a hang, never on speed (tests/unit/test_suite_guards.py requires one on every blocking call in tests/):
+REAPED_S = 60  # a killed process is gone and reaped
+SHORT_S = 300  # a command that does little: mount, git, pip config, a CLI's --help, an import check
+RUN_S = 900  # a real run of a case or a playbook, a package install
+
 SLEEPER = "import os, signal, sys, time\n{}\nsys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(300)\n"
 
 
@@ -52,7 +57,7 @@ def communicate_or_kill(procs: Iterable[subprocess.Popen], timeout: float = 600)
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+                proc.wait(timeout=REAPED_S)
 
 
 def require_root(what: str) -> None:
@@ -83,4 +88,4 @@ class Sleepers:
         for proc in self.started:
             if proc.poll() is None:
                 proc.kill()
-            proc.wait()
+            proc.wait(timeout=REAPED_S)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from case_runners.processes import read_argv, read_environ  # noqa: E402
 from playbook_run import BIN, REPO, PlaybookRun, playbook_env, run_playbook  # noqa: E402
-from process_helpers import kill_run, run_pids  # noqa: E402
+from process_helpers import REAPED_S, SHORT_S, kill_run, run_pids  # noqa: E402
 
 HOSTS_SH = REPO / "tests" / "cluster" / "hosts.sh"
 STATE = Path(os.environ.get("PERFPLAY_CLUSTER_DIR", "/tmp/perfplay-cluster"))
@@ -49,7 +49,7 @@ class Cluster:
 
     def netns(self, host: str, *argv: str) -> subprocess.CompletedProcess:
         return subprocess.run(["ip", "netns", "exec", f"pp-{host}", *argv], capture_output=True, text=True,
-                              check=True)
+                              check=True, timeout=SHORT_S)
 
 
 def hosts_sh(*args: str, timeout: float = 900) -> None:
@@ -95,7 +95,7 @@ def stop_started() -> None:
         proc = _started.pop()
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=REAPED_S)
     while _run_ids:
         kill_run(_run_ids.pop())
 

@@ -26,8 +26,8 @@ def log(msg):
 
 def bind(src, dst):
     """Private bind mount of src on dst (the mount namespace is already private; make sure anyway)."""
-    subprocess.run(["mount", "--bind", src, dst], check=True)
-    subprocess.run(["mount", "--make-private", dst], check=True)
+    subprocess.run(["mount", "--bind", src, dst], check=True, timeout=60)
+    subprocess.run(["mount", "--make-private", dst], check=True, timeout=60)
 
 
 def on_signal(signum, _frame):

@@ -24,6 +24,7 @@ from cluster import (
     wait_for,
 )
 from playbook_run import run_playbook
+from process_helpers import SHORT_S
 
 # Runs until its time budget unless a fault stops it first (synthetic data never reaches the target).
 LONG = {"case": "digits_cnn", "hardware": "CPU", "nnodes": 2, "nproc": 2, "repeat": 1,
@@ -127,7 +128,8 @@ def test_an_interrupted_controller_leaves_nothing_after_cleanup(cluster: Cluster
 
 
 def test_host_keys_are_verified_and_become_says_why():
-    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True,
+                             timeout=SHORT_S).stdout
     for name in tracked.split():
         if name.startswith("tests/") or not name.endswith((".yml", ".yaml", ".cfg", ".py", ".sh")):
             continue

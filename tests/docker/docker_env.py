@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))  # 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))  # cluster (process helpers)
 
 from playbook_run import REPO, PlaybookRun, run_playbook  # noqa: E402
+from process_helpers import SHORT_S  # noqa: E402
 
 ENGINE_SH = REPO / "tests" / "docker" / "engine.sh"
 BASE_IMAGE = os.environ.get("PERFPLAY_BASE_IMAGE", "perfplay-base:bookworm")
@@ -27,7 +28,7 @@ def engine(*args: str) -> None:
 def _pip_config() -> dict[str, str]:
     """This host's pip settings (environment and config files), e.g. {"find-links": "/opt/wheels"}."""
     out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                         check=False).stdout
+                         check=False, timeout=SHORT_S).stdout
     found: dict[str, str] = {}
     for line in out.splitlines():  # global.find-links='/opt/wheels', :env:.cert='...'
         key, _, value = line.partition("=")

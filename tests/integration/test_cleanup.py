@@ -17,7 +17,7 @@ from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, list_pids, read_argv, read_stat
 from case_runners.run_ids import RUN_ID_ENV
 from playbook_run import BIN, REPO, playbook_env, run_playbook
-from process_helpers import kill_run, run_pids, wait_for
+from process_helpers import REAPED_S, kill_run, run_pids, wait_for
 
 LONG = {"synthetic": True, "max_epochs": 10000, "time_budget_s": 600}
 
@@ -47,7 +47,7 @@ def launched() -> Iterator[list]:
             kill_run(item)
         elif item.poll() is None:
             item.kill()
-            item.wait()
+            item.wait(timeout=REAPED_S)
 
 
 def test_cleanup_stops_the_run_and_spares_every_decoy(results_dir: Path, sleepers, launched: list):
@@ -119,7 +119,7 @@ def test_a_sigkilled_controller_leaves_nothing_running_beyond_the_round_bound(re
     everything = set(run_pids(run_id)) | descendants(controller.pid)
     assert len(run_pids(run_id)) == 5, "launcher, 2 ranks, 2 monitors"
     controller.kill()
-    controller.wait()
+    controller.wait(timeout=REAPED_S)
 
     bound = launcher_started + timeout_s + ROUND_GRACE_S
     assert wait_for(lambda: not any(identify(pid) for pid in everything), max(0.0, bound - time.time())), \

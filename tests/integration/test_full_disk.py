@@ -15,7 +15,7 @@ import pytest
 
 from case_runners.driver import dllogger
 from playbook_run import REPO, run_playbook
-from process_helpers import kill_run, require_root, run_pids
+from process_helpers import SHORT_S, kill_run, require_root, run_pids
 
 FULL = "no space left on device"
 FIRST = {"case": "digits_cnn", "nproc": 1, "timeout_s": 300,
@@ -28,11 +28,12 @@ def small_disk(tmp_path: Path):
     require_root("mounting a tmpfs")
     mount = tmp_path / "results"
     mount.mkdir(mode=0o700)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", str(mount)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", str(mount)], check=True,
+                   timeout=SHORT_S)
     try:
         yield mount
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        subprocess.run(["umount", "-l", str(mount)], check=False, timeout=SHORT_S)
 
 
 def fill(disk: Path) -> Path:

@@ -14,6 +14,7 @@ import pytest
 
 from case_runners.paths import CHECKPOINT_DIR
 from playbook_run import REPO, run_playbook
+from process_helpers import RUN_S
 
 STEPS_1X2 = 6
 
@@ -23,7 +24,7 @@ def stdlib_tokens(tmp_path_factory) -> Path:
     """The case's standard data: the stdlib source as BPE token files (as the case README prepares it)."""
     out = tmp_path_factory.mktemp("stdlib") / "stdlib-bpe"
     subprocess.run([sys.executable, "-m", "case_runners", "prepare-text", sysconfig.get_paths()["stdlib"], str(out)],
-                   cwd=REPO, check=True, capture_output=True, text=True)
+                   cwd=REPO, check=True, capture_output=True, text=True, timeout=RUN_S)
     return out
 
 

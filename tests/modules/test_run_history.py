@@ -10,6 +10,7 @@ import sys
 from ansible.module_utils.common.warnings import get_warning_messages
 
 from module_harness import REPO
+from process_helpers import RUN_S
 from record_helpers import resolved, round_record
 
 COMMON = {"project_dir": "/repo", "python": "/venv/bin/python"}
@@ -55,7 +56,8 @@ def test_a_failed_index_is_a_warning_not_a_failure(run_module):
 def test_changed_only_when_the_rows_change(run_module, tmp_path):
     """Against the real case_runners history add: the second call finds the rows as they are."""
     def real(argv):
-        proc = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, check=False)
+        proc = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, check=False,
+                              timeout=RUN_S)
         return proc.returncode, proc.stdout, proc.stderr
 
     config = resolved()

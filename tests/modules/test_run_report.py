@@ -11,6 +11,7 @@ from ansible.module_utils.common.warnings import get_warning_messages
 
 from case_runners.report import REPORT_NAME
 from module_harness import REPO
+from process_helpers import RUN_S
 from record_helpers import resolved, round_record, write_resolved
 
 COMMON = {"project_dir": "/repo", "python": "/venv/bin/python"}
@@ -56,7 +57,8 @@ def test_a_directory_that_is_not_a_run_fails(run_module):
 def test_changed_only_when_the_content_changed(run_module, tmp_path):
     """Against the real case_runners report: the second call finds the file up to date, check mode writes none."""
     def real(argv):
-        proc = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, check=False)
+        proc = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, check=False,
+                              timeout=RUN_S)
         return proc.returncode, proc.stdout, proc.stderr
 
     config = resolved()

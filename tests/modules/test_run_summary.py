@@ -9,6 +9,7 @@ import sys
 from ansible.module_utils.common.warnings import get_warning_messages
 
 from module_harness import REPO
+from process_helpers import RUN_S
 from record_helpers import resolved, write_resolved
 
 COMMON = {"project_dir": "/repo", "python": "/venv/bin/python"}
@@ -57,7 +58,8 @@ def test_passes_the_failed_rounds_through(run_module):
 def test_changed_only_when_it_writes(run_module, tmp_path):
     """Against the real case_runners summary: the second call finds both files up to date."""
     def real(argv):
-        proc = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, check=False)
+        proc = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, check=False,
+                              timeout=RUN_S)
         return proc.returncode, proc.stdout, proc.stderr
 
     run_dir = tmp_path / "run20250101000000"

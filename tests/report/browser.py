@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from process_helpers import REAPED_S, RUN_S
+
 CHROMIUM = "chromium"
 INSTALL = ["apt-get", "install", "-y", "--no-install-recommends", CHROMIUM]
 WAIT_S = 120.0  # how long to wait for Chromium to answer at all before the test fails (not a timing check)
@@ -31,7 +33,7 @@ def install_chromium() -> str:
     """apt-get install Debian's chromium (CI's setup); an AssertionError with apt's output when it cannot."""
     for argv in (["apt-get", "update"], INSTALL):
         done = subprocess.run(argv, capture_output=True, text=True, check=False,
-                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=RUN_S)
         assert done.returncode == 0, f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout[-2000:]}" \
                                      f"\n{done.stderr[-2000:]}"
     found = find_chromium()
@@ -138,7 +140,7 @@ class Browser:
         finally:
             if self._process.poll() is None:
                 os.killpg(self._process.pid, signal.SIGKILL)
-            self._process.wait()
+            self._process.wait(timeout=REAPED_S)
             if self._process.stderr:
                 self._process.stderr.close()
             shutil.rmtree(self._profile, ignore_errors=True)

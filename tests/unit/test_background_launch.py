@@ -18,12 +18,12 @@ from case_runners.launch import progress
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import ProcessId, is_same
-from process_helpers import kill_run, run_pids
+from process_helpers import RUN_S, kill_run, run_pids
 
 
 def run(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "case_runners", *argv], cwd=project_root(), input=stdin,
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, timeout=RUN_S)
 
 
 def cli(*argv: str, stdin: str | None = None) -> dict:

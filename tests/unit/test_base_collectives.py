@@ -24,6 +24,7 @@ from case_runners.base.collectives import (
 )
 from case_runners.config.benchmarks import BENCHMARKS, COLLECTIVE, PAIR
 from case_runners.plan.run_plan import make_plan
+from process_helpers import REAPED_S, RUN_S
 
 PROJECT = Path(__file__).resolve().parents[2]
 MiB = 2**20
@@ -100,11 +101,11 @@ def test_two_gloo_ranks_measure_every_size(name: str, tmp_path: Path) -> None:
                              "--results-dir", str(tmp_path), "--no-monitors"], cwd=PROJECT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        output, _ = proc.communicate()
+        output, _ = proc.communicate(timeout=RUN_S)
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=REAPED_S)
     assert proc.returncode == 0, output[-3000:]
     (path,) = tmp_path.glob(f"run*/{name}_base_CPUx1x2/round1/round_record.json")
     record = json.loads(path.read_text())

@@ -18,6 +18,7 @@ from case_runners.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.rank.worker import main
 from case_runners.training.case_api import TrainingCase
+from process_helpers import SHORT_S
 from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +91,8 @@ def test_data_checks_and_registry_import_no_torch_or_numpy():
             "for name in c.list_cases(): importlib.import_module(f'case_runners.cases.{name}.data').check_data_dir\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'PIL', 'transformers'))\n"
             "print(bad); raise SystemExit(1 if bad else 0)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=SHORT_S)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

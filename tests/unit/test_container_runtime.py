@@ -26,6 +26,7 @@ from case_runners.plan.run_plan import make_plan
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendor_files import case_requirements
 from case_runners.vendors import load_vendor
+from process_helpers import SHORT_S
 from record_helpers import resolved
 
 REPO = project_root()
@@ -197,10 +198,12 @@ def test_the_entry_shell_sources_the_environment_file_before_the_launcher(tmp_pa
     env_file.write_text("export PERFPLAY_PROBE=sourced\n")
     argv = ["bash", "-c", ENTRY, "perfplay-entry", sys.executable, "-c",
             "import os; print(os.environ['PERFPLAY_PROBE'])"]
-    out = subprocess.run(argv, env={**os.environ, "PERFPLAY_ENV_FILE": str(env_file)}, capture_output=True, text=True)
+    out = subprocess.run(argv, env={**os.environ, "PERFPLAY_ENV_FILE": str(env_file)}, capture_output=True, text=True,
+                         timeout=SHORT_S)
     assert out.stdout.strip() == "sourced"
     env_file.write_text("return 1\n")
-    failed = subprocess.run(argv, env={**os.environ, "PERFPLAY_ENV_FILE": str(env_file)}, capture_output=True)
+    failed = subprocess.run(argv, env={**os.environ, "PERFPLAY_ENV_FILE": str(env_file)}, capture_output=True,
+                            timeout=SHORT_S)
     assert failed.returncode == 3, "a failing environment file stops the container before the launcher"
 
 

@@ -30,15 +30,9 @@ def git(*argv: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    """A real `case_runners run digits_cnn` of 5 steps, as a user makes it."""
-    results = tmp_path_factory.mktemp("results")
-    done = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--set", "max_steps=5",
-                           "--results-dir", str(results), "--monitor-interval-s", "0.2"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: not converged in 5 steps
-    (found,) = results.glob("run*")
-    return found
+def run_dir(digits_run) -> Path:
+    """A real `case_runners run digits_cnn` of 5 steps, as a user makes it (shared: tests/conftest.py)."""
+    return digits_run.run_dir
 
 
 def test_a_real_round_records_its_environment(run_dir):

@@ -14,6 +14,7 @@ from case_runners import files
 from case_runners.errors import ConfigError
 from case_runners.plan.run_plan import make_plan
 from case_runners.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
+from process_helpers import require_root
 
 
 def plan(tmp_path: Path, **request) -> dict:
@@ -197,8 +198,7 @@ def test_a_directory_of_another_user_is_refused_for_reports_summaries_and_the_hi
 def test_an_unprivileged_user_gets_one_line_not_a_traceback(tmp_path):
     from case_runners.errors import PerfplayError
     from case_runners.history import db
-    if os.geteuid() != 0:
-        pytest.skip("needs root to become another user")
+    require_root("becoming another user")
     os.seteuid(65534)
     try:
         with pytest.raises(PerfplayError, match=r"/root.*(permission denied|belongs to uid 0)"):

@@ -26,6 +26,7 @@ from case_runners.history.db import COLUMNS, DB_NAME, MIGRATIONS, SCHEMA_VERSION
 from case_runners.history.index import index_run, run_date
 from case_runners.history.lookup import run_dirs
 from case_runners.run_ids import new_run_id
+from process_helpers import SHORT_S
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -267,7 +268,7 @@ def test_two_writers_at_once_both_land(results, tmp_path):
     def add(run_dir: Path, rows: list) -> None:
         try:
             with opened(db) as conn:
-                start.wait()
+                start.wait(timeout=SHORT_S)
                 replace_run(conn, str(run_dir), rows)
         except BaseException as exc:  # noqa: BLE001 - reported below
             failures.append(exc)

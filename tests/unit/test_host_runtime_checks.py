@@ -16,6 +16,7 @@ from case_runners.host_check import check_master_port, host_check
 from case_runners.paths import project_root
 from case_runners.records.schema import RecordError
 from case_runners.requirements_check import check_requirements, pins
+from process_helpers import SHORT_S
 from record_helpers import resolved
 
 REPO = project_root()
@@ -95,7 +96,8 @@ def test_requirements_are_checked_against_the_installed_versions(tmp_path):
 
 def test_this_checkout_s_requirements_are_satisfied_in_its_venv():
     out = subprocess.run([sys.executable, "-m", "case_runners", "requirements", "--requirements",
-                          str(REPO / "requirements.txt")], capture_output=True, text=True, check=True, cwd=REPO)
+                          str(REPO / "requirements.txt")], capture_output=True, text=True, check=True, cwd=REPO,
+                         timeout=SHORT_S)
     assert json.loads(out.stdout)["satisfied"] is True
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -141,15 +139,12 @@ def test_the_summary_prints_an_inference_table_beside_the_training_one(tmp_path:
 
 
 
-def test_case_runners_run_takes_an_inference_case_without_ansible(tmp_path: Path):
+def test_case_runners_run_takes_an_inference_case_without_ansible(digits_inference_run):
     """`python -m case_runners run CASE --task inference`: the same plan, launch, record and summary on one host."""
-    out = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--task", "inference",
-                          "--set", "compiler=null", "--results-dir", str(tmp_path), "--monitor-interval-s", "0.2"],
-                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
+    out, run_dir = digits_inference_run.done, digits_inference_run.run_dir
     assert out.returncode == 0, out.stderr[-3000:]
     assert "digits_cnn_inference_CPUx1x1 round 1: success" in out.stderr
     assert "inference (throughput in items/s" in out.stdout
-    (run_dir,) = tmp_path.glob("run*")
     record = json.loads((run_dir / "digits_cnn_inference_CPUx1x1" / "round1" / "round_record.json").read_text())
     assert record["metrics"]["steps"] == ["a", "b", "c", "g"] and record["metrics"]["validation_accuracy"] >= 0.95
     assert record["metrics"]["device_memory"]["peak_used_bytes"] > 0, "the monitors ran around the round"

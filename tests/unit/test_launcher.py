@@ -21,7 +21,7 @@ from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.processes import identify, is_run_process
 from case_runners.rank.env import omp_num_threads
-from process_helpers import kill_run, run_pids, wait_for
+from process_helpers import REAPED_S, kill_run, run_pids, wait_for
 from record_helpers import rank_result
 
 
@@ -64,7 +64,7 @@ class Launcher:
     def stop_everything(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+            self.proc.wait(timeout=REAPED_S)
         kill_run(self.run_id)
 
 
@@ -142,9 +142,11 @@ def test_a_killed_rank_fails_the_node_naming_the_rank_and_stops_the_others(tmp_p
 def test_timeout_stops_every_rank(tmp_path, launchers):
     config = resolved(tmp_path, 2, synthetic=True, max_steps=1000000)
     log_dir = tmp_path / "node"
-    launcher = launchers(config, log_dir, timeout=6)
+    timeout = 6.0
+    launcher = launchers(config, log_dir, timeout=timeout)
     result = launcher.result()
-    assert launcher.proc.returncode == 124 and result["status"] == "timeout" and "timeout of 6 s" in result["reason"]
+    assert launcher.proc.returncode == 124 and result["status"] == "timeout"
+    assert f"timeout of {timeout:g} s" in result["reason"]
     assert rank_pids(log_dir) == [] and run_pids(launcher.run_id) == []
 
 
@@ -209,7 +211,7 @@ def test_a_killed_launcher_takes_its_ranks_and_monitors_with_it(tmp_path, launch
     wait_for_event(log_dir / "rank1.events.jsonl", "TRAIN_START")
     assert len(run_pids(launcher.run_id)) == 5
     launcher.proc.kill()
-    launcher.proc.wait()
+    launcher.proc.wait(timeout=REAPED_S)
     assert wait_for(lambda: run_pids(launcher.run_id) == []), run_pids(launcher.run_id)
 
 

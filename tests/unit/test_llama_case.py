@@ -22,6 +22,7 @@ from case_runners.driver.events import EventLogger
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.training.case_api import RunContext
+from process_helpers import REAPED_S, RUN_S
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = {"model": "tiny", "vocab_size": 0, "seq_len": 32, "batch_size": 4, "eval_batch_size": 8, "eval_samples": 6,
@@ -120,7 +121,7 @@ def test_a_short_run_records_tokens_per_second_and_the_flops_convention(data_dir
         [sys.executable, "-m", "case_runners", "run", "llama", "--data-dir", str(data_dir), "--results-dir",
          str(results), "--no-monitors", "--set", "seq_len=32", "--set", "batch_size=4", "--set", "max_steps=3",
          "--set", "eval_every_steps=0", "--set", "eval_samples=4", "--set", "warmup_steps=1"],
-        cwd=REPO, capture_output=True, text=True, check=False)
+        cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
     assert done.returncode in (0, 1), done.stderr  # a run short of its target is a valid not_converged result
     record = json.loads(next(results.glob("run*/llama_CPUx1x1/round1/round_record.json")).read_text())
     metrics = record["metrics"]
@@ -242,4 +243,4 @@ def test_a_checkpoint_save_stopped_by_sigterm_leaves_no_temporary(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=REAPED_S)

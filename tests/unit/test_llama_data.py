@@ -29,6 +29,7 @@ from case_runners.cases.llama.prepare import (
     text_files,
 )
 from case_runners.cli import main as cli_main
+from process_helpers import SHORT_S
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = ("def", "return", "class", "import", "self", "value", "for", "in", "if", "else", "é", "日本", "λ")
@@ -214,7 +215,8 @@ def test_data_and_prepare_import_no_numpy_torch_or_tokenizers():
     code = ("import sys, case_runners.cases.llama.data, case_runners.cases.llama.prepare, case_runners.cli\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'tokenizers'))\n"
             "print(bad); raise SystemExit(1 if bad else 0)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=SHORT_S)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

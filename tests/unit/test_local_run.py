@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from case_runners.paths import project_root
-from process_helpers import run_pids, wait_for
+from process_helpers import REAPED_S, run_pids, wait_for
 
 
 def run(*args: str, **kwargs) -> subprocess.Popen:
@@ -27,7 +27,7 @@ def refusal(*args: str, **kwargs) -> str:
         _, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
-        proc.wait()
+        proc.wait(timeout=REAPED_S)
     assert proc.returncode == 2, err
     return err
 
@@ -71,7 +71,7 @@ def test_ctrl_c_stops_the_round_records_it_and_leaves_nothing_running(tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.wait(timeout=REAPED_S)
     err = said.read_text()
     assert proc.returncode == 130, err
     record = json.loads((events.parent.parent / "round_record.json").read_text())

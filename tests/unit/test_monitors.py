@@ -23,7 +23,7 @@ from case_runners.monitors.spec import MonitorSpec
 from case_runners.paths import project_root
 from case_runners.processes import ProcessId, identify, is_same, read_environ
 from case_runners.run_ids import RUN_ID_ENV
-from process_helpers import require_root, run_pids, wait_for
+from process_helpers import REAPED_S, require_root, run_pids, wait_for
 
 INTERVAL = 0.2
 HOST_KEYS = {"ts", "cpu_util", "run_cpu_util", "mem_used_bytes", "mem_total_bytes", "power_w"}
@@ -182,7 +182,7 @@ def test_a_monitor_stops_when_its_owner_has_ended(new_spec, sleepers) -> None:
     assert daemon.start(spec) == 0
     ident = pid_of(spec)
     owner.kill()
-    owner.wait()
+    owner.wait(timeout=REAPED_S)
     assert wait_for(lambda: not is_same(ident)), "the monitor outlived its owner"
     assert not spec.pid_path.exists()
     assert "its owner" in spec.daemon_log_path.read_text()

@@ -15,13 +15,19 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.defaults import HEARTBEAT_TIMEOUT_S, RDZV_TIMEOUT_S
 from case_runners.launch.node import NodeLauncher, NodeSpec, RunState, choose_nic, rank_env
 from case_runners.netutil import NoInterfaceError, free_port, interface_for
 from case_runners.paths import project_root
-from process_helpers import kill_run
+from process_helpers import REAPED_S, kill_run
 from test_launcher import rank_pids, resolved, wait_for_event
 
 NAMES = {0: "node1", 1: "node2"}
+# The tests' heartbeat and rendezvous timeouts, shorter than the defaults (a quicker test); every bound below is
+# derived from them: a lower bound holds on any machine, an upper one is a fraction of a timeout not waited out.
+HEARTBEAT_S = 3.0
+RDZV_S = 3.0
+assert HEARTBEAT_S < HEARTBEAT_TIMEOUT_S and RDZV_S < RDZV_TIMEOUT_S
 
 
 def two_node_config(tmp_path: Path, nnodes: int = 2, **overrides) -> Path:
@@ -51,7 +57,7 @@ class Node:
         self.started = time.monotonic()
         self.ended: float | None = None
 
-    def wait(self, timeout: float = 300) -> dict:
+    def result(self, timeout: float = 300) -> dict:
         """Wait for the launcher; its node_result.json (also checked against what it printed)."""
         out, err = self.proc.communicate(timeout=timeout)
         self.ended = self.ended or time.monotonic()
@@ -75,7 +81,7 @@ class Node:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
-            self.proc.wait()
+            self.proc.wait(timeout=REAPED_S)
         for pid in rank_pids(self.log_dir):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -101,7 +107,7 @@ def test_two_nodes_meet_at_node_0_and_succeed_on_the_port_it_picked(tmp_path, no
     node1 = start(nodes, config, tmp_path, 1, port)  # before node 0: it retries until node 0 listens
     time.sleep(0.5)
     node0 = start(nodes, config, tmp_path, 0, port)
-    results = [node0.wait(), node1.wait()]
+    results = [node0.result(), node1.result()]
     for rank, result in enumerate(results):
         assert result["status"] == "success", result
         assert (result["node_rank"], result["host"], result["node_name"]) == (rank, NAMES[rank], NAMES[rank])
@@ -122,7 +128,7 @@ def test_a_killed_rank_stops_every_node_naming_the_rank_and_its_node(tmp_path, n
     os.kill(both[victim].rank_pid(), signal.SIGKILL)
     killed_at = time.monotonic()
     took = [node.ended_within(killed_at) for node in both]
-    results = [node.wait() for node in both]
+    results = [node.result() for node in both]
     print(f"victim node {victim}: launchers ended {took[0]:.2f} s / {took[1]:.2f} s after the kill")
     cause = f"rank {victim} on {NAMES[victim]} was killed by SIGKILL"
     for rank, result in enumerate(results):
@@ -134,7 +140,7 @@ def test_a_killed_rank_stops_every_node_naming_the_rank_and_its_node(tmp_path, n
 
 def test_a_host_that_drops_off_is_lost_by_node_0_and_fences_itself(tmp_path, nodes):
     config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
-    both = [start(nodes, config, tmp_path, rank, port, "--heartbeat-timeout-s", "3") for rank in (0, 1)]
+    both = [start(nodes, config, tmp_path, rank, port, "--heartbeat-timeout-s", f"{HEARTBEAT_S:g}") for rank in (0, 1)]
     for node in both:
         wait_for_event(node.log_dir / f"rank{node.rank}.events.jsonl", "TRAIN_START")
     # The whole of node 1 freezes, as a host that falls off the network looks from node 0.
@@ -143,18 +149,18 @@ def test_a_host_that_drops_off_is_lost_by_node_0_and_fences_itself(tmp_path, nod
     os.kill(frozen_rank, signal.SIGSTOP)
     frozen_at = time.monotonic()
     took = both[0].ended_within(frozen_at)
-    result0 = both[0].wait()
-    print(f"node 0 ended {took:.2f} s after node 1 froze (heartbeat timeout 3 s)")
+    result0 = both[0].result()
+    print(f"node 0 ended {took:.2f} s after node 1 froze (heartbeat timeout {HEARTBEAT_S:g} s)")
     assert result0["status"] == "failed"
-    assert result0["reason"] == "stopped: node 1 (node2) lost contact (no heartbeat for 3 s)"
-    assert took >= 3, "a node is lost only after the heartbeat timeout"
+    assert result0["reason"] == f"stopped: node 1 (node2) lost contact (no heartbeat for {HEARTBEAT_S:g} s)"
+    assert took >= HEARTBEAT_S, "a node is lost only after the heartbeat timeout"
     assert rank_pids(both[0].log_dir) == []
     # Node 1 comes back: it finds node 0 gone and stops its own (still frozen) rank.
     assert rank_pids(both[1].log_dir) == [frozen_rank]
     os.kill(both[1].proc.pid, signal.SIGCONT)
     resumed_at = time.monotonic()
     took = both[1].ended_within(resumed_at)
-    result1 = both[1].wait()
+    result1 = both[1].result()
     print(f"node 1 ended {took:.2f} s after it resumed")
     assert result1["status"] == "failed"
     assert result1["reason"].startswith(f"lost contact with node 0 (node1) at 127.0.0.1:{port} (")
@@ -167,7 +173,7 @@ def test_an_interrupted_node_stops_the_others(tmp_path, nodes):
     for node in both:
         wait_for_event(node.log_dir / f"rank{node.rank}.events.jsonl", "TRAIN_START")
     both[1].proc.send_signal(signal.SIGTERM)
-    results = [node.wait() for node in both]
+    results = [node.result() for node in both]
     assert (results[1]["status"], results[1]["reason"]) == ("interrupted", "launcher received SIGTERM")
     assert both[1].proc.returncode == 130
     assert results[0]["status"] == "failed"
@@ -177,42 +183,45 @@ def test_an_interrupted_node_stops_the_others(tmp_path, nodes):
 
 def test_the_case_timeout_stops_both_nodes_as_a_timeout(tmp_path, nodes):
     config, port = two_node_config(tmp_path, max_steps=1000000), free_port()
-    both = [start(nodes, config, tmp_path, rank, port, "--timeout-s", "8") for rank in (0, 1)]
-    results = [node.wait() for node in both]
+    timeout = 8.0
+    both = [start(nodes, config, tmp_path, rank, port, "--timeout-s", f"{timeout:g}") for rank in (0, 1)]
+    results = [node.result() for node in both]
     for node, result in zip(both, results):
         assert node.proc.returncode == 124 and result["status"] == "timeout", result
-        assert "case timeout of 8 s reached" in result["reason"]
+        assert f"case timeout of {timeout:g} s reached" in result["reason"]
         assert rank_pids(node.log_dir) == []
 
 
 def test_a_wrong_port_fails_both_nodes_after_the_rendezvous_timeout(tmp_path, nodes):
     config, port, wrong = two_node_config(tmp_path), free_port(), free_port()
-    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", "3")
-    node1 = start(nodes, config, tmp_path, 1, wrong, "--rdzv-timeout-s", "3")
-    results = [node0.wait(), node1.wait()]
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", f"{RDZV_S:g}")
+    node1 = start(nodes, config, tmp_path, 1, wrong, "--rdzv-timeout-s", f"{RDZV_S:g}")
+    results = [node0.result(), node1.result()]
     took = [node.ended - node.started for node in (node0, node1)]
     print(f"rendezvous failures after {took[0]:.2f} s (node 0) and {took[1]:.2f} s (node 1)")
-    assert all(t >= 2.5 for t in took), "they fail after the rendezvous timeout, not before"
-    assert results[1]["reason"] == (f"rendezvous: cannot reach node 0 at 127.0.0.1:{wrong} within 3 s "
+    assert all(t >= RDZV_S for t in took), "they fail after the rendezvous timeout, not before"
+    assert results[1]["reason"] == (f"rendezvous: cannot reach node 0 at 127.0.0.1:{wrong} within {RDZV_S:g} s "
                                     "(Connection refused) — check perfplay_master_port and the firewall")
-    assert results[0]["reason"] == f"rendezvous: node(s) 1 did not join node 0 (node1) at 127.0.0.1:{port} within 3 s"
+    assert results[0]["reason"] == (f"rendezvous: node(s) 1 did not join node 0 (node1) at 127.0.0.1:{port} "
+                                    f"within {RDZV_S:g} s")
     for node, result in zip((node0, node1), results):
         assert node.proc.returncode == 1 and result["status"] == "failed" and result["ranks"] == {}
 
 
 def test_a_node_of_another_run_is_rejected(tmp_path, nodes):
     config, port = two_node_config(tmp_path), free_port()
-    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", "20", run_id="run-aaaa")
-    node1 = start(nodes, config, tmp_path, 1, port, "--rdzv-timeout-s", "120", run_id="run-bbbb")
-    result1 = node1.wait()
-    # Rejected at once: waiting for node 0 would take node 1's rendezvous timeout of 120 s.
-    assert node1.ended - node1.started < 60
+    waits = {0: 20.0, 1: 120.0}  # node 0's: node 1 surely joins within it; node 1's: never waited out
+    node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", f"{waits[0]:g}", run_id="run-aaaa")
+    node1 = start(nodes, config, tmp_path, 1, port, "--rdzv-timeout-s", f"{waits[1]:g}", run_id="run-bbbb")
+    result1 = node1.result()
+    # Rejected at once: waiting for node 0 would take node 1's rendezvous timeout.
+    assert node1.ended - node1.started < waits[1] / 2
     assert result1["status"] == "failed"
     assert result1["reason"] == (f"rendezvous: node 0 (node1) at 127.0.0.1:{port} rejected node 1 (node2): "
                                  "its run id 'run-bbbb' is not node 0's 'run-aaaa'")
-    result0 = node0.wait()
+    result0 = node0.result()
     assert result0["reason"].startswith(f"rendezvous: node(s) 1 did not join node 0 (node1) at 127.0.0.1:{port} "
-                                        "within 20 s; rejected: node 1 (node2) from 127.0.0.1:")
+                                        f"within {waits[0]:g} s; rejected: node 1 (node2) from 127.0.0.1:")
     assert result0["reason"].endswith("its run id 'run-bbbb' is not node 0's 'run-aaaa'")
 
 
@@ -221,7 +230,7 @@ def test_a_node_rank_taken_twice_is_rejected_and_a_missing_node_aborts_the_joine
     node0 = start(nodes, config, tmp_path, 0, port, "--rdzv-timeout-s", "10")
     both = {"node2": start(nodes, config, tmp_path, 1, port, "--rdzv-timeout-s", "10", name="node2"),
             "node3": start(nodes, config, tmp_path, 1, port, "--rdzv-timeout-s", "10", name="node3", dir_name="dup")}
-    results = {name: node.wait() for name, node in both.items()}
+    results = {name: node.result() for name, node in both.items()}
     # Whichever joined first holds rank 1; the other is rejected, naming it.
     rejected = [name for name, result in results.items()
                 if result["reason"].startswith(f"rendezvous: node 0 (node1) at 127.0.0.1:{port} rejected")]
@@ -232,7 +241,7 @@ def test_a_node_rank_taken_twice_is_rejected_and_a_missing_node_aborts_the_joine
         f"rendezvous: node 0 (node1) at 127.0.0.1:{port} rejected node 1 ({loser}): "
         f"node rank 1 has already joined from {winner} (127.0.0.1:")
     missing = f"rendezvous: node(s) 2 did not join node 0 (node1) at 127.0.0.1:{port} within 10 s"
-    assert node0.wait()["reason"].startswith(missing)
+    assert node0.result()["reason"].startswith(missing)
     assert results[winner]["reason"].startswith(missing)  # the joined node fails with node 0's reason
 
 
@@ -242,7 +251,7 @@ def test_a_master_port_in_use_fails_node_0_at_once(tmp_path, nodes):
     config = two_node_config(tmp_path)
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        result = start(nodes, config, tmp_path, 0, port).wait(timeout=20)
+        result = start(nodes, config, tmp_path, 0, port).result(timeout=20)
     assert result["status"] == "failed"
     assert result["reason"] == (f"master port {port} on 127.0.0.1 is in use or not bindable: Address already in use "
                                 "(run var perfplay_master_port)")

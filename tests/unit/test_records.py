@@ -4,8 +4,6 @@ reads back key for key; a broken file is refused, naming the file, the key and w
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,22 +22,10 @@ from record_helpers import rank_result
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(results: Path, *argv: str) -> Path:
-    """`python -m case_runners run digits_cnn ARGV` into results; its run directory."""
-    done = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", *argv, "--results-dir",
-                           str(results), "--monitor-interval-s", "0.2"], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, check=False)
-    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: a round that did not converge in 5 steps
-    (run_dir,) = results.glob("run*")
-    return run_dir
-
-
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> list[Path]:
-    """A training run of 5 steps and an inference run, as a user makes them."""
-    root = tmp_path_factory.mktemp("runs")
-    return [run(root / "training", "--set", "max_steps=5"), run(root / "inference", "--task", "inference",
-                                                                   "--set", "compiler=null")]
+def runs(digits_run, digits_inference_run) -> list[Path]:
+    """A training run of 5 steps and an inference run, as a user makes them (shared: tests/conftest.py)."""
+    return [digits_run.run_dir, digits_inference_run.run_dir]
 
 
 def documents(run_dir: Path) -> list[Path]:

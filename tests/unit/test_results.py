@@ -266,23 +266,23 @@ def test_a_round_whose_record_could_not_be_written_says_why(tmp_path):
     import subprocess
 
     from case_runners.results.summary import load_records
-    from process_helpers import require_root
+    from process_helpers import SHORT_S, require_root
     require_root("mounting a tmpfs")
     disk = tmp_path / "disk"
     disk.mkdir(mode=0o700)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(disk)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(disk)], check=True, timeout=SHORT_S)
     try:
         plan = make_plan({"vendor": "cpu", "results_dir": str(disk), "cases": [{"case": "digits_cnn", "repeat": 2}],
                           "min_free_bytes": 0})
         case_dir = Path(plan["run_dir"]) / "digits_cnn_CPUx1x1"
         (case_dir / "round1").mkdir()  # started; its record could not be written, nor round2's directory made
-        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True, timeout=SHORT_S)
         states = {r.round: (r.status, r.reason) for r in load_records(Path(plan["run_dir"]))}
         assert states[1] == ("interrupted", "the round started but left no record (it could not be written: "
                                             f"read-only file system: {case_dir / 'round1'})")
         assert states[2] == ("missing", "the round never started (its directory could not be made: read-only file "
                                         f"system: {case_dir})")
-        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True, timeout=SHORT_S)
         fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
         for chunk in (1 << 16, 1):
             with contextlib.suppress(OSError):
@@ -293,7 +293,7 @@ def test_a_round_whose_record_could_not_be_written_says_why(tmp_path):
         assert f"it could not be written: no space left on device: {case_dir / 'round1'}" in states[1][1]
         assert f"could not be made: no space left on device: {case_dir}" in states[2][1]
     finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+        subprocess.run(["umount", "-l", str(disk)], check=False, timeout=SHORT_S)
 
 
 def test_the_summary_names_interrupted_missing_and_unreadable_rounds(tmp_path):

@@ -22,7 +22,7 @@ from case_runners.plan.run_plan import make_plan
 from case_runners.records.round import RoundRecord
 from case_runners.run_options import CONFIG_KEY, RUN_OPTIONS, markdown_table
 from case_runners.vendors import vendor_for_device
-from process_helpers import kill_run, run_pids
+from process_helpers import REAPED_S, SHORT_S, kill_run, run_pids
 
 
 def resolved(*argv: str) -> dict:
@@ -66,7 +66,8 @@ def test_an_option_and_a_set_of_the_same_key_must_agree(capsys, tmp_path):
 
 def test_help_names_what_every_option_sets_and_the_docs_show_the_table():
     done = subprocess.run([sys.executable, "-m", "case_runners", "run", "--help"], cwd=project_root(),
-                          capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "1000"})
+                          capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "1000"},
+                          timeout=SHORT_S)
     text = " ".join(done.stdout.split())
     for option in RUN_OPTIONS:
         invocation = ", ".join(flag if option.metavar is None else f"{flag} {option.metavar}" for flag in option.flags)
@@ -148,7 +149,7 @@ def run_to_the_end(procs: list[subprocess.Popen], *run_ids: str) -> list[tuple[s
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+                proc.wait(timeout=REAPED_S)
         for run_id in run_ids:
             kill_run(run_id)
 

@@ -19,7 +19,7 @@ from case_runners import cleanup, pidfiles
 from case_runners.paths import RESULTS_NAME, project_root
 from case_runners.processes import ProcessId, identify, is_run_process, is_same, own_id, terminate
 from case_runners.run_ids import RUN_ID_ENV
-from process_helpers import wait_for
+from process_helpers import REAPED_S, wait_for
 
 RUN = "run20991231235959-abcdef"
 def pid_file(node_dir: Path, role: str, proc: subprocess.Popen, run_id: str = RUN, **extra) -> Path:
@@ -89,7 +89,7 @@ def test_cleanup_takes_a_rank_s_session_and_what_it_left_behind(sleepers, tmp_pa
         assert found == {rank.pid: "rank0", worker: "rank0 (child)"}
 
         rank.kill()  # the rank dies (as it does with its launcher): its worker is left behind in its session
-        rank.wait()
+        rank.wait(timeout=REAPED_S)
         found = {p["pid"]: p["role"] for p in cleanup.find_run(tmp_path / RUN, RUN)[0]}
         assert found == {worker: "rank0 (left behind)"}
         cleanup.stop_run(tmp_path / RUN, RUN, grace_s=5)

@@ -24,6 +24,7 @@ from case_runners.launch.node import RANK_EXIT_GRACE_S
 from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank.stop_request import GRACE_SHARE
+from process_helpers import REAPED_S
 
 DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 POLL_S = 0.01
@@ -84,7 +85,7 @@ def stop(proc: subprocess.Popen, signum: int, within: float = RANK_EXIT_GRACE_S)
 
 def kill(proc: subprocess.Popen) -> None:
     proc.kill()  # nothing when it has exited
-    proc.wait()
+    proc.wait(timeout=REAPED_S)
 
 
 def big_digits(tmp_path: Path) -> str:
