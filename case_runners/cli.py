@@ -17,11 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from case_runners import __version__
-from case_runners.cases.llama.data import TOKENIZERS
-from case_runners.cases.llama.prepare import DEFAULT_GLOB, DEFAULT_HELD_OUT, DEFAULT_VOCAB_SIZE
-from case_runners.catalogue.cli import add_command as add_cases_command
-from case_runners.compare.cli import add_command as add_compare_command
-from case_runners.compare.runs_cli import add_command as add_compare_runs_command
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.defaults import (
     CLEANUP_GRACE_S,
@@ -33,14 +28,9 @@ from case_runners.defaults import (
     VENDOR,
 )
 from case_runners.errors import PerfplayError
-from case_runners.flagperf.command import add_command as add_flagperf_command
-from case_runners.history.cli import add_command as add_history_command
 from case_runners.paths import RESULTS_NAME
-from case_runners.plan.run_vars import PREFIX, RENAMED
-from case_runners.report.cli import add_command as add_report_command
 from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.run_options import ArgumentParser, add_run_options
-from case_runners.scaffold.commands import add_commands
 
 EXIT_BAD_INPUT = 2
 
@@ -327,6 +317,8 @@ class _Renamed(argparse.Action):
 
 def _refuse_renamed(parser: argparse.ArgumentParser) -> None:
     """The old name of each of `parser`'s options whose run var was renamed, as a refusal naming the new one."""
+    from case_runners.plan.run_var_names import PREFIX, RENAMED
+
     def flag(run_var: str) -> str:
         return "--" + run_var.removeprefix(PREFIX).replace("_", "-")
     for old, new in RENAMED.items():
@@ -334,7 +326,10 @@ def _refuse_renamed(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag(old), action=_Renamed, new=flag(new))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, people's first. command: the one about to be parsed; where it is one the
+    playbook's modules and the launchers run (_add_machine_commands, a call per host and round), only theirs are
+    built, so the modules the other commands need are not imported (a third of this CLI's start)."""
     from case_runners.paths import PROJECT_ENV
     parser = ArgumentParser(prog="python -m case_runners", description=__doc__.splitlines()[0],
                                      epilog=f"{PROJECT_ENV}: the perfplay checkout to run, its vendor/ and its "
@@ -342,6 +337,26 @@ def build_parser() -> argparse.ArgumentParser:
                                             "non-editable install needs it)")
     parser.add_argument("--version", action="version", version=f"perfplay case_runners {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    if command is not None:
+        _add_machine_commands(sub)
+        return parser if command in sub.choices else build_parser()
+    _add_user_commands(sub)
+    _add_machine_commands(sub)
+    return parser
+
+
+def _add_user_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands people run: the single-host runner, the checks and tools, the views."""
+    from case_runners.cases.llama.data import TOKENIZERS
+    from case_runners.cases.llama.prepare import DEFAULT_GLOB, DEFAULT_HELD_OUT, DEFAULT_VOCAB_SIZE
+    from case_runners.catalogue.cli import add_command as add_cases_command
+    from case_runners.compare.cli import add_command as add_compare_command
+    from case_runners.compare.runs_cli import add_command as add_compare_runs_command
+    from case_runners.flagperf.command import add_command as add_flagperf_command
+    from case_runners.history.cli import add_command as add_history_command
+    from case_runners.report.cli import add_command as add_report_command
+    from case_runners.scaffold.commands import add_commands
 
     p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary; "
                                    "with --nnode N --node-rank R this host's node of each round")
@@ -364,6 +379,58 @@ def build_parser() -> argparse.ArgumentParser:
     _refuse_renamed(p)
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("infer", help="an inference case on this host: the inference pipeline, steps a-g (JSON)")
+    p.add_argument("case")
+    p.add_argument("--vendor", default=VENDOR)
+    p.add_argument("--work-dir", required=True, help="where the ONNX file and the compiled engine go")
+    p.add_argument("--data-dir")
+    p.set_defaults(func=cmd_infer)
+
+    p = sub.add_parser("check-vendor", help="check a vendor folder against the vendor folder layout "
+                                            "(docs/adapting-a-chip.md): files, configs, README, monitor, engines, "
+                                            "extern; --functional runs its cases (exit 1 on an error)")
+    p.add_argument("name", help="vendor/<name>/")
+    p.add_argument("--functional", action="store_true",
+                   help="also run every adapted case for a few steps in its functional shape (at 1x2 where the "
+                        "vendor's probe counts two devices, else 1x1) and every inference case through a-g")
+    p.add_argument("--steps", type=int, default=5, help="training steps per case with --functional (default 5)")
+    p.add_argument("--case", action="append", default=[], help="with --functional: only this case (repeatable)")
+    p.add_argument("--data-dir", action="append", default=[], metavar="CASE=DIR",
+                   help="a case's data dir for --functional (else synthetic data where the case has it)")
+    p.add_argument("--root", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_check_vendor)
+
+    p = sub.add_parser("check-record", help="check that files are valid perfplay documents (resolved config, rank "
+                                            "or node result, round record, run summary), each of the kind its "
+                                            "schema names: one line per valid file, exit 1 naming every problem")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.set_defaults(func=cmd_check_record)
+
+    p = sub.add_parser("prepare-text", help="a tree of text files as the llama case's token files: train.bin and "
+                                            "val.bin with their JSON sidecars, split by file (a line per split)")
+    p.add_argument("src", metavar="SRC", help="the tree of text files (e.g. sysconfig.get_paths()['stdlib'])")
+    p.add_argument("out", metavar="OUT", help="the data dir to write")
+    p.add_argument("--tokenizer", choices=TOKENIZERS, default="bpe",
+                   help="bpe: a byte-level BPE trained on the train files (default); bytes: UTF-8 bytes")
+    p.add_argument("--vocab-size", type=int, metavar="N", help=f"bpe's vocab (default {DEFAULT_VOCAB_SIZE})")
+    p.add_argument("--glob", default=DEFAULT_GLOB, help=f"the files to read (default {DEFAULT_GLOB!r})")
+    p.add_argument("--held-out", type=float, default=DEFAULT_HELD_OUT, metavar="FRACTION",
+                   help=f"the share of files held out, chosen by a hash of their path (default {DEFAULT_HELD_OUT})")
+    p.set_defaults(func=cmd_prepare_text)
+
+    add_commands(sub)  # new-vendor, new-case
+    add_compare_command(sub)
+    add_report_command(sub)
+    add_compare_runs_command(sub)
+    add_flagperf_command(sub)  # import-flagperf
+    add_history_command(sub)
+    add_cases_command(sub)
+
+
+
+
+def _add_machine_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands the playbook's modules, the launchers and the ranks run: their parsers need only quick imports."""
     p = sub.add_parser("plan", help="resolve and check a run request (JSON) and create the run directory")
     p.add_argument("--request", required=True)
     p.add_argument("--check", action="store_true", help="validate only; write nothing")
@@ -440,13 +507,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", default="perfplay_run_id", help="the name to put in the message")
     p.set_defaults(func=cmd_check_run_id)
 
-    p = sub.add_parser("infer", help="an inference case on this host: the inference pipeline, steps a-g (JSON)")
-    p.add_argument("case")
-    p.add_argument("--vendor", default=VENDOR)
-    p.add_argument("--work-dir", required=True, help="where the ONNX file and the compiled engine go")
-    p.add_argument("--data-dir")
-    p.set_defaults(func=cmd_infer)
-
     p = sub.add_parser("worker", help="one rank (started by launch)")
     p.add_argument("--config", required=True)
     p.add_argument("--log-dir", required=True)
@@ -466,20 +526,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, help="a resolved config (resolved_config.json)")
     p.set_defaults(func=cmd_check_runtime)
 
-    p = sub.add_parser("check-vendor", help="check a vendor folder against the vendor folder layout "
-                                            "(docs/adapting-a-chip.md): files, configs, README, monitor, engines, "
-                                            "extern; --functional runs its cases (exit 1 on an error)")
-    p.add_argument("name", help="vendor/<name>/")
-    p.add_argument("--functional", action="store_true",
-                   help="also run every adapted case for a few steps in its functional shape (at 1x2 where the "
-                        "vendor's probe counts two devices, else 1x1) and every inference case through a-g")
-    p.add_argument("--steps", type=int, default=5, help="training steps per case with --functional (default 5)")
-    p.add_argument("--case", action="append", default=[], help="with --functional: only this case (repeatable)")
-    p.add_argument("--data-dir", action="append", default=[], metavar="CASE=DIR",
-                   help="a case's data dir for --functional (else synthetic data where the case has it)")
-    p.add_argument("--root", help=argparse.SUPPRESS)
-    p.set_defaults(func=cmd_check_vendor)
-
     p = sub.add_parser("requirements", help="whether this Python has every pinned requirement (JSON)")
     p.add_argument("--requirements", required=True, help="a requirements.txt of name==version pins")
     p.set_defaults(func=cmd_requirements)
@@ -494,12 +540,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a problem the orchestration met in this round (a host that failed a task): fails the round")
     p.set_defaults(func=cmd_record)
 
-    p = sub.add_parser("check-record", help="check that files are valid perfplay documents (resolved config, rank "
-                                            "or node result, round record, run summary), each of the kind its "
-                                            "schema names: one line per valid file, exit 1 naming every problem")
-    p.add_argument("paths", nargs="+", metavar="PATH")
-    p.set_defaults(func=cmd_check_record)
-
     p = sub.add_parser("summary", help="summarise a run directory over rounds")
     p.add_argument("run_dir")
     p.add_argument("--write", action="store_true",
@@ -510,27 +550,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("discard-run", help="remove a run directory in which no round started (JSON)")
     p.add_argument("run_dir")
     p.set_defaults(func=cmd_discard_run)
-
-    p = sub.add_parser("prepare-text", help="a tree of text files as the llama case's token files: train.bin and "
-                                            "val.bin with their JSON sidecars, split by file (a line per split)")
-    p.add_argument("src", metavar="SRC", help="the tree of text files (e.g. sysconfig.get_paths()['stdlib'])")
-    p.add_argument("out", metavar="OUT", help="the data dir to write")
-    p.add_argument("--tokenizer", choices=TOKENIZERS, default="bpe",
-                   help="bpe: a byte-level BPE trained on the train files (default); bytes: UTF-8 bytes")
-    p.add_argument("--vocab-size", type=int, metavar="N", help=f"bpe's vocab (default {DEFAULT_VOCAB_SIZE})")
-    p.add_argument("--glob", default=DEFAULT_GLOB, help=f"the files to read (default {DEFAULT_GLOB!r})")
-    p.add_argument("--held-out", type=float, default=DEFAULT_HELD_OUT, metavar="FRACTION",
-                   help=f"the share of files held out, chosen by a hash of their path (default {DEFAULT_HELD_OUT})")
-    p.set_defaults(func=cmd_prepare_text)
-
-    add_commands(sub)  # new-vendor, new-case
-    add_compare_command(sub)
-    add_report_command(sub)
-    add_compare_runs_command(sub)
-    add_flagperf_command(sub)  # import-flagperf
-    add_history_command(sub)
-    add_cases_command(sub)
-    return parser
 
 
 def _run_the_named_checkout(argv: list[str]) -> None:
@@ -554,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
             _run_the_named_checkout(argv)
         if argv[:1] == ["monitor"]:
             return cmd_monitor(argparse.Namespace(), argv[1:])
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         args.argv = argv
         return args.func(args)
     except PerfplayError as exc:

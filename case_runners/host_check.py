@@ -6,8 +6,11 @@ Each problem is a sentence naming the key and the value at fault; the caller pre
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import itertools
+import json
+import os
 import platform
 import socket
 import sys
@@ -30,6 +33,10 @@ from case_runners.vendor_runtime import VendorRuntime
 from case_runners.vendors import load_vendor
 
 MIN_PYTHON = (3, 10)
+# A passed runtime probe of a CPU-backed vendor, remembered per venv (runtime_probe_file): the next host check with
+# the same Python, installed distributions, hook and vendor keys answers without importing torch.
+PROBE_FILE = "perfplay-runtime-probe.json"
+PROBE_FILE_ENV = "PERFPLAY_RUNTIME_PROBE_FILE"
 REQUEST_KEYS = ("vendor", "nproc", "cases", "device_count", "master_port", "master_addr", "results_dir",
                 "min_free_bytes", "nic")
 
@@ -103,17 +110,61 @@ def runtime_problems(config: ResolvedConfig, root: Path | None = None) -> list[s
 
 
 def check_runtime(vendor: str, cases: list[ResolvedConfig]) -> list[str]:
-    """hook_problems of the vendor, then adapter_problems of each case that runs in this Python (host runtime;
-    the docker runtime checks in the container, before the ranks start)."""
+    """hook_problems of the vendor (skipped where a passed probe with the same probe_key is remembered), then
+    adapter_problems of each case that runs in this Python (host runtime; the docker runtime checks in the
+    container, before the ranks start)."""
     here = [c for c in cases if c.runtime_kind == "host"]
     if not here:
         return []
     info = load_vendor(vendor)
-    problems = hook_problems(vendor, info["device"], info["dist_backend"])
-    if problems:
-        return problems
+    key = probe_key(vendor, info["device"], info["dist_backend"])
+    if key is None or not _probed(key):
+        problems = hook_problems(vendor, info["device"], info["dist_backend"])
+        if problems:
+            return problems
+        if key is not None:
+            _remember_probe(key)
     adapters = {c.case: c for c in here}  # each case's adapter once
     return [p for config in adapters.values() for p in adapter_problems(config)]
+
+
+def runtime_probe_file() -> Path | None:
+    """Where a passed probe is remembered: $PERFPLAY_RUNTIME_PROBE_FILE, else PROBE_FILE in this Python's venv;
+    None (probe every time) in a Python that is not a venv's."""
+    if os.environ.get(PROBE_FILE_ENV):
+        return Path(os.environ[PROBE_FILE_ENV])
+    return Path(sys.prefix) / PROBE_FILE if sys.prefix != sys.base_prefix else None
+
+
+def probe_key(vendor: str, device: str, dist_backend: str, root: Path | None = None) -> str | None:
+    """A digest of everything a passed hook_problems of a CPU-backed vendor depends on: this Python, every installed
+    distribution's version (torch and the hook's IMPORTS among them), the hook's source and the vendor's device and
+    backend. None for any other device: it can be lost between runs, so it is probed every time."""
+    if device != "cpu":
+        return None
+    hook = vendor_dir(root or project_root(), vendor) / RUNTIME_FILE
+    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    parts = [sys.executable, platform.python_version(), vendor, device, dist_backend,
+             hook.read_text(encoding="utf-8") if hook.is_file() else "", *installed]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _probed(key: str) -> bool:
+    path = runtime_probe_file()
+    try:
+        return path is not None and json.loads(files.read_text_nofollow(path)).get("key") == key
+    except (OSError, ValueError, AttributeError):
+        return False  # none yet, or unreadable: probe
+
+
+def _remember_probe(key: str) -> None:
+    path = runtime_probe_file()
+    if path is None:
+        return
+    try:
+        files.atomic_write_json(path, {"key": key, "python": sys.executable})
+    except (OSError, PerfplayError):
+        pass  # a venv this user cannot write in: the next run probes again
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -15,6 +15,9 @@ description:
     every case's data dir (format included), that O(results_dir) has O(min_free_bytes) free and is a directory
     this user may write in, that the host has the network interface O(nic), and, on a node 0 of multi-node
     rounds, the master port.
+  - Imports torch to check that the vendor's device and backend work after its runtime hook ran; a C(cpu) device's
+    check that passed is remembered in the venv and answered without torch until the Python, an installed
+    distribution, the hook or the vendor's keys change.
   - Reports problems without failing, so the play can name every host's problems at once.
   - Warns (a module warning, the run goes on) about a case whose framework key names a torch version
     (C(pytorch_1.8)) other than the host's, compared on major.minor; with the docker runtime the image's torch counts,

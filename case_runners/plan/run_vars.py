@@ -23,9 +23,9 @@ from case_runners.config.flagperf_names import COMMAND, run_setting
 from case_runners.config.resolved import TASKS, TRAINING
 from case_runners.config.selection import BOUNDS
 from case_runners.errors import RUN_VARS_FILE, ConfigError, path_too_long, shown
+from case_runners.plan.run_var_names import PREFIX, RENAMED
 from case_runners.records.resolved import RUNTIMES
 
-PREFIX = "perfplay_"
 # A network interface name as Linux takes it: at most 15 characters (IFNAMSIZ - 1), no '/', ':' or space.
 NIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
 NIC_RULE = "1 to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
@@ -48,10 +48,6 @@ PLAY_VARS = frozenset(PREFIX + name for name in (
     "plan", "plan_hosts", "preflight_only", "python", "queried_names", "remote", "round", "round_error",
     "round_record", "run", "summary"))
 KNOWN_RUN_VARS = DOCUMENTED_RUN_VARS | PLAY_VARS  # tests/unit/test_docs_run_vars.py keeps both in step
-# Run vars renamed: the old name is an error naming the new one (and so is the old name of the CLI option that
-# sets one, cli.py).
-RENAMED = {f"{PREFIX}{old}": f"{PREFIX}{old}_s" for old in (
-    "case_timeout", "rdzv_timeout", "heartbeat_timeout", "monitor_interval", "progress_interval")}
 
 
 def _var(spec: dict[str, Any], default: Any) -> tuple[Constraint, Any]:

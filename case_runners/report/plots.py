@@ -19,6 +19,7 @@ WIDTH = 10.5  # inches: 756 SVG points, 1008 CSS pixels
 PHASE_COLOURS = dict(zip(PHASE_NAMES, ("tab:gray", "tab:green", "tab:orange", "tab:olive", "tab:purple",
                                        "tab:brown", "tab:pink", "tab:cyan", "tab:red"), strict=True))
 STYLES = ("-", "--", ":", "-.")
+ROUND_LABELS = 12  # the most rounds named above a monitor figure and in a curves figure's legend
 MARKERS = ("o", "s", "^", "D")
 _RC: dict[Any, Any] = {"svg.hashsalt": "perfplay-report", "svg.fonttype": "path", "font.size": 9.0, "axes.grid": True,
        "grid.alpha": 0.3}
@@ -126,14 +127,14 @@ def curves_chart(loss: Sequence[Line], evals: Sequence[Line], metric: str | None
         figure = _figure(3.2 * panels)
         axes = figure.subplots(panels, 1, sharex=True, squeeze=False)[:, 0]
         for at, line in enumerate(loss):  # rounds of the same seed overlap: a style each keeps them apart
-            axes[0].plot(line.x, line.y, label=line.label, linestyle=STYLES[at % len(STYLES)])
+            axes[0].plot(line.x, line.y, label=_legend_label(line, at, loss), linestyle=STYLES[at % len(STYLES)])
         axes[0].set_ylabel("loss (rank 0)")
         axes[0].set_title(title)
         axes[0].legend(fontsize=8)
         if evals:
             for at, line in enumerate(evals):
                 axes[1].plot(line.x, line.y, marker=MARKERS[at % len(MARKERS)], linestyle=STYLES[at % len(STYLES)],
-                             label=line.label)
+                             label=_legend_label(line, at, evals))
             if target is not None:
                 axes[1].axhline(target, linestyle="--", color="gray", label=f"target {target:g}")
             axes[1].set_ylabel(f"eval {metric or 'metric'}")
@@ -142,24 +143,46 @@ def curves_chart(loss: Sequence[Line], evals: Sequence[Line], metric: str | None
         return _uri(figure)
 
 
-def monitor_chart(panels: Sequence[Panel], phases: Sequence[Phase], t0: float, title: str) -> str:
-    """Stacked panels against seconds from t0, each with the phases shaded (their legend on the first)."""
+def _legend_label(line: Line, at: int, lines: Sequence[Line]) -> str | None:
+    """A line's legend entry: every line's up to ROUND_LABELS lines, else the first's and the last's (a legend of
+    every round of a long run would take the figure's place)."""
+    if len(lines) <= ROUND_LABELS or at in (0, len(lines) - 1):
+        return line.label
+    return None
+
+
+def monitor_chart(panels: Sequence[Panel], phases: Sequence[Phase], t0: float, title: str,
+                  starts: Sequence[tuple[float, int]] = ()) -> str:
+    """Stacked panels against seconds from t0, each with the phases shaded (one collection per phase name, their
+    legend on the first) and a dotted line at each of `starts` (x, round), the rounds named above the first panel
+    (at most ROUND_LABELS of them)."""
     with _style():
         figure = _figure(1.2 + 1.7 * len(panels))
         axes = figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+        spans: dict[str, list[tuple[float, float]]] = {}
+        for phase in phases:
+            spans.setdefault(phase.name, []).append((phase.start - t0, max(phase.end - phase.start, 0.0)))
         for at, (panel, ax) in enumerate(zip(panels, axes, strict=True)):
-            for phase_no, phase in enumerate(phases):
-                named = at == 0 and phase.name not in {p.name for p in phases[:phase_no]}
-                ax.axvspan(phase.start - t0, max(phase.end - t0, phase.start - t0), color=PHASE_COLOURS[phase.name],
-                           alpha=0.18, linewidth=0, label=phase.name if named else None)
+            for name, ranges in spans.items():
+                ax.broken_barh(ranges, (0, 1), transform=ax.get_xaxis_transform(), color=PHASE_COLOURS[name],
+                               alpha=0.18, linewidth=0, label=name if at == 0 else None)
+            if len(starts) > 1:
+                ax.vlines([x - t0 for x, _ in starts[1:]], 0, 1, transform=ax.get_xaxis_transform(), colors="gray",
+                          linestyles=":", linewidth=0.8)
             for line in panel.lines:
                 ax.plot(line.x, line.y, label=line.label, linewidth=1.2)
             if panel.ylim:
                 ax.set_ylim(*panel.ylim)
             ax.set_ylabel(panel.ylabel)
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        if len(starts) > 1:
+            step = -(-len(starts) // ROUND_LABELS)  # every step-th round named: the names never overlap
+            top = axes[0].secondary_xaxis("top")
+            top.set_xticks([x - t0 for x, _ in starts[::step]], [f"r{number}" for _, number in starts[::step]],
+                           fontsize=7)
         axes[0].set_title(title)
-        axes[-1].set_xlabel("seconds since the first sample")
+        axes[-1].set_xlabel("seconds since the round's first sample" if len(starts) < 2 else
+                            "seconds since each round's first sample, the rounds one after the other")
         return _uri(figure)
 
 

@@ -19,6 +19,7 @@ from case_runners.report.benchmark_sections import base_section, generate_sectio
 from case_runners.report.data import (
     INFERENCE_PHASES,
     NODE,
+    Phase,
     RoundData,
     RunData,
     flat,
@@ -264,33 +265,90 @@ PHASES_TEXT = {
 
 
 def monitors_section(runs: list[RunData]) -> str | html.Omitted:
-    if not any(entry.monitors and any(entry.monitors.samples.values()) for run in runs for entry in run.rounds):
+    if not any(_sampled(entry) for run in runs for entry in run.rounds):
         return html.Omitted("no round has monitor samples: run without --no-monitors" if
                             any(run.rounds for run in runs) else "no round")
     present = tasks(runs)
     shaded = [text for task, text in PHASES_TEXT.items() if task in present]
     unshaded = sorted(present - set(PHASES_TEXT))
-    parts = [html.para(f"Node {NODE}'s monitors during each round: device utilisation, memory, power and "
-                       "temperature (the vendor's monitor, a line per device) and the host's CPU utilisation" +
+    parts = [html.para(f"Node {NODE}'s monitors during each case's rounds, one figure per case with its rounds one "
+                       "after the other (each from its first sample; a dotted line where a round starts): device "
+                       "utilisation, memory, power and temperature (the vendor's monitor, a line per device) and the "
+                       "host's CPU utilisation" +
                        (f"; the shaded spans are rank 0's phases from its events: {' and '.join(shaded)}" if shaded
                         else "") +
                        (f"; {' and '.join(unshaded)} rounds have no phases" if unshaded else "") + ".")]
     for run in runs:
-        for entry in run.rounds:
-            title = f"{entry.record.case_id} round {entry.record.round} ({entry.record.status})" + \
-                (f", {run.run_id}" if len(runs) > 1 else "")
-            monitors = entry.monitors
-            if monitors is None or not any(monitors.samples.values()):
-                parts.append(html.empty(f"{title}: no monitor samples (run with --no-monitors, or the round left "
-                                        "no node directory)."))
+        for case_id in dict.fromkeys(entry.record.case_id for entry in run.rounds):
+            entries = [entry for entry in run.rounds if entry.record.case_id == case_id]
+            where = f", {run.run_id}" if len(runs) > 1 else ""
+            parts += [html.empty(f"{case_id} round {e.record.round} ({e.record.status}){where}: no monitor samples "
+                                 "(run with --no-monitors, or the round left no node directory).")
+                      for e in entries if not _sampled(e)]
+            sampled = [e for e in entries if _sampled(e)]
+            if not sampled:
                 continue
-            panels, missing = _panels(monitors)
-            t0 = min(s["ts"] for samples in monitors.samples.values() for s in samples)
-            parts.append(html.image(plots.monitor_chart(panels, monitors.phases, t0, title), f"monitors of {title}"))
+            rounds = [e.record.round for e in sampled]
+            title = f"{case_id} round{'s' if len(rounds) > 1 else ''} {_round_span(rounds)}{where}"
+            panels, phases, starts, missing = _rounds_end_to_end(sampled)
+            parts.append(html.image(plots.monitor_chart(panels, phases, 0.0, title, starts), f"monitors of {title}"))
             if missing:
                 parts.append(html.para(f"not reported by the monitors: {', '.join(missing)}", "note"))
-            parts += [html.para(note, "note") for note in monitors.notes]
+            parts += [html.para(f"round {e.record.round}: {note}", "note")
+                      for e in sampled for note in (e.monitors.notes if e.monitors else [])]
     return "".join(parts)
+
+
+def _sampled(entry: RoundData) -> bool:
+    return entry.monitors is not None and any(entry.monitors.samples.values())
+
+
+def _round_span(rounds: list[int]) -> str:
+    """1-3 for rounds 1, 2, 3; 1, 3 otherwise."""
+    if len(rounds) > 2 and rounds == list(range(rounds[0], rounds[-1] + 1)):
+        return f"{rounds[0]}-{rounds[-1]}"
+    return ", ".join(map(str, rounds))
+
+
+ROUND_GAP_S = 1.0  # the space between two rounds of a monitor figure
+
+
+def _rounds_end_to_end(entries: list[RoundData]) -> tuple[list[plots.Panel], list[Phase], list[tuple[float, int]],
+                                                           list[str]]:
+    """The rounds' panels joined into one figure's: each round's samples from its own first sample, placed after the
+    round before it (the time between rounds left out), a line broken between rounds; the phases moved alike; where
+    each round starts (x, round); the panels no round has."""
+    order = [ylabel for ylabel, *_ in DEVICE_PANELS] + [HOST_PANEL]
+    joined: dict[str, dict[str, tuple[list[float], list[float | None]]]] = {}
+    limits: dict[str, tuple[float, float] | None] = {}
+    phases: list[Phase] = []
+    starts: list[tuple[float, int]] = []
+    missing: list[str] | None = None
+    offset = 0.0
+    for entry in entries:
+        monitors = entry.monitors
+        assert monitors is not None  # _sampled
+        t0 = min(s["ts"] for samples in monitors.samples.values() for s in samples)
+        panels, lacking = _panels(monitors)
+        missing = lacking if missing is None else [name for name in missing if name in lacking]
+        starts.append((offset, entry.record.round))
+        end = offset
+        for panel in panels:
+            limits[panel.ylabel] = panel.ylim
+            lines = joined.setdefault(panel.ylabel, {})
+            for line in panel.lines:
+                xs, ys = lines.setdefault(line.label, ([], []))
+                if xs:  # no line from the previous round's last sample to this one's first
+                    xs.append(xs[-1])
+                    ys.append(None)
+                xs += [x + offset for x in line.x]
+                ys += list(line.y)
+                end = max([end, *(x + offset for x in line.x)])
+        phases += [Phase(p.name, p.start - t0 + offset, p.end - t0 + offset) for p in monitors.phases]
+        offset = max([end, *(p.end for p in phases)]) + ROUND_GAP_S
+    panels = [plots.Panel(ylabel, [plots.Line(label, xs, ys) for label, (xs, ys) in joined[ylabel].items()],
+                          limits[ylabel]) for ylabel in sorted(joined, key=order.index)]
+    return panels, phases, starts, missing or []
 
 
 PERCENT_LIMITS = (0.0, 105.0)
@@ -298,6 +356,7 @@ PERCENT_LIMITS = (0.0, 105.0)
 DEVICE_PANELS = (("device util (%)", "util", 1.0, PERCENT_LIMITS),
                  ("device memory (GiB)", "mem_used_bytes", 1.0 / GIB, None),
                  ("power (W)", "power_w", 1.0, None), ("temperature (°C)", "temp_c", 1.0, None))
+HOST_PANEL = "host CPU (%)"
 
 
 def _panels(monitors: Any) -> tuple[list[plots.Panel], list[str]]:
@@ -316,7 +375,7 @@ def _panels(monitors: Any) -> tuple[list[plots.Panel], list[str]]:
             missing.append(ylabel.split(" (")[0])
     host = _line("host", monitors.host, lambda s: s.get("cpu_util"), t0)
     if any(y is not None for y in host.y):
-        panels.append(plots.Panel("host CPU (%)", [host], PERCENT_LIMITS))
+        panels.append(plots.Panel(HOST_PANEL, [host], PERCENT_LIMITS))
     else:
         missing.append("host CPU")
     return panels, missing

@@ -111,8 +111,8 @@ def test_the_reports_render_in_chromium(runs, chromium, artifacts, capsys):
             text, drawn = facts["text"], facts["drawn"]
             if name == "ok":
                 assert facts["alert"] is None
-                # throughput, loss and eval metric, one monitor figure per round
-                assert len(facts["images"]) == 4
+                # throughput, loss and eval metric, one monitor figure for both rounds
+                assert len(facts["images"]) == 3
                 assert "Accuracy alignment (one run: an alignment needs a reference run" in facts["omitted"]
                 assert "Base benchmarks (no base benchmark" in facts["omitted"]
                 assert "Generation latency (no generate case" in facts["omitted"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import tarfile
 import pytest
 
 from case_runners.bundle import write_bundle
-from case_runners.host_check import check_master_port, host_check
+from case_runners.host_check import PROBE_FILE_ENV, check_master_port, host_check, probe_key
 from case_runners.paths import project_root
 from case_runners.records.schema import RecordError
 from case_runners.requirements_check import check_requirements, pins
@@ -39,6 +40,25 @@ def test_host_check_names_every_problem_at_once(tmp_path):
     assert "a round needs nproc=4096 cpu devices, the host has 2 (host var perfplay_device_count)" \
         in result["problems"][0]
     assert "key 'data_dir' (run var perfplay_cases) of digits_cnn_CPUx1x1" in result["problems"][1]
+
+
+def test_a_passed_runtime_probe_of_the_cpu_vendor_is_not_repeated(tmp_path):
+    """host-check imports torch to probe the cpu vendor's device and backend once: the next check with the same
+    Python, distributions and hook answers without importing torch (about 1 CPU-s less per run)."""
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"vendor": "cpu", "nproc": 1, "cases": [DIGITS]}))
+    env = {**os.environ, PROBE_FILE_ENV: str(tmp_path / "probe.json")}
+
+    def imports_torch() -> bool:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "case_runners", "host-check", "--request",
+                               str(request)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and json.loads(done.stdout)["ok"], done.stderr[-2000:]
+        return any(line.rsplit("|", 1)[-1].strip() == "torch" for line in done.stderr.splitlines())
+
+    assert imports_torch(), "the first check probes (in a forked child, whose imports -X importtime shows too)"
+    assert not imports_torch()
+    assert probe_key("cpu", "cpu", "gloo") != probe_key("cpu", "cpu", "mpi"), "another backend is probed again"
+    assert probe_key("nvidia", "cuda", "nccl") is None, "a device that can be lost is probed at every run"
 
 
 def test_a_framework_version_other_than_the_hosts_torch_is_a_warning():

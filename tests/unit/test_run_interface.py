@@ -84,8 +84,8 @@ def test_help_names_what_every_option_sets_and_the_docs_show_the_table():
 def test_an_old_option_name_is_refused_naming_the_new_one(capsys, command, old, new):
     """Not run under the new name either: argparse took the old one as an abbreviation of it."""
     with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args([command, "--config", "c", "--log-dir", "d"][:1 + 4 * (command == "launch")]
-                                  + [old, "0.5"])
+        build_parser(command).parse_args([command, "--config", "c", "--log-dir", "d"][:1 + 4 * (command == "launch")]
+                                         + [old, "0.5"])
     assert exit_.value.code == 2
     assert f"error: {old} is renamed {new}: give that instead" in capsys.readouterr().err
 
@@ -102,6 +102,23 @@ def test_an_abbreviated_option_is_refused_not_guessed(capsys, tmp_path):
            for path in sorted((project_root() / folder).rglob("*.py"))
            if "argparse.ArgumentParser(" in path.read_text(encoding="utf-8")]
     assert own == []
+
+
+def test_the_commands_the_modules_run_import_none_of_the_others(capsys):
+    """A module call per host and round starts `python -m case_runners <command>`: its parser is built without
+    the modules people's commands need (the plan's checks, the views, the cases), a third of the CLI's start."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "case_runners", "requirements",
+                           "--requirements", str(project_root() / "requirements.txt")],
+                          capture_output=True, text=True, timeout=120, cwd=project_root())
+    assert done.returncode == 0 and json.loads(done.stdout)["satisfied"], done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    slow = ("case_runners.plan.run_vars", "case_runners.compare", "case_runners.history", "case_runners.report",
+            "case_runners.cases", "case_runners.catalogue", "case_runners.records.round")
+    assert not sorted(name for name in imported if name.startswith(slow))
+    assert build_parser("wait").parse_args(["wait", "--log-dir", "d", "--run-id", "r"]).for_s > 0
+    with pytest.raises(SystemExit):
+        build_parser("nosuch").parse_args(["nosuch"])
+    assert "'report'" in capsys.readouterr().err, "an unknown command is told every command"
 
 
 def test_device_picks_the_vendor_and_an_unknown_or_ambiguous_one_is_refused(capsys, tmp_path):
