@@ -34,7 +34,8 @@ from case_runners.records.resolved import ResolvedConfig
 from case_runners.report.cli import write_report
 from case_runners.requirements_check import unsatisfied
 from case_runners.results.record import read_node_result, write_round_record
-from case_runners.results.summary import render_table, write_run_summary
+from case_runners.results.summary_files import write_run_summary
+from case_runners.results.summary_text import render_table
 from case_runners.run_ids import RUN_ID_ENV, check_run_id
 from case_runners.run_options import CONFIG_KEY, RUN_VAR, SELECTION, given
 from case_runners.vendors import vendor_for_device
