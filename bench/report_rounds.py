@@ -21,7 +21,7 @@ from pathlib import Path
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.report.cli import write_report
 from case_runners.results.record import write_round_record
-from case_runners.results.summary import write_run_summary
+from case_runners.results.summary_files import write_run_summary
 
 
 def real_round(case: str, steps: int, results: Path) -> Path:

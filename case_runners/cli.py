@@ -274,7 +274,9 @@ def cmd_check_record(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from case_runners.results.run_dir import check_run_dir
-    from case_runners.results.summary import render_table, summarize_run, write_run_summary
+    from case_runners.results.summary import summarize_run
+    from case_runners.results.summary_files import write_run_summary
+    from case_runners.results.summary_text import render_table
     run_dir = check_run_dir(Path(args.run_dir))  # a mistyped path is refused, as report and history refuse it
     summary, written = write_run_summary(run_dir) if args.write else (summarize_run(run_dir), None)
     if args.table:

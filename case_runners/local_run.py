@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from case_runners.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.errors import ConfigError
@@ -26,14 +26,16 @@ from case_runners.launch import waiting
 from case_runners.launch.progress import progress
 from case_runners.netutil import free_port
 from case_runners.paths import project_root, results_root
-from case_runners.plan.run_plan import make_plan
+from case_runners.plan.run_plan import Plan, check_request, resolve_cases, write_run_dir
+from case_runners.plan.run_vars import RunRequest
 from case_runners.processes import PARENT_PID_ENV
 from case_runners.records.names import BASE, SUCCESS
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.report.cli import write_report
 from case_runners.requirements_check import unsatisfied
 from case_runners.results.record import read_node_result, write_round_record
-from case_runners.results.summary import render_table, write_run_summary
+from case_runners.results.summary_files import write_run_summary
+from case_runners.results.summary_text import render_table
 from case_runners.run_ids import RUN_ID_ENV, check_run_id
 from case_runners.run_options import CONFIG_KEY, RUN_VAR, SELECTION, given
 from case_runners.vendors import vendor_for_device
@@ -65,7 +67,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
-def _request(args: argparse.Namespace) -> dict[str, Any]:
+def _request(args: argparse.Namespace) -> RunRequest:
     """The plan request of the command line. ConfigError (exit status 2, before any run directory) for a bad
     --set, a case given twice or not at all, a --device no vendor (or not --vendor) has, a bad --run-id."""
     if args.cases and args.model_name:
@@ -82,9 +84,10 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
     if args.run_id is not None:
         check_run_id(args.run_id, key="--run-id", file=None)
     results_dir = Path(args.results_dir).resolve() if args.results_dir else results_root()  # the one default
-    return {**request, "runtime": "host", "task": args.task, "results_dir": str(results_dir),
-            "case_timeout_s": args.timeout_s,
-            **({"cases": [{"case": name, **fields, "overrides": overrides} for name in names]} if names else {})}
+    return cast(RunRequest, {  # the keys of RUN_VAR options are request keys
+        **request, "runtime": "host", "task": args.task, "results_dir": str(results_dir),
+        "case_timeout_s": args.timeout_s,
+        **({"cases": [{"case": name, **fields, "overrides": overrides} for name in names]} if names else {})})
 
 
 def _node_problems(configs: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
@@ -105,7 +108,7 @@ def _node_problems(configs: list[dict[str, Any]], args: argparse.Namespace) -> l
     return list(dict.fromkeys(problems))
 
 
-def _host_problems(plan: dict[str, Any]) -> list[str]:
+def _host_problems(plan: Plan) -> list[str]:
     """What the playbook's host preflight would find on this host: the vendor cases' requirements (which the
     playbook installs and this run does not; their warnings printed), Python, devices, every case's data dir."""
     wanted = [name for config in plan["cases"] for name in config.get("requirements") or []]
@@ -147,17 +150,19 @@ def _launch(argv: list[str], run_id: str, node_dir: Path, label: str, interval: 
 
 
 def run_local(args: argparse.Namespace) -> int:
-    request = _request(args)
-    checked = make_plan(request, check=True)
+    root = project_root()
+    resolved = resolve_cases(check_request(_request(args), root), root)  # planned once, written below
+    checked = resolved.plan()
     problems = [f"error: {e}" for e in checked["errors"]] or \
         [f"error: {p}" for p in _node_problems(checked["cases"], args) or _host_problems(checked)]
     if problems:  # rejected before anything is written: no run directory is left behind
         print("\n".join(problems), file=sys.stderr)
         return 2
-    plan = make_plan(request)
+    plan = write_run_dir(resolved, root)
     if not plan["ok"]:
         print("\n".join(f"error: {e}" for e in plan["errors"]), file=sys.stderr)
         return 2
+    assert plan["run_dir"] is not None and plan["run_id"] is not None  # an accepted plan has its directory
     run_dir, run_id, host = Path(plan["run_dir"]), plan["run_id"], socket.gethostname()
     node_rank = args.node_rank
     interrupted, all_succeeded = False, True

@@ -13,7 +13,7 @@ for strings and lists (a string needs `max_length` or `choices`); `items`, the s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,9 @@ class Constraint:
         return text + (", or null" if self.nullable else "")
 
 
+Bad = Callable[[str], ConfigError]  # a spec's error, naming its key and file
+
+
 def make_constraint(spec: Mapping[str, Any], like: Any, *, key: str, file: str) -> Constraint:
     """The Constraint of a spec (without `default`) for a param whose default is `like`; ConfigError if the spec
     is incomplete or inconsistent (a developer's error)."""
@@ -97,6 +100,28 @@ def make_constraint(spec: Mapping[str, Any], like: Any, *, key: str, file: str) 
 
     if not isinstance(spec, Mapping):
         raise bad(f"expected a mapping, got {shown(spec)}")
+    kind = _spec_kind(spec, like, bad)
+    nullable = spec.get("nullable", False)
+    if not isinstance(nullable, bool):
+        raise bad("nullable must be true or false")
+    bounds = _spec_bounds(spec, kind, bad)
+    choices = spec.get("choices")
+    if choices is not None:
+        if not isinstance(choices, list) or not choices:
+            raise bad("choices must be a non-empty list")
+        choices = tuple(coerce(c, kind, key=key, file=file) for c in choices)
+    lengths = _spec_lengths(spec, kind, bad)
+    items = None
+    if "items" in spec:
+        if kind is not list:
+            raise bad("items is for lists")
+        items = make_constraint(spec["items"], like[0] if like else None, key=f"{key}.items", file=file)
+    _check_complete(kind, bounds, lengths, choices is not None, items is not None, bad)
+    return Constraint(kind, **bounds, choices=choices, nullable=nullable, **lengths, items=items)
+
+
+def _spec_kind(spec: Mapping[str, Any], like: Any, bad: Bad) -> type:
+    """A spec's value type: its `type`, else its default's; its keys checked first."""
     unknown = sorted(set(spec) - set(SPEC_KEYS) - {"default"})
     if unknown:
         raise bad(f"unknown key '{unknown[0]}'")
@@ -107,9 +132,11 @@ def make_constraint(spec: Mapping[str, Any], like: Any, *, key: str, file: str) 
         raise bad("a null default needs a type")
     if kind not in TYPES.values():
         raise bad(f"unsupported type {kind.__name__}")
-    nullable = spec.get("nullable", False)
-    if not isinstance(nullable, bool):
-        raise bad("nullable must be true or false")
+    return kind
+
+
+def _spec_bounds(spec: Mapping[str, Any], kind: type, bad: Bad) -> dict[str, Any]:
+    """A spec's min, max, above and below: numbers, for a number, one lower and one upper bound at most."""
     bounds = {b: spec.get(b) for b in ("min", "max", "above", "below")}
     if any(v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))) for v in bounds.values()):
         raise bad("min, max, above and below must be numbers")
@@ -118,29 +145,29 @@ def make_constraint(spec: Mapping[str, Any], like: Any, *, key: str, file: str) 
     if (bounds["min"] is not None and bounds["above"] is not None) or (
             bounds["max"] is not None and bounds["below"] is not None):
         raise bad("give min or above, max or below, not both")
-    choices = spec.get("choices")
-    if choices is not None:
-        if not isinstance(choices, list) or not choices:
-            raise bad("choices must be a non-empty list")
-        choices = tuple(coerce(c, kind, key=key, file=file) for c in choices)
+    return bounds
+
+
+def _spec_lengths(spec: Mapping[str, Any], kind: type, bad: Bad) -> dict[str, Any]:
+    """A spec's min_length and max_length: integers >= 0, for a string or a list."""
     lengths = {b: spec.get(b) for b in ("min_length", "max_length")}
     if any(v is not None for v in lengths.values()) and kind not in (str, list):
         raise bad("min_length and max_length are for strings and lists")
     if any(v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0) for v in lengths.values()):
         raise bad("min_length and max_length must be integers >= 0")
-    items = None
-    if "items" in spec:
-        if kind is not list:
-            raise bad("items is for lists")
-        items = make_constraint(spec["items"], like[0] if like else None, key=f"{key}.items", file=file)
-    if kind in (int, float) and choices is None and (
+    return lengths
+
+
+def _check_complete(kind: type, bounds: dict[str, Any], lengths: dict[str, Any], choices: bool, items: bool,
+                    bad: Bad) -> None:
+    """A range that bounds its values: a number both ways, a string's and a list's length (or choices)."""
+    if kind in (int, float) and not choices and (
             (bounds["min"] is None and bounds["above"] is None) or (bounds["max"] is None and bounds["below"] is None)):
         raise bad("a number needs a lower bound (min or above) and an upper one (max or below), or choices")
-    if kind is str and choices is None and lengths["max_length"] is None:
+    if kind is str and not choices and lengths["max_length"] is None:
         raise bad("a string needs max_length or choices")
-    if kind is list and (lengths["max_length"] is None or items is None):
+    if kind is list and (lengths["max_length"] is None or not items):
         raise bad("a list needs max_length and items")
-    return Constraint(kind, **bounds, choices=choices, nullable=nullable, **lengths, items=items)
 
 
 SHARED: dict[str, Constraint] = {name: make_constraint(spec, None, key=name, file=SHARED_FILE)

@@ -144,6 +144,26 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
     """The selection and the errors of its numbers; ConfigError if it cannot be read. A selection whose scale
     (nnodes, nproc) is out of range is None; one whose repeat or timeout_s is, is still resolved, so the errors
     of its config are reported with them."""
+    item = _as_mapping(item, where)
+    case, overrides, data_dir = _names_and_paths(item, where)
+    task = item.get("task") or default_task
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {shown(task)}", key=f"{where}.task", allowed=TASKS)
+    functional = item.get(FUNCTIONAL, False)
+    if not isinstance(functional, bool) or (functional and task not in FUNCTIONAL_TASKS):
+        raise ConfigError(f"must be true or false, and true only for a task of {', '.join(FUNCTIONAL_TASKS)}",
+                          key=f"{where}.{FUNCTIONAL}", allowed=[True, False])
+    numbers, errors = _numbers(item, where)
+    if any(exc.key in (f"{where}.nnodes", f"{where}.nproc") for exc in errors):
+        return None, errors
+    framework, version = split_framework(str(item.get("framework") or "pytorch"))
+    return Selection(case=case, source=where, framework=framework, framework_version=version,
+                     hardware=str(item["hardware"]) if item.get("hardware") else None, data_dir=data_dir or None,
+                     overrides=dict(overrides), task=task, functional=functional, **numbers), errors
+
+
+def _as_mapping(item: Any, where: str) -> dict[str, Any]:
+    """A selection as a mapping of SELECTION_KEYS: a "case:framework:..." string split, a mapping's such case too."""
     if isinstance(item, str):
         try:
             item = _split_key(item)
@@ -156,6 +176,11 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
     unknown = sorted(set(item) - set(SELECTION_KEYS))
     if unknown:
         raise ConfigError(f"unknown key '{unknown[0]}'", key=f"{where}.{unknown[0]}", allowed=SELECTION_KEYS)
+    return item
+
+
+def _names_and_paths(item: dict[str, Any], where: str) -> tuple[str, dict[str, Any], str | None]:
+    """(case, overrides, data_dir) of a selection, each of the right type and no name or path too long."""
     case = item.get("case")
     if not isinstance(case, str) or not case:
         raise ConfigError("is required and must be a case name", key=f"{where}.case")
@@ -172,13 +197,12 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
     long = path_too_long(data_dir, key=f"{where}.data_dir")
     if long:
         raise long
-    task = item.get("task") or default_task
-    if task not in TASKS:
-        raise ConfigError(f"unknown task {shown(task)}", key=f"{where}.task", allowed=TASKS)
-    functional = item.get(FUNCTIONAL, False)
-    if not isinstance(functional, bool) or (functional and task not in FUNCTIONAL_TASKS):
-        raise ConfigError(f"must be true or false, and true only for a task of {', '.join(FUNCTIONAL_TASKS)}",
-                          key=f"{where}.{FUNCTIONAL}", allowed=[True, False])
+    return case, overrides, data_dir
+
+
+def _numbers(item: dict[str, Any], where: str) -> tuple[dict[str, Any], list[ConfigError]]:
+    """nnodes, nproc, repeat and timeout_s of a selection (its defaults where unset, or out of range), and the
+    errors of those out of range."""
     numbers: dict[str, Any] = {"nnodes": 1, "nproc": 1, "repeat": 1, "timeout_s": None}  # the defaults
     errors = []
     for name, default in list(numbers.items()):
@@ -189,9 +213,4 @@ def _one(item: Any, where: str, default_task: str) -> tuple[Selection | None, li
             numbers[name] = BOUNDS[name].check(value, key=f"{where}.{name}", file=RUN_VARS_FILE)
         except ConfigError as exc:
             errors.append(exc)
-    if any(exc.key in (f"{where}.nnodes", f"{where}.nproc") for exc in errors):
-        return None, errors
-    framework, version = split_framework(str(item.get("framework") or "pytorch"))
-    return Selection(case=case, source=where, framework=framework, framework_version=version,
-                     hardware=str(item["hardware"]) if item.get("hardware") else None, data_dir=data_dir or None,
-                     overrides=dict(overrides), task=task, functional=functional, **numbers), errors
+    return numbers, errors

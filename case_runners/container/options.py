@@ -49,20 +49,25 @@ def check_container(section: Any, file: str) -> None:
         where = f"container.run.{key}"
         if key not in RUN_KEYS:
             raise ConfigError("unknown container option", key=where, file=file, allowed=RUN_KEYS)
-        if key == "ipc_mode" and value not in IPC_MODES:
-            raise ConfigError(f"unknown IPC mode '{value}'", key=where, file=file, allowed=IPC_MODES)
-        if key == "ulimits" and not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
-            raise ConfigError("must map limit names to integers (-1: unlimited)", key=where, file=file)
-        if key in ("devices", "cap_add") and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise ConfigError("must be a list of strings", key=where, file=file)
-        if key == "environment" and not isinstance(value, dict):
-            raise ConfigError("must be a mapping", key=where, file=file)
+        _check_run_option(key, value, where, file)
         if key == "privileged":
             run[key] = to_bool(value, key=where, file=file)
-        if key == "gpus" and not (value == "all" or (isinstance(value, int) and value > 0) or value is None):
-            raise ConfigError(f"'{value}' is not a GPU request", key=where, file=file, allowed=["all", "a count"])
-        if key == "shm_size" and not isinstance(value, (str, int)):
-            raise ConfigError("must be a size such as 16g", key=where, file=file)
+
+
+def _check_run_option(key: str, value: Any, where: str, file: str) -> None:
+    """Raise ConfigError for a run option (one of RUN_KEYS) whose value docker would not take."""
+    if key == "ipc_mode" and value not in IPC_MODES:
+        raise ConfigError(f"unknown IPC mode '{value}'", key=where, file=file, allowed=IPC_MODES)
+    if key == "ulimits" and not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
+        raise ConfigError("must map limit names to integers (-1: unlimited)", key=where, file=file)
+    if key in ("devices", "cap_add") and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ConfigError("must be a list of strings", key=where, file=file)
+    if key == "environment" and not isinstance(value, dict):
+        raise ConfigError("must be a mapping", key=where, file=file)
+    if key == "gpus" and not (value == "all" or (isinstance(value, int) and value > 0) or value is None):
+        raise ConfigError(f"'{value}' is not a GPU request", key=where, file=file, allowed=["all", "a count"])
+    if key == "shm_size" and not isinstance(value, (str, int)):
+        raise ConfigError("must be a size such as 16g", key=where, file=file)
 
 
 def sdk_options(run: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from case_runners.cases import list_cases
-from case_runners.config.flagperf_names import CASE_NAMES, FRAMEWORK, VENDOR_SETTINGS, param, run_setting
+from case_runners.config.flagperf_names import CASE_NAMES, FRAMEWORK, VENDOR_SETTINGS, Name, param, run_setting
 from case_runners.config.selection import split_framework
 from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError
@@ -191,10 +191,7 @@ class Importer:
             if row is None:
                 self.report.add(NONE, source, "not a FlagPerf setting perfplay knows (docs/flagperf-migration.md)")
             elif name in VENDOR_SETTINGS:
-                if isinstance(vendor, str) and vendor.strip():
-                    vendor_settings[name] = (value, source)
-                else:
-                    self.report.add(NONE, source, f"{row.note}: this file names no VENDOR to give it to")
+                self._vendor_setting(name, value, source, row, vendor, vendor_settings)
             elif row.perfplay is None:
                 self.report.add(NONE, source, row.note)
             elif name == "CASES":
@@ -202,11 +199,7 @@ class Importer:
                     value = self._list_cases(value, values, source)
                 self._cases(value, source, run_vars, inference)
             elif name == "HOSTS":
-                if isinstance(value, list) and value and all(isinstance(h, str) and h.strip() for h in value):
-                    hosts = [h.strip() for h in value]
-                    self.report.add(MAPPED, source, f"-> {row.perfplay}: {', '.join(hosts)}")
-                else:
-                    self.report.add(NONE, source, f"expected a list of host names or addresses, got {value!r}")
+                hosts = self._hosts(value, source, row)
             elif name == "SSH_PORT":
                 port = self._port(value, source, row.perfplay)
             elif name == "MASTER_PORT":
@@ -215,19 +208,41 @@ class Importer:
                     run_vars["perfplay_master_port"] = master
             elif name == "VENDOR":
                 self._vendor(value, source, run_vars)
-            elif name == "CLEAR_CACHES":
-                if isinstance(value, bool):
-                    run_vars["perfplay_clear_caches"] = value
-                    self.report.add(MAPPED, source, f"-> {row.perfplay}: {str(value).lower()}")
-                else:
-                    self.report.add(NONE, source, f"expected True or False, got {value!r}")
-            elif name == "PIP_SOURCE":
-                if isinstance(value, str) and value.strip():
-                    run_vars["perfplay_image"] = {"pip_index_url": value.strip()}
-                    self.report.add(MAPPED, source, f"-> {row.perfplay}: {value.strip()}; {row.note}")
-                else:
-                    self.report.add(NONE, source, f"expected a URL, got {value!r}")
+            elif name in ("CLEAR_CACHES", "PIP_SOURCE"):
+                self._image_or_cache_setting(name, value, source, row, run_vars)
         return (hosts, port) if hosts else None
+
+    def _vendor_setting(self, name: str, value: Any, source: str, row: Name, vendor: Any,
+                        vendor_settings: dict[str, tuple[Any, str]]) -> None:
+        """A setting of the vendor folder (VENDOR_SETTINGS): kept for the VENDOR this file names, if it names one."""
+        if isinstance(vendor, str) and vendor.strip():
+            vendor_settings[name] = (value, source)
+        else:
+            self.report.add(NONE, source, f"{row.note}: this file names no VENDOR to give it to")
+
+    def _hosts(self, value: Any, source: str, row: Name) -> list[str] | None:
+        """HOSTS: the inventory's hosts, or None (reported) when it is not a list of names."""
+        if isinstance(value, list) and value and all(isinstance(h, str) and h.strip() for h in value):
+            hosts = [h.strip() for h in value]
+            self.report.add(MAPPED, source, f"-> {row.perfplay}: {', '.join(hosts)}")
+            return hosts
+        self.report.add(NONE, source, f"expected a list of host names or addresses, got {value!r}")
+        return None
+
+    def _image_or_cache_setting(self, name: str, value: Any, source: str, row: Name,
+                                run_vars: dict[str, Any]) -> None:
+        """CLEAR_CACHES (perfplay_clear_caches) or PIP_SOURCE (perfplay_image's pip_index_url), when of its type."""
+        if name == "CLEAR_CACHES":
+            if isinstance(value, bool):
+                run_vars["perfplay_clear_caches"] = value
+                self.report.add(MAPPED, source, f"-> {row.perfplay}: {str(value).lower()}")
+            else:
+                self.report.add(NONE, source, f"expected True or False, got {value!r}")
+        elif isinstance(value, str) and value.strip():
+            run_vars["perfplay_image"] = {"pip_index_url": value.strip()}
+            self.report.add(MAPPED, source, f"-> {row.perfplay}: {value.strip()}; {row.note}")
+        else:
+            self.report.add(NONE, source, f"expected a URL, got {value!r}")
 
     def _run_vars(self, name: str, shown: str, what: str, run_vars: dict[str, Any]) -> None:
         """Run vars that never plan a case FlagPerf's CASES did not name: without a case perfplay has, an empty

@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from case_runners.launch.watchdog import VERBS, CoordinatorLink, MemberLink, Peer, node_label
 from case_runners.launch.wire import Channel, ChannelClosed, readable
@@ -50,93 +51,170 @@ def listen(addr: str, port: int, backlog: int) -> socket.socket:
                                         f"{exc.strerror or exc} (run var perfplay_master_port)") from None
 
 
+# Node 0's states while the others join (Gathering.state); each transition is one of Gathering's methods.
+GATHERING = "gathering"  # waiting for nnodes - 1 joins: connected() a launcher, received() its join
+READY = "ready"          # every other node joined: host() sends them "go"
+ABORTED = "aborted"      # interrupted, timed out, a node failed or went silent: `failure` says why
+
+
+class Gathering:
+    """Node 0's side of the rendezvous as a state machine, without sockets of its own: host() feeds it the
+    launchers that connect, what they send and the clock, and acts on its state. A transition out of ABORTED
+    never happens: the first failure is the round's."""
+
+    def __init__(self, *, node_name: str, run_id: str, nnodes: int, nproc: int, where: str, rdzv_timeout_s: float,
+                 heartbeat_timeout_s: float, now: float) -> None:
+        self.node_name, self.run_id, self.nnodes, self.nproc, self.where = node_name, run_id, nnodes, nproc, where
+        self.rdzv_timeout_s, self.heartbeat_timeout_s = rdzv_timeout_s, heartbeat_timeout_s
+        self.me = node_label(0, node_name)
+        self.deadline = now + rdzv_timeout_s
+        self.pending: list[Channel] = []  # connected, not yet joined
+        self.peers: dict[int, Peer] = {}
+        self.rejected: list[str] = []
+        self.state = GATHERING if nnodes > 1 else READY
+        self.failure: RendezvousError | None = None
+        self.abort_reason = ""  # what the joined nodes are told when the rendezvous is aborted
+
+    def channels(self) -> list[Channel]:
+        """The connections to listen on: the launchers not yet joined and the joined ones."""
+        return [*self.pending, *(p.channel for p in self.peers.values())]
+
+    def check(self, interrupted: str | None, now: float) -> str:
+        """Before each wait while GATHERING: this launcher's interruption, then the deadline."""
+        if self.state != GATHERING:
+            return self.state
+        if interrupted:
+            return self._abort(INTERRUPTED, interrupted, f"rendezvous: {self.me} was interrupted: {interrupted}")
+        if now > self.deadline:
+            missing = ", ".join(str(k) for k in range(1, self.nnodes) if k not in self.peers)
+            also = f"; rejected: {'; '.join(self.rejected)}" if self.rejected else ""
+            return self._abort(FAILED, f"rendezvous: node(s) {missing} did not join {self.me} at {self.where} "
+                                       f"within {self.rdzv_timeout_s:g} s{also}")
+        return self.state
+
+    def connected(self, channel: Channel) -> str:
+        self.pending.append(channel)
+        return self.state
+
+    def closed(self, channel: Channel, closed: ChannelClosed) -> str:
+        """A connection ended: a launcher that had not joined is forgotten, a joined one is lost."""
+        peer = self._peer(channel)
+        if peer is None:
+            self.pending.remove(channel)
+            return self.state
+        return self._abort(FAILED, f"rendezvous: {peer.label} lost contact ({closed})")
+
+    def received(self, channel: Channel, messages: list[dict[str, Any]], now: float) -> str:
+        """What a connection sent: a launcher's join (the rest of what it sent with it is dropped), or a joined
+        node's failure (anything else from a joined node is a heartbeat)."""
+        peer = self._peer(channel)
+        for message in messages:
+            if peer is None and isinstance(message.get("join"), dict):
+                self.pending.remove(channel)
+                self._admit(channel, message["join"], now)
+                break
+            if peer is not None and "fail" in message:
+                status = message["status"] if message.get("status") in VERBS else FAILED
+                return self._abort(FAILED, f"rendezvous: {peer.label} {VERBS[status]}: {message['fail']}")
+        return self.state
+
+    def heartbeats(self) -> str:
+        """After each wait: a joined node silent for heartbeat_timeout_s is lost; the others get a heartbeat due."""
+        for peer in self.peers.values():
+            if peer.channel.silent_for() > self.heartbeat_timeout_s:
+                return self._abort(FAILED, f"rendezvous: {peer.label} lost contact "
+                                           f"(no heartbeat for {self.heartbeat_timeout_s:g} s)")
+            peer.channel.heartbeat_if_due()
+        return self.state
+
+    def _peer(self, channel: Channel) -> Peer | None:
+        return next((p for p in self.peers.values() if p.channel is channel), None)
+
+    def _admit(self, channel: Channel, join: dict[str, Any], now: float) -> None:
+        """Welcome a join (READY once it is the last one) or reject it, saying why."""
+        rank, name = join.get("node_rank"), str(join.get("node_name") or channel.peer)
+        why = self._refusal(join, rank)
+        if why is None and isinstance(rank, int):
+            self.peers[rank] = Peer(rank, name, channel)
+            channel.send({"welcome": {"node_name": self.node_name, "wait_s": max(0.0, self.deadline - now)}})
+            if len(self.peers) == self.nnodes - 1 and self.state == GATHERING:
+                self.state = READY
+            return
+        who = f"node {rank} ({name}) from {channel.peer}"
+        self.rejected.append(f"{who}: {why}")
+        print(f"rendezvous: {self.me} rejected {who}: {why}", file=sys.stderr, flush=True)
+        channel.send({"reject": why, "node_name": self.node_name})
+        channel.close()
+
+    def _refusal(self, join: dict[str, Any], rank: Any) -> str | None:
+        """Why a join cannot be admitted: another run or layout, a node rank out of range or taken; None if none."""
+        if join.get("run_id") != self.run_id:
+            return f"its run id {join.get('run_id')!r} is not node 0's {self.run_id!r}"
+        if (join.get("nnodes"), join.get("nproc")) != (self.nnodes, self.nproc):
+            return (f"it runs nnodes={join.get('nnodes')}, nproc={join.get('nproc')}; "
+                    f"node 0 runs nnodes={self.nnodes}, nproc={self.nproc}")
+        if not isinstance(rank, int) or not 0 < rank < self.nnodes:
+            return f"node rank {rank} is outside 1..{self.nnodes - 1}"
+        if rank in self.peers:
+            taken = self.peers[rank]
+            return f"node rank {rank} has already joined from {taken.node_name} ({taken.channel.peer})"
+        return None
+
+    def _abort(self, status: str, reason: str, abort_reason: str | None = None) -> str:
+        if self.state != ABORTED:
+            self.state, self.failure = ABORTED, RendezvousError(status, reason)
+            self.abort_reason = abort_reason or reason
+        return self.state
+
+    def close(self) -> None:
+        """Close the connections that did not join; aborted, tell the joined nodes why and close theirs too."""
+        if self.state == ABORTED:
+            for peer in self.peers.values():
+                peer.channel.send({"abort": self.abort_reason, "status": FAILED})
+                peer.channel.close()
+        for channel in self.pending:
+            channel.close()
+
+
 def host(*, master_addr: str, master_port: int, node_name: str, run_id: str, nnodes: int, nproc: int,
          rdzv_timeout_s: float, heartbeat_timeout_s: float, interrupted: Interrupted) -> CoordinatorLink:
     """Node 0: wait for the other nnodes - 1 launchers, then start them all."""
-    where = f"{master_addr}:{master_port}"
-    me = node_label(0, node_name)
     listener = listen(master_addr, master_port, backlog=max(8, nnodes))
-    deadline = time.monotonic() + rdzv_timeout_s
-    pending: list[Channel] = []  # connected, not yet joined
-    peers: dict[int, Peer] = {}
-    rejected: list[str] = []
-
-    def fail(status: str, reason: str, abort_reason: str | None = None) -> RendezvousError:
-        for peer in peers.values():
-            peer.channel.send({"abort": abort_reason or reason, "status": FAILED})
-            peer.channel.close()
-        for channel in pending:
-            channel.close()
-        listener.close()
-        return RendezvousError(status, reason)
-
-    def admit(channel: Channel, join: dict) -> None:
-        rank, name = join.get("node_rank"), str(join.get("node_name") or channel.peer)
-        who = f"node {rank} ({name}) from {channel.peer}"
-        if join.get("run_id") != run_id:
-            why = f"its run id {join.get('run_id')!r} is not node 0's {run_id!r}"
-        elif (join.get("nnodes"), join.get("nproc")) != (nnodes, nproc):
-            why = (f"it runs nnodes={join.get('nnodes')}, nproc={join.get('nproc')}; "
-                   f"node 0 runs nnodes={nnodes}, nproc={nproc}")
-        elif not isinstance(rank, int) or not 0 < rank < nnodes:
-            why = f"node rank {rank} is outside 1..{nnodes - 1}"
-        elif rank in peers:
-            why = f"node rank {rank} has already joined from {peers[rank].node_name} ({peers[rank].channel.peer})"
-        else:
-            peers[rank] = Peer(rank, name, channel)
-            channel.send({"welcome": {"node_name": node_name, "wait_s": max(0.0, deadline - time.monotonic())}})
-            return
-        rejected.append(f"{who}: {why}")
-        print(f"rendezvous: {me} rejected {who}: {why}", file=sys.stderr, flush=True)
-        channel.send({"reject": why, "node_name": node_name})
-        channel.close()
-
-    while len(peers) < nnodes - 1:
-        reason = interrupted()
-        if reason:
-            raise fail(INTERRUPTED, reason, f"rendezvous: {me} was interrupted: {reason}")
-        if time.monotonic() > deadline:
-            missing = ", ".join(str(k) for k in range(1, nnodes) if k not in peers)
-            also = f"; rejected: {'; '.join(rejected)}" if rejected else ""
-            raise fail(FAILED, f"rendezvous: node(s) {missing} did not join {me} at {where} "
-                                 f"within {rdzv_timeout_s:g} s{also}")
-        for ready in readable([listener, *pending, *(p.channel for p in peers.values())], TICK_S):
-            if ready is listener:
-                try:
-                    sock, _ = listener.accept()
-                    pending.append(Channel(sock))
-                except OSError:
-                    pass
-                continue
-            peer = next((p for p in peers.values() if p.channel is ready), None)
-            try:
-                messages = ready.receive()
-            except ChannelClosed as closed:
-                if peer is None:
-                    pending.remove(ready)
-                    continue
-                raise fail(FAILED, f"rendezvous: {peer.label} lost contact ({closed})") from None
-            for message in messages:
-                if peer is None and isinstance(message.get("join"), dict):
-                    pending.remove(ready)
-                    admit(ready, message["join"])
-                    break
-                if peer is not None and "fail" in message:
-                    status = message.get("status") if message.get("status") in VERBS else FAILED
-                    raise fail(FAILED, f"rendezvous: {peer.label} {VERBS[status]}: {message['fail']}")
-        for peer in peers.values():
-            if peer.channel.silent_for() > heartbeat_timeout_s:
-                raise fail(FAILED, f"rendezvous: {peer.label} lost contact "
-                                     f"(no heartbeat for {heartbeat_timeout_s:g} s)")
-            peer.channel.heartbeat_if_due()
-
-    for channel in pending:
-        channel.close()
+    gathering = Gathering(node_name=node_name, run_id=run_id, nnodes=nnodes, nproc=nproc,
+                          where=f"{master_addr}:{master_port}", rdzv_timeout_s=rdzv_timeout_s,
+                          heartbeat_timeout_s=heartbeat_timeout_s, now=time.monotonic())
+    while gathering.check(interrupted(), time.monotonic()) == GATHERING:
+        if _serve(listener, gathering) != ABORTED:
+            gathering.heartbeats()
+    gathering.close()
     listener.close()
+    if gathering.failure is not None:
+        raise gathering.failure
     torch_port = free_port("")  # torch's TCPStore listens on every address of node 0
-    for peer in peers.values():
+    for peer in gathering.peers.values():
         peer.channel.send({"go": {"torch_port": torch_port}})
-    return CoordinatorLink(node_name, peers, heartbeat_timeout_s, torch_port)
+    return CoordinatorLink(node_name, gathering.peers, heartbeat_timeout_s, torch_port)
+
+
+def _serve(listener: socket.socket, gathering: Gathering) -> str:
+    """One wait of node 0 (TICK_S at most): accept the launchers that connect and pass on what they send."""
+    for ready in readable([listener, *gathering.channels()], TICK_S):
+        if ready is listener:
+            try:
+                sock, _ = listener.accept()
+                gathering.connected(Channel(sock))
+            except OSError:
+                pass
+            continue
+        try:
+            messages = ready.receive()
+        except ChannelClosed as closed:
+            state = gathering.closed(ready, closed)
+        else:
+            state = gathering.received(ready, messages, time.monotonic())
+        if state == ABORTED:
+            return state
+    return gathering.state
 
 
 def connect(addr: str, port: int, timeout_s: float, interrupted: Interrupted) -> socket.socket:

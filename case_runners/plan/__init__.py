@@ -3,7 +3,9 @@
 layering           a training case: case base < vendor hardware config < run overrides
 inference_config   an inference case's three files (seed 002)
 inference          an inference selection into the resolved config's outer shape
-run_plan           the run request: every selection, the runtimes, the run directory (`python -m case_runners plan`)
+run_vars           the run request's keys (RunRequest) and run vars, checked
+run_plan           the run request in three steps: check_request, resolve_cases (every selection, the runtimes),
+                   write_run_dir; make_plan takes all three (`python -m case_runners plan`)
 
 It sits above the config leaf (case_runners/config: YAML, types, ranges, selections) and the vendors, cases,
 container images and trainer adapters it checks; nothing below imports it.

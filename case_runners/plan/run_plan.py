@@ -1,17 +1,24 @@
-"""The run plan: every selected case resolved and checked on the controller before any host is touched."""
+"""The run plan: every selected case resolved and checked on the controller before any host is touched.
+
+Three steps, each its own function: check_request (the run vars, the results dir, the vendor, the selections),
+resolve_cases (each selection into its resolved config, with the runtimes and what the hosts need) and
+write_run_dir (results/<run_id>/ with each case's resolved config). make_plan takes all three; the single-host
+runner checks this host between the second and the third, so it resolves the cases once.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from case_runners import defaults, files
 from case_runners.bundle import BUNDLE_NAME, write_bundle
 from case_runners.config.parallel import data_parallel_problems
 from case_runners.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
-from case_runners.config.selection import parse_selections
+from case_runners.config.selection import Selection, parse_selections
 from case_runners.container.image import BUILD_KEYS, image_spec
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError, cut, shown
 from case_runners.history.db import default_db, path_problems
@@ -21,7 +28,7 @@ from case_runners.plan.generate import resolve_generate_selection, trained_check
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
 from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
-from case_runners.plan.run_vars import check_run_vars
+from case_runners.plan.run_vars import RunRequest, check_run_vars
 from case_runners.records.resolved import ResolvedConfig, Runtime
 from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.training.adapter import check_adapter_source
@@ -29,9 +36,64 @@ from case_runners.vendor_files import case_requirements
 from case_runners.vendors import load_vendor
 
 
-def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None = None) -> dict[str, Any]:
-    """Resolve a run request (run_vars.py: its keys). Returns {"ok", "errors", "run_id", "run_dir", "cases",
-    "bundle", "images", "rounds", "host_needs", "run_vars"}: every problem of the request at once, or, for an
+class Bundle(TypedDict):
+    """The checkout remote hosts run (perfplay-src.tar), kept with the results."""
+    path: str
+    sha256: str
+
+
+class Plan(TypedDict):
+    """What make_plan returns (`python -m case_runners plan` prints it as JSON for the playbook)."""
+    ok: bool
+    errors: list[str]                   # every problem of the request at once
+    run_id: str | None                  # None until the run directory exists
+    run_dir: str | None
+    cases: list[dict[str, Any]]         # each case's resolved config (ResolvedConfig.to_json)
+    bundle: Bundle | None
+    images: list[dict[str, Any]]        # runtime docker: each framework's image spec
+    rounds: list[dict[str, Any]]        # rounds.py: an accepted plan's rounds in run order
+    host_needs: dict[str, dict[str, Any]]  # with "hosts" in the request: what each host needs for them
+    run_vars: dict[str, Any]            # checked, with their defaults
+
+
+@dataclasses.dataclass
+class CheckedRequest:
+    """Step 1: a request's run vars, results dir, vendor and selections, and every problem found so far."""
+    run_vars: dict[str, Any]
+    errors: list[ConfigError]
+    results_dir: Path
+    run_id: str | None
+    vendor: dict[str, Any] | None       # None: no vendor to resolve the cases with
+    selections: list[Selection]
+    suite_file: str | None              # the vendor's base.yaml, where the selections came from its suite
+    image: Any                          # request["image"], checked with the runtimes
+    bundle: bool
+
+
+@dataclasses.dataclass
+class ResolvedRun:
+    """Step 2: the request's cases resolved, before anything is written."""
+    request: CheckedRequest
+    cases: list[ResolvedConfig]
+    images: list[dict[str, Any]]
+    errors: list[ConfigError]
+
+    def plan(self) -> Plan:
+        """The plan without a run directory: its errors, or an accepted plan's rounds and host needs."""
+        run_vars = self.request.run_vars
+        plan: Plan = {"ok": not self.errors, "errors": [str(e) for e in self.errors], "run_id": None,
+                      "run_dir": None, "cases": [c.to_json() for c in self.cases], "bundle": None,
+                      "images": self.images, "rounds": [], "host_needs": {}, "run_vars": run_vars}
+        if self.errors:
+            return plan
+        hosts = run_vars["hosts"]
+        plan["rounds"] = expand_rounds(self.cases, hosts or [], run_vars["master_port"])
+        plan["host_needs"] = {} if hosts is None else host_needs(plan["rounds"], hosts, self.cases)
+        return plan
+
+
+def make_plan(request: RunRequest | dict[str, Any], *, check: bool = False, root: Path | None = None) -> Plan:
+    """Resolve a run request (run_vars.py: its keys): every problem of the request at once, or, for an
     accepted one, its rounds (rounds.py; with "hosts" in the request, what each host needs for them) and its run
     vars, checked, with their defaults.
 
@@ -43,6 +105,12 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     A run directory that cannot be written completely is removed again: a rejected plan leaves nothing behind.
     """
     root = root or project_root()
+    resolved = resolve_cases(check_request(request, root), root)
+    return resolved.plan() if check or resolved.errors else write_run_dir(resolved, root)
+
+
+def check_request(request: RunRequest | dict[str, Any], root: Path) -> CheckedRequest:
+    """Step 1: the run vars, the run id, the results dir and history database, the vendor and the selections."""
     run_vars, errors = check_run_vars(request)
     run_id = request.get("run_id") or None
     if run_id is not None:
@@ -68,77 +136,108 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
     except ConfigError as exc:
         errors.append(ConfigError(exc.message, key="perfplay_vendor", file=RUN_VARS_FILE, allowed=exc.allowed)
                       if exc.key == "vendor" else exc)
-    task, timeout, hosts = run_vars["task"], run_vars["case_timeout_s"], run_vars["hosts"]
-    cases_asked, source, suite_file = request.get("cases"), "perfplay_cases", None
-    if cases_asked is None:  # the run names no case: the default case, or the vendor's base suite
-        cases_asked = defaults.CASE
-        if task == BASE and vendor is not None:
-            try:
-                data, shown = vendor_base(root, vendor["name"])
-                cases_asked, source = base_suite(root, vendor["name"]), f"the base suite of vendor '{vendor['name']}'"
-                if "suite" in data:  # its entries' errors name base.yaml and suite[i]
-                    source, suite_file = "suite", shown
-            except ConfigError as exc:
-                errors.append(exc)
-    selections, selection_errors = parse_selections(cases_asked, source=source, task=task)
+    cases_asked, source, suite_file = _cases_asked(request.get("cases"), run_vars["task"], vendor, root, errors)
+    selections, selection_errors = parse_selections(cases_asked, source=source, task=run_vars["task"])
     errors += _in_file(selection_errors, suite_file)
-    cases: list[ResolvedConfig] = []
-    adapters_checked: set[str] = set()
-    if vendor is not None:
-        for sel in selections:
-            resolver = {INFERENCE: resolve_inference_selection, BASE: resolve_base_selection,
-                        GENERATE: resolve_generate_selection}.get(sel.task, resolve)
-            config, case_errors = resolver(sel, vendor, root, timeout)
-            errors += _in_file(case_errors, suite_file)
-            if config is not None:
-                if config.task_name == TRAINING:
-                    errors += data_parallel_problems(config.params, config.provenance, config.nnodes * config.nproc,
-                                                     vendor, root)
-                if config.task_name == TRAINING and config.case not in adapters_checked:
-                    adapters_checked.add(config.case)  # the vendor's extern/ adapter, from its source
-                    errors += [ConfigError(p) for p in check_adapter_source(root, config.vendor, config.case)]
-                # The vendor case's pip requirements (also installed into the host venv with the host runtime).
-                config.requirements = [str(p.relative_to(root)) for p in
-                                       case_requirements(root, config.vendor, config.case, config.task_name)]
-                cases.append(config)
+    return CheckedRequest(run_vars=run_vars, errors=errors, results_dir=results_dir, run_id=run_id, vendor=vendor,
+                          selections=selections, suite_file=suite_file, image=request.get("image"),
+                          bundle=bool(request.get("bundle")))
+
+
+def _cases_asked(cases: Any, task: str, vendor: dict[str, Any] | None, root: Path,
+                 errors: list[ConfigError]) -> tuple[Any, str, str | None]:
+    """The selections the run asks for, where they were given and the file they came from: perfplay_cases, or
+    where the run names no case the default case, or the vendor's base suite (adding its errors to `errors`)."""
+    if cases is not None:
+        return cases, "perfplay_cases", None
+    if task != BASE or vendor is None:
+        return defaults.CASE, "perfplay_cases", None
+    try:
+        data, shown_file = vendor_base(root, vendor["name"])
+        suite = base_suite(root, vendor["name"])
+    except ConfigError as exc:
+        errors.append(exc)
+        return defaults.CASE, "perfplay_cases", None
+    if "suite" in data:  # its entries' errors name base.yaml and suite[i]
+        return suite, "suite", shown_file
+    return suite, f"the base suite of vendor '{vendor['name']}'", None
+
+
+def resolve_cases(checked: CheckedRequest, root: Path) -> ResolvedRun:
+    """Step 2: each selection resolved into its config and checked (data parallelism, the vendor's adapter, the
+    trained checkpoints a generate case needs, a case selected twice, the hosts), with the runtimes set."""
+    vendor, run_vars = checked.vendor, checked.run_vars
+    cases, errors = ([], list(checked.errors)) if vendor is None else _configs(checked, vendor, root)
     errors += trained_checkpoints(cases)  # a generate case on this run's trained model: which training saves it
-    images, image_errors = _runtimes(cases, run_vars["runtime"], vendor, request.get("image"), root)
+    images, image_errors = _runtimes(cases, run_vars["runtime"], vendor, checked.image, root)
     errors += image_errors
     ids = [c.case_id for c in cases]
     errors += [ConfigError("is selected twice; give each selection a different hardware, nnodes or nproc",
                            key=f"case {cid}") for cid in sorted({i for i in ids if ids.count(i) > 1})]
-    if hosts is not None:
-        errors += missing_hosts(cases, hosts)
-    result: dict[str, Any] = {"ok": not errors, "errors": [str(e) for e in errors], "run_id": None,
-                              "run_dir": None, "cases": [c.to_json() for c in cases], "bundle": None,
-                              "images": images, "rounds": [], "host_needs": {}, "run_vars": run_vars}
-    if errors:
-        return result
-    if check:
-        return _with_rounds(result, cases, run_vars)
+    if run_vars["hosts"] is not None:
+        errors += missing_hosts(cases, run_vars["hosts"])
+    return ResolvedRun(request=checked, cases=cases, images=images, errors=errors)
+
+
+def _configs(checked: CheckedRequest, vendor: dict[str, Any],
+             root: Path) -> tuple[list[ResolvedConfig], list[ConfigError]]:
+    """Each selection's resolved config, and the request's errors with theirs."""
+    errors = list(checked.errors)
+    cases: list[ResolvedConfig] = []
+    adapters_checked: set[str] = set()
+    for sel in checked.selections:
+        resolver = {INFERENCE: resolve_inference_selection, BASE: resolve_base_selection,
+                    GENERATE: resolve_generate_selection}.get(sel.task, resolve)
+        config, case_errors = resolver(sel, vendor, root, checked.run_vars["case_timeout_s"])
+        errors += _in_file(case_errors, checked.suite_file)
+        if config is None:
+            continue
+        if config.task_name == TRAINING:
+            errors += data_parallel_problems(config.params, config.provenance, config.nnodes * config.nproc,
+                                             vendor, root)
+        if config.task_name == TRAINING and config.case not in adapters_checked:
+            adapters_checked.add(config.case)  # the vendor's extern/ adapter, from its source
+            errors += [ConfigError(p) for p in check_adapter_source(root, config.vendor, config.case)]
+        # The vendor case's pip requirements (also installed into the host venv with the host runtime).
+        config.requirements = [str(p.relative_to(root)) for p in
+                               case_requirements(root, config.vendor, config.case, config.task_name)]
+        cases.append(config)
+    return cases, errors
+
+
+def write_run_dir(resolved: ResolvedRun, root: Path) -> Plan:
+    """Step 3, for an accepted plan: create results/<run_id>/ and write each case's resolved config there (and the
+    bundle when the request asks for it). A run directory that cannot be written completely is removed again."""
+    plan = resolved.plan()
+    if resolved.errors:
+        return plan
+    results_dir = resolved.request.results_dir
     try:
-        run_dir = _new_run_dir(results_dir, run_id)
+        run_dir = _new_run_dir(results_dir, resolved.request.run_id)
     except (OSError, PerfplayError) as exc:
         cause = files.describe_os_error(exc, results_dir) if isinstance(exc, OSError) else str(exc)
-        return {**result, "ok": False, "errors": [str(ConfigError(f"cannot create a run directory: {cause}",
-                                                                  key="perfplay_results_dir", file=RUN_VARS_FILE))]}
+        return _rejected(plan, f"cannot create a run directory: {cause}")
     try:
-        for config in cases:
+        for config in resolved.cases:
             case_dir = run_dir / config.case_id
             os.mkdir(case_dir, files.NEW_DIR_MODE)
             config.config_path = str(case_dir / RESOLVED_NAME)
             files.atomic_write_json(case_dir / RESOLVED_NAME, config.to_json())
-        if request.get("bundle"):
+        if resolved.request.bundle:
             bundle = run_dir / BUNDLE_NAME
-            result["bundle"] = {"path": str(bundle), "sha256": write_bundle(root, bundle)}
+            plan["bundle"] = {"path": str(bundle), "sha256": write_bundle(root, bundle)}
     except (OSError, PerfplayError) as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
         cause = files.describe_os_error(exc, run_dir) if isinstance(exc, OSError) else str(exc)
-        return {**result, "ok": False, "bundle": None, "errors": [str(ConfigError(
-            f"cannot write the run directory ({cause}); nothing was kept", key="perfplay_results_dir",
-            file=RUN_VARS_FILE))]}
-    result.update(run_id=run_dir.name, run_dir=str(run_dir), cases=[c.to_json() for c in cases])
-    return _with_rounds(result, cases, run_vars)
+        return _rejected(plan, f"cannot write the run directory ({cause}); nothing was kept")
+    written = resolved.plan()  # the configs' paths, in the cases and the rounds
+    return {**written, "run_id": run_dir.name, "run_dir": str(run_dir), "bundle": plan["bundle"]}
+
+
+def _rejected(plan: Plan, message: str) -> Plan:
+    """A plan whose run directory could not be made: not ok, with only that error."""
+    return {**plan, "ok": False, "bundle": None, "rounds": [], "host_needs": {},
+            "errors": [str(ConfigError(message, key="perfplay_results_dir", file=RUN_VARS_FILE))]}
 
 
 def _in_file(errors: list[ConfigError], file: str | None) -> list[ConfigError]:
@@ -155,13 +254,6 @@ def _suite_file(said: str | None, file: str) -> str | None:
         return file
     prefix = "run overrides (suite["
     return f"{file} ({said[len('run overrides ('):-1]})" if said and said.startswith(prefix) else said
-
-
-def _with_rounds(result: dict[str, Any], cases: list[ResolvedConfig], run_vars: dict[str, Any]) -> dict[str, Any]:
-    """An accepted plan's rounds, and what each of the request's hosts needs for them."""
-    hosts = run_vars["hosts"]
-    rounds = expand_rounds(cases, hosts or [], run_vars["master_port"])
-    return {**result, "rounds": rounds, "host_needs": {} if hosts is None else host_needs(rounds, hosts, cases)}
 
 
 def discard_unstarted_run(run_dir: Path) -> bool:

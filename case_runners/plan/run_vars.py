@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from case_runners import defaults
 from case_runners.config.constraints import Constraint, make_constraint
@@ -74,6 +74,32 @@ SCALARS: dict[str, tuple[Constraint, Any]] = {
 PASSED_ON = ("cases", "image", "results_dir", "run_id", "history_db", "bundle")
 PATH_VARS = ("results_dir", "history_db")  # paths the plan looks at: too long ones refused unread (path_too_long)
 REQUEST_KEYS = (*CHOICES, *SCALARS, "hosts", "nic", "run_var_names", "host_var_names", *PASSED_ON)
+
+
+class RunRequest(TypedDict, total=False):
+    """A plan request (`python -m case_runners plan REQUEST.json`, the single-host runner's): REQUEST_KEYS, each
+    optional. Values are checked, not trusted: the playbook passes the run vars as the user set them."""
+    vendor: str
+    task: str                           # CHOICES
+    runtime: str                        # CHOICES
+    image: dict[str, Any] | None        # perfplay_image: container/image.py BUILD_KEYS
+    case_timeout_s: float | None
+    clear_caches: bool
+    monitor_interval_s: float
+    progress_interval_s: float
+    rdzv_timeout_s: float | None
+    heartbeat_timeout_s: float
+    master_port: int
+    min_free_bytes: int
+    hosts: list[str] | None             # what perfplay_host_pattern matched, in node order
+    nic: str | dict[str, str] | None    # one interface for every host, or per host
+    run_var_names: list[str]            # the controller's vars matching QUERIED_NAMES
+    host_var_names: dict[str, list[str]]
+    cases: Any                          # perfplay_cases: config/selection.py parse_selections takes every form
+    results_dir: str
+    run_id: str | None
+    history_db: str | None
+    bundle: bool                        # write the checkout remote hosts run into the run directory
 
 
 def error(name: str, message: str, allowed: list[str] | tuple[str, ...] | None = None) -> ConfigError:

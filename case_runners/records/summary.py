@@ -1,6 +1,7 @@
 """summary.json (`perfplay.run_summary/1`): a run's cases, each with its rounds and the mean and standard deviation
 of their figures over the valid rounds, and the scaling tables; written on the controller at the end of the play
-(case_runners/results/summary.py, which also renders it as summary.md and as the table the play prints)."""
+(case_runners/results/summary.py; summary_markdown.py renders it as summary.md, summary_text.py as the table the play
+prints)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ from case_runners.records.round import RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary, SummaryCase
 from case_runners.results.run_dir import check_run_dir
-from case_runners.results.summary import GIB, Round, load_records, summarize_run
+from case_runners.results.summary import Round, load_records, summarize_run
+from case_runners.results.summary_cells import GIB
 
 # The phases of a training round shaded on the monitor plots: (name, the event that opens it, the one that closes
 # it).

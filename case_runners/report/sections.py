@@ -29,20 +29,17 @@ from case_runners.report.data import (
 )
 from case_runners.report.side_by_side import side_by_side_section
 from case_runners.results import base_summary, generate_summary
-from case_runners.results.summary import (
+from case_runners.results.summary import SCALING_BASIS, case_unit, saturated_rounds, training_units
+from case_runners.results.summary_cells import (
     COLUMNS,
     GIB,
     INFERENCE_COLUMNS,
     SATURATED_NOTE,
-    SCALING_BASIS,
-    case_unit,
     implausible_efficiency,
     inference_rows,
-    saturated_rounds,
     scaling_notes,
     scaling_rows,
     table_rows,
-    training_units,
 )
 
 FLOP_S = "FLOP/s"

@@ -328,6 +328,25 @@ class Trainer:
 
     # -- the loop --------------------------------------------------------------------------------
 
+    def _logged_step(self, batch: Any, epoch: int, step: int, samples: int, core_time: float) -> tuple[int, float]:
+        """One training step, its begin and end logged at a log step; the rank's samples and core time after it."""
+        log = self.log
+        batch = self.case.to_device(batch, self.device)
+        log_this = log.should_log_step(step)
+        if log_this:
+            lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
+            log.event(ev.STEP_BEGIN, {"epoch": epoch}, step=step)
+        loss, n, seconds = self._step(batch, step)
+        samples += n
+        core_time += seconds
+        if log_this:
+            log.event(ev.STEP_END, {"epoch": epoch, "loss": float(loss.item()),
+                                    "lr": lr,
+                                    "rank_samples": samples, "rank_core_time": core_time,
+                                    "rank_core_samples_per_s": samples / core_time if core_time else None},
+                      step=step)
+        return samples, core_time
+
     def run(self) -> dict[str, Any]:
         self._setup()
         log = self.log
@@ -361,20 +380,7 @@ class Trainer:
             for batch in self.train_loader:
                 step += 1
                 stop_request.check(f"training at step {step}")
-                batch = self.case.to_device(batch, self.device)
-                log_this = log.should_log_step(step)
-                if log_this:
-                    lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
-                    log.event(ev.STEP_BEGIN, {"epoch": epoch}, step=step)
-                loss, n, seconds = self._step(batch, step)
-                samples += n
-                core_time += seconds
-                if log_this:
-                    log.event(ev.STEP_END, {"epoch": epoch, "loss": float(loss.item()),
-                                            "lr": lr,
-                                            "rank_samples": samples, "rank_core_time": core_time,
-                                            "rank_core_samples_per_s": samples / core_time if core_time else None},
-                              step=step)
+                samples, core_time = self._logged_step(batch, epoch, step, samples, core_time)
                 if self.max_steps and step >= self.max_steps:
                     stop = names.MAX_STEPS
                 # Ranks agree on the budget at log steps (one tiny collective), every step on one rank.

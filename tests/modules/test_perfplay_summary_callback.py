@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from case_runners.results.summary import render_table, write_run_summary
+from case_runners.results.summary_files import write_run_summary
+from case_runners.results.summary_text import render_table
 from record_helpers import resolved, round_record
 
 REPO = Path(__file__).resolve().parents[2]

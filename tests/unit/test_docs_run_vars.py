@@ -149,27 +149,39 @@ class Code:
         plan_doc = case_plan_documentation()
         self.plan_options: dict[str, dict[str, Any]] = plan_doc["options"]
         for path in yaml_files("playbooks", "roles"):
-            if path.parent.name == "vars":  # a vars file the plays load (playbooks/vars/) or a role's vars
-                self.defined.update(load(path) or {})
-            for key, value, parent in walk(load(path)):
-                if key in ("vars", *SET_FACT) and isinstance(value, dict):
-                    self.defined.update(value)
-                elif key in ("register", "loop_var") and isinstance(value, str):
-                    self.defined.add(value)
-                elif key == PLAN_MODULE and isinstance(value, dict):
-                    for option, given in value.items():
-                        for source in expressions(option, given):
-                            for var in reads(source):
-                                self._reach(var, f"{PLAN_MODULE}.{option}")
-                if isinstance(parent, dict) and key in self.options:  # a role option set in a default or a role var
-                    for source in expressions(key, value):
+            self._read_yaml(path)
+        self._read_descriptions()
+        for found in (self.read, self.reaches, self.defaults):
+            for var in self.defined & set(found):
+                del found[var]
+
+    def _read_yaml(self, path: Path) -> None:
+        """A play's or a role's file: the names it defines, the vars it reads, where they reach, their defaults."""
+        if path.parent.name == "vars":  # a vars file the plays load (playbooks/vars/) or a role's vars
+            self.defined.update(load(path) or {})
+        for key, value, parent in walk(load(path)):
+            if key in ("vars", *SET_FACT) and isinstance(value, dict):
+                self.defined.update(value)
+            elif key in ("register", "loop_var") and isinstance(value, str):
+                self.defined.add(value)
+            elif key == PLAN_MODULE and isinstance(value, dict):
+                for option, given in value.items():
+                    for source in expressions(option, given):
                         for var in reads(source):
-                            self._reach(var, key)
+                            self._reach(var, f"{PLAN_MODULE}.{option}")
+            if isinstance(parent, dict) and key in self.options:  # a role option set in a default or a role var
                 for source in expressions(key, value):
                     for var in reads(source):
-                        self.read.setdefault(var, set()).add(shown(path))
-                    for var, literal in default_literals(source):
-                        self.defaults.setdefault(var, set()).add(plain(literal))
+                        self._reach(var, key)
+            for source in expressions(key, value):
+                for var in reads(source):
+                    self.read.setdefault(var, set()).add(shown(path))
+                for var, literal in default_literals(source):
+                    self.defaults.setdefault(var, set()).add(plain(literal))
+
+    def _read_descriptions(self) -> None:
+        """The vars case_plan's options and the roles' options name in their descriptions, and case_plan's
+        defaults."""
         for option, spec in self.plan_options.items():
             for var in VAR.findall(text_of(spec.get("description"))):
                 self._reach(var, f"{PLAN_MODULE}.{option}")
@@ -180,9 +192,6 @@ class Code:
             for var in VAR.findall(text_of(spec.get("description"))):
                 self._reach(var, name)
                 self.read.setdefault(var, set()).add(file)
-        for found in (self.read, self.reaches, self.defaults):
-            for var in self.defined & set(found):
-                del found[var]
 
     def _reach(self, var: str, target: str) -> None:
         self.reaches.setdefault(var, set()).add(target)

@@ -17,7 +17,8 @@ from case_runners.records.summary import RunSummary
 from case_runners.report.data import read_run
 from case_runners.report.sections import summary_section
 from case_runners.results.record import write_round_record
-from case_runners.results.summary import render_table, write_run_summary
+from case_runners.results.summary_files import write_run_summary
+from case_runners.results.summary_text import render_table
 from case_runners.run_ids import RUN_ID_ENV
 from record_helpers import node_result, rank_result, resolved, write_node
 

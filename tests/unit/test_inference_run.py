@@ -14,7 +14,9 @@ from case_runners.driver.events import read_events
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.results.record import write_round_record
-from case_runners.results.summary import render_markdown, render_table, summarize_run
+from case_runners.results.summary import summarize_run
+from case_runners.results.summary_markdown import render_markdown
+from case_runners.results.summary_text import render_table
 from record_helpers import inference_rank_result, node_result, write_node
 
 

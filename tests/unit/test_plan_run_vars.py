@@ -13,7 +13,16 @@ from case_runners import defaults
 from case_runners.config.flagperf_names import FLAGPERF_RUN_VARS
 from case_runners.history.db import DB_NAME, SCHEMA_VERSION
 from case_runners.plan.run_plan import make_plan
-from case_runners.plan.run_vars import CHOICES, KNOWN_RUN_VARS, NIC_NAME, RENAMED, SCALARS, check_run_vars
+from case_runners.plan.run_vars import (
+    CHOICES,
+    KNOWN_RUN_VARS,
+    NIC_NAME,
+    RENAMED,
+    REQUEST_KEYS,
+    SCALARS,
+    RunRequest,
+    check_run_vars,
+)
 
 BOOLS = "(allowed: true/false, yes/no, on/off, 1/0)"
 
@@ -289,3 +298,7 @@ def test_shown_cuts_strings_and_containers():
     assert shown("digits_cnn") == "'digits_cnn'" and shown(5) == "5"
     assert len(shown(HUGE)) == SHOWN_CHARS and shown(HUGE).endswith("...")
     assert len(shown([[HUGE] * 1000] * 1000)) <= SHOWN_CHARS
+
+
+def test_the_request_type_has_every_request_key():
+    assert sorted(RunRequest.__annotations__) == sorted(REQUEST_KEYS), "the TypedDict and the checked keys agree"

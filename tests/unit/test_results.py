@@ -1,5 +1,6 @@
 """Round records and run summaries: status rules, MFU convention, statistics, rendering."""
 
+import ast
 import contextlib
 import dataclasses
 import json
@@ -12,8 +13,13 @@ from case_runners.plan.run_plan import make_plan
 from case_runners.records import names
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import RoundRecord
+from case_runners.records.summary import RunSummary
+from case_runners.results import summary as results_summary
 from case_runners.results.record import compact_record, write_round_record
-from case_runners.results.summary import render_markdown, render_table, summarize_records, write_run_summary
+from case_runners.results.summary import summarize_records
+from case_runners.results.summary_files import write_run_summary
+from case_runners.results.summary_markdown import render_markdown
+from case_runners.results.summary_text import render_table
 from record_helpers import node_result, rank_result, resolved, round_record, write_node
 
 
@@ -328,3 +334,23 @@ def test_summary_refuses_what_is_not_a_run_directory(tmp_path, capsys, write):
         out, err = capsys.readouterr()
         assert out == "" and err.startswith(f"error: {path}: {why}"), err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_summary_aggregation_returns_data_and_text_and_markdown_render_it_apart():
+    """summary.py aggregates (no rendering in it or below it); summary_text and summary_markdown each render its
+    RunSummary, sharing only summary_cells, neither importing the other."""
+    folder = Path(results_summary.__file__).parent
+
+    def unit(name: str) -> tuple[set[str], set[str]]:  # (functions defined, results modules imported)
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        imported = {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                    for a in n.names}
+        return defined, {i.split(".")[2] for i in imported if i.startswith("case_runners.results.")}
+
+    defined, imported = unit("summary")
+    assert not {f for f in defined if f.startswith("render")}, "the aggregation renders nothing"
+    assert not imported & {"summary_cells", "summary_text", "summary_markdown", "summary_files"}
+    assert "summary_markdown" not in unit("summary_text")[1] and "summary_text" not in unit("summary_markdown")[1]
+    summary = summarize_records([])
+    assert isinstance(summary, RunSummary) and summary.cases == [] and not summary.ok

@@ -151,6 +151,33 @@ def test_a_node_of_several_needs_a_run_id_a_port_and_a_rank_in_range(capsys, tmp
     assert not list(tmp_path.iterdir())
 
 
+class Launched(Exception):
+    """Raised where `run` would start its first round's launcher."""
+
+
+def test_run_resolves_its_cases_once_and_launches_the_config_it_wrote(monkeypatch, tmp_path):
+    import case_runners.plan.run_plan as run_plan
+    resolved_cases = []
+    real_resolve = run_plan.resolve
+
+    def counted(sel, *rest):
+        resolved_cases.append(sel.case)
+        return real_resolve(sel, *rest)
+
+    def launch(argv, *rest):
+        raise Launched(argv)
+
+    monkeypatch.setattr(run_plan, "resolve", counted)
+    monkeypatch.setattr("case_runners.local_run._host_problems", lambda plan: [])  # this host's preflight: not here
+    monkeypatch.setattr("case_runners.local_run._launch", launch)
+    with pytest.raises(Launched) as launched:
+        main(["run", "digits_cnn", "--step", "2", "--results-dir", str(tmp_path), "--run-id", "once0001"])
+    assert resolved_cases == ["digits_cnn"], "checked and written from one plan"
+    config = json.loads(Path(value(launched.value.args[0], "--config")).read_text())
+    assert (config["case_id"], config["params"]["max_steps"]) == ("digits_cnn_CPUx1x1", 2)
+    assert Path(value(launched.value.args[0], "--config")).parent == tmp_path / "once0001" / "digits_cnn_CPUx1x1"
+
+
 def start(results: Path, *argv: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--results-dir", str(results),
                              *argv], cwd=project_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
