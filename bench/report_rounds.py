@@ -9,7 +9,6 @@ The target: the report of 100 rounds in under --target-s seconds of CPU. Exits 1
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from case_runners.records.resolved import ResolvedConfig
 from case_runners.report.cli import write_report
 from case_runners.results.record import write_round_record
 from case_runners.results.summary_files import write_run_summary
+from case_runners.run_options import ArgumentParser
 
 
 def real_round(case: str, steps: int, results: Path) -> Path:
@@ -54,7 +54,7 @@ def timed_report(run_dir: Path) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, nargs="+", default=[1, 10, 50, 100])
     parser.add_argument("--case", default="digits_cnn")
     parser.add_argument("--steps", type=int, default=20, help="training steps of the real round")

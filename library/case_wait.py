@@ -45,6 +45,17 @@ options:
   label:
     description: (action plugin) What the progress line names first, for example the node, host, case and round.
     type: str
+  inline_archive:
+    description:
+      - Once the node has succeeded, also answer its directory as a base64 C(.tar.gz) (RV(archive_b64)) when it
+        packs into at most this many bytes.
+    type: int
+  fetch_to:
+    description:
+      - (action plugin) The round directory on the controller to unpack a succeeded node's directory into, from the
+        wait's last answer (O(inline_archive) set by the action), so that a remote node that succeeded needs no
+        M(case_finish); leave it out where the host writes into the results itself (the controller).
+    type: path
 extends_documentation_fragment:
   - perfplay_cli
   - perfplay_attributes
@@ -109,6 +120,16 @@ line:
   returned: while running
   type: str
   sample: "training: epoch 2, step 120, loss 0.31, 812.4 samples/s (rank 0); 45 s of 1800 s"
+archive_b64:
+  description:
+    - With O(inline_archive), once the node succeeded, its directory as a base64 C(.tar.gz); null when it is over
+      O(inline_archive) bytes. The action plugin removes it from the result after unpacking it.
+  returned: with inline_archive, when the node succeeded
+  type: str
+fetched:
+  description: (action plugin) The node directory on the controller, after O(fetch_to).
+  returned: with fetch_to, when the node succeeded and its directory came with the answer
+  type: str
 polls:
   description: (action plugin) How many polls the wait took.
   returned: always
@@ -134,6 +155,8 @@ ARGUMENT_SPEC = dict(
     timeout_s=dict(type="float"),
     margin_s=dict(type="float"),
     label=dict(type="str"),
+    inline_archive=dict(type="int"),
+    fetch_to=dict(type="path"),
 )
 
 
@@ -141,7 +164,8 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     argv = cli_argv(params["python"], "wait", log_dir=params["log_dir"], run_id=params["run_id"],
-                    launcher=json.dumps(params["launcher"]), timeout_s=params["timeout_s"], for_s=params["for_s"])
+                    launcher=json.dumps(params["launcher"]), timeout_s=params["timeout_s"], for_s=params["for_s"],
+                    inline_archive=params["inline_archive"])
     doc = run_json(module, argv, params["project_dir"], "case_runners wait").doc
     outcome = dict(changed=False, finished=bool(doc.get("finished")), status=doc.get("status"),
                    reason=doc.get("reason"), node_result=doc.get("node_result"))
@@ -150,6 +174,8 @@ def main():
     if outcome["status"] != "success":
         node = (outcome["node_result"] or {}).get("node_rank", "?")
         module.fail_json(msg="node %s: %s: %s" % (node, outcome["status"], outcome["reason"]), **outcome)
+    if "archive_b64" in doc:
+        outcome["archive_b64"] = doc["archive_b64"]
     module.exit_json(**outcome)
 
 

@@ -1,8 +1,11 @@
 """The long poll of a background launcher (`wait`), what it answers once the launcher has ended, and the node
-directory packed for the controller to fetch (node_end.finish)."""
+directory packed for the controller to fetch: into a file (node_end.finish) or, when small, into the wait's last
+answer (pack_inline), which spares a remote node that succeeded the module run of `finish`."""
 
 from __future__ import annotations
 
+import base64
+import io
 import os
 import select
 import tarfile
@@ -51,7 +54,8 @@ def _drop_empty_log(log_dir: Path) -> None:
 
 def ended(log_dir: Path, run_id: str) -> dict[str, Any]:
     """The answer once the launcher has ended: its node result, or a failed one saying it wrote none. A node that
-    succeeded needs nothing more on its host; finish (node_end) is for the others and for fetching."""
+    succeeded needs nothing more on its host (its directory comes back in this answer: pack_inline); finish
+    (node_end) is for the others and for a directory too big for the answer."""
     _drop_empty_log(log_dir)
     try:
         result = read_node_result(log_dir, run_id)
@@ -109,4 +113,14 @@ def pack(log_dir: Path, archive: Path) -> int:
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(log_dir, arcname=log_dir.name)
     return archive.stat().st_size
+
+
+def pack_inline(log_dir: Path, max_bytes: int) -> str | None:
+    """log_dir packed as by pack, base64-encoded for a JSON answer; None when the archive is over max_bytes (then
+    `finish` packs it into a file that the controller fetches)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(log_dir, arcname=log_dir.name)
+    data = buffer.getvalue()
+    return base64.b64encode(data).decode("ascii") if len(data) <= max_bytes else None
 

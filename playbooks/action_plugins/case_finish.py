@@ -1,5 +1,7 @@
 # perfplay: the action of case_finish. With fetch_to, the node directory travels as one archive: packed by the module
 # in the remote temporary directory, fetched, unpacked into fetch_to on the controller, removed on both sides.
+# A remote node that succeeded comes back in case_wait's last answer instead (unpack_inline), or where its directory
+# is too big for that, through finish_and_fetch called by case_wait's action.
 
 from __future__ import annotations
 
@@ -29,6 +31,51 @@ def unpack(archive, dest, top):
             tar.extractall(dest, members=members)
 
 
+def unpack_inline(data, fetch_to, log_dir):
+    """Unpack a node archive that came in a module's answer (case_wait's archive_b64, decoded) into fetch_to; the
+    node directory on the controller."""
+    os.makedirs(fetch_to, mode=0o700, exist_ok=True)
+    top = os.path.basename(os.path.normpath(log_dir))
+    fd, local = tempfile.mkstemp(prefix=".node-", suffix=".tar.gz", dir=fetch_to)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        unpack(local, fetch_to, top)
+    finally:
+        os.unlink(local)
+    return os.path.join(fetch_to, top)
+
+
+def finish_and_fetch(action, args, fetch_to, task_vars):
+    """Run case_finish through `action` (an ActionBase: case_finish's, or case_wait's for a node directory too big
+    for its answer) with the archive in a remote temporary directory, fetch and unpack it into fetch_to; the
+    module's answer, with `fetched`."""
+    result = {}
+    remote_tmp = action._make_tmp_path()
+    try:
+        args = dict(args, archive=action._connection._shell.join_path(remote_tmp, ARCHIVE))
+        answer = action._execute_module(module_name="case_finish", module_args=args, task_vars=task_vars)
+        result.update(answer)
+        if answer.get("failed") or answer.get("unreachable") or not answer.get("archive"):
+            return result
+        os.makedirs(fetch_to, mode=0o700, exist_ok=True)
+        fd, local = tempfile.mkstemp(prefix=".node-", suffix=".tar.gz", dir=fetch_to)
+        os.close(fd)
+        try:
+            action._connection.fetch_file(args["archive"], local)
+            top = os.path.basename(os.path.normpath(args["log_dir"]))
+            unpack(local, fetch_to, top)
+        finally:
+            os.unlink(local)
+        result["fetched"] = os.path.join(fetch_to, top)
+        result["changed"] = True
+    except AnsibleError as exc:
+        result.update(failed=True, msg="collecting the node directory %s: %s" % (args.get("log_dir"), exc))
+    finally:
+        action._remove_tmp_path(remote_tmp)
+    return result
+
+
 class ActionModule(ActionBase):
     _supports_check_mode = False
     _supports_async = False
@@ -40,26 +87,5 @@ class ActionModule(ActionBase):
         if not fetch_to:
             result.update(self._execute_module(module_name="case_finish", module_args=args, task_vars=task_vars))
             return result
-        remote_tmp = self._make_tmp_path()
-        try:
-            args["archive"] = self._connection._shell.join_path(remote_tmp, ARCHIVE)
-            answer = self._execute_module(module_name="case_finish", module_args=args, task_vars=task_vars)
-            result.update(answer)
-            if answer.get("failed") or answer.get("unreachable") or not answer.get("archive"):
-                return result
-            os.makedirs(fetch_to, mode=0o700, exist_ok=True)
-            fd, local = tempfile.mkstemp(prefix=".node-", suffix=".tar.gz", dir=fetch_to)
-            os.close(fd)
-            try:
-                self._connection.fetch_file(args["archive"], local)
-                top = os.path.basename(os.path.normpath(args["log_dir"]))
-                unpack(local, fetch_to, top)
-            finally:
-                os.unlink(local)
-            result["fetched"] = os.path.join(fetch_to, top)
-            result["changed"] = True
-        except AnsibleError as exc:
-            result.update(failed=True, msg="collecting the node directory %s: %s" % (args.get("log_dir"), exc))
-        finally:
-            self._remove_tmp_path(remote_tmp)
+        result.update(finish_and_fetch(self, args, fetch_to, task_vars))
         return result

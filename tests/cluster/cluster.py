@@ -7,7 +7,6 @@ host's processes (to find a rank to kill, or debris) and every host's /opt/perfp
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,7 +23,17 @@ from playbook_run import BIN, REPO, PlaybookRun, playbook_env, run_playbook  # n
 from process_helpers import REAPED_S, SHORT_S, kill_run, run_pids  # noqa: E402
 
 HOSTS_SH = REPO / "tests" / "cluster" / "hosts.sh"
-STATE = Path(os.environ.get("PERFPLAY_CLUSTER_DIR", "/tmp/perfplay-cluster"))
+
+
+def cluster_info() -> dict[str, str]:
+    """This checkout's cluster names from `hosts.sh info` (state, net, bridge, netns_prefix, tag): hosts.sh is
+    their one definition, each checkout's cluster its own."""
+    out = subprocess.run(["bash", str(HOSTS_SH), "info"], capture_output=True, text=True, check=True, timeout=30).stdout
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+INFO = cluster_info()
+STATE = Path(INFO["state"])
 
 
 @dataclass
@@ -41,15 +50,15 @@ class Cluster:
         return [f"node{i}" for i in range(1, self.size + 1)]
 
     def ip(self, host: str) -> str:
-        return f"10.231.77.{10 + int(host.removeprefix('node'))}"
+        return f"{INFO['net']}.{10 + int(host.removeprefix('node'))}"
 
     def host_results(self, host: str) -> Path:
         """The host's perfplay_host_results_dir (/opt/perfplay/results there), seen from here."""
         return STATE / "hosts" / host / "opt" / "results"
 
     def netns(self, host: str, *argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["ip", "netns", "exec", f"pp-{host}", *argv], capture_output=True, text=True,
-                              check=True, timeout=SHORT_S)
+        return subprocess.run(["ip", "netns", "exec", INFO["netns_prefix"] + host.removeprefix("node"), *argv],
+                              capture_output=True, text=True, check=True, timeout=SHORT_S)
 
 
 def hosts_sh(*args: str, timeout: float = 900) -> None:

@@ -3,24 +3,34 @@
 # its own PID/mount/UTS namespace, private /opt/perfplay and sshd, for real Ansible-over-SSH tests.
 #
 #   tests/cluster/hosts.sh up N [--user NAME] [--install]   create node1..nodeN (1..32); replaces a running cluster
-#   tests/cluster/hosts.sh down [--purge]                   stop everything; --purge also deletes the state dir (venv)
+#   tests/cluster/hosts.sh down [--purge]                   stop everything; --purge also deletes the state dir
 #   tests/cluster/hosts.sh status                           hosts and whether their sshd answers
 #   tests/cluster/hosts.sh deps [--install]                 check (or install, also when CI=true) the packages
+#   tests/cluster/hosts.sh info                             this checkout's names (state=, net=, ...), one a line
 #
-# State: ${PERFPLAY_CLUSTER_DIR:-/tmp/perfplay-cluster} (inventory.yml, hosts.txt, keys, known_hosts, hosts/, venv/),
-# used only if this user owns it and nobody else can write to it.
-# Network: bridge ppbr0 10.231.77.1/24; nodeI = netns pp-nodeI, eth0 10.231.77.(10+I)/24, no route elsewhere.
+# Each checkout has its own cluster, named by TAG (6 hex digits of its path's sha256), so that clusters of several
+# checkouts on one machine leave each other alone.
+# State: ${PERFPLAY_CLUSTER_DIR:-/tmp/perfplay-cluster-TAG} (inventory.yml, hosts.txt, keys, known_hosts, hosts/),
+# used only if this user owns it and nobody else can write to it. The hosts' venv, shared by the checkouts:
+# /tmp/perfplay-cluster-venvs/SHA (SHA: of the requirements files).
+# Network: bridge ppTAG-br, NET.1/24; nodeI = netns ppTAG-nodeI, eth0 NET.(10+I)/24, no route elsewhere. NET:
+# ${PERFPLAY_CLUSTER_NET:-10.X.Y} with X (160..223) and Y from TAG; up refuses a NET this machine already uses.
 set -euo pipefail
 
-readonly STATE=${PERFPLAY_CLUSTER_DIR:-/tmp/perfplay-cluster}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 readonly REPO
+TAG=$(printf '%s' "$REPO" | sha256sum | cut -c1-6)
+readonly TAG
+readonly STATE=${PERFPLAY_CLUSTER_DIR:-/tmp/perfplay-cluster-$TAG}
+readonly VENVS=/tmp/perfplay-cluster-venvs
 readonly INIT=$REPO/tests/cluster/ns_init.py
-readonly BRIDGE=ppbr0
-readonly NET=10.231.77
+# Interface names have at most 15 characters: ppTAG-br, ppTAG-vNN, ppTAG-tNN.
+readonly BRIDGE=pp$TAG-br
+readonly NETNS=pp$TAG-node  # + I
+readonly NET=${PERFPLAY_CLUSTER_NET:-10.$((160 + 16#${TAG:0:2} % 64)).$((16#${TAG:2:2}))}
 readonly MAX_HOSTS=32
 readonly SSH_WAIT_S=${PERFPLAY_CLUSTER_SSH_WAIT_S:-60}
-readonly FW_COMMENT=perfplay-cluster
+readonly FW_COMMENT=perfplay-cluster-$TAG
 # shellcheck source=tests/state_dir.sh
 source "$REPO/tests/state_dir.sh"
 
@@ -28,7 +38,7 @@ log() { printf 'hosts.sh: %s\n' "$*" >&2; }
 die() { printf 'hosts.sh: error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 }
 
@@ -48,6 +58,7 @@ readonly NEEDED=(
   "ip iproute2"
   "unshare util-linux"
   "setsid util-linux"
+  "flock util-linux"
   "mount mount"
   "/usr/bin/python3 python3"
 )
@@ -94,27 +105,33 @@ cmd_deps() {
 
 # --- venv ---------------------------------------------------------------------------------------------
 
-# The hosts' perfplay venv, shared by all hosts (they have no network): rebuilt when requirements.txt or a file
-# it includes (requirements-*.txt) changes.
+# The hosts' perfplay venv, shared by all hosts (they have no network) and by the clusters of every checkout with
+# the same requirements.txt and requirements-*.txt: $VENVS/SHA, built once under a lock. Sets VENV.
+VENV=""
 ensure_venv() {
-  local req=$REPO/requirements.txt want have=""
+  local req=$REPO/requirements.txt want
   [[ -f $req ]] || die "no $req"
-  want=$(cat "$req" "$REPO"/requirements-*.txt | sha256sum | cut -d' ' -f1)
-  [[ -f $STATE/venv/.requirements.sha256 ]] && have=$(<"$STATE/venv/.requirements.sha256")
-  if [[ $want == "$have" && -x $STATE/venv/bin/python ]]; then
-    log "venv: $STATE/venv is current"
+  want=$(cat "$req" "$REPO"/requirements-*.txt | sha256sum | cut -c1-16)
+  VENV=$VENVS/$want
+  state_dir "$VENVS"
+  exec {lock}>"$VENVS/.lock"
+  flock "$lock"  # another checkout may be building the same venv
+  if [[ -f $VENV/.built && -x $VENV/bin/python ]]; then
+    exec {lock}>&-
+    log "venv: $VENV is current"
     return 0
   fi
-  log "venv: building $STATE/venv from $req (takes minutes the first time)"
+  log "venv: building $VENV from $req (takes minutes the first time)"
   local t0=$SECONDS
-  rm -rf "$STATE/venv"
-  /usr/bin/python3 -m venv "$STATE/venv"
-  if ! "$STATE/venv/bin/pip" install -r "$req" >"$STATE/venv-build.log" 2>&1; then
-    tail -n 30 "$STATE/venv-build.log" >&2
-    die "venv: pip install -r $req failed (log: $STATE/venv-build.log)"
+  rm -rf "$VENV"
+  /usr/bin/python3 -m venv "$VENV"
+  if ! "$VENV/bin/pip" install -r "$req" >"$VENV.log" 2>&1; then
+    tail -n 30 "$VENV.log" >&2
+    die "venv: pip install -r $req failed (log: $VENV.log)"
   fi
-  chmod -R a+rX "$STATE/venv"
-  echo "$want" >"$STATE/venv/.requirements.sha256"  # written last: an interrupted build is rebuilt
+  chmod -R a+rX "$VENV"
+  touch "$VENV/.built"  # last: an interrupted build is rebuilt
+  exec {lock}>&-
   log "venv: built in $((SECONDS - t0)) s"
 }
 
@@ -192,7 +209,7 @@ write_cluster_files() {
     echo "        ansible_ssh_common_args: \"-o UserKnownHostsFile=$STATE/known_hosts\""
     echo "        ansible_python_interpreter: /usr/bin/python3"
     echo "        perfplay_project_dir: /opt/perfplay/src"
-    echo "        perfplay_venv: $STATE/venv"
+    echo "        perfplay_venv: $VENV"
     echo "        perfplay_host_results_dir: /opt/perfplay/results"
   } >"$STATE/inventory.yml"
   chmod 0644 "$STATE/inventory.yml"
@@ -237,6 +254,19 @@ firewall_close() {
     2>/dev/null; do :; done
 }
 
+# NET must be this cluster's alone: no address or route of this machine (another cluster's bridge, a VPN, a
+# docker network) may lie in or cover NET.0/24, or the hosts' traffic would go astray.
+check_net_free() {
+  [[ $NET =~ ^(10|172|192)\.[0-9]{1,3}\.[0-9]{1,3}$ ]] ||
+    die "PERFPLAY_CLUSTER_NET='$NET': expected the first three numbers of a private /24, e.g. 10.200.7"
+  local used
+  used=$( { ip -4 route show root "$NET.0/24"; ip -4 route show match "$NET.0/24" | grep -v '^default'; } 2>/dev/null |
+    grep -v " dev $BRIDGE " | sort -u || true)
+  [[ -z $used ]] || die "network $NET.0/24 (from this checkout's path, tag $TAG) is in use on this machine:
+$used
+  set PERFPLAY_CLUSTER_NET to the first three numbers of a free private /24 (e.g. PERFPLAY_CLUSTER_NET=10.201.7)"
+}
+
 bridge_up() {
   ip link add "$BRIDGE" type bridge stp_state 0 forward_delay 0
   disable_ipv6 "$BRIDGE"
@@ -246,7 +276,7 @@ bridge_up() {
 }
 
 host_net_up() {
-  local i=$1 ns="pp-node$1" veth="ppv$1" tmp="ppt$1"
+  local i=$1 ns="$NETNS$1" veth="pp$TAG-v$1" tmp="pp$TAG-t$1"
   ip netns add "$ns"
   ip link add "$veth" type veth peer name "$tmp"
   disable_ipv6 "$veth"
@@ -265,7 +295,7 @@ host_net_up() {
 # Start nodeI's init (PID 1 of its namespaces), daemonised; record the init's pid as seen from here.
 host_start() {
   local i=$1 dir="$STATE/hosts/node$1" upid ipid="" t
-  setsid nohup ip netns exec "pp-node$i" \
+  setsid nohup ip netns exec "$NETNS$i" \
     unshare --pid --mount --uts --fork --mount-proc --kill-child=SIGTERM \
     /usr/bin/python3 "$INIT" --hostname "node$i" --opt-src "$dir/opt" --etc-hosts "$STATE/etc_hosts" \
     --sshd-config "$dir/sshd_config" --sshd-log "$dir/sshd.log" \
@@ -327,7 +357,7 @@ wait_ssh() {  # n user: until every host takes a login (tried in parallel), or S
 check_forwarding() {
   local n=$1
   ((n >= 2)) || return 0
-  if ! ip netns exec pp-node1 timeout 5 bash -c "exec 3<>/dev/tcp/$(host_ip 2)/22" 2>/dev/null; then
+  if ! ip netns exec "${NETNS}1" timeout 5 bash -c "exec 3<>/dev/tcp/$(host_ip 2)/22" 2>/dev/null; then
     die "node1 cannot reach node2 ($(host_ip 2):22) over $BRIDGE: bridged traffic is filtered
   (net.bridge.bridge-nf-call-iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo '?');
   check the iptables/nftables forward chain; cluster left up: '$0 down' stops it)"
@@ -338,7 +368,7 @@ cluster_exists() {
   [[ -d $STATE/hosts ]] || ip link show "$BRIDGE" >/dev/null 2>&1 || [[ -n $(list_netns) ]]
 }
 
-list_netns() { ip netns list 2>/dev/null | awk '$1 ~ /^pp-node[0-9]+$/ {print $1}'; }
+list_netns() { ip netns list 2>/dev/null | awk -v re="^$NETNS[0-9]+\$" '$1 ~ re {print $1}'; }
 
 # --- commands --------------------------------------------------------------------------------------
 
@@ -366,7 +396,7 @@ cmd_up() {
     cmd_down
   fi
   ensure_user "$user"
-  state_dir "$STATE"  # it holds the controller's key and the hosts' venv: nobody else may have made it
+  state_dir "$STATE"  # it holds the controller's key: nobody else may have made it
   mkdir -p "$STATE/hosts"
   chmod 0755 "$STATE/hosts"
   ensure_venv
@@ -377,6 +407,7 @@ cmd_up() {
   write_client_key "$user"
   for ((i = 1; i <= n; i++)); do write_host_files "$i" "$user"; done
   write_cluster_files "$n" "$user"
+  check_net_free
   bridge_up
   for ((i = 1; i <= n; i++)); do host_net_up "$i"; done
   for ((i = 1; i <= n; i++)); do host_start "$i"; done
@@ -386,7 +417,7 @@ cmd_up() {
   cat <<EOF
 perfplay test cluster up: $n host(s) node1..node$n ($(host_ip 1)..$(host_ip "$n")), user $user, $((SECONDS - t1)) s (+$((t1 - t0)) s teardown/venv)
   inventory: $STATE/inventory.yml   (hosts: $STATE/hosts.txt, group perfplay_hosts)
-  host venv: $STATE/venv            (per-host /opt/perfplay: $STATE/hosts/nodeI/opt)
+  host venv: $VENV  (per-host /opt/perfplay: $STATE/hosts/nodeI/opt)
   use:       cd $REPO && .venv/bin/ansible-playbook -i $STATE/inventory.yml run_case.yml ...
   ssh:       ssh -i $STATE/id_ed25519 -o UserKnownHostsFile=$STATE/known_hosts $user@$(host_ip 1)
   stop:      $0 down
@@ -443,12 +474,12 @@ cmd_down() {
   done
   stop_pids 5 "${inits[@]+"${inits[@]}"}"
   stop_pids 2 "${unshares[@]+"${unshares[@]}"}"
-  # Whatever is still in a host's network namespace (e.g. `ip netns exec pp-nodeI ...`), then the namespaces.
+  # Whatever is still in a host's network namespace (e.g. `ip netns exec ${NETNS}I ...`), then the namespaces.
   for ns in $(list_netns); do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || log "could not delete netns $ns"
   done
-  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep -E '^ppv[0-9]+$' || true); do
+  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep -E "^pp$TAG-v[0-9]+\$" || true); do
     ip link del "$link" 2>/dev/null || true
   done
   ip link del "$BRIDGE" 2>/dev/null || true
@@ -457,8 +488,8 @@ cmd_down() {
     rm -rf "$STATE"
     log "down: cluster stopped, $STATE removed"
   elif [[ -d $STATE ]]; then
-    find "$STATE" -mindepth 1 -maxdepth 1 ! -name venv ! -name venv-build.log -exec rm -rf {} +
-    log "down: cluster stopped (venv cache kept in $STATE/venv)"
+    find "$STATE" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+    log "down: cluster stopped (the hosts' venvs stay in $VENVS)"
   else
     log "down: cluster stopped"
   fi
@@ -484,6 +515,11 @@ cmd_status() {
   done <"$STATE/hosts.txt"
 }
 
+# For the Python side (tests/cluster/cluster.py, bench/control_plane.py): the one definition of the names is here.
+cmd_info() {
+  printf '%s\n' "tag=$TAG" "state=$STATE" "net=$NET" "bridge=$BRIDGE" "netns_prefix=$NETNS"
+}
+
 main() {
   (($#)) || usage
   local cmd=$1
@@ -493,6 +529,7 @@ main() {
     down) cmd_down "$@" ;;
     status) cmd_status "$@" ;;
     deps) cmd_deps "$@" ;;
+    info) cmd_info ;;
     -h | --help | help) usage ;;
     *) log "unknown command: $cmd"; usage ;;
   esac

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PID 1 of one test-cluster host (started by tests/cluster/hosts.sh; stdlib only).
 
-Runs inside `ip netns exec pp-nodeI unshare --pid --mount --uts --fork --mount-proc`: sets the hostname,
+Runs inside `ip netns exec ppTAG-nodeI unshare --pid --mount --uts --fork --mount-proc`: sets the hostname,
 bind-mounts the host's private /opt/perfplay (and /etc/hosts), starts sshd, reaps every orphan of the
 host, and on SIGTERM/SIGINT stops sshd and exits; the kernel then kills whatever is left in the PID
 namespace. It exits too when sshd dies, so a broken host shows as down.

@@ -31,6 +31,10 @@ def test_two_hosts_two_ranks_each_converge_and_the_summary_scales(cluster: Clust
         for monitor in ("host", "cpu"):
             assert (round_dir / node / f"{monitor}_monitor.jsonl").stat().st_size > 0, (node, monitor)
     assert record["monitors"]["node2_noderank1"]["host"]
+    # ... in the wait's last answer: a remote node that succeeded takes two module runs a round, start and wait.
+    statuses = run.task_statuses()
+    assert set(statuses.get("Finish this node of the round", [])) <= {"skipping"}, statuses
+    assert "changed" in statuses["Wait for this node of the round"], "the wait brought the remote directory"
 
     # Per-node and total throughput, and the scaling table over 1x1, 1x2, 2x2.
     throughput = record["throughput"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from cluster import (
+    INFO,
     REPO,
     Cluster,
     cases_arg,
@@ -44,7 +45,7 @@ def _record_written(results: Path, run_id: str, case_id: str) -> Path:
 def test_an_unreachable_host_stops_the_run_before_anything_starts(cluster: Cluster, results: Path,
                                                                     tmp_path: Path):
     inventory = yaml.safe_load(cluster.inventory.read_text())
-    inventory["all"]["children"]["perfplay_hosts"]["hosts"]["ghost"] = {"ansible_host": "10.231.77.250"}
+    inventory["all"]["children"]["perfplay_hosts"]["hosts"]["ghost"] = {"ansible_host": f"{INFO['net']}.250"}
     path = tmp_path / "inventory.yml"
     path.write_text(yaml.safe_dump(inventory))
     run = run_playbook(REPO, "run_case.yml", "-i", str(path), "-e", f"perfplay_results_dir={results}",

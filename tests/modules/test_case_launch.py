@@ -138,6 +138,13 @@ def test_a_node_that_succeeded_ends_the_wait(run_module):
     assert result["finished"] is True and result["node_result"] == SUCCESS
 
 
+def test_a_wait_with_inline_archive_asks_for_the_directory_and_returns_it(run_module):
+    kind, result, cli = run_module("case_wait", dict(WAIT, inline_archive=1024),
+                                   {"wait": {**ended(SUCCESS), "archive_b64": "H4sI"}})
+    assert kind == "exit" and result["archive_b64"] == "H4sI"
+    assert cli.calls[0]["argv"][-2:] == ["--inline-archive", "1024"]
+
+
 def test_a_failed_node_fails_the_wait_and_keeps_its_result(run_module):
     timeout = dict(SUCCESS, status="timeout", reason="no exit within 60 s")
     kind, result, _ = run_module("case_wait", WAIT, {"wait": ended(timeout)})

@@ -4,6 +4,8 @@ process a test starts is killed at its end."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import subprocess
 import sys
@@ -83,6 +85,13 @@ def test_a_background_round_reports_progress_then_its_result_and_is_packed(tmp_p
     assert {"localhost_noderank0/node_result.json", "localhost_noderank0/rank0.events.jsonl"} <= names
     assert "localhost_noderank0/launcher.log" not in names, "a launcher that said nothing leaves no empty log"
 
+    # The wait's last answer can bring the directory itself (a remote node then needs no finish), when small.
+    inline = cli("wait", *node_args(node, run_id, launcher), "--for-s", "1", "--inline-archive", str(8 << 20))
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(inline["archive_b64"]))) as tar:
+        assert set(tar.getnames()) == names
+    too_big = cli("wait", *node_args(node, run_id, launcher), "--for-s", "1", "--inline-archive", "100")
+    assert too_big["status"] == "success" and too_big["archive_b64"] is None, "then finish packs it into a file"
+
 
 def test_finish_stops_a_launcher_the_wait_gave_up_on(tmp_path, run_id):
     node = tmp_path / "node"
@@ -101,8 +110,9 @@ def test_a_launcher_that_ends_without_a_result_is_a_failure_naming_its_log(tmp_p
     node = tmp_path / "node"
     started = cli("launch", "--detach", "--config", str(tmp_path / "missing.json"), "--log-dir", str(node),
                   "--run-id", run_id)
-    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for-s", "120")
+    answer = cli("wait", *node_args(node, run_id, started["launcher"]), "--for-s", "120", "--inline-archive", "1000000")
     assert answer["finished"] and answer["status"] == "failed"
+    assert "archive_b64" not in answer, "a node that failed comes back through finish, after its cleanup"
     assert answer["reason"].startswith("the launcher ended without writing node_result.json: ")
     assert "missing.json" in answer["reason"], "the tail of launcher.log says why"
 
