@@ -30,12 +30,12 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, help="default: the cpu vendor's")
     args = parser.parse_args()
     resolved, _ = resolve_inference("resnet50", "cpu", ROOT)
-    resolved["parameters"]["synthetic_samples"] = args.samples
+    resolved.parameters["synthetic_samples"] = args.samples
     if args.batch_size:
-        resolved["configurations"]["batch_size"] = args.batch_size
+        resolved.configurations["batch_size"] = args.batch_size
     with tempfile.TemporaryDirectory(prefix="perfplay-bench-infer-") as work:
         result = run_pipeline(resolved, ROOT, Path(work), log=lambda line: print(line, file=sys.stderr))
-    conf = resolved["configurations"]
+    conf = resolved.configurations
     print(json.dumps({k: result[k] for k in ("p_validation_whole", "p_validation_core", "p_inference_whole",
                                               "p_inference_core", "compile_s", "pipeline_time_s")}, indent=2))
     ratio = result["p_inference_whole"] / result["p_inference_core"]

@@ -109,7 +109,7 @@ def check_runtime(vendor: str, cases: list[ResolvedConfig]) -> list[str]:
     if not here:
         return []
     info = load_vendor(vendor)
-    problems = hook_problems(vendor, info["device"], info["dist_backend"])
+    problems = hook_problems(vendor, info.device, info.dist_backend)
     if problems:
         return problems
     adapters = {c.case: c for c in here}  # each case's adapter once

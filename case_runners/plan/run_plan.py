@@ -26,7 +26,7 @@ from case_runners.records.resolved import ResolvedConfig, Runtime
 from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.training.adapter import check_adapter_source
 from case_runners.vendor_files import case_requirements
-from case_runners.vendors import load_vendor
+from case_runners.vendors import VendorDescription, load_vendor
 
 
 def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None = None) -> dict[str, Any]:
@@ -74,8 +74,8 @@ def make_plan(request: dict[str, Any], *, check: bool = False, root: Path | None
         cases_asked = defaults.CASE
         if task == BASE and vendor is not None:
             try:
-                data, shown = vendor_base(root, vendor["name"])
-                cases_asked, source = base_suite(root, vendor["name"]), f"the base suite of vendor '{vendor['name']}'"
+                data, shown = vendor_base(root, vendor.name)
+                cases_asked, source = base_suite(root, vendor.name), f"the base suite of vendor '{vendor.name}'"
                 if "suite" in data:  # its entries' errors name base.yaml and suite[i]
                     source, suite_file = "suite", shown
             except ConfigError as exc:
@@ -209,7 +209,7 @@ def _history_db(value: Any, results_dir: Path) -> tuple[str, list[ConfigError]]:
     return str(path), [ConfigError(p, key="perfplay_history_db", file=RUN_VARS_FILE) for p in path_problems(path)]
 
 
-def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: dict[str, Any] | None, image: Any,
+def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: VendorDescription | None, image: Any,
               root: Path) -> tuple[list[dict[str, Any]], list[ConfigError]]:
     """Set each case's runtime; with docker, the image spec of each framework. (images, errors)"""
     if image not in (None, "", {}) and not isinstance(image, dict):
@@ -228,7 +228,7 @@ def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: dict[str, Any] 
             except ConfigError as exc:
                 return [], [exc]
         config.runtime = Runtime(kind="docker", image=specs[framework]["ref"],
-                                 run=(vendor.get("container") or {}).get("run") or {})
+                                 run=vendor.container.get("run") or {})
     return list(specs.values()), []
 
 
