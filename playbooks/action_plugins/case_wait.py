@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -18,7 +19,7 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
         timeout = args.get("timeout_s")
@@ -40,7 +41,7 @@ class ActionModule(ActionBase):
             interval = interval or float(answer.get("for_s") or 0) or None
             if left is not None and left <= (interval or 0):
                 answer.update(failed=True, msg="the launcher still runs %g s after the case timeout of %g s"
-                                                % (margin, float(timeout)))
+                                                % (margin, float(timeout or 0)))
                 break
             display.display("  %s: %s" % (label, answer.get("line")))
         result.update(answer)
