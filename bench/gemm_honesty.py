@@ -104,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     runtime.prepare()
     device = runtime.pick_device(0)
     info = load_vendor(vendor)
-    hardware_name = str(info["default_hardware"])
+    hardware_name = info.default_hardware
     ctx = BaseContext(benchmark="gemm", runtime=runtime, device=device, hardware_name=hardware_name,
-                      hardware=info["hardware"][hardware_name], nnodes=1, rank=0, world_size=1, say=lambda _: None)
+                      hardware=info.hardware[hardware_name], nnodes=1, rank=0, world_size=1, say=lambda _: None)
     params = {"precisions": [args.precision], "shapes": [[m, n, k]], "warmup": args.warmup,
               "iterations": args.iterations}
     runtime.allow_tf32(False)  # the bare loop's matmuls: as gemm's measure() leaves them (no TF32 for fp32)

@@ -41,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = args.runs or (1 if args.quick else 3)
     resolved, _ = resolve_inference("resnet50", "cpu", ROOT)
-    resolved["parameters"]["synthetic_samples"] = args.samples or (16 if args.quick else 256)
+    resolved.parameters["synthetic_samples"] = args.samples or (16 if args.quick else 256)
     batch_size = args.batch_size or (8 if args.quick else None)
     if batch_size:
-        resolved["configurations"]["batch_size"] = batch_size
+        resolved.configurations["batch_size"] = batch_size
     ratios, speedups = [], []
     load = LoadWatch()
     for run in range(runs):
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         ratios.append(result["p_inference_whole"] / result["p_inference_core"])
         speedups.append(result["p_inference_core"] / result["p_validation_core"])
-    conf = resolved["configurations"]
-    print(f"\nresnet50, {resolved['parameters']['synthetic_samples']} synthetic images, batch {conf['batch_size']}, "
+    conf = resolved.configurations
+    print(f"\nresnet50, {resolved.parameters['synthetic_samples']} synthetic images, batch {conf['batch_size']}, "
           f"{result['precision']}, {runs} runs:")
     print(f"onnxruntime core / torch eager core: {summary(speedups, 'x')}")
     print(load.line())

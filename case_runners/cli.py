@@ -214,7 +214,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         result = run_pipeline(resolved, root, Path(args.work_dir), args.data_dir,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
-    _print_json({"config": resolved, "notes": notes, "result": result})
+    _print_json({"config": resolved.to_json(), "notes": notes, "result": result})
     return 0
 
 

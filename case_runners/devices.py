@@ -17,9 +17,9 @@ from case_runners.vendors import load_vendor
 
 def list_devices(vendor_name: str, root: Path | None = None) -> dict[str, Any]:
     vendor = load_vendor(vendor_name, root)
-    found: dict[str, Any] = {"vendor": vendor_name, "kind": vendor["device"]}
+    found: dict[str, Any] = {"vendor": vendor_name, "kind": vendor.device}
     def count(note: Callable[[str], None]) -> int:
-        runtime = VendorRuntime(vendor_name, vendor["device"], vendor["dist_backend"], root)
+        runtime = VendorRuntime(vendor_name, vendor.device, vendor.dist_backend, root)
         runtime.on_call = note
         return runtime.device_count()
 

@@ -117,9 +117,9 @@ def check_runtime(vendor: str, cases: list[ResolvedConfig]) -> list[str]:
     if not here:
         return []
     info = load_vendor(vendor)
-    key = probe_key(vendor, info["device"], info["dist_backend"])
+    key = probe_key(vendor, info.device, info.dist_backend)
     if key is None or not _probed(key):
-        problems = hook_problems(vendor, info["device"], info["dist_backend"])
+        problems = hook_problems(vendor, info.device, info.dist_backend)
         if problems:
             return problems
         if key is not None:

@@ -182,7 +182,7 @@ class VendorRuntime:
             module.set_device(device)
         return device
 
-    def synchronizer(self, device: Any):
+    def synchronizer(self, device: Any) -> Callable[[], Any]:
         """A function that waits for the device's queued work."""
         if "synchronize" in self.points:
             return lambda: self._call("synchronize", device)

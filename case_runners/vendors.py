@@ -1,7 +1,8 @@
-"""Vendor descriptions: vendor/<vendor>/vendor.yaml, validated on load."""
+"""Vendor descriptions: vendor/<vendor>/vendor.yaml, validated on load into a VendorDescription."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from case_runners.config.yaml_io import load_mapping
 from case_runners.container.options import check_container
 from case_runners.errors import ConfigError
 from case_runners.paths import display_path, project_root
+from case_runners.vendor_files import VENDOR_FILE
 from case_runners.vendor_runtime import NAME, check_hook_source
 
 DEFAULT_AMP_DTYPE = "fp16"
@@ -27,27 +29,55 @@ SCOPES = ("node", "rank")
 PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VendorDescription:
+    """A vendor's vendor.yaml, checked (load_vendor): its keys, with their defaults where they may be absent."""
+
+    name: str  # the vendor's folder, vendor/<name>
+    dir: Path  # that folder
+    description: str | None  # for people
+    device: str  # torch's device type (cuda, cpu, or the vendor's once its runtime.py ran)
+    dist_backend: str  # torch.distributed's backend (nccl, gloo, or the vendor's)
+    amp_dtype: str  # what a config's amp: true autocasts to (AMP_DTYPES); DEFAULT_AMP_DTYPE when absent
+    fsdp: bool  # whether dist_backend runs FSDP though it is not one of config/parallel.py FSDP_BACKENDS
+    visible_devices_env: str  # visible_devices.env, the device-visibility variable; "" when the vendor has none
+    visible_devices_scope: str  # visible_devices.scope (SCOPES): one value per node, or per rank
+    monitor: str | None  # the vendor's monitor file, in its folder
+    default_hardware: str  # a key of hardware: the hardware of a selection that names none
+    hardware: dict[str, dict[str, Any]]  # per hardware model: memory_bytes, peak_flops, precisions, bandwidths
+    container: dict[str, Any]  # build and run settings of the docker runtime (container/options.py); {} if absent
+
+    @property
+    def path(self) -> Path:
+        """Its vendor.yaml."""
+        return self.dir / VENDOR_FILE
+
+
 def vendor_names(root: Path | None = None) -> list[str]:
     base = (root or project_root()) / "vendor"
-    return sorted(p.parent.name for p in base.glob("*/vendor.yaml"))
+    return sorted(p.parent.name for p in base.glob(f"*/{VENDOR_FILE}"))
 
 
-def load_vendor(name: str, root: Path | None = None) -> dict[str, Any]:
+def load_vendor(name: str, root: Path | None = None) -> VendorDescription:
     """Load and check vendor/<name>/vendor.yaml; raise ConfigError naming the key and file."""
     root = root or project_root()
     known = vendor_names(root)
     if name not in known:
         raise ConfigError(f"unknown vendor '{name}'", key="vendor", allowed=known)
-    path = root / "vendor" / name / "vendor.yaml"
+    path = root / "vendor" / name / VENDOR_FILE
     data = load_mapping(path, root)
     shown = display_path(path, root)
     _check_vendor(data, shown)
     problems, _ = check_hook_source(name, root)
     if problems:
         raise ConfigError("; ".join(problems))
-    data["name"] = name
-    data["dir"] = str(path.parent)
-    return data
+    visible = data["visible_devices"]
+    return VendorDescription(
+        name=name, dir=path.parent, description=data.get("description"), device=data["device"],
+        dist_backend=data["dist_backend"], amp_dtype=data.get("amp_dtype", DEFAULT_AMP_DTYPE),
+        fsdp=data.get(VENDOR_FSDP_KEY, False), visible_devices_env=visible.get("env") or "",
+        visible_devices_scope=visible.get("scope", "node"), monitor=data.get("monitor"),
+        default_hardware=data["default_hardware"], hardware=data["hardware"], container=data.get("container") or {})
 
 
 def vendor_devices(root: Path | None = None) -> dict[str, str | None]:
@@ -57,7 +87,7 @@ def vendor_devices(root: Path | None = None) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for name in vendor_names(root):
         try:
-            device = load_mapping(root / "vendor" / name / "vendor.yaml", root).get("device")
+            device = load_mapping(root / "vendor" / name / VENDOR_FILE, root).get("device")
         except ConfigError:
             device = None
         found[name] = device if isinstance(device, str) else None
@@ -106,9 +136,22 @@ def _check_vendor(data: dict, file: str) -> None:
     if not isinstance(data.get(VENDOR_FSDP_KEY, False), bool):
         raise ConfigError("must be true or false: whether dist_backend runs FSDP (all_gather_into_tensor and "
                           "reduce_scatter_tensor)", key=VENDOR_FSDP_KEY, file=file, allowed=("true", "false"))
+    for key in ("description", "monitor"):
+        if not isinstance(data.get(key), str | None):
+            raise ConfigError(f"must be a string or null, not {data[key]!r}", key=key, file=file)
     visible = _require(data, "visible_devices", dict, file)
+    if not isinstance(visible.get("env"), str | None):
+        raise ConfigError(f"must be a variable's name or null, not {visible['env']!r}", key="visible_devices.env",
+                          file=file)
     if visible.get("scope", "node") not in SCOPES:
         raise ConfigError("unknown scope", key="visible_devices.scope", file=file, allowed=SCOPES)
+    _check_hardware(data, file)
+    check_container(data.get("container"), file)
+
+
+def _check_hardware(data: dict, file: str) -> None:
+    """vendor.yaml's hardware models (each a mapping: its peak FLOP/s per precision, its other peaks) and the
+    default one among them."""
     hardware = _require(data, "hardware", dict, file)
     if not hardware:
         raise ConfigError("must list at least one hardware model", key="hardware", file=file)
@@ -126,7 +169,6 @@ def _check_vendor(data: dict, file: str) -> None:
     default = _require(data, "default_hardware", str, file)
     if default not in hardware:
         raise ConfigError(f"'{default}' is not in hardware", key="default_hardware", file=file, allowed=hardware)
-    check_container(data.get("container"), file)
 
 
 def _check_peaks(spec: dict[str, Any], where: str, file: str) -> None:
@@ -159,15 +201,14 @@ def _check_peaks(spec: dict[str, Any], where: str, file: str) -> None:
                                   allowed=PRECISIONS)
 
 
-def vendor_info(vendor: dict[str, Any], hardware: str) -> dict[str, Any]:
+def vendor_info(vendor: VendorDescription, hardware: str) -> dict[str, Any]:
     """The part of a vendor description that a run needs, as saved in the resolved config."""
-    visible = vendor["visible_devices"]
     return {
-        "device": vendor["device"],
-        "dist_backend": vendor["dist_backend"],
-        "amp_dtype": vendor.get("amp_dtype", DEFAULT_AMP_DTYPE),
-        "visible_devices_env": visible.get("env") or "",
-        "visible_devices_scope": visible.get("scope", "node"),
-        "monitor": vendor.get("monitor"),
-        "hardware": vendor["hardware"][hardware],
+        "device": vendor.device,
+        "dist_backend": vendor.dist_backend,
+        "amp_dtype": vendor.amp_dtype,
+        "visible_devices_env": vendor.visible_devices_env,
+        "visible_devices_scope": vendor.visible_devices_scope,
+        "monitor": vendor.monitor,
+        "hardware": vendor.hardware[hardware],
     }

@@ -123,7 +123,7 @@ ARGUMENT_SPEC = dict(
 STOPPED = ("terminated", "killed", "stale_pid_files", "containers")
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC)
     params = module.params
     argv = cli_argv(params["python"], "finish", log_dir=params["log_dir"], run_id=params["run_id"],

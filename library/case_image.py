@@ -97,7 +97,7 @@ except ImportError:  # imported as a plain file by the module tests, which put t
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_cli
 
 
-def main():
+def main() -> None:
     argument_spec = dict(
         COMMON_ARGUMENT_SPEC,
         vendor=dict(type="str", required=True),

@@ -174,6 +174,7 @@ cmd:
 """
 
 import json
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -183,7 +184,7 @@ except ImportError:  # imported as a plain file by the module tests, which put t
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 
-def launch_argv(params):
+def launch_argv(params: dict[str, Any]) -> list[str]:
     return cli_argv(
         params["python"], "launch",
         config=params["config"],
@@ -204,7 +205,7 @@ def launch_argv(params):
     )
 
 
-def main():
+def main() -> None:
     argument_spec = dict(
         COMMON_ARGUMENT_SPEC,
         config=dict(type="path", required=True),

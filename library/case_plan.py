@@ -282,6 +282,8 @@ errors:
   sample: ["key 'perfplay_vendor': unknown vendor 'acme' (allowed: cpu, nvidia)"]
 """
 
+from typing import Any
+
 from ansible.module_utils.basic import AnsibleModule
 
 try:
@@ -305,12 +307,12 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def plan_request(params):
+def plan_request(params: dict[str, Any]) -> dict[str, Any]:
     """The request document of ``case_runners plan``: every option set (an empty string is unset)."""
     return dict((key, params[key]) for key in REQUEST_OPTIONS if params[key] not in (None, ""))
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     with request_file(plan_request(params), "perfplay-plan-") as request_path:

@@ -160,7 +160,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     argv = cli_argv(params["python"], "wait", log_dir=params["log_dir"], run_id=params["run_id"],

@@ -77,7 +77,7 @@ except ImportError:  # imported as a plain file by the module tests, which put t
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             project_dir=COMMON_ARGUMENT_SPEC["project_dir"],

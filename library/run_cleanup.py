@@ -112,7 +112,7 @@ except ImportError:  # imported as a plain file by the module tests, which put t
 CHANGES = ("terminated", "killed", "stale_pid_files", "containers")
 
 
-def main():
+def main() -> None:
     argument_spec = dict(
         COMMON_ARGUMENT_SPEC,
         run_id=dict(type="str", required=True),

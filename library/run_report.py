@@ -65,7 +65,7 @@ except ImportError:  # imported as a plain file by the module tests, which put t
     from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
 
 
-def main():
+def main() -> None:
     argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     argv = cli_argv(module.params["python"], "report", module.params["run_dir"], json=True, check=module.check_mode)

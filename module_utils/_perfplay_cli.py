@@ -16,6 +16,8 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from typing import Any
 
 TAIL_CHARS = 4000
 MESSAGE_LINES = 5  # of stderr, carried into a failure's msg (the whole tail is in its stderr field)
@@ -29,7 +31,7 @@ COMMON_ARGUMENT_SPEC = dict(
 )
 
 
-def cli_argv(python, subcommand, *args, **flags):
+def cli_argv(python: str | None, subcommand: str, *args: Any, **flags: Any) -> list[str]:
     """Return ``[python, -m, case_runners, subcommand, *args, --flag value ...]``.
 
     Keyword flags map ``run_id`` to ``--run-id``; ``None`` values are left out,
@@ -51,7 +53,7 @@ def cli_argv(python, subcommand, *args, **flags):
     return argv
 
 
-def parse_json_document(text):
+def parse_json_document(text: str | None) -> dict[str, Any] | None:
     """Return the JSON object printed on stdout, or ``None``.
 
     The whole text is tried first; failing that, the last line that parses as a
@@ -75,13 +77,13 @@ def parse_json_document(text):
     return doc if isinstance(doc, dict) else None
 
 
-def tail(text, chars=TAIL_CHARS):
+def tail(text: str | None, chars: int = TAIL_CHARS) -> str:
     """Last ``chars`` characters of ``text`` (for error reports)."""
     text = text or ""
     return text[-chars:]
 
 
-def last_lines(text, lines=MESSAGE_LINES, chars=MESSAGE_CHARS):
+def last_lines(text: str | None, lines: int = MESSAGE_LINES, chars: int = MESSAGE_CHARS) -> str:
     """The last ``lines`` non-empty lines of ``text`` on one line (joined by " | "), at most ``chars`` of it."""
     kept = [line.strip() for line in (text or "").splitlines() if line.strip()][-lines:]
     said = " | ".join(kept)
@@ -91,14 +93,14 @@ def last_lines(text, lines=MESSAGE_LINES, chars=MESSAGE_CHARS):
 class CliResult:
     """Outcome of one ``case_runners`` subcommand."""
 
-    def __init__(self, argv, rc, stdout, stderr):
+    def __init__(self, argv: list[str], rc: int, stdout: str, stderr: str) -> None:
         self.argv = argv
         self.rc = rc
         self.stdout = stdout
         self.stderr = stderr
         self.doc = parse_json_document(stdout)
 
-    def failure(self, what):
+    def failure(self, what: str) -> dict[str, Any]:
         """Fields for ``fail_json`` when the subcommand gave no usable answer."""
         return dict(
             msg="%s: `%s` exited %s%s%s" % (
@@ -115,7 +117,8 @@ class CliResult:
         )
 
 
-def run_cli(module, argv, project_dir, environ_update=None, data=None):
+def run_cli(module: Any, argv: list[str], project_dir: str, environ_update: dict[str, str] | None = None,
+            data: str | None = None) -> CliResult:
     """Run ``argv`` in ``project_dir`` through ``module.run_command``, ``data`` (text) on its stdin; never raises
     on rc."""
     rc, stdout, stderr = module.run_command(
@@ -124,7 +127,8 @@ def run_cli(module, argv, project_dir, environ_update=None, data=None):
     return CliResult(argv, rc, stdout, stderr)
 
 
-def run_json(module, argv, project_dir, what, environ_update=None, check_rc=False, data=None):
+def run_json(module: Any, argv: list[str], project_dir: str, what: str, environ_update: dict[str, str] | None = None,
+             check_rc: bool = False, data: str | None = None) -> CliResult:
     """Run ``argv`` and return its JSON document; ``fail_json`` when there is none.
 
     A non-zero exit with a JSON document is returned to the caller (several
@@ -138,7 +142,7 @@ def run_json(module, argv, project_dir, what, environ_update=None, check_rc=Fals
 
 
 @contextlib.contextmanager
-def request_file(doc, prefix):
+def request_file(doc: Any, prefix: str) -> Iterator[str]:
     """A temporary JSON file holding ``doc`` (a subcommand's ``--request``), removed afterwards."""
     fd, path = tempfile.mkstemp(prefix=prefix, suffix=".json")
     try:

@@ -30,7 +30,7 @@ from case_runners.plan.layering import load_case_base
 from case_runners.records.resolved import Target
 from case_runners.records.schema import Document, choices
 from case_runners.vendor_files import CONFIG_NAME, GENERATE_FILE, vendor_case_dir
-from case_runners.vendors import load_vendor, vendor_names
+from case_runners.vendors import VendorDescription, load_vendor, vendor_names
 
 SCALE = "{nnodes}x{nproc}"
 # An inference case has no description of its own: its model is its training case's.
@@ -78,23 +78,23 @@ def _scale_key(scale: str) -> tuple[int, ...]:
     return tuple(int(n) for n in scale.split("x"))
 
 
-def _configs(vendor: dict[str, Any], found: dict[str, set[str]]) -> VendorConfigs | None:
+def _configs(vendor: VendorDescription, found: dict[str, set[str]]) -> VendorConfigs | None:
     """The vendor's entry for {hardware: scales}, hardware in its table's order; None when there is none."""
-    order = [hw for hw in vendor["hardware"] if hw in found] + sorted(set(found) - set(vendor["hardware"]))
+    order = [hw for hw in vendor.hardware if hw in found] + sorted(set(found) - set(vendor.hardware))
     if not order:
         return None
-    return VendorConfigs(vendor=vendor["name"], hardware=[
+    return VendorConfigs(vendor=vendor.name, hardware=[
         HardwareScales(hardware=hw, scales=sorted(found[hw], key=_scale_key)) for hw in order])
 
 
-def _everywhere(vendor: dict[str, Any]) -> dict[str, set[str]]:
+def _everywhere(vendor: VendorDescription) -> dict[str, set[str]]:
     """A hardware-independent vendor file: every hardware of the vendor's table, at 1x1."""
-    return {hw: {SCALE.format(nnodes=1, nproc=1)} for hw in vendor["hardware"]}
+    return {hw: {SCALE.format(nnodes=1, nproc=1)} for hw in vendor.hardware}
 
 
-def _training(root: Path, case: str, vendor: dict[str, Any]) -> dict[str, set[str]]:
+def _training(root: Path, case: str, vendor: VendorDescription) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
-    folder = vendor_case_dir(root, vendor["name"], case)
+    folder = vendor_case_dir(root, vendor.name, case)
     for path in sorted(folder.glob("config_*.yaml")):
         if match := CONFIG_NAME.match(path.name):
             found.setdefault(match["hardware"], set()).add(SCALE.format(nnodes=int(match["nnodes"]),
@@ -102,30 +102,30 @@ def _training(root: Path, case: str, vendor: dict[str, Any]) -> dict[str, set[st
     return found
 
 
-def _inference(root: Path, case: str, vendor: dict[str, Any]) -> dict[str, set[str]]:
+def _inference(root: Path, case: str, vendor: VendorDescription) -> dict[str, set[str]]:
     """Where the case's inference config resolves on the vendor; a vendor file that does not resolve is an error."""
     try:
-        resolve_inference(case, vendor["name"], root)
+        resolve_inference(case, vendor.name, root)
     except ConfigError:
-        if vendor_overrides_path(root, vendor["name"], case).is_file():
+        if vendor_overrides_path(root, vendor.name, case).is_file():
             raise
         return {}  # the standard config's compiler is not one of the vendor's engines
     return _everywhere(vendor)
 
 
-def _base(root: Path, benchmark: str, vendor: dict[str, Any]) -> dict[str, set[str]]:
-    suite, errors = parse_selections(base_suite(root, vendor["name"]), source="suite", task=BASE)
+def _base(root: Path, benchmark: str, vendor: VendorDescription) -> dict[str, set[str]]:
+    suite, errors = parse_selections(base_suite(root, vendor.name), source="suite", task=BASE)
     if errors:
         raise errors[0]
     found: dict[str, set[str]] = {}
     for sel in suite:
         if sel.case == benchmark:
-            found.setdefault(sel.hardware or vendor["default_hardware"], set()).add(
+            found.setdefault(sel.hardware or vendor.default_hardware, set()).add(
                 SCALE.format(nnodes=sel.nnodes, nproc=sel.nproc))
     return found
 
 
-def _entries(root: Path, vendors: list[dict[str, Any]]) -> list[Entry]:
+def _entries(root: Path, vendors: list[VendorDescription]) -> list[Entry]:
     entries = []
 
     def add(task: str, case: str, description: Any, target: Target | None, found: Any) -> None:
@@ -145,7 +145,7 @@ def _entries(root: Path, vendors: list[dict[str, Any]]) -> list[Entry]:
     for case in generate_cases(root):
         config = root / "case_runners" / "cases" / case / GENERATE_DIR / "config.yaml"
         add(GENERATE, case, load_mapping(config, root).get("description"), None,
-            lambda v, c=case: _everywhere(v) if (vendor_case_dir(root, v["name"], c) / GENERATE_FILE).is_file()
+            lambda v, c=case: _everywhere(v) if (vendor_case_dir(root, v.name, c) / GENERATE_FILE).is_file()
             else {})
     return entries
 

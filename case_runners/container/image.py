@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.paths import display_path
@@ -51,16 +51,26 @@ def hash_tree(digest: Any, folder: Path) -> None:
         digest.update(f"{path.relative_to(folder)}\0".encode() + path.read_bytes() + b"\0")
 
 
-def image_spec(root: Path, vendor: dict[str, Any], framework: str,
+class ImageVendor(Protocol):
+    """What an image needs of a vendor description (vendors.py VendorDescription)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def container(self) -> dict[str, Any]: ...
+
+
+def image_spec(root: Path, vendor: ImageVendor, framework: str,
                overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Name, tag and build settings of a vendor's image for a framework; ConfigError on bad input."""
-    folder = image_dir(root, vendor["name"], framework)
-    vendor_file = display_path(Path(vendor["dir"]) / "vendor.yaml", root)
+    folder = image_dir(root, vendor.name, framework)
+    vendor_file = display_path(vendor.path, root)
     if not (folder / "Dockerfile").is_file():
         frameworks = sorted(p.parent.name for p in folder.parent.glob("*/Dockerfile"))
-        raise ConfigError(f"vendor '{vendor['name']}' has no {display_path(folder / 'Dockerfile', root)} "
+        raise ConfigError(f"vendor '{vendor.name}' has no {display_path(folder / 'Dockerfile', root)} "
                           f"for the docker runtime", key="perfplay_runtime", allowed=frameworks or ["host"])
-    settings = dict((vendor.get("container") or {}).get("build") or {})
+    settings = dict(vendor.container.get("build") or {})
     for key, value in (overrides or {}).items():
         if key not in BUILD_KEYS:
             raise ConfigError("unknown image setting", key=f"perfplay_image.{key}", file=RUN_VARS_FILE,
@@ -74,9 +84,9 @@ def image_spec(root: Path, vendor: dict[str, Any], framework: str,
     hash_tree(digest, folder)
     digest.update(b"requirements\0" + (root / CASE_REQUIREMENTS).read_bytes() + b"\0")
     digest.update(f"base_image\0{settings.get('base_image', '')}".encode())
-    name = f"perfplay-{vendor['name']}-{framework}".lower()
+    name = f"perfplay-{vendor.name}-{framework}".lower()
     tag = digest.hexdigest()[:TAG_CHARS]
-    return {"name": name, "tag": tag, "ref": f"{name}:{tag}", "vendor": vendor["name"], "framework": framework,
+    return {"name": name, "tag": tag, "ref": f"{name}:{tag}", "vendor": vendor.name, "framework": framework,
             "context": display_path(folder, root), "settings": settings, "vendor_file": vendor_file}
 
 

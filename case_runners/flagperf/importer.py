@@ -365,7 +365,7 @@ class Importer:
                 params[target[0]] = target[1]
         hardware = match["hw"]
         if vendor in self.vendors:
-            known = sorted(load_vendor(vendor, self.root)["hardware"])
+            known = sorted(load_vendor(vendor, self.root).hardware)
             if hardware not in known:
                 self.report.add(NONE, shown, f"hardware {hardware} is not in vendor/{vendor}/vendor.yaml (its "
                                              f"hardware: {', '.join(known)}): add it there before this config runs")
@@ -417,7 +417,7 @@ class Importer:
         facts = read_facts(self.sources.base, vendor, self.shown)
         settings_files = [s for s in self.vendor_settings.get(vendor, []) if s] or [{}]
         if vendor in self.vendors:
-            data = load_vendor(vendor, self.root)
+            data = load_mapping(load_vendor(vendor, self.root).path, self.root)  # checked, then as written there
             for i, settings in enumerate(settings_files):
                 one = replace(facts, container_run={}, unmapped_options=[],
                               dist_backend=None if i else facts.dist_backend)

@@ -27,7 +27,7 @@ class Generation:
         return self.ttft_s + sum(self.tpot_s)
 
 
-def _next_token(model: nn.Module, ids: torch.Tensor, cache) -> torch.Tensor:
+def _next_token(model: nn.Module, ids: torch.Tensor, cache: Any) -> torch.Tensor:
     """The greedy next id of every sequence (batch x 1): the argmax of the last position's logits."""
     logits = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
     return logits[:, -1, :].argmax(dim=-1, keepdim=True)

@@ -27,6 +27,7 @@ from case_runners import files
 from case_runners.errors import ConfigError, PerfplayError
 from case_runners.rank import stop_request
 from case_runners.records.names import INFERENCE_STEP_NAMES
+from case_runners.records.resolved import InferenceConfig
 from case_runners.vendor_files import vendor_engines
 
 CASE_FUNCTIONS = ("build_dataloader", "create_model", "evaluator", "model_forward", "export_model", "engine_forward")
@@ -103,7 +104,7 @@ def torch_forward(model: Any, dataloader: Any, evaluator: Callable, config: dict
 STEP_NAMES = INFERENCE_STEP_NAMES
 
 
-def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir: str | None = None,
+def run_pipeline(resolved: InferenceConfig, root: Path, work_dir: Path, data_dir: str | None = None,
                  log: Callable[[str], None] = print, device: str = "cpu",
                  on_step: Callable[[str, dict[str, Any]], object] | None = None,
                  synchronize: Callable[[], None] | None = None,
@@ -113,7 +114,7 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
     runtime's wait for the device, in the case's and engine's config as "synchronize") bounds every timed forward
     pass."""
     started = time.perf_counter()
-    conf = {**resolved["configurations"], **resolved["parameters"], "work_dir": str(work_dir), "data_dir": data_dir,
+    conf = {**resolved.settings(), "work_dir": str(work_dir), "data_dir": data_dir,
             "device": device, "synchronize": synchronize}
     steps: list[str] = []
 
@@ -131,12 +132,12 @@ def run_pipeline(resolved: dict[str, Any], root: Path, work_dir: Path, data_dir:
     begin("a")
     files.secure_dir(work_dir)
     compiler = conf["compiler"]
-    engine_class = load_engine(root, resolved["vendor"], compiler) if compiler else None  # a: fail early
+    engine_class = load_engine(root, resolved.vendor, compiler) if compiler else None  # a: fail early
     if compiler and conf["exist_compiler_path"] and not Path(conf["exist_compiler_path"]).is_file():
         raise ConfigError(f"{conf['exist_compiler_path']} does not exist", key="exist_compiler_path")
     if compiler and conf["exist_onnx_path"] is not None and getattr(engine_class, "needs_onnx", True):
         _check_onnx(conf["exist_onnx_path"], bool(conf["exist_compiler_path"]))  # engines that compile torch do not
-    case = load_case(resolved["case"])
+    case = load_case(resolved.case)
     done("a")
 
     begin("b")

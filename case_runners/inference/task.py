@@ -37,17 +37,17 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     runtime, device = start_rank(config, env)
     versions = runtime.versions()
     resolved = config.inference
-    if not isinstance(resolved, dict):
+    if resolved is ABSENT:
         raise PerfplayError(f"{config_path}: an inference config needs its resolved files (key 'inference')")
     notes = [] if config.notes is ABSENT else config.notes  # ABSENT is truthy: `or []` would keep it
     log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case, "task": names.INFERENCE,
                                "case_id": config.case_id, "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
-                               "configurations": resolved["configurations"], "parameters": resolved["parameters"],
+                               "configurations": resolved.configurations, "parameters": resolved.parameters,
                                "python": sys.executable, "torch": torch.__version__, "versions": versions})
     for note in notes:
         print(note, flush=True)
-    log.event(ev.LAUNCH_INFERENCE, {"case": config.case, "compiler": resolved["configurations"]["compiler"],
+    log.event(ev.LAUNCH_INFERENCE, {"case": config.case, "compiler": resolved.compiler,
                                     "notes": notes})
     runtime.reset_peak_memory(device)
     summary = run_pipeline(resolved, project_root(), Path(config_path).parent / WORK_DIR, config.data_dir,

@@ -37,6 +37,7 @@ from case_runners.plan.flat import flat_config, flat_params, selection_problems
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendor_files import BASE_FILE, vendor_dir
+from case_runners.vendors import VendorDescription
 
 BENCHMARKS_DIR = ("case_runners", "base", "benchmarks")
 # A benchmark's package, torch-free: footprint(params, world_size) -> [(what, bytes)], the device memory its params
@@ -80,7 +81,7 @@ def base_suite(root: Path, vendor: str) -> Any:
     return [name for name, spec in BENCHMARKS.items() if spec.ranks == ONE]
 
 
-def resolve_base_selection(sel: Selection, vendor: dict[str, Any], root: Path,
+def resolve_base_selection(sel: Selection, vendor: VendorDescription, root: Path,
                            default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None, list[ConfigError]]:
     """(config, errors) for a selection with task: base."""
     if sel.case not in BENCHMARKS:
@@ -98,16 +99,16 @@ def resolve_base_selection(sel: Selection, vendor: dict[str, Any], root: Path,
                                   f"across nodes), got {world}", key=f"{sel.source}.nproc", file=RUN_VARS_FILE))
 
     def vendor_layer() -> tuple[dict[str, Any], str, str]:
-        data, shown = vendor_base(root, vendor["name"])
+        data, shown = vendor_base(root, vendor.name)
         return (data.get("params") or {}).get(sel.case) or {}, f"{shown} (params.{sel.case})", shown
 
     flat = flat_params(sel, benchmark_config_path(root, sel.case), root, default_timeout_s, vendor_layer, errors)
     if flat is None:
         return None, errors
     hardware = str(sel.hardware)
-    vendor_file = display_path(Path(vendor["dir"]) / "vendor.yaml", root)
+    vendor_file = display_path(vendor.path, root)
     if not errors:
-        errors += _device_errors(sel, flat.params, flat.provenance, vendor["hardware"][hardware], hardware,
+        errors += _device_errors(sel, flat.params, flat.provenance, vendor.hardware[hardware], hardware,
                                  vendor_file, world)
     if errors:
         return None, errors

@@ -20,7 +20,7 @@ from case_runners.paths import display_path
 from case_runners.plan.layering import apply_layer
 from case_runners.records.resolved import ResolvedConfig, VendorInfo
 from case_runners.records.schema import ABSENT
-from case_runners.vendors import vendor_info
+from case_runners.vendors import VendorDescription, vendor_info
 
 # The vendor's layer: (its params, the file provenance names for them, the file the config's sources list).
 VendorLayer = Callable[[], tuple[dict[str, Any], str, str]]
@@ -76,13 +76,13 @@ def flat_params(sel: Selection, config_path: Path, root: Path, default_timeout_s
     return FlatParams(params, provenance, timeout, sources)
 
 
-def flat_config(sel: Selection, vendor: dict[str, Any], task: str, flat: FlatParams, flops_convention: str,
+def flat_config(sel: Selection, vendor: VendorDescription, task: str, flat: FlatParams, flops_convention: str,
                 flops_note: str) -> ResolvedConfig:
     """The resolved config of a flat selection: no target, no FLOPs per sample (each figure is its own)."""
     hardware = str(sel.hardware)
     return ResolvedConfig(
         task=task, case=sel.case, case_id=sel.case_id, framework=sel.framework,
-        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
+        framework_version=sel.framework_version or ABSENT, vendor=vendor.name, hardware=hardware,
         nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=flat.timeout_s,
         sources=flat.sources, provenance=flat.provenance, **standard_fields([]), params=flat.params, target=None,
         flops_per_sample=None, flops_convention=flops_convention, flops_note=flops_note,

@@ -23,6 +23,7 @@ from case_runners.plan.flat import flat_config, flat_params, selection_problems
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendor_files import GENERATE_FILE, vendor_case_dir
+from case_runners.vendors import VendorDescription
 
 GENERATE_DIR = "generate"  # case_runners/cases/<case>/generate/: config.yaml and the case's generate modules
 SAVE_PARAM = "save_checkpoint"  # the training param that makes a training case save its checkpoint
@@ -53,7 +54,7 @@ def vendor_generate(root: Path, vendor: str, case: str) -> tuple[dict[str, Any],
     return params, shown
 
 
-def resolve_generate_selection(sel: Selection, vendor: dict[str, Any], root: Path,
+def resolve_generate_selection(sel: Selection, vendor: VendorDescription, root: Path,
                                default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None,
                                                                                 list[ConfigError]]:
     """(config, errors) for a selection with task: generate."""
@@ -66,7 +67,7 @@ def resolve_generate_selection(sel: Selection, vendor: dict[str, Any], root: Pat
     errors += selection_problems(sel, "the generate task is", "generate")
 
     def vendor_layer() -> tuple[dict[str, Any], str, str]:
-        params, shown = vendor_generate(root, vendor["name"], sel.case)
+        params, shown = vendor_generate(root, vendor.name, sel.case)
         return params, shown, shown
 
     config_path = root / "case_runners" / "cases" / sel.case / GENERATE_DIR / "config.yaml"

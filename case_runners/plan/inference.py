@@ -4,7 +4,6 @@ so the plan, the launch, the record and the summary handle both (task: inference
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from case_runners.config.resolved import DEFAULT_CASE_TIMEOUT_S, INFERENCE
 from case_runners.config.selection import Selection
@@ -14,13 +13,13 @@ from case_runners.plan.inference_config import inference_cases, resolve_inferenc
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig, VendorInfo
 from case_runners.records.schema import ABSENT
-from case_runners.vendors import vendor_info
+from case_runners.vendors import VendorDescription, vendor_info
 
 FLOPS_CONVENTION = ("1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass "
                     "(flops in configurations.yaml)")
 
 
-def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Path,
+def resolve_inference_selection(sel: Selection, vendor: VendorDescription, root: Path,
                                 default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None,
                                                                                  list[ConfigError]]:
     """(config, errors) for a selection with task: inference."""
@@ -40,20 +39,19 @@ def resolve_inference_selection(sel: Selection, vendor: dict[str, Any], root: Pa
                                   f"for pytorch", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
                                   allowed=["pytorch", "pytorch_<version>"]))
     try:
-        resolved, notes = resolve_inference(sel.case, vendor["name"], root, sel.overrides,
+        resolved, notes = resolve_inference(sel.case, vendor.name, root, sel.overrides,
                                             f"run overrides ({sel.source}.overrides)", sel.functional)
     except ConfigError as exc:
         errors.append(exc)
     if errors:
         return None, errors
-    conf = resolved["configurations"]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     return ResolvedConfig(
         task=INFERENCE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
-        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware, nnodes=1,
+        framework_version=sel.framework_version or ABSENT, vendor=vendor.name, hardware=hardware, nnodes=1,
         nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
-        timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_CASE_TIMEOUT_S, sources=resolved["sources"],
-        provenance=resolved["provenance"], **read_standard(resolved), notes=notes, inference=resolved,
-        params={**conf, **resolved["parameters"]}, target=None, flops_per_sample=conf["flops"],
+        timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_CASE_TIMEOUT_S, sources=resolved.sources,
+        provenance=resolved.provenance, **read_standard(resolved.to_json()), notes=notes, inference=resolved,
+        params=resolved.settings(), target=None, flops_per_sample=resolved.flops,
         flops_convention=FLOPS_CONVENTION, flops_note=None,
         vendor_info=VendorInfo(**vendor_info(vendor, hardware))), []

@@ -32,6 +32,7 @@ from case_runners.config.yaml_io import load_mapping
 from case_runners.errors import ConfigError, raise_all, shown
 from case_runners.paths import display_path
 from case_runners.plan.layering import load_case_base
+from case_runners.records.resolved import InferenceConfig
 from case_runners.vendor_files import vendor_engines
 
 CONFIG_KEYS = ("batch_size", "flops", "fp16", "compiler", "num_workers", "log_freq", "repeat", "no_validation",
@@ -69,7 +70,7 @@ def parse_flops(value: Any, *, file: str) -> float:
 
 
 def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, Any] | None = None,
-                      overrides_file: str = "run overrides", functional: bool = False) -> tuple[dict[str, Any],
+                      overrides_file: str = "run overrides", functional: bool = False) -> tuple[InferenceConfig,
                                                                                               list[str]]:
     """The case's resolved inference config and the notes (warnings, changes) its overrides produced.
 
@@ -131,8 +132,8 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     if config["compiler"] is not None and config["compiler"] not in engines:
         raise ConfigError(f"vendor '{vendor}' has no engine '{config['compiler']}' (vendor/{vendor}/engines/)",
                           key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
-    return {"case": case, "vendor": vendor, "configurations": config, "parameters": params,
-            "sources": sources, "provenance": provenance, **standard_fields(changed)}, notes
+    return InferenceConfig(case=case, vendor=vendor, configurations=config, parameters=params, sources=sources,
+                           provenance=provenance, **standard_fields(changed)), notes
 
 
 def _functional_shape(block: Any, params: dict[str, Any], ranges: dict[str, Constraint],

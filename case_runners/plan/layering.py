@@ -27,7 +27,7 @@ from case_runners.errors import RUN_VARS_FILE, ConfigError, raise_all
 from case_runners.paths import display_path
 from case_runners.records.resolved import SAMPLE, SAMPLE_UNITS, ResolvedConfig, Target, VendorInfo
 from case_runners.records.schema import ABSENT
-from case_runners.vendors import vendor_info
+from case_runners.vendors import VendorDescription, vendor_info
 
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
@@ -146,16 +146,16 @@ def vendor_config_path(root: Path, vendor: str, sel: Selection) -> Path:
     return root / "vendor" / vendor / "cases" / sel.case / f"{sel.config_name}.yaml"
 
 
-def choose_hardware(sel: Selection, vendor: dict[str, Any], root: Path) -> ConfigError | None:
+def choose_hardware(sel: Selection, vendor: VendorDescription, root: Path) -> ConfigError | None:
     """Set the selection's hardware (the vendor's default when it names none); the error if the vendor lacks it."""
-    sel.hardware = sel.hardware or vendor["default_hardware"]
-    if sel.hardware in vendor["hardware"]:
+    sel.hardware = sel.hardware or vendor.default_hardware
+    if sel.hardware in vendor.hardware:
         return None
-    return ConfigError(f"unknown hardware '{sel.hardware}' for vendor '{vendor['name']}'", key=f"{sel.source}.hardware",
-                       file=display_path(Path(vendor["dir"]) / "vendor.yaml", root), allowed=vendor["hardware"])
+    return ConfigError(f"unknown hardware '{sel.hardware}' for vendor '{vendor.name}'", key=f"{sel.source}.hardware",
+                       file=display_path(vendor.path, root), allowed=vendor.hardware)
 
 
-def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
+def resolve(sel: Selection, vendor: VendorDescription, root: Path,
             default_timeout_s: int | None = None) -> tuple[ResolvedConfig | None, list[ConfigError]]:
     """Resolve a selection against a loaded vendor; return (config, errors)."""
     cases = list_cases()
@@ -174,11 +174,11 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
         return None, [ConfigError(f"unknown framework '{sel.framework_key}': case '{sel.case}' is written for "
                                   f"{framework}", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
                                   allowed=[framework, f"{framework}_<version>"])]
-    vendor_file = vendor_config_path(root, vendor["name"], sel)
+    vendor_file = vendor_config_path(root, vendor.name, sel)
     if not vendor_file.is_file():
         available = sorted(p.stem.removeprefix("config_") for p in vendor_file.parent.glob("config_*.yaml"))
         return None, [ConfigError(
-            f"vendor '{vendor['name']}' has no config for {sel.hardware} at nnodes={sel.nnodes}, nproc={sel.nproc} "
+            f"vendor '{vendor.name}' has no config for {sel.hardware} at nnodes={sel.nnodes}, nproc={sel.nproc} "
             f"(no file {display_path(vendor_file, root)})", key=sel.source, allowed=available)]
 
     errors: list[ConfigError] = []
@@ -216,7 +216,7 @@ def resolve(sel: Selection, vendor: dict[str, Any], root: Path,
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     config = ResolvedConfig(
         case=sel.case, case_id=sel.case_id, framework=sel.framework,
-        framework_version=sel.framework_version or ABSENT, vendor=vendor["name"], hardware=hardware,
+        framework_version=sel.framework_version or ABSENT, vendor=vendor.name, hardware=hardware,
         nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
         sources=[base_file, vendor_shown] + ([f"{base_file} ({FUNCTIONAL})"] if sel.functional else [])
         + ([overrides_file] if sel.overrides else []), provenance=provenance,

@@ -33,7 +33,7 @@ from case_runners.records.resolved import ResolvedConfig, Runtime
 from case_runners.run_ids import check_run_id, new_run_id
 from case_runners.training.adapter import check_adapter_source
 from case_runners.vendor_files import case_requirements
-from case_runners.vendors import load_vendor
+from case_runners.vendors import VendorDescription, load_vendor
 
 
 class Bundle(TypedDict):
@@ -63,7 +63,7 @@ class CheckedRequest:
     errors: list[ConfigError]
     results_dir: Path
     run_id: str | None
-    vendor: dict[str, Any] | None       # None: no vendor to resolve the cases with
+    vendor: VendorDescription | None       # None: no vendor to resolve the cases with
     selections: list[Selection]
     suite_file: str | None              # the vendor's base.yaml, where the selections came from its suite
     image: Any                          # request["image"], checked with the runtimes
@@ -144,7 +144,7 @@ def check_request(request: RunRequest | dict[str, Any], root: Path) -> CheckedRe
                           bundle=bool(request.get("bundle")))
 
 
-def _cases_asked(cases: Any, task: str, vendor: dict[str, Any] | None, root: Path,
+def _cases_asked(cases: Any, task: str, vendor: VendorDescription | None, root: Path,
                  errors: list[ConfigError]) -> tuple[Any, str, str | None]:
     """The selections the run asks for, where they were given and the file they came from: perfplay_cases, or
     where the run names no case the default case, or the vendor's base suite (adding its errors to `errors`)."""
@@ -153,14 +153,14 @@ def _cases_asked(cases: Any, task: str, vendor: dict[str, Any] | None, root: Pat
     if task != BASE or vendor is None:
         return defaults.CASE, "perfplay_cases", None
     try:
-        data, shown_file = vendor_base(root, vendor["name"])
-        suite = base_suite(root, vendor["name"])
+        data, shown_file = vendor_base(root, vendor.name)
+        suite = base_suite(root, vendor.name)
     except ConfigError as exc:
         errors.append(exc)
         return defaults.CASE, "perfplay_cases", None
     if "suite" in data:  # its entries' errors name base.yaml and suite[i]
         return suite, "suite", shown_file
-    return suite, f"the base suite of vendor '{vendor['name']}'", None
+    return suite, f"the base suite of vendor '{vendor.name}'", None
 
 
 def resolve_cases(checked: CheckedRequest, root: Path) -> ResolvedRun:
@@ -179,7 +179,7 @@ def resolve_cases(checked: CheckedRequest, root: Path) -> ResolvedRun:
     return ResolvedRun(request=checked, cases=cases, images=images, errors=errors)
 
 
-def _configs(checked: CheckedRequest, vendor: dict[str, Any],
+def _configs(checked: CheckedRequest, vendor: VendorDescription,
              root: Path) -> tuple[list[ResolvedConfig], list[ConfigError]]:
     """Each selection's resolved config, and the request's errors with theirs."""
     errors = list(checked.errors)
@@ -301,7 +301,7 @@ def _history_db(value: Any, results_dir: Path) -> tuple[str, list[ConfigError]]:
     return str(path), [ConfigError(p, key="perfplay_history_db", file=RUN_VARS_FILE) for p in path_problems(path)]
 
 
-def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: dict[str, Any] | None, image: Any,
+def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: VendorDescription | None, image: Any,
               root: Path) -> tuple[list[dict[str, Any]], list[ConfigError]]:
     """Set each case's runtime; with docker, the image spec of each framework. (images, errors)"""
     if image not in (None, "", {}) and not isinstance(image, dict):
@@ -320,7 +320,7 @@ def _runtimes(cases: list[ResolvedConfig], runtime: str, vendor: dict[str, Any] 
             except ConfigError as exc:
                 return [], [exc]
         config.runtime = Runtime(kind="docker", image=specs[framework]["ref"],
-                                 run=(vendor.get("container") or {}).get("run") or {})
+                                 run=vendor.container.get("run") or {})
     return list(specs.values()), []
 
 

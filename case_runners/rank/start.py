@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, DistEnv, omp_num_threads
 from case_runners.records.resolved import ResolvedConfig
 
+if TYPE_CHECKING:  # imported when a rank starts
+    import torch
 
-def start_rank(config: ResolvedConfig, env: DistEnv):
+    from case_runners.vendor_runtime import VendorRuntime
+
+
+def start_rank(config: ResolvedConfig, env: DistEnv) -> tuple[VendorRuntime, torch.device]:
     """The vendor's runtime prepared (environment, imports, setup(), before torch touches its device) and this rank's
     device: the launcher's choice (DEVICE_INDEX_ENV) or else the local rank; a CPU's cores shared among the node's
     ranks. (runtime, device)"""

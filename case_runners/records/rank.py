@@ -48,8 +48,9 @@ class RankResult(Document):
 
 
 @dataclasses.dataclass(kw_only=True)
-class TrainingRankResult(RankResult):
-    """The trainer's figures (case_runners/training/trainer.py, which explains each time)."""
+class TrainerResult(Document):
+    """The trainer's figures (case_runners/training/trainer.py, which explains each time): what Trainer.run
+    returns, a training rank's result but the fields of the task and the rank runtime."""
     status: str = dataclasses.field(metadata=choices(SUCCESS, NOT_CONVERGED))
     stop_reason: str = dataclasses.field(metadata=choices(*STOP_REASONS))
     converged: bool
@@ -81,6 +82,11 @@ class TrainingRankResult(RankResult):
     adapter: str | None  # its file
     optimizer: str  # the optimizer class that ran
     standard_optimizer: str  # the case's own
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainingRankResult(TrainerResult, RankResult):
+    """A training rank's result: the trainer's figures (TrainerResult), with the rank's and the task's."""
     versions: dict[str, Any]  # torch, and what the vendor's runtime hook reports
     e2e_time: float  # from the rank's start to its end
 

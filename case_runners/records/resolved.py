@@ -41,6 +41,40 @@ class VendorInfo(Document):
 
 
 @dataclasses.dataclass(kw_only=True)
+class InferenceConfig(Document):
+    """An inference case's resolved configuration (plan/inference_config.py resolve_inference): its three files,
+    laid over one another and checked, and the run's overrides."""
+    case: str
+    vendor: str
+    # configurations.yaml's keys (inference_config.py CONFIG_KEYS, ranges in config/shared_params.py), the vendor's
+    # <vendor>_configurations.yaml and the run's overrides over them, and the keys the vendor's file adds; flops
+    # per item as a number
+    configurations: dict[str, Any]
+    parameters: dict[str, Any]  # parameters.yaml's: the case's own (with functional: true, its small shape)
+    sources: list[str]  # the files of the layers, in order
+    provenance: dict[str, str]  # per key of configurations, the file that set it
+    # config/standard.py: false when a key of WORKLOAD_KEYS changed, or the shape is functional's (absent: a config
+    # from before the flag)
+    standard: bool | Absent = ABSENT
+    non_standard: list[str] | Absent = ABSENT  # the keys that changed the workload
+
+    @property
+    def compiler(self) -> str | None:
+        """The vendor's engine (vendor/<vendor>/engines/<compiler>.py), or None: torch alone."""
+        value = self.configurations["compiler"]
+        return None if value is None else str(value)
+
+    @property
+    def flops(self) -> float:
+        """FLOPs per item."""
+        return float(self.configurations["flops"])
+
+    def settings(self) -> dict[str, Any]:
+        """The configurations and the parameters as one mapping: what the case's and the engine's code read."""
+        return {**self.configurations, **self.parameters}
+
+
+@dataclasses.dataclass(kw_only=True)
 class Runtime(Document):
     kind: str = dataclasses.field(metadata=choices(*RUNTIMES))
     image: str | Absent = ABSENT  # docker: the image the rounds run in
@@ -68,7 +102,7 @@ class ResolvedConfig(Document):
     standard: bool | Absent = ABSENT  # absent (a config from before the flag): standard
     non_standard: list[str] | Absent = ABSENT
     notes: list[str] | Absent = ABSENT  # (inference) the vendor file's changes
-    inference: dict[str, Any] | Absent = ABSENT  # (inference) the three files' resolved content
+    inference: InferenceConfig | Absent = ABSENT  # (inference) the three files' resolved content
     checkpoint_case: str | Absent = ABSENT  # (generate, checkpoint "trained") the training case whose model it loads
     params: dict[str, Any]
     target: Target | None  # (inference: null)

@@ -3,7 +3,7 @@ the rank runtime's: case_runners/rank/dist.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Sized
+from collections.abc import Callable, Sequence, Sized
 
 import torch
 import torch.distributed as dist
@@ -49,7 +49,7 @@ def _unsized(dataset: object) -> TypeError:
 
 def train_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, world_size: int,
                  seed: int, num_workers: int = 0, drop_last: bool = False, pin_memory: bool = False,
-                 collate_fn=None) -> torch.utils.data.DataLoader:
+                 collate_fn: Callable | None = None) -> torch.utils.data.DataLoader:
     """A shuffling loader; a DistributedSampler gives every rank the same number of batches."""
     from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Sampler
 
@@ -68,7 +68,7 @@ def train_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, 
 
 def eval_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, world_size: int,
                 num_workers: int = 0, pin_memory: bool = False,
-                collate_fn=None) -> torch.utils.data.DataLoader:
+                collate_fn: Callable | None = None) -> torch.utils.data.DataLoader:
     """An in-order loader over this rank's unpadded shard of the eval set."""
     from torch.utils.data import DataLoader, Subset
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from case_runners.driver import events as ev
 from case_runners.driver.dllogger import TrainingStream
@@ -21,8 +22,11 @@ from case_runners.rank import stop_request
 from case_runners.rank.env import DistEnv
 from case_runners.records.resolved import ResolvedConfig
 
+if TYPE_CHECKING:  # imported once the rank's runtime is prepared
+    from case_runners.training.case_api import RunContext, TrainingCase
 
-def load_case_builder(case: str):
+
+def load_case_builder(case: str) -> Callable[[dict[str, Any], RunContext], TrainingCase]:
     """`build_case` from `case_runners.cases.<case>.case`."""
     module = importlib.import_module(f"case_runners.cases.{case}.case")
     return module.build_case
@@ -33,6 +37,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     e2e_time."""
     import torch
 
+    from case_runners.config.shared_params import TrainerParams
     from case_runners.rank.dist import init_distributed
     from case_runners.rank.start import start_rank
     from case_runners.training.adapter import load_adapter
@@ -42,9 +47,10 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
 
     stop_request.check("init")
     params = config.params
+    trainer_params = TrainerParams.from_params(params, f"{config_path}: params")
     runtime, device = start_rank(config, env)
     adapter = load_adapter(config.vendor, config.case)  # after the vendor's imports, before the case
-    runtime.allow_tf32(bool(params["tf32"]))  # the trainer's params: config/shared_params.py TRAINER_PARAMS
+    runtime.allow_tf32(trainer_params.tf32)
     backend = runtime.dist_backend
     versions = runtime.versions()
     log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case,
@@ -55,7 +61,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
                                "adapter": adapter.shown})
     init_distributed(env, backend, device)
     stop_request.check("init (case)")
-    seed_everything(int(params["seed"]))
+    seed_everything(trainer_params.seed)
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
                      device=device, data_dir=config.data_dir, log=log, runtime=runtime,
                      pin_memory=device.type != "cpu", work_dir=Path(config_path).parent)
@@ -67,4 +73,4 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     log.event(ev.LAUNCH_TRAINING, {"case": config.case})
     trainer = Trainer(case, params, ctx, config.target,
                       amp_dtype=config.vendor_info.amp_dtype or DEFAULT_AMP_DTYPE, adapter=adapter)
-    return {**trainer.run(), "versions": versions}
+    return {**trainer.run().to_json(), "versions": versions}

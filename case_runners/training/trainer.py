@@ -29,12 +29,13 @@ from typing import Any
 
 import torch
 
-from case_runners.config.shared_params import FSDP
+from case_runners.config.shared_params import FSDP, TrainerParams
 from case_runners.driver import events as ev
 from case_runners.errors import PerfplayError
 from case_runners.paths import CHECKPOINT_DIR
 from case_runners.rank import stop_request
 from case_runners.records import names
+from case_runners.records.rank import TrainerResult
 from case_runners.records.resolved import Target
 from case_runners.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.training.case_api import RunContext, TrainingCase
@@ -82,34 +83,29 @@ class Precision:
 class Trainer:
     def __init__(self, case: TrainingCase, params: dict[str, Any], ctx: RunContext, target: Target,
                  amp_dtype: str = "fp16", adapter: TrainerAdapter = STANDARD) -> None:
+        """params: the case's; the trainer's among them (config/shared_params.py TrainerParams) are self.params,
+        and the vendor's adapter gets a copy of them all (AdapterContext.params)."""
         if case.target_metric != target.metric:
             raise ValueError(f"config target metric '{target.metric}' is not the metric the case "
                              f"reports ('{case.target_metric}')")
-        self.case, self.params, self.ctx, self.target = case, params, ctx, target
+        self.case, self.ctx, self.target = case, ctx, target
+        self.params = p = TrainerParams.from_params(params)
         self.log = ctx.log
         self.device = ctx.device
-        # The trainer's params, with their defaults, are declared once: config/shared_params.py TRAINER_PARAMS.
-        self.precision = Precision(bool(params["amp"]), ctx.device.type, params["amp_dtype"] or amp_dtype,
-                                   bool(params["tf32"]))
-        self.fsdp = params["data_parallel"] == FSDP and ctx.world_size > 1  # one rank: nothing to shard
+        self.precision = Precision(p.amp, ctx.device.type, p.amp_dtype or amp_dtype, p.tf32)
+        self.fsdp = p.data_parallel == FSDP and ctx.world_size > 1  # one rank: nothing to shard
         self.save_to = None
-        if params["save_checkpoint"]:
+        if p.save_checkpoint:
             if ctx.work_dir is None:
                 raise PerfplayError("save_checkpoint is true but the rank has no work directory to save into")
             self.save_to = Path(ctx.work_dir) / CHECKPOINT_DIR
         for param, method in (("activation_checkpointing", "enable_activation_checkpointing"),
                               ("save_checkpoint", "save_checkpoint")):
-            if params[param] and getattr(type(case), method) is getattr(TrainingCase, method):
+            if getattr(p, param) and getattr(type(case), method) is getattr(TrainingCase, method):
                 raise PerfplayError(f"{param} is true but case {type(case).__module__}.{type(case).__name__} has no "
                                     f"{method}(): set {param} false")
         self.runtime = ctx.runtime or VendorRuntime(None, ctx.device.type, "gloo")  # torch's defaults
         self.sync = self.runtime.synchronizer(ctx.device)
-        self.max_epochs = int(params["max_epochs"])
-        self.max_steps = int(params["max_steps"])
-        self.time_budget_s = float(params["time_budget_s"])
-        self.log_freq = int(params["log_freq"])
-        self.eval_every_epochs = int(params["eval_every_epochs"])
-        self.eval_every_steps = int(params["eval_every_steps"])
         self.history: list[dict[str, float]] = []
         self.adapter = adapter
         self.adapter_ctx = AdapterContext(
@@ -167,7 +163,7 @@ class Trainer:
                                      "standard_parameters": standard_parameters})
         if self.precision.amp and "model_to_fp16" in adapter:
             model = self._adapted("model_to_fp16", model, actx, check=torch.nn.Module)
-        if self.params["activation_checkpointing"]:
+        if self.params.activation_checkpointing:
             self.case.enable_activation_checkpointing(model)
         self.module = model
         if self.fsdp:  # before the optimizer: it must hold the sharded parameters
@@ -314,7 +310,7 @@ class Trainer:
         t0 = time.perf_counter()
         self.module.eval()
         with torch.no_grad(), self._autocast():
-            limit = int(self.params["eval_max_batches"]) or None  # a bounded run (check-vendor --functional)
+            limit = self.params.eval_max_batches or None  # a bounded run (check-vendor --functional)
             metrics = self.case.evaluate(self.module, stop_request.Checked(self.eval_loader, phase, limit))
         self.module.train()
         self.sync()
@@ -347,9 +343,9 @@ class Trainer:
                       step=step)
         return samples, core_time
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> TrainerResult:
         self._setup()
-        log = self.log
+        log, p = self.log, self.params
         step = epoch = samples = 0
         core_time = eval_time = 0.0
         metric: float | None = None
@@ -367,10 +363,10 @@ class Trainer:
         stop_request.check("training")
         log.event(ev.TRAIN_START, {"amp": self.precision.amp, "precision": self.precision.name})
         train_start = time.perf_counter()
-        over_budget = (lambda: time.perf_counter() - train_start >= self.time_budget_s) \
-            if self.time_budget_s > 0 else (lambda: False)
+        over_budget = (lambda: time.perf_counter() - train_start >= p.time_budget_s) \
+            if p.time_budget_s > 0 else (lambda: False)
         while stop is None:
-            if self.max_epochs and epoch >= self.max_epochs:
+            if p.max_epochs and epoch >= p.max_epochs:
                 stop = names.MAX_EPOCHS
                 break
             epoch += 1
@@ -381,19 +377,19 @@ class Trainer:
                 step += 1
                 stop_request.check(f"training at step {step}")
                 samples, core_time = self._logged_step(batch, epoch, step, samples, core_time)
-                if self.max_steps and step >= self.max_steps:
+                if p.max_steps and step >= p.max_steps:
                     stop = names.MAX_STEPS
                 # Ranks agree on the budget at log steps (one tiny collective), every step on one rank.
-                elif (self.ctx.world_size == 1 or step % self.log_freq == 0) and any_rank(over_budget(), self.device):
+                elif (self.ctx.world_size == 1 or step % p.log_freq == 0) and any_rank(over_budget(), self.device):
                     stop = names.TIME_BUDGET
-                if self.eval_every_steps and step % self.eval_every_steps == 0 and evaluate():
+                if p.eval_every_steps and step % p.eval_every_steps == 0 and evaluate():
                     stop = names.TARGET_REACHED
                 if stop:
                     break
             if step == steps_before_epoch:
                 raise ValueError("the training data loader yielded no batch in an epoch")
             log.event(ev.EPOCH_END, {"epoch": epoch, "step": step})
-            if stop is None and self.eval_every_epochs and epoch % self.eval_every_epochs == 0 \
+            if stop is None and p.eval_every_epochs and epoch % p.eval_every_epochs == 0 \
                     and evaluated_at != step and evaluate():
                 stop = names.TARGET_REACHED
             if stop is None and any_rank(over_budget(), self.device):
@@ -416,19 +412,18 @@ class Trainer:
         def rate(seconds: float, count: float = global_samples) -> float:
             return count / seconds if seconds > 0 else 0.0
 
-        # The rank result's fields (records/rank.py TrainingRankResult) but those of the task and the rank runtime.
-        return {
-            "status": names.SUCCESS if converged else names.NOT_CONVERGED, "stop_reason": stop,
-            "converged": converged, "metric": self.target.metric, "final_metric": metric,
-            "target": self.target.value, "samples": int(global_samples), "steps": step, "epochs": epoch,
-            "init_time": self.init_time, "train_time": train_time, "train_no_eval_time": train_no_eval,
-            "core_time": core_time, "eval_time": eval_time,
-            "p_whole": rate(train_time), "p_train": rate(train_no_eval), "p_core": rate(core_time),
-            "rank_samples": samples, "rank_core_time": rank_core_time,
-            "rank_p_whole": rate(train_time, samples), "rank_p_train": rate(train_no_eval, samples),
-            "rank_p_core": rate(rank_core_time, samples),
-            "device": self.device.type, "amp": self.precision.amp, "precision": self.precision.name,
-            "peak_memory_bytes": self.runtime.peak_memory_bytes(self.device), "metrics_history": self.history,
-            "adapted": self.adapter.adapted, "adapter": self.adapter.shown,
-            "optimizer": self.optimizer_type, "standard_optimizer": self.standard_optimizer_type,
-        }
+        assert stop is not None  # the loop ends only with a reason
+        return TrainerResult(
+            status=names.SUCCESS if converged else names.NOT_CONVERGED, stop_reason=stop,
+            converged=converged, metric=self.target.metric, final_metric=metric,
+            target=self.target.value, samples=int(global_samples), steps=step, epochs=epoch,
+            init_time=self.init_time, train_time=train_time, train_no_eval_time=train_no_eval,
+            core_time=core_time, eval_time=eval_time,
+            p_whole=rate(train_time), p_train=rate(train_no_eval), p_core=rate(core_time),
+            rank_samples=samples, rank_core_time=rank_core_time,
+            rank_p_whole=rate(train_time, samples), rank_p_train=rate(train_no_eval, samples),
+            rank_p_core=rate(rank_core_time, samples),
+            device=self.device.type, amp=self.precision.amp, precision=self.precision.name,
+            peak_memory_bytes=self.runtime.peak_memory_bytes(self.device), metrics_history=self.history,
+            adapted=self.adapter.adapted, adapter=self.adapter.shown,
+            optimizer=self.optimizer_type, standard_optimizer=self.standard_optimizer_type)

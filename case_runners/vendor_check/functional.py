@@ -113,7 +113,7 @@ def check_training(name: str, case: str, hardware: str, root: Path, steps: int, 
         missing = [e for e in TRAINING_EVENTS if e not in events]
         if missing:
             found.append(error(where, f"rank 0 logged no {', '.join(missing)} event"))
-        backend = load_vendor(name, root)["dist_backend"]
+        backend = load_vendor(name, root).dist_backend
         found += _world(events.get(ev.SUBMIT_INFO), nproc, backend, where)
         found += _unified_log(node, record, where)
         found += _adapted(name, case, record, events.get(ev.VENDOR_ADAPTER), root, where)
@@ -193,8 +193,8 @@ def check_inference(name: str, case: str, root: Path, data_dir: str | None) -> l
         missing = [e for e in INFERENCE_EVENTS if e not in events]
         if missing:
             return [error(where, f"rank 0 logged no {', '.join(missing)} event")]
-        shape = resolve_inference(case, name, root, functional=True)[0]["parameters"]
-        standard = resolve_inference(case, name, root)[0]["parameters"]
+        shape = resolve_inference(case, name, root, functional=True)[0].parameters
+        standard = resolve_inference(case, name, root)[0].parameters
         wrong = _shape(record, shape, where)
         if wrong:
             return wrong
@@ -208,7 +208,7 @@ def check_functional(name: str, root: Path, steps: int = DEFAULT_STEPS, cases: l
                      data_dirs: dict[str, str] | None = None) -> list[Finding]:
     vendor = load_vendor(name, root)
     shown = display_path(vendor_dir(root, name) / VENDOR_FILE, root)
-    problems = hook_problems(name, vendor["device"], vendor["dist_backend"], root)
+    problems = hook_problems(name, vendor.device, vendor.dist_backend, root)
     if problems:  # the host preflight of every run would refuse it
         return [error(shown, p.removeprefix(f"{shown}: ")) for p in problems]
     devices = list_devices(name, root)
@@ -218,7 +218,7 @@ def check_functional(name: str, root: Path, steps: int = DEFAULT_STEPS, cases: l
     if not training and not inference:
         return [error(display_path(vendor_dir(root, name), root), "has no 1x1 config to run")]
     training = [t for t in training if cases is None or t[0] in cases]
-    found += _backend_run(training, devices, vendor["dist_backend"], shown)
+    found += _backend_run(training, devices, vendor.dist_backend, shown)
     for case, hardware, nproc in training:
         found += check_training(name, case, hardware, root, steps, data_dirs.get(case), nproc)
     for case in inference:

@@ -35,7 +35,7 @@ from case_runners.vendor_files import (
     adapter_file,
     vendor_dir,
 )
-from case_runners.vendors import load_vendor, vendor_names
+from case_runners.vendors import VendorDescription, load_vendor, vendor_names
 
 README = "README.md"
 REQUIRED = (VENDOR_FILE, README, MONITOR_FILE, "docker_image/pytorch/Dockerfile",
@@ -62,8 +62,8 @@ def check_structure(name: str, root: Path) -> list[Finding]:
     except ConfigError as exc:
         return [*found, error(exc.file or f"{shown}/{VENDOR_FILE}", str(exc).removeprefix(f"{exc.file}: "))]
     found.append(ok(f"{shown}/{VENDOR_FILE}",
-                    f"device {vendor['device']}, backend {vendor['dist_backend']}, hardware "
-                    f"{', '.join(vendor['hardware'])}; runtime.py's source fits the contract"))
+                    f"device {vendor.device}, backend {vendor.dist_backend}, hardware "
+                    f"{', '.join(vendor.hardware)}; runtime.py's source fits the contract"))
     found += _readme(folder / README, root)
     found += _base(name, root)
     for engine in sorted((folder / "engines").glob("*.py")):
@@ -141,7 +141,7 @@ def _engine(path: Path, root: Path) -> list[Finding]:
     return problems or [ok(shown, "InferModel(config, onnx_path, model) and __call__(inputs)")]
 
 
-def _case(vendor: str, info: dict, folder: Path, root: Path) -> list[Finding]:
+def _case(vendor: str, info: VendorDescription, folder: Path, root: Path) -> list[Finding]:
     shown = display_path(folder, root)
     known = sorted({*list_cases(), *generate_cases(root)})  # a case may offer only its generate task
     if folder.name not in known:
@@ -177,12 +177,12 @@ def _env_file(path: Path, root: Path) -> list[Finding]:
     return [error(shown, problem)] if problem else [ok(shown, "parses in bash (bash -n)")]
 
 
-def _config(vendor: str, info: dict, case: str, path: Path, match: re.Match, root: Path) -> list[Finding]:
+def _config(vendor: str, info: VendorDescription, case: str, path: Path, match: re.Match, root: Path) -> list[Finding]:
     shown = display_path(path, root)
     hardware, nnodes, nproc = match["hardware"], int(match["nnodes"]), int(match["nproc"])
-    if hardware not in info["hardware"]:
+    if hardware not in info.hardware:
         return [error(shown, f"hardware '{hardware}' is not in vendor.yaml's hardware table "
-                             f"(allowed: {', '.join(info['hardware'])})")]
+                             f"(allowed: {', '.join(info.hardware)})")]
     if nnodes < 1 or nproc < 1:
         return [error(shown, "nnodes and nproc must be at least 1")]
     selection = {"case": case, "hardware": hardware, "nnodes": nnodes, "nproc": nproc}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tarfile
 import tempfile
+from typing import Any
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
@@ -15,7 +16,7 @@ from ansible.plugins.action import ActionBase
 ARCHIVE = "node.tar.gz"
 
 
-def unpack(archive, dest, top):
+def unpack(archive: str, dest: str, top: str) -> None:
     """Unpack archive into dest; every member must lie under `top` (the node directory's name)."""
     with tarfile.open(archive, "r:gz") as tar:
         members = tar.getmembers()
@@ -80,7 +81,7 @@ class ActionModule(ActionBase):
     _supports_check_mode = False
     _supports_async = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
         fetch_to = args.pop("fetch_to", None)

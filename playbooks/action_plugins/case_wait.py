@@ -11,6 +11,7 @@ import base64
 import binascii
 import sys
 import time
+from typing import Any
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
@@ -39,7 +40,7 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
         fetch_to = args.pop("fetch_to", None)
@@ -64,7 +65,7 @@ class ActionModule(ActionBase):
             interval = interval or float(answer.get("for_s") or 0) or None
             if left is not None and left <= (interval or 0):
                 answer.update(failed=True, msg="the launcher still runs %g s after the case timeout of %g s"
-                                                % (margin, float(timeout)))
+                                                % (margin, float(timeout or 0)))
                 break
             display.display("  %s: %s" % (label, answer.get("line")))
         archive = answer.pop("archive_b64", None)

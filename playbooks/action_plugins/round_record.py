@@ -6,16 +6,19 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+from collections.abc import Callable
+from typing import Any
 
 from ansible.plugins.action import ActionBase
 
 
-def _load_cli():
+def _load_cli() -> Any:
     """module_utils/_perfplay_cli.py (stdlib only): the argv and the answer of a subcommand, as the modules build
     and read them."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "module_utils",
                         "_perfplay_cli.py")
     spec = importlib.util.spec_from_file_location("perfplay_cli_helpers", path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -33,7 +36,8 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def record(args, check_mode, run=subprocess.run):
+def record(args: dict[str, Any], check_mode: bool,
+           run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> dict[str, Any]:
     """The task result: the record and its digest, as `case_runners record` prints them."""
     argv = CLI.cli_argv(args["python"], "record", round_dir=args["round_dir"], config=args["config"],
                         round=args["round"], run_id=args["run_id"], error=args["errors"])
@@ -51,7 +55,7 @@ class ActionModule(ActionBase):
     _supports_async = False
     _requires_connection = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         result.update(record(args, self._task.check_mode))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from ansible.plugins.action import ActionBase
 
@@ -16,7 +17,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def size_problem(value, max_values, max_depth, max_chars):
+def size_problem(value: Any, max_values: int, max_depth: int, max_chars: int) -> str | None:
     """Why `value` passes a limit (aliases counted as often as they are used), or None; stops at the first."""
     values = chars = 0
     stack = [(value, 1)]
@@ -40,7 +41,7 @@ def size_problem(value, max_values, max_depth, max_chars):
     return None
 
 
-def check(task_vars, args):
+def check(task_vars: Mapping[str, Any], args: dict[str, Any]) -> dict[str, Any]:
     """The task result: failed, naming each var past a limit and the limits, when any is."""
     names = sorted(name for name in task_vars if re.match(args["pattern"], name))
     limits = (args["max_values"], args["max_depth"], args["max_chars"])
@@ -60,7 +61,7 @@ class ActionModule(ActionBase):
     _supports_async = False
     _requires_connection = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         result.update(check(task_vars or {}, args))

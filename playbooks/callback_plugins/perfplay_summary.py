@@ -33,6 +33,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from ansible.plugins.callback import CallbackBase
 
@@ -43,7 +44,7 @@ REPORT_ACTION = "run_report"
 LAUNCH_ACTIONS = ("case_launch", "case_wait", "case_finish", "round_record")  # a round was reached
 
 
-def _action_and_data(result):
+def _action_and_data(result: Any) -> tuple[str, dict[str, Any]]:
     """``(short action name, result dict)`` of a task result. ansible-core before 2.19 (which the play rejects
     with its first task) has only the private names: read them there, so that rejection is all it prints."""
     task = getattr(result, "task", None) or result._task
@@ -59,16 +60,16 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = "perfplay_summary"
     CALLBACK_NEEDS_ENABLED = False
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.run_dir = None
+        self.run_dir: str | None = None
         self.launched = False
         self.summary = None
         self.table = None
-        self.written = []
+        self.written: list[str] = []
         self.report = None
 
-    def _collect(self, result):
+    def _collect(self, result: Any) -> None:
         action, data = _action_and_data(result)
         if action == PLAN_ACTION and data.get("run_dir"):
             self.run_dir = data["run_dir"]
@@ -79,16 +80,16 @@ class CallbackModule(CallbackBase):
         if action == REPORT_ACTION and data.get("path") and not data.get("write_error") and not data.get("failed"):
             self.report = data["path"]
 
-    def v2_runner_on_ok(self, result):
+    def v2_runner_on_ok(self, result: Any) -> None:
         self._collect(result)
 
-    def v2_runner_on_failed(self, result, ignore_errors=False):
+    def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False) -> None:
         self._collect(result)
 
-    def v2_runner_on_unreachable(self, result):
+    def v2_runner_on_unreachable(self, result: Any) -> None:
         self._collect(result)
 
-    def v2_playbook_on_stats(self, stats):
+    def v2_playbook_on_stats(self, stats: Any) -> None:
         if self.run_dir and not self.launched:
             self._discard_unstarted()
         if self.summary is None or not self.get_option("show_table"):
@@ -103,8 +104,9 @@ class CallbackModule(CallbackBase):
         if self.report:
             self._display.display("report: %s" % self.report)
 
-    def _discard_unstarted(self):
+    def _discard_unstarted(self) -> None:
         """The hosts' preflight failed before any round: remove the run directory the plan made."""
+        assert self.run_dir is not None  # the caller's condition
         try:
             done = subprocess.run([sys.executable, "-m", "case_runners", "discard-run", self.run_dir],
                                   cwd=str(PROJECT_ROOT), capture_output=True, text=True, check=True, timeout=120)

@@ -19,6 +19,7 @@ requirements:
 import os
 import threading
 import time
+from typing import Any
 
 from ansible.plugins.callback import CallbackBase
 
@@ -26,11 +27,11 @@ WATCH_S = 1.0
 _registered: list[bool] = []
 
 
-def _watch_parent():
+def _watch_parent() -> None:
     """In a freshly forked worker: exit once the process that forked it has gone."""
     parent = os.getppid()
 
-    def watch():
+    def watch() -> None:
         while os.getppid() == parent:
             time.sleep(WATCH_S)
         os._exit(1)
@@ -46,7 +47,7 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = "perfplay_workers"
     CALLBACK_NEEDS_ENABLED = True
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not _registered:  # once per controller process, however often the plugin is loaded
             os.register_at_fork(after_in_child=_watch_parent)

@@ -37,7 +37,7 @@ def test_every_benchmark_is_a_package_with_its_config_method_and_code(name):
 
 @pytest.mark.parametrize("vendor", vendor_names(ROOT))
 def test_every_vendors_base_suite_resolves_on_each_of_its_hardware(vendor):
-    for hardware in load_vendor(vendor, ROOT)["hardware"]:
+    for hardware in load_vendor(vendor, ROOT).hardware:
         suite = [{"case": s, "hardware": hardware} if isinstance(s, str) else {**s, "hardware": hardware}
                  for s in base_suite(ROOT, vendor)]
         plan = make_plan({"task": "base", "vendor": vendor, "cases": suite}, check=True)

@@ -24,7 +24,7 @@ from case_runners.results import base_summary
 from case_runners.vendors import load_vendor
 
 ROOT = project_root()
-H100 = load_vendor("nvidia", ROOT)["hardware"]["H100"]
+H100 = load_vendor("nvidia", ROOT).hardware["H100"]
 
 
 def plan(*cases: dict, vendor: str = "cpu") -> dict:

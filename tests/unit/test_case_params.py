@@ -108,6 +108,29 @@ def test_the_trainer_reads_its_params_and_the_cases_get_their_defaults():
     assert "synthetic" in base["run_only"] and "seed" in base["mutable"]
 
 
+def test_the_trainer_params_are_one_dataclass_read_from_a_cases_params():
+    """TRAINER_PARAMS is TrainerParams' fields; from_params takes the trainer's out of a case's params, typed, and
+    names a missing or mistyped one."""
+    import dataclasses
+
+    from case_runners.config.shared_params import TRAINER_PARAMS, TrainerParams
+    from case_runners.errors import PerfplayError
+    from case_runners.plan.layering import load_case_base
+
+    assert list(TRAINER_PARAMS) == [item.name for item in dataclasses.fields(TrainerParams)]
+    base, _ = load_case_base("digits_cnn", PROJECT)
+    params = TrainerParams.from_params(base["params"])
+    assert params == TrainerParams(**{name: base["params"][name] for name in TRAINER_PARAMS})
+    assert params.log_freq == TRAINER_PARAMS["log_freq"]["default"] and params.amp is False
+    with pytest.raises(PerfplayError, match=r"^x.yaml: the trainer's param 'log_freq' is missing \(declared in "
+                                            r"case_runners/config/shared_params.py\)$"):
+        TrainerParams.from_params({k: v for k, v in base["params"].items() if k != "log_freq"}, "x.yaml")
+    for name, value, kind in (("max_steps", 2.5, "an integer"), ("tf32", 1, "true or false"),
+                              ("data_parallel", None, "a string")):
+        with pytest.raises(PerfplayError, match=f"^x.yaml: the trainer's param '{name}' is {value!r}, not {kind}$"):
+            TrainerParams.from_params({**base["params"], name: value}, "x.yaml")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(PROJECT))
     GOLDEN.write_text(json.dumps(resolved_cases(), indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -125,7 +125,7 @@ def test_vendor_container_options_are_checked_and_become_sdk_arguments():
 
 
 def test_the_nvidia_vendor_asks_for_gpus_and_every_vendor_loads():
-    run = load_vendor("nvidia")["container"]["run"]
+    run = load_vendor("nvidia").container["run"]
     assert run["gpus"] == "all" and not run.get("privileged")
 
 

@@ -521,13 +521,13 @@ def test_a_vendor_perfplay_lacks_gets_a_folder_filled_from_flagperf(tree, tmp_pa
     (root / "case_runners").symlink_to(ROOT / "case_runners")
     found = lines(import_flagperf(chip_tree(tree), root))
     vendor = load_vendor("chipx", root)
-    assert (vendor["device"], vendor["dist_backend"], vendor["visible_devices"]["env"]) == (
+    assert (vendor.device, vendor.dist_backend, vendor.visible_devices_env) == (
         "musa", "mccl", "CX_VISIBLE_DEVICES")
-    assert set(vendor["hardware"]) == {"CX-1"} and vendor["default_hardware"] == "CX-1"
-    assert vendor["container"]["run"]["environment"] == {"CX_VISIBLE": "all"}
-    assert vendor["container"]["run"]["devices"] == ["/dev/cx0"]
-    assert vendor["container"]["run"]["shm_size"] == "32G"
-    assert vendor["container"]["build"]["base_image"] == "registry.example.com/chipx/pytorch:2.0"
+    assert set(vendor.hardware) == {"CX-1"} and vendor.default_hardware == "CX-1"
+    assert vendor.container["run"]["environment"] == {"CX_VISIBLE": "all"}
+    assert vendor.container["run"]["devices"] == ["/dev/cx0"]
+    assert vendor.container["run"]["shm_size"] == "32G"
+    assert vendor.container["build"]["base_image"] == "registry.example.com/chipx/pytorch:2.0"
     text = (root / "vendor/chipx/vendor.yaml").read_text()
     assert "TODO(vendor): the variable" not in text and "# TODO(vendor): -v /lib/modules:/lib/modules has no " \
                                                         "container.run key" in text
@@ -593,15 +593,15 @@ def test_a_vendor_no_settings_file_names_gets_what_test_confs_comments_list_for_
     (root / "case_runners").symlink_to(ROOT / "case_runners")
     found = lines(import_flagperf(tree, root))
     vendor = load_vendor("chipx", root)
-    assert vendor["visible_devices"]["env"] == "CX_VISIBLE_DEVICES"
-    assert vendor["container"]["run"]["devices"] == ["/dev/cx0", "/dev/cx1", "/dev/cxctrl"]
+    assert vendor.visible_devices_env == "CX_VISIBLE_DEVICES"
+    assert vendor.container["run"]["devices"] == ["/dev/cx0", "/dev/cx1", "/dev/cxctrl"]
     text = (root / "vendor/chipx/vendor.yaml").read_text()
     assert f"env: CX_VISIBLE_DEVICES  # FlagPerf: {CONFIG}/test_conf.py:16 (commented)\n" in text
     assert f"# FlagPerf's ACCE_CONTAINER_OPT ({CONFIG}/test_conf.py:7 (commented))" in text
     assert "TODO(vendor): the variable" not in text
     assert f"mapped          {CONFIG}/test_conf.py:16 (commented): -> vendor/chipx/vendor.yaml visible_devices.env: " \
            f"CX_VISIBLE_DEVICES" in found
-    assert load_vendor("nvidia", root)["visible_devices"]["env"] == "CUDA_VISIBLE_DEVICES"  # perfplay's, untouched
+    assert load_vendor("nvidia", root).visible_devices_env == "CUDA_VISIBLE_DEVICES"  # perfplay's, untouched
 
 
 def test_a_hardware_name_of_digits_is_a_string_in_the_vendor_folder_written(tree, tmp_path):
@@ -613,7 +613,7 @@ def test_a_hardware_name_of_digits_is_a_string_in_the_vendor_folder_written(tree
     (root / "case_runners").symlink_to(ROOT / "case_runners")
     import_flagperf(tree, root)
     vendor = load_vendor("chipx", root)
-    assert (vendor["default_hardware"], list(vendor["hardware"])) == ("9100", ["9100"])
+    assert (vendor.default_hardware, list(vendor.hardware)) == ("9100", ["9100"])
     plan = make_plan({"vendor": "chipx", "cases": [{"case": "resnet50", "hardware": "9100", "nproc": 8}],
                       "results_dir": str(tmp_path / "results")}, check=True, root=root)
     assert plan["ok"], plan["errors"]

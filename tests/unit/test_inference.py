@@ -16,6 +16,9 @@ from case_runners.errors import ConfigError
 from case_runners.inference.pipeline import run_pipeline
 from case_runners.paths import project_root
 from case_runners.plan.inference_config import parse_flops, resolve_inference
+from case_runners.records.resolved import InferenceConfig, ResolvedConfig
+from case_runners.records.schema import RecordError
+from record_helpers import resolved as resolved_config
 
 REPO = project_root()
 
@@ -36,6 +39,21 @@ def _vendor_file(root: Path, text: str) -> Path:
     return path
 
 
+def test_a_resolved_inference_config_is_typed_and_checked_where_it_is_read():
+    """resolve_inference gives an InferenceConfig; in a resolved config it is a checked document: a broken block
+    is refused naming its key when the config is read, not by a KeyError in the rank."""
+    config, _ = resolve_inference("digits_cnn", "cpu", REPO)
+    assert isinstance(config, InferenceConfig)
+    assert (config.compiler, config.flops, config.settings()["train_epochs"]) == ("onnxruntime", 675072.0, 15)
+    doc = resolved_config("digits_cnn", selection={"task": INFERENCE})
+    assert ResolvedConfig.from_json(doc).inference == config
+    del doc["inference"]["configurations"]
+    doc["inference"]["standard"] = "yes"
+    with pytest.raises(RecordError) as caught:
+        ResolvedConfig.from_json(doc, "resolved_config.json")
+    assert "inference.configurations" in str(caught.value) and "inference.standard" in str(caught.value)
+
+
 @pytest.mark.parametrize("text, value", [(4.12e9, 4.12e9), ("2*512*0.33e9", 2 * 512 * 0.33e9),
                                          ("2 * 337536", 675072.0), (".5e3", 500.0)])
 def test_flops_are_a_number_or_a_product_of_numbers(text, value):
@@ -51,15 +69,15 @@ def test_anything_else_in_flops_is_rejected_without_being_evaluated(text):
 def test_the_case_resolves_with_its_defaults():
     resolved, notes = resolve_inference("digits_cnn", "cpu", REPO)
     assert notes == []
-    assert resolved["configurations"]["flops"] == 675072.0
-    assert resolved["configurations"]["compiler"] == "onnxruntime"
-    assert resolved["parameters"]["train_epochs"] == 15
+    assert resolved.configurations["flops"] == 675072.0
+    assert resolved.configurations["compiler"] == "onnxruntime"
+    assert resolved.parameters["train_epochs"] == 15
 
 
 def test_a_vendor_override_warns_on_a_new_key_and_logs_a_change(root: Path):
     _vendor_file(root, "batch_size: 128\nort_threads: 2\n")
     resolved, notes = resolve_inference("digits_cnn", "cpu", root)
-    assert resolved["configurations"]["batch_size"] == 128 and resolved["configurations"]["ort_threads"] == 2
+    assert resolved.configurations["batch_size"] == 128 and resolved.configurations["ort_threads"] == 2
     assert any(n.startswith("info:") and "'batch_size' changed from 64 to 128" in n for n in notes)
     assert any(n.startswith("warning:") and "'ort_threads' is not in" in n for n in notes)
 
@@ -67,13 +85,13 @@ def test_a_vendor_override_warns_on_a_new_key_and_logs_a_change(root: Path):
 def test_how_a_vendor_runs_the_case_keeps_it_standard(root: Path):
     _vendor_file(root, "batch_size: 128\nfp16: true\nort_threads: 2\n")
     resolved, _ = resolve_inference("digits_cnn", "cpu", root, {"repeat": 1, "flops": "2 * 337536"})
-    assert resolved["standard"] is True and resolved["non_standard"] == []
+    assert resolved.standard is True and resolved.non_standard == []
 
 
 def test_another_flops_figure_or_a_model_file_the_run_did_not_export_is_non_standard(root: Path):
     _vendor_file(root, "flops: 1.0e9\n")
     resolved, _ = resolve_inference("digits_cnn", "cpu", root, {"exist_onnx_path": "/models/digits.onnx"})
-    assert resolved["standard"] is False and resolved["non_standard"] == ["exist_onnx_path", "flops"]
+    assert resolved.standard is False and resolved.non_standard == ["exist_onnx_path", "flops"]
 
 
 def test_an_override_that_changes_nothing_stops_the_run(root: Path):
@@ -120,7 +138,7 @@ def standard(tmp_path_factory) -> dict:
 
 def _with(standard: dict, **changes) -> dict:
     resolved = copy.deepcopy(standard["resolved"])
-    resolved["configurations"].update(changes)
+    resolved.configurations.update(changes)
     return resolved
 
 
@@ -174,9 +192,9 @@ def _tiny_resnet(tmp_path: Path, data_dir: str | None = None) -> tuple[dict, dic
     """resnet50's inference case on a tiny network and 32x32 images (its parameters, shrunk for a test)."""
     resolved, notes = resolve_inference("resnet50", "cpu", REPO)
     assert any("'compiler' changed from 'tensorrt' to 'onnxruntime'" in n for n in notes)
-    resolved["parameters"].update(image_size=32, embedding_size=8, hidden_sizes=[8, 8, 8, 8], depths=[1, 1, 1, 1],
+    resolved.parameters.update(image_size=32, embedding_size=8, hidden_sizes=[8, 8, 8, 8], depths=[1, 1, 1, 1],
                                   num_classes=3, synthetic_samples=12)
-    resolved["configurations"].update(batch_size=4, num_workers=0)
+    resolved.configurations.update(batch_size=4, num_workers=0)
     return resolved, run_pipeline(resolved, REPO, tmp_path / "work", data_dir, log=lambda _: None)
 
 
@@ -232,7 +250,7 @@ def test_the_nvidia_inductor_engine_compiles_the_torch_model_outside_the_core_ti
     """vendor/nvidia/engines/inductor.py on this CPU (inductor's C++ backend): no ONNX needed, compilation
     reported as foo_time."""
     resolved = _with(standard, compiler="inductor", exist_onnx_path="unused", batch_size=60)  # one shape: 360 = 6 x 60
-    resolved["vendor"] = "nvidia"
+    resolved.vendor = "nvidia"
     result = run_pipeline(resolved, REPO, tmp_path, log=lambda _: None)
     assert result["steps"] == ["a", "b", "c", "e", "f", "g"]
     assert result["foo_time_s"] > 0, "the first call of each shape compiles, outside the core time"
@@ -243,7 +261,7 @@ def _tiny_bert(tmp_path: Path, data_dir: str | None = None) -> dict:
     """bert's inference case on a 2-layer, 32-wide BERT and 16-token sequences (shrunk for a test)."""
     resolved, notes = resolve_inference("bert", "cpu", REPO)
     assert any("'compiler' changed from 'tensorrt' to 'onnxruntime'" in n for n in notes)
-    resolved["parameters"].update(seq_len=16, max_predictions_per_seq=3, hidden_size=32, num_layers=2, num_heads=2,
+    resolved.parameters.update(seq_len=16, max_predictions_per_seq=3, hidden_size=32, num_layers=2, num_heads=2,
                                   intermediate_size=64, synthetic_samples=10)
     return run_pipeline(resolved, REPO, tmp_path / "work", data_dir, log=lambda _: None)
 

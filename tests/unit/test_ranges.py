@@ -158,7 +158,7 @@ def test_every_param_of_every_case_base_has_a_range(case):
 @pytest.mark.parametrize("case", inference_cases(project_root()))
 def test_every_inference_case_loads_with_its_ranges(case):
     resolved, _ = resolve_inference(case, "cpu", project_root())
-    assert resolved["parameters"] and all(not isinstance(v, dict) for v in resolved["parameters"].values())
+    assert resolved.parameters and all(not isinstance(v, dict) for v in resolved.parameters.values())
 
 
 @pytest.fixture

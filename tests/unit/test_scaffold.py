@@ -121,7 +121,7 @@ def test_new_vendor_takes_a_hardware_name_of_digits(project: Path, capsys) -> No
                             "9100", "--root", str(project))
     assert code == 0, err
     vendor = load_vendor("acme", project)
-    assert (vendor["default_hardware"], list(vendor["hardware"])) == ("9100", ["9100"])
+    assert (vendor.default_hardware, list(vendor.hardware)) == ("9100", ["9100"])
     errors = [str(f) for f in check_structure("acme", project) if f.level == "error"]
     assert [e for e in errors if "memory_bytes" not in e] == []  # the memory to fill is every new vendor's
     plan = make_plan({"vendor": "acme", "cases": [{"case": "digits_cnn", "hardware": "9100", "nproc": 1}]},
@@ -142,8 +142,8 @@ def test_new_vendor_printed_each_file(project: Path, capsys) -> None:
 
 def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
     vendor = load_vendor("acme", acme)
-    assert (vendor["device"], vendor["dist_backend"], vendor["default_hardware"]) == ("acme", "accl", "X100")
-    assert set(vendor["hardware"]["X100"]["peak_flops"].values()) == {None}  # to fill: MFU null until then
+    assert (vendor.device, vendor.dist_backend, vendor.default_hardware) == ("acme", "accl", "X100")
+    assert set(vendor.hardware["X100"]["peak_flops"].values()) == {None}  # to fill: MFU null until then
     assert check_hook_source("acme", acme) == ([], ["versions"])
     for case in list_cases(acme):
         plan = make_plan({"vendor": "acme", "cases": [{"case": case, "hardware": "X100", "nproc": 1}]}, check=True,
@@ -171,7 +171,7 @@ def test_the_config_comment_lists_exactly_the_keys_the_plan_allows(acme: Path) -
 def test_new_vendor_hardware_has_every_base_peak_to_fill(acme: Path) -> None:
     """The base benchmarks' peaks and precisions are in the table, null (fractions withheld) until filled."""
     text = (acme / "vendor/acme/vendor.yaml").read_text()
-    hardware = load_vendor("acme", acme)["hardware"]["X100"]
+    hardware = load_vendor("acme", acme).hardware["X100"]
     assert hardware["precisions"] is None
     assert (hardware["memory_bandwidth_bytes_s"], hardware["h2d_bytes_s"]) == (None, None)
     assert hardware["interconnect_bytes_s"] == {"intra": None, "inter": None}

@@ -108,6 +108,15 @@ def test_amp_on_cpu_trains_in_bf16(tmp_path, single_rank):
     assert (code, result["precision"], result["amp"]) == (0, "bf16", True)
 
 
+def test_a_trainer_param_of_the_wrong_type_fails_the_rank_naming_it(tmp_path, single_rank):
+    """A hand-edited resolved config's amp "false" is not true: the rank fails naming the param and the file
+    before it trains (bool("false") once trained in bf16)."""
+    code, result, _ = run_worker(tmp_path, amp="false", max_steps=1)
+    assert (code, result["status"]) == (1, "failed")
+    assert result["reason"] == (f"{tmp_path / 'resolved_config.json'}: params: the trainer's param 'amp' is "
+                                f"'false', not true or false")
+
+
 def test_crash_writes_failed_result_with_traceback(tmp_path, single_rank):
     bad = tmp_path / "missing.npz"
     code, result, log_dir = run_worker(tmp_path, data_dir=str(bad))

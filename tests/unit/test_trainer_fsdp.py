@@ -25,6 +25,7 @@ from case_runners.driver.events import EventLogger, read_events
 from case_runners.errors import PerfplayError
 from case_runners.paths import CHECKPOINT_DIR, project_root
 from case_runners.plan.run_plan import make_plan
+from case_runners.records.rank import TrainerResult
 from case_runners.records.resolved import Target
 from case_runners.training.case_api import RunContext, TrainingCase
 from case_runners.training.dist import all_reduce_sum
@@ -124,7 +125,7 @@ def trainer_params(**overrides: Any) -> dict[str, Any]:
 
 
 def train(work_dir: Path, rank: int = 0, world_size: int = 1, case_type: type = TinyLlama,
-          vendor_amp_dtype: str = "fp16", **overrides: Any) -> tuple[Trainer, dict[str, Any], list[dict]]:
+          vendor_amp_dtype: str = "fp16", **overrides: Any) -> tuple[Trainer, TrainerResult, list[dict]]:
     """(trainer, result, events) of one rank's run, its events and checkpoint in work_dir."""
     seed_everything(SEED)
     params = trainer_params(**overrides)
@@ -198,7 +199,7 @@ def rank_main(out: str, rank: int) -> None:
     try:
         for name, overrides in SCENARIOS.items():
             trainer, result, events = train(Path(out) / name, rank, 2, **overrides)
-            summary = {"losses": step_losses(events), "result": result, "wrap": event(events, "MODEL_TO_DDP"),
+            summary = {"losses": step_losses(events), "result": result.to_json(), "wrap": event(events, "MODEL_TO_DDP"),
                        "scaler": type(trainer.scaler).__name__ if trainer.scaler else None,
                        "saved": [e["value"] for e in events if e["event"] == "SAVE_CHECKPOINT"]}
             (Path(out) / name / f"rank{rank}.json").write_text(json.dumps(summary))
@@ -287,7 +288,7 @@ def test_a_failed_save_on_rank_0_fails_every_rank_without_a_hang(two_ranks):
 
 def test_bf16_config_dtype_runs_without_a_scaler(tmp_path):
     trainer, result, events = train(tmp_path, vendor_amp_dtype="fp16", amp=True, amp_dtype="bf16", max_steps=2)
-    assert trainer.scaler is None and result["precision"] == "bf16"
+    assert trainer.scaler is None and result.precision == "bf16"
     assert event(events, "MODEL_TO_FP16") == {"autocast_dtype": "bf16", "grad_scaler": False}
     assert all(math.isfinite(x) for x in step_losses(events))
     assert not any(e["event"] in ("MODEL_TO_DDP", "SAVE_CHECKPOINT") for e in events)  # one rank: nothing wrapped
@@ -295,7 +296,7 @@ def test_bf16_config_dtype_runs_without_a_scaler(tmp_path):
 
 def test_fsdp_on_one_rank_wraps_nothing(tmp_path):
     trainer, result, events = train(tmp_path, data_parallel="fsdp", max_steps=1)
-    assert result["steps"] == 1 and trainer.model is trainer.module
+    assert result.steps == 1 and trainer.model is trainer.module
     assert not any(e["event"] == "MODEL_TO_DDP" for e in events)
 
 

@@ -41,17 +41,36 @@ def make_vendor(root: Path, runtime: str | None = None, device: str = "cpu", bac
 
 def hook(root: Path, name: str = "acme") -> VendorRuntime:
     vendor = load_vendor(name, root)
-    return VendorRuntime(name, vendor["device"], vendor["dist_backend"], root)
+    return VendorRuntime(name, vendor.device, vendor.dist_backend, root)
 
 
 def test_any_device_and_backend_name_is_taken_and_only_its_form_is_checked(tmp_path):
     make_vendor(tmp_path, device="sdaa", backend="tccl")
     vendor = load_vendor("acme", tmp_path)
-    assert (vendor["device"], vendor["dist_backend"]) == ("sdaa", "tccl")
+    assert (vendor.device, vendor.dist_backend) == ("sdaa", "tccl")
     assert vendor_info(vendor, "X1")["amp_dtype"] == "bf16"
     make_vendor(tmp_path, device="SDAA card", name="bad")
     with pytest.raises(ConfigError, match=r"vendor/bad/vendor.yaml: key 'device': 'SDAA card' is not a torch name"):
         load_vendor("bad", tmp_path)
+
+
+def test_a_vendor_description_is_typed_with_its_defaults_and_its_string_keys_are_checked(tmp_path):
+    """load_vendor gives a VendorDescription (absent keys at their defaults); a monitor, description or
+    visible_devices.env that is not a string is refused naming the key and the file (it once reached the run)."""
+    make_vendor(tmp_path)
+    vendor = load_vendor("acme", tmp_path)
+    assert (vendor.name, vendor.path, vendor.amp_dtype, vendor.fsdp, vendor.monitor, vendor.container) == \
+        ("acme", tmp_path / "vendor" / "acme" / "vendor.yaml", "bf16", False, None, {})
+    assert (vendor.visible_devices_env, vendor.visible_devices_scope, vendor.default_hardware) == \
+        ("ACME_VISIBLE_DEVICES", "node", "X1")
+    for key, line in (("monitor", "monitor: 5\n"), ("description", "description: [a]\n"),
+                      ("visible_devices.env", "visible_devices: {env: 7}\n")):
+        folder = make_vendor(tmp_path, name=key.replace(".", "_"))
+        (folder / "vendor.yaml").write_text((folder / "vendor.yaml").read_text().replace(
+            "visible_devices: {env: ACME_VISIBLE_DEVICES}\n", "" if key == "visible_devices.env" else
+            "visible_devices: {env: ACME_VISIBLE_DEVICES}\n") + line)
+        with pytest.raises(ConfigError, match=rf"^vendor/{folder.name}/vendor.yaml: key '{key}': must be a "):
+            load_vendor(folder.name, tmp_path)
 
 
 def test_the_preflight_names_the_vendor_file_the_key_and_what_torch_said(tmp_path):

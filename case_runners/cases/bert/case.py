@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Sized
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -13,10 +15,13 @@ from case_runners.cases.bert.dataset import IGNORE, MaskingCollator, build_datas
 from case_runners.training import dist
 from case_runners.training.case_api import RunContext, TrainingCase, warmup_schedule
 
+if TYPE_CHECKING:
+    from transformers import BertConfig
+
 TIED_KEYS = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
 
 
-def bert_config(params: dict[str, Any]):
+def bert_config(params: dict[str, Any]) -> BertConfig:
     from transformers import BertConfig
 
     return BertConfig(vocab_size=int(params["vocab_size"]), hidden_size=int(params["hidden_size"]),
@@ -30,7 +35,7 @@ def bert_config(params: dict[str, Any]):
 class BertPretraining(nn.Module):
     """BertForMaskedLM whose prediction head sees only the gathered masked positions (as MLPerf)."""
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: BertConfig) -> None:
         super().__init__()
         from transformers import BertForMaskedLM
 
@@ -44,7 +49,7 @@ class BertPretraining(nn.Module):
         return self.mlm.cls(picked)  # (batch, max_predictions, vocab)
 
 
-def load_checkpoint(model: BertPretraining, path) -> None:
+def load_checkpoint(model: BertPretraining, path: str | Path) -> None:
     if str(path).endswith(".safetensors"):
         from safetensors.torch import load_file
 
@@ -70,7 +75,7 @@ class BertCase(TrainingCase):
             load_checkpoint(model, checkpoint_path(self.ctx.data_dir, self.p["init_checkpoint"]))
         return model
 
-    def build_data(self):
+    def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, held_out = build_datasets(ctx.data_dir, p)
         pin = ctx.pin_memory
@@ -78,12 +83,12 @@ class BertCase(TrainingCase):
                                               seed=int(p["seed"]), num_workers=int(p["num_workers"]),
                                               drop_last=True, pin_memory=pin, collate_fn=MaskingCollator(p))
         if len(self.train_loader) == 0:
-            raise ValueError(f"{len(train)} training sequences are fewer than one global batch "
+            raise ValueError(f"{len(cast(Sized, train))} training sequences are fewer than one global batch "
                              f"({p['batch_size']} x {ctx.world_size} ranks)")
         return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank,
                                                    ctx.world_size, pin_memory=pin)
 
-    def build_optimizer(self, model: nn.Module):
+    def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         p = self.p
         decay: list[nn.Parameter] = []
         no_decay: list[nn.Parameter] = []
@@ -103,7 +108,7 @@ class BertCase(TrainingCase):
         loss = F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE)
         return loss, batch["input_ids"].shape[0]
 
-    def evaluate(self, model: nn.Module, eval_loader) -> dict[str, float]:
+    def evaluate(self, model: nn.Module, eval_loader: Iterable) -> dict[str, float]:
         device = self.ctx.device
         correct = torch.zeros((), dtype=torch.float64, device=device)
         loss = torch.zeros((), dtype=torch.float64, device=device)

@@ -7,6 +7,7 @@ import bisect
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -83,7 +84,7 @@ class TokenShards(_Shards):
         return input_ids, attention
 
 
-def load_hdf5_array(handle, name: str):
+def load_hdf5_array(handle: Any, name: str) -> Any:
     """A dataset of an open h5py file, memory-mapped when stored contiguous and unfiltered (FlagPerf's
     *_uncompressed shards), else the h5py dataset itself, read row by row through its chunk cache."""
     data = handle[name]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -35,14 +36,14 @@ class DigitsCase(TrainingCase):
     def build_model(self) -> nn.Module:
         return DigitsCNN()
 
-    def build_data(self):
+    def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, test = split_datasets(ctx.data_dir, bool(p["synthetic"]), int(p["seed"]))
         self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
                                               seed=int(p["seed"]), num_workers=int(p["num_workers"]))
         return self.train_loader, dist.eval_loader(test, int(p["eval_batch_size"]), ctx.rank, ctx.world_size)
 
-    def build_optimizer(self, model: nn.Module):
+    def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         p = self.p
         opt = torch.optim.SGD(model.parameters(), lr=float(p["lr"]), momentum=float(p["momentum"]),
                               weight_decay=float(p["weight_decay"]))
@@ -52,11 +53,11 @@ class DigitsCase(TrainingCase):
     def set_epoch(self, epoch: int) -> None:
         dist.set_sampler_epoch(self.train_loader, epoch)
 
-    def train_step(self, model: nn.Module, batch) -> tuple[torch.Tensor, int]:
+    def train_step(self, model: nn.Module, batch: Any) -> tuple[torch.Tensor, int]:
         images, labels = batch
         return F.cross_entropy(model(images), labels), labels.shape[0]
 
-    def evaluate(self, model: nn.Module, eval_loader) -> dict[str, float]:
+    def evaluate(self, model: nn.Module, eval_loader: Iterable) -> dict[str, float]:
         device = self.ctx.device
         sums = torch.zeros(3, dtype=torch.float64, device=device)  # correct, loss, samples
         for batch in eval_loader:

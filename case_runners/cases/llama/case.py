@@ -7,6 +7,7 @@ case's flops_per_sample (shapes.flops_per_token, the PaLM convention) is per tok
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -48,7 +49,7 @@ class LlamaCase(TrainingCase):
     def build_model(self) -> nn.Module:
         return llama_model.build_model(self.params)
 
-    def build_data(self):
+    def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         seq_len = int(p["seq_len"])
         train, held_out = build_datasets(ctx.data_dir, p)
@@ -58,8 +59,8 @@ class LlamaCase(TrainingCase):
         if evaluated == 0:
             raise ValueError(f"the held-out split has fewer sequences of seq_len {seq_len} + 1 tokens "
                              f"({len(held_out)}) than ranks ({ctx.world_size})")
-        held_out = Subset(held_out, range(evaluated))
-        tokens = held_out.dataset.tokens[1:evaluated * seq_len + 1]  # the labels evaluated
+        evaluated_set = Subset(held_out, range(evaluated))
+        tokens = held_out.tokens[1:evaluated * seq_len + 1]  # the labels evaluated
         self.entropy = math.log(int(p["vocab_size"])) if p.get("synthetic") else unigram_entropy(tokens)
         if ctx.rank == 0:
             print(f"held-out unigram entropy {self.entropy:.3f} nats/token (a model knowing only token "
@@ -70,10 +71,10 @@ class LlamaCase(TrainingCase):
         if len(self.train_loader) == 0:
             raise ValueError(f"{len(train)} training sequences of seq_len {seq_len} are fewer than one global "
                              f"batch ({p['batch_size']} x {ctx.world_size} ranks)")
-        return self.train_loader, held_out_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
+        return self.train_loader, held_out_loader(evaluated_set, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
                                                   num_workers=workers, pin_memory=pin)
 
-    def build_optimizer(self, model: nn.Module):
+    def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         """AdamW, weight decay on the matrices only (not the norms); linear warmup then cosine to 0 at max_steps."""
         p = self.p
         decay = [w for w in model.parameters() if w.requires_grad and w.ndim >= 2]
@@ -92,7 +93,7 @@ class LlamaCase(TrainingCase):
         loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
         return loss, labels.numel()
 
-    def evaluate(self, model: nn.Module, eval_loader) -> dict[str, float]:
+    def evaluate(self, model: nn.Module, eval_loader: Iterable) -> dict[str, float]:
         device = self.ctx.device
         loss = torch.zeros((), dtype=torch.float64, device=device)
         count = 0

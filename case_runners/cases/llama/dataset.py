@@ -120,7 +120,7 @@ def train_loader(dataset: PackedSequences, batch_size: int, rank: int, world_siz
                       num_workers=num_workers, pin_memory=pin_memory, persistent_workers=num_workers > 0)
 
 
-def held_out_loader(dataset: PackedSequences, batch_size: int, rank: int, world_size: int,
+def held_out_loader(dataset: Dataset, batch_size: int, rank: int, world_size: int,
                     num_workers: int = 0, pin_memory: bool = False) -> DataLoader:
     """The held-out samples in order, this rank's unpadded share (every sample counted once over the ranks)."""
     return eval_loader(dataset, batch_size, rank, world_size, num_workers=num_workers, pin_memory=pin_memory)

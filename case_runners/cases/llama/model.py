@@ -13,14 +13,14 @@ from case_runners.cases.llama.shapes import shape_of
 
 if TYPE_CHECKING:  # torch is imported where a model is built: the preflight checks a checkpoint without it
     from torch import nn
-    from transformers import LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
 WEIGHTS_FILE = "model.safetensors"
 SHAPE_FILE = "model.json"
 SHAPE_PARAMS = ("model", "vocab_size")  # the params that fix a checkpoint's tensors
 
 
-def llama_config(params: dict[str, Any]):
+def llama_config(params: dict[str, Any]) -> LlamaConfig:
     from transformers import LlamaConfig
 
     shape = shape_of(params)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Sized
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -44,7 +45,7 @@ class ResNet50Case(TrainingCase):
         # torch's overloads of Module.to leave out memory_format, which it takes
         return ResNetClassifier(self.p).to(memory_format=self.memory_format)  # type: ignore[call-overload]
 
-    def build_data(self):
+    def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, val = build_datasets(ctx.data_dir, p)
         workers, pin = int(p["num_workers"]), ctx.pin_memory
@@ -52,13 +53,13 @@ class ResNet50Case(TrainingCase):
                                               seed=int(p["seed"]), num_workers=workers, drop_last=True,
                                               pin_memory=pin)
         if len(self.train_loader) == 0:
-            raise ValueError(f"{len(train)} training images per epoch are fewer than one global batch "
+            raise ValueError(f"{len(cast(Sized, train))} training images per epoch are fewer than one global batch "
                              f"({p['batch_size']} x {ctx.world_size} ranks)")
         val_loader = dist.eval_loader(val, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
                                       num_workers=workers, pin_memory=pin)
         return self.train_loader, val_loader
 
-    def build_optimizer(self, model: nn.Module):
+    def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         p = self.p
         lr = float(p["lr"])
         if int(p["lr_scaling_batch"]) > 0:
@@ -73,18 +74,18 @@ class ResNet50Case(TrainingCase):
     def set_epoch(self, epoch: int) -> None:
         dist.set_sampler_epoch(self.train_loader, epoch)
 
-    def to_device(self, batch, device: torch.device):
+    def to_device(self, batch: Any, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """uint8 images to the device, then normalised there (cheaper than on the host)."""
         images, labels = batch
         images = images.to(device, non_blocking=True).float().sub_(self.mean).div_(self.std)
         return images.contiguous(memory_format=self.memory_format), labels.to(device, non_blocking=True)
 
-    def train_step(self, model: nn.Module, batch) -> tuple[torch.Tensor, int]:
+    def train_step(self, model: nn.Module, batch: Any) -> tuple[torch.Tensor, int]:
         images, labels = batch
         loss = F.cross_entropy(model(images), labels, label_smoothing=float(self.p["label_smoothing"]))
         return loss, labels.shape[0]
 
-    def evaluate(self, model: nn.Module, eval_loader) -> dict[str, float]:
+    def evaluate(self, model: nn.Module, eval_loader: Iterable) -> dict[str, float]:
         device = self.ctx.device
         hits = torch.zeros(3, dtype=torch.float64, device=device)  # top-1, top-5, samples
         for batch in eval_loader:

@@ -8,13 +8,18 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
 from case_runners.cases.resnet50.data import check_data_dir, is_image
+
+if TYPE_CHECKING:  # PIL is imported where an image is read
+    from PIL import Image
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -28,7 +33,8 @@ def eval_resize(image_size: int) -> int:
 class RandomResizedCrop:
     """Crop a random area (8%..100%) and aspect ratio (3/4..4/3), resized to size x size."""
 
-    def __init__(self, size: int, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)) -> None:
+    def __init__(self, size: int, scale: tuple[float, float] = (0.08, 1.0),
+                 ratio: tuple[float, float] = (3 / 4, 4 / 3)) -> None:
         self.size, self.scale, self.log_ratio = size, scale, (math.log(ratio[0]), math.log(ratio[1]))
 
     def box(self, width: int, height: int) -> tuple[int, int, int, int]:
@@ -44,7 +50,7 @@ class RandomResizedCrop:
         left, top = (width - side) // 2, (height - side) // 2
         return left, top, left + side, top + side
 
-    def __call__(self, img):
+    def __call__(self, img: Image.Image) -> Image.Image:
         from PIL import Image
 
         return img.resize((self.size, self.size), Image.Resampling.BILINEAR, box=self.box(*img.size))
@@ -54,7 +60,7 @@ class ResizeCenterCrop:
     def __init__(self, resize: int, crop: int) -> None:
         self.resize, self.crop = resize, crop
 
-    def __call__(self, img):
+    def __call__(self, img: Image.Image) -> Image.Image:
         from PIL import Image
 
         w, h = img.size
@@ -65,10 +71,10 @@ class ResizeCenterCrop:
         return img.crop((left, top, left + self.crop, top + self.crop))
 
 
-def train_transform(image_size: int):
+def train_transform(image_size: int) -> Callable[[Image.Image], Image.Image]:
     crop = RandomResizedCrop(image_size)
 
-    def apply(img):
+    def apply(img: Image.Image) -> Image.Image:
         img = crop(img)
         if random.random() < 0.5:
             from PIL import Image
@@ -79,11 +85,11 @@ def train_transform(image_size: int):
     return apply
 
 
-def eval_transform(image_size: int):
+def eval_transform(image_size: int) -> Callable[[Image.Image], Image.Image]:
     return ResizeCenterCrop(eval_resize(image_size), image_size)
 
 
-def to_uint8_chw(img) -> torch.Tensor:
+def to_uint8_chw(img: Image.Image) -> torch.Tensor:
     return torch.from_numpy(np.array(img, dtype=np.uint8)).permute(2, 0, 1).contiguous()
 
 
@@ -98,7 +104,7 @@ def scan(split_dir: Path) -> tuple[list[str], list[tuple[str, int]]]:
 
 
 class ImageFolder(Dataset):
-    def __init__(self, split_dir: Path, transform) -> None:
+    def __init__(self, split_dir: Path, transform: Callable[[Image.Image], Image.Image]) -> None:
         self.classes, self.samples = scan(Path(split_dir))
         if not self.samples:
             raise ValueError(f"{split_dir}: no images found")

@@ -5,6 +5,7 @@ way in every run (seeded by its index), so the torch and the engine paths see th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,8 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
     return int(((predicted == labels) & used).sum()), predicted[used].tolist(), int(used.sum())
 
 
-def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate: Callable,
+                  config: dict[str, Any]) -> dict:
     return torch_forward(model, dataloader, evaluate, config)
 
 
@@ -90,5 +92,5 @@ def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
     return path
 
 
-def engine_forward(engine, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+def engine_forward(engine: Callable, dataloader: DataLoader, evaluate: Callable, config: dict[str, Any]) -> dict:
     return forward_loop(engine, dataloader, evaluate, config, print, "inference")

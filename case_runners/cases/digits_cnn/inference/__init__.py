@@ -3,6 +3,7 @@ the held-out 20 % of scikit-learn's digits through torch (validation) and throug
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
     return int((predicted == labels).sum()), predicted.tolist()
 
 
-def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate: Callable,
+                  config: dict[str, Any]) -> dict:
     return torch_forward(model, dataloader, evaluate, config)
 
 
@@ -56,5 +58,5 @@ def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
     return path
 
 
-def engine_forward(engine, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+def engine_forward(engine: Callable, dataloader: DataLoader, evaluate: Callable, config: dict[str, Any]) -> dict:
     return forward_loop(engine, dataloader, evaluate, config, print, "inference")

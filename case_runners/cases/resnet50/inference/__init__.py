@@ -5,6 +5,7 @@ data dir. Inputs are normalised float32 NCHW tensors (fp16 when the config says 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,8 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
     return int((predicted == labels).sum()), predicted.tolist()
 
 
-def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+def model_forward(model: torch.nn.Module, dataloader: DataLoader, evaluate: Callable,
+                  config: dict[str, Any]) -> dict:
     return torch_forward(model, dataloader, evaluate, config)
 
 
@@ -72,5 +74,5 @@ def export_model(model: torch.nn.Module, config: dict[str, Any]) -> Path:
     return path
 
 
-def engine_forward(engine, dataloader: DataLoader, evaluate, config: dict[str, Any]) -> dict:
+def engine_forward(engine: Callable, dataloader: DataLoader, evaluate: Callable, config: dict[str, Any]) -> dict:
     return forward_loop(engine, dataloader, evaluate, config, print, "inference")
