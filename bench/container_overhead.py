@@ -20,9 +20,9 @@ from pathlib import Path
 
 from bench.alternation import alternate, judge_added, timed
 from bench.verdict import LoadWatch, bounded, parse_target, summary
+from case_runners.cli.run_options import ArgumentParser
 from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.schema import ABSENT
-from case_runners.run_options import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from bench.alternation import Timing, run_timed
 from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
+from case_runners.cli.run_options import ArgumentParser
 from case_runners.records.round import RECORD_NAME, RoundRecord
-from case_runners.run_options import ArgumentParser
 
 TARGET = 0.02
 # resnet50 at 64 px: a step of a few hundred ms on a CPU, long enough to time, short enough to repeat.
@@ -41,9 +41,9 @@ def bare(steps: int) -> tuple[float, Timing]:
     code = f"""
 import json, time, torch
 from case_runners.cases.resnet50.case import build_case
-from case_runners.driver.events import EventLogger
+from case_runners.rank.driver.events import EventLogger
 from case_runners.plan.run_plan import make_plan
-from case_runners.training.case_api import RunContext
+from case_runners.tasks.training.case_api import RunContext
 import tempfile, pathlib
 torch.set_num_threads(os.cpu_count() or 1)
 config = make_plan({{"vendor": "cpu", "cases": [{{"case": "resnet50", "overrides": {OVERRIDES!r}}}]}},

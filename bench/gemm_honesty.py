@@ -3,7 +3,7 @@
     python -m bench.gemm_honesty [--shape M N K] [--precision P] [--warmup W] [--iterations I] [--pairs N]
                                  [--quick] [--target LOW..HIGH]
 
-The harness side is gemm's measure() (case_runners/base/benchmarks/gemm/measure.py) through a BaseContext on the
+The harness side is gemm's measure() (case_runners/tasks/base/benchmarks/gemm/measure.py) through a BaseContext on the
 vendor's runtime: the cpu vendor, or nvidia where torch sees a CUDA device. The bare side multiplies the same shape
 and precision with torch.matmul: `warmup` untimed calls, a synchronize, then `iterations` calls timed as one block
 (CUDA events on a GPU; perf_counter around the block and a synchronize on the CPU). The two alternate pair by pair
@@ -26,12 +26,12 @@ from typing import Any
 import torch
 
 from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
-from case_runners.base.benchmarks.gemm.measure import measure
-from case_runners.base.context import BaseContext
-from case_runners.base.dtypes import torch_dtype
-from case_runners.run_options import ArgumentParser
-from case_runners.vendor_runtime import VendorRuntime
-from case_runners.vendors import load_vendor
+from case_runners.cli.run_options import ArgumentParser
+from case_runners.tasks.base.benchmarks.gemm.measure import measure
+from case_runners.tasks.base.context import BaseContext
+from case_runners.tasks.base.dtypes import torch_dtype
+from case_runners.vendors.description import load_vendor
+from case_runners.vendors.runtime import VendorRuntime
 
 TARGET = 0.02
 PRECISIONS = ("fp64", "fp32", "fp16", "bf16")  # those gemm runs with torch.matmul (fp8 and int8 have their own ops)

@@ -1,5 +1,5 @@
 """What the HTML report costs as a run's rounds grow: one real round of a case, copied into N rounds whose records
-the real builder writes again (results/record.py write_round_record, then the run's summary), then the report of
+the real builder writes again (records/round_build.py write_round_record, then the run's summary), then the report of
 that run timed in this process (CPU and wall) at each round count.
 
     python -m bench.report_rounds [--rounds 1 10 50 100] [--case digits_cnn] [--steps 20] [--target-s 5]
@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from case_runners.cli.run_options import ArgumentParser
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.report.cli import write_report
-from case_runners.results.record import write_round_record
-from case_runners.results.summary_files import write_run_summary
-from case_runners.run_options import ArgumentParser
+from case_runners.records.round_build import write_round_record
+from case_runners.views.report.cli import write_report
+from case_runners.views.summary.files import write_run_summary
 
 
 def real_round(case: str, steps: int, results: Path) -> Path:

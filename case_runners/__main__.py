@@ -1,3 +1,3 @@
-from case_runners.cli import main
+from case_runners.cli.main import main
 
 raise SystemExit(main())

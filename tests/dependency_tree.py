@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from case_runners.requirements_check import read_pins
+from case_runners.host.requirements import read_pins
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT_FILES = ("requirements.txt", "requirements-dev.txt")

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from case_runners.processes import identify, list_pids, read_environ
-from case_runners.run_ids import RUN_ID_ENV
+from case_runners.core.processes import identify, list_pids, read_environ
+from case_runners.core.run_ids import RUN_ID_ENV
 
 # Bounds on a hang, never on speed (tests/unit/test_suite_guards.py requires one on every blocking call in tests/):
 REAPED_S = 60  # a killed process is gone and reaped

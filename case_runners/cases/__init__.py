@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from case_runners.errors import ConfigError
+from case_runners.core.errors import ConfigError
 
 CASES_DIR = Path(__file__).resolve().parent
 

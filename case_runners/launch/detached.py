@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from case_runners import files
-from case_runners.paths import project_root
-from case_runners.processes import identify
+from case_runners.core import files
+from case_runners.core.paths import project_root
+from case_runners.core.processes import identify
 
 LAUNCHER_LOG = "launcher.log"
 DETACHED_FLAG = "--detached"  # the launcher started by start(): it does not die with the process that started it

@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from case_runners import pidfiles
-from case_runners.errors import PerfplayError
-from case_runners.processes import identify
-from case_runners.run_ids import RUN_ID_ENV
+from case_runners.core import pidfiles
+from case_runners.core.errors import PerfplayError
+from case_runners.core.processes import identify
+from case_runners.core.run_ids import RUN_ID_ENV
 
 BASH_OWN = ("_", "SHLVL", "PWD", "OLDPWD")  # what bash itself sets, not the file
 ENV_FILE_TIMEOUT_S = 60  # bash checking or sourcing the vendor case's environment_variables.sh

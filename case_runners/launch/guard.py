@@ -12,11 +12,11 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-from case_runners import files, pidfiles
-from case_runners.errors import PerfplayError
+from case_runners.core import files, pidfiles
+from case_runners.core.errors import PerfplayError
+from case_runners.core.processes import ProcessId, own_id
 from case_runners.monitors import daemon
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.processes import ProcessId, own_id
 
 LAUNCHER_ROLE = "launcher"
 

@@ -26,22 +26,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from case_runners import files, pidfiles, vendor_files
-from case_runners.defaults import HEARTBEAT_TIMEOUT_S, MONITOR_INTERVAL_S, RDZV_TIMEOUT_ENV, RDZV_TIMEOUT_S
-from case_runners.errors import PerfplayError
+from case_runners.core import files, pidfiles
+from case_runners.core.defaults import HEARTBEAT_TIMEOUT_S, MONITOR_INTERVAL_S, RDZV_TIMEOUT_ENV, RDZV_TIMEOUT_S
+from case_runners.core.errors import PerfplayError
+from case_runners.core.netutil import NoInterfaceError, interface_for
+from case_runners.core.paths import package_root, project_root
+from case_runners.core.processes import PARENT_PID_ENV, ROUND_DEADLINE_ENV, ProcessId, identify
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.launch import env_file, rendezvous
 from case_runners.launch.guard import SetupError, guarded_node
 from case_runners.launch.watchdog import Failure, Link, node_label, own_failure, root_cause, settled
-from case_runners.netutil import NoInterfaceError, interface_for
-from case_runners.paths import package_root, project_root
-from case_runners.processes import PARENT_PID_ENV, ROUND_DEADLINE_ENV, ProcessId, identify
 from case_runners.rank.env import DEVICE_INDEX_ENV, THREADS_ENV, omp_num_threads, result_path
 from case_runners.records.names import FAILED, INTERRUPTED, SUCCESS, TIMEOUT
 from case_runners.records.node import NODE_RESULT, NodeResult, RankExit
 from case_runners.records.rank import FailedRankResult, RankResult
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.schema import ABSENT, RecordError
-from case_runners.run_ids import RUN_ID_ENV
+from case_runners.vendors import layout
 
 POLL_S = 0.05
 RANK_EXIT_GRACE_S = 5.0  # a rank's time to exit after the stop signal, before SIGKILL
@@ -402,5 +403,5 @@ def spec_from_config(config_path: Path, log_dir: Path, *, node_rank: int, master
                     heartbeat_timeout_s=float(heartbeat_timeout_s or HEARTBEAT_TIMEOUT_S),
                     monitors=round_monitors(config) if monitors and not inside_container else (),
                     monitor_interval_s=monitor_interval_s or MONITOR_INTERVAL_S, inside_container=inside_container,
-                    env_file=None if inside_container else vendor_files.env_file(project_root(), config.vendor,
+                    env_file=None if inside_container else layout.env_file(project_root(), config.vendor,
                                                                                  config.case))

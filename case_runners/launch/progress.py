@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from case_runners.driver import events as ev
+from case_runners.rank.driver import events as ev
 
 TAIL_BYTES = 1 << 15  # the last events are enough; the file grows with the round
 

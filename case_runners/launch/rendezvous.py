@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from case_runners.core.netutil import bind_tcp, free_port
 from case_runners.launch.watchdog import VERBS, CoordinatorLink, MemberLink, Peer, node_label
 from case_runners.launch.wire import Channel, ChannelClosed, readable
-from case_runners.netutil import bind_tcp, free_port
 from case_runners.records.names import FAILED, INTERRUPTED
 
 TICK_S = 0.1

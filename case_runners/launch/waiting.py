@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from case_runners import files
+from case_runners.core import files
+from case_runners.core.processes import ProcessId, is_same
 from case_runners.launch import progress
 from case_runners.launch.detached import LAUNCHER_LOG
-from case_runners.processes import ProcessId, is_same
 from case_runners.records.names import FAILED, RUNNING
 from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.schema import RecordError, read_json

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from case_runners.errors import PerfplayError
+from case_runners.core.errors import PerfplayError
 
 DEVICE_FIELDS = ("index", "util", "mem_used_bytes", "mem_total_bytes", "power_w", "temp_c", "energy_j")
 

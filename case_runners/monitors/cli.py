@@ -11,14 +11,14 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from case_runners.defaults import MONITOR_INTERVAL_S
-from case_runners.errors import PerfplayError
+from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.defaults import MONITOR_INTERVAL_S
+from case_runners.core.errors import PerfplayError
+from case_runners.core.processes import ProcessId, pid_namespace
+from case_runners.core.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
 from case_runners.monitors import daemon
 from case_runners.monitors.runner import run_monitor
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.processes import ProcessId, pid_namespace
-from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE
-from case_runners.run_options import ArgumentParser
 
 OPERATIONS: dict[str, Callable[[MonitorSpec], int]] = {
     "start": daemon.start, "stop": daemon.stop, "restart": daemon.restart, "status": daemon.status,

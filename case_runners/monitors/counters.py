@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from case_runners.processes import PROC, Stat, list_pids, read_environ, read_stat
-from case_runners.run_ids import RUN_ID_ENV
+from case_runners.core.processes import PROC, Stat, list_pids, read_environ, read_stat
+from case_runners.core.run_ids import RUN_ID_ENV
 
 PROC_STAT = Path("/proc/stat")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")

@@ -17,13 +17,13 @@ import sys
 import time
 import traceback
 
-from case_runners import files, pidfiles
-from case_runners.errors import PerfplayError
+from case_runners.core import files, pidfiles
+from case_runners.core.errors import PerfplayError
+from case_runners.core.paths import package_root
+from case_runners.core.processes import ProcessId, identify, terminate, wait_gone
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.monitors.runner import remove_if_empty
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.paths import package_root
-from case_runners.processes import ProcessId, identify, terminate, wait_gone
-from case_runners.run_ids import RUN_ID_ENV
 
 EXIT_OK, EXIT_FAILED, EXIT_NOT_RUNNING = 0, 1, 3  # status codes follow LSB init scripts
 MONITOR_DAEMON_GRACE_S = 5.0  # stop: seconds between SIGTERM and SIGKILL to a monitor daemon

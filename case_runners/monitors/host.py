@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.monitors.base import Monitor
 from case_runners.monitors.counters import (
     PROC_MEMINFO,
@@ -19,7 +20,6 @@ from case_runners.monitors.counters import (
     read_cpu_model,
     read_memory,
 )
-from case_runners.run_ids import RUN_ID_ENV
 
 OS_RELEASE = Path("/etc/os-release")
 

@@ -6,9 +6,9 @@ import importlib.util
 import inspect
 from pathlib import Path
 
+from case_runners.core.paths import VENDOR_NAME, project_root
 from case_runners.monitors.base import AcceleratorMonitor, Monitor, MonitorError
 from case_runners.monitors.host import HostMonitor
-from case_runners.paths import VENDOR_NAME, project_root
 
 
 def load_monitor(name: str, vendor: str | None = None, root: Path | None = None) -> Monitor:

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from case_runners import files, pidfiles
-from case_runners.errors import PerfplayError
+from case_runners.core import files, pidfiles
+from case_runners.core.errors import PerfplayError
+from case_runners.core.processes import is_same, own_id
 from case_runners.monitors.base import Monitor
 from case_runners.monitors.loader import load_monitor
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.processes import is_same, own_id
 
 
 class StopSignal:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from case_runners import pidfiles
-from case_runners.defaults import MONITOR_INTERVAL_RANGE, MONITOR_INTERVAL_S
+from case_runners.core import pidfiles
+from case_runners.core.defaults import MONITOR_INTERVAL_RANGE, MONITOR_INTERVAL_S
+from case_runners.core.paths import VENDOR_NAME
+from case_runners.core.processes import ProcessId
+from case_runners.core.run_ids import MANUAL_RUN_ID, RUN_ID_RULE, is_run_id
 from case_runners.monitors.base import MonitorError
-from case_runners.paths import VENDOR_NAME
-from case_runners.processes import ProcessId
-from case_runners.run_ids import MANUAL_RUN_ID, RUN_ID_RULE, is_run_id
 
 SAMPLES_SUFFIX = "_monitor.jsonl"  # a monitor's samples: <name>_monitor.jsonl in its log dir
 

@@ -7,6 +7,6 @@ run_vars           the run request's keys (RunRequest) and run vars, checked
 run_plan           the run request in three steps: check_request, resolve_cases (every selection, the runtimes),
                    write_run_dir; make_plan takes all three (`python -m case_runners plan`)
 
-It sits above the config leaf (case_runners/config: YAML, types, ranges, selections) and the vendors, cases,
+It sits above the config leaf (case_runners/plan/config: YAML, types, ranges, selections) and the vendors, cases,
 container images and trainer adapters it checks; nothing below imports it.
 """

@@ -1,7 +1,7 @@
 """A base selection resolved into the run's resolved config (the same outer shape as a training case's): benchmark
 config < the vendor's base.yaml < run overrides, checked against the device before any host is touched.
 
-- case_runners/base/benchmarks/<benchmark>/config.yaml: `params` with their ranges (config/constraints.py), and
+- case_runners/tasks/base/benchmarks/<benchmark>/config.yaml: `params` with their ranges (plan/config/constraints.py), and
   `timeout_s`;
 - vendor/<vendor>/base.yaml (optional): `suite`, what `perfplay_task: base` runs when the run names no case (the
   forms perfplay_cases takes; without the file, every benchmark that takes one rank), and `params.<benchmark>`, the
@@ -19,7 +19,9 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.benchmarks import (
+from case_runners.core.errors import RUN_VARS_FILE, ConfigError
+from case_runners.core.paths import display_path
+from case_runners.plan.config.benchmarks import (
     BENCHMARKS,
     COLLECTIVE,
     FLOP_CONVENTION,
@@ -28,21 +30,19 @@ from case_runners.config.benchmarks import (
     PAIR,
     supported_precisions,
 )
-from case_runners.config.resolved import BASE
-from case_runners.config.selection import Selection
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import RUN_VARS_FILE, ConfigError
-from case_runners.paths import display_path
+from case_runners.plan.config.resolved import BASE
+from case_runners.plan.config.selection import Selection
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.flat import flat_config, flat_params, selection_problems
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.vendor_files import BASE_FILE, vendor_dir
-from case_runners.vendors import VendorDescription
+from case_runners.vendors.description import VendorDescription
+from case_runners.vendors.layout import BASE_FILE, vendor_dir
 
-BENCHMARKS_DIR = ("case_runners", "base", "benchmarks")
+BENCHMARKS_DIR = ("case_runners", "tasks", "base", "benchmarks")
 # A benchmark's package, torch-free: footprint(params, world_size) -> [(what, bytes)], the device memory its params
 # need at once; and, optional, plan_problems(params, hardware, hardware_name, world_size) -> [(param, message)].
-BENCHMARK_MODULE = "case_runners.base.benchmarks.{name}"
+BENCHMARK_MODULE = "case_runners.tasks.base.benchmarks.{name}"
 PRECISIONS_PARAM = "precisions"  # a benchmark's param checked against the precisions the hardware computes
 
 

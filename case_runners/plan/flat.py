@@ -10,17 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.constraints import declare_params
-from case_runners.config.resolved import DEFAULT_CASE_TIMEOUT_S
-from case_runners.config.selection import BOUNDS, Selection
-from case_runners.config.standard import standard_fields
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import RUN_VARS_FILE, ConfigError
-from case_runners.paths import display_path
+from case_runners.core.errors import RUN_VARS_FILE, ConfigError
+from case_runners.core.paths import display_path
+from case_runners.plan.config.constraints import declare_params
+from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S
+from case_runners.plan.config.selection import BOUNDS, Selection
+from case_runners.plan.config.standard import standard_fields
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.layering import apply_layer
 from case_runners.records.resolved import ResolvedConfig, VendorInfo
 from case_runners.records.schema import ABSENT
-from case_runners.vendors import VendorDescription, vendor_info
+from case_runners.vendors.description import VendorDescription, vendor_info
 
 # The vendor's layer: (its params, the file provenance names for them, the file the config's sources list).
 VendorLayer = Callable[[], tuple[dict[str, Any], str, str]]

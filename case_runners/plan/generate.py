@@ -13,17 +13,17 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.resolved import GENERATE, TRAINING
-from case_runners.config.selection import Selection
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import RUN_VARS_FILE, ConfigError, shown
-from case_runners.generate import CASE_MODULE, RANDOM, TRAINED
-from case_runners.paths import display_path
+from case_runners.core.errors import RUN_VARS_FILE, ConfigError, shown
+from case_runners.core.paths import display_path
+from case_runners.plan.config.resolved import GENERATE, TRAINING
+from case_runners.plan.config.selection import Selection
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.flat import flat_config, flat_params, selection_problems
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.vendor_files import GENERATE_FILE, vendor_case_dir
-from case_runners.vendors import VendorDescription
+from case_runners.tasks.generate import CASE_MODULE, RANDOM, TRAINED
+from case_runners.vendors.description import VendorDescription
+from case_runners.vendors.layout import GENERATE_FILE, vendor_case_dir
 
 GENERATE_DIR = "generate"  # case_runners/cases/<case>/generate/: config.yaml and the case's generate modules
 SAVE_PARAM = "save_checkpoint"  # the training param that makes a training case save its checkpoint

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from case_runners.config.resolved import DEFAULT_CASE_TIMEOUT_S, INFERENCE
-from case_runners.config.selection import Selection
-from case_runners.config.standard import read_standard
-from case_runners.errors import RUN_VARS_FILE, ConfigError
+from case_runners.core.errors import RUN_VARS_FILE, ConfigError
+from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S, INFERENCE
+from case_runners.plan.config.selection import Selection
+from case_runners.plan.config.standard import read_standard
 from case_runners.plan.inference_config import inference_cases, resolve_inference
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig, VendorInfo
 from case_runners.records.schema import ABSENT
-from case_runners.vendors import VendorDescription, vendor_info
+from case_runners.vendors.description import VendorDescription, vendor_info
 
 FLOPS_CONVENTION = ("1 multiply-add = 2 FLOPs; inference FLOPs per item = one forward pass "
                     "(flops in configurations.yaml)")

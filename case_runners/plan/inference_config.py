@@ -8,14 +8,14 @@
   configurations.yaml is added with a warning; a changed key is logged; a key set to the value it already
   has is an error (an override must change something); a key of parameters.yaml is an error.
 
-Every value is checked against its range (case_runners/config/constraints.py): the keys of configurations.yaml
+Every value is checked against its range (case_runners/plan/config/constraints.py): the keys of configurations.yaml
 have theirs in shared_params.py; a parameter has the range of the training param of the same name in the case's
 config.yaml, or its own (`train_epochs: {default: 15, min: 1, max: 1000}`). A key a vendor adds has none.
 `flops` (per item; 1 multiply-add = 2 FLOPs unless the case says otherwise) is a number or a product such as
 `2*512*0.33e9`, parsed as numbers joined by `*`, never evaluated.
 
 A config that changes a key of WORKLOAD_KEYS (the vendor's file or the run's overrides) is non-standard
-(case_runners/config/standard.py); the other keys say how the standard workload is run.
+(case_runners/plan/config/standard.py); the other keys say how the standard workload is run.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.constraints import Constraint, declare_params
-from case_runners.config.selection import FUNCTIONAL
-from case_runners.config.standard import standard_fields
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import ConfigError, raise_all, shown
-from case_runners.paths import display_path
+from case_runners.core.errors import ConfigError, raise_all, shown
+from case_runners.core.paths import display_path
+from case_runners.plan.config.constraints import Constraint, declare_params
+from case_runners.plan.config.selection import FUNCTIONAL
+from case_runners.plan.config.standard import standard_fields
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.layering import load_case_base
 from case_runners.records.resolved import InferenceConfig
-from case_runners.vendor_files import vendor_engines
+from case_runners.vendors.layout import vendor_engines
 
 CONFIG_KEYS = ("batch_size", "flops", "fp16", "compiler", "num_workers", "log_freq", "repeat", "no_validation",
                "exist_onnx_path", "exist_compiler_path")

@@ -3,7 +3,7 @@
 The case base declares its params (with defaults, whose types are enforced, and ranges: constraints.py), which
 of them are `mutable` (a vendor config or a run override may set them: how the standard workload is run) and
 which are `run_only` (only a run override may set them, for a smoke test: they change the workload, and a config
-that changes one is non-standard: config/standard.py). Its optional `functional:` block is the small, short shape
+that changes one is non-standard: plan/config/standard.py). Its optional `functional:` block is the small, short shape
 of the functional check (a selection's `functional: true`), laid under the run's overrides. Values stay within
 their ranges. Every violation names the key and the file it came from.
 """
@@ -16,23 +16,23 @@ from types import ModuleType
 from typing import Any
 
 from case_runners.cases import case_dir, list_cases
-from case_runners.config.constraints import Constraint, declare_params
-from case_runners.config.resolved import DEFAULT_CASE_TIMEOUT_S
-from case_runners.config.selection import BOUNDS, FUNCTIONAL, Selection
-from case_runners.config.shared_params import SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
-from case_runners.config.standard import standard_fields
-from case_runners.config.types import to_float
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import RUN_VARS_FILE, ConfigError, raise_all
-from case_runners.paths import display_path
+from case_runners.core.errors import RUN_VARS_FILE, ConfigError, raise_all
+from case_runners.core.paths import display_path
+from case_runners.plan.config.constraints import Constraint, declare_params
+from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S
+from case_runners.plan.config.selection import BOUNDS, FUNCTIONAL, Selection
+from case_runners.plan.config.shared_params import SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
+from case_runners.plan.config.standard import standard_fields
+from case_runners.plan.config.types import to_float
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.records.resolved import SAMPLE, SAMPLE_UNITS, ResolvedConfig, Target, VendorInfo
 from case_runners.records.schema import ABSENT
-from case_runners.vendors import VendorDescription, vendor_info
+from case_runners.vendors.description import VendorDescription, vendor_info
 
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
     """The case's base config.yaml, checked for the keys every case must declare, with the trainer's params
-    (config/shared_params.py) it does not give; its "params" are the defaults, "constraints" their ranges, and its
+    (plan/config/shared_params.py) it does not give; its "params" are the defaults, "constraints" their ranges, and its
     "mutable" and "run_only" lists the trainer params' and its own. ConfigError for a param without a range or a
     default out of it, a trainer param given its own default again or listed as mutable or run-only again, and a
     `mutable` or `run_only` entry that is not a param or is in both lists."""

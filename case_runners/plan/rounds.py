@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from case_runners.errors import ConfigError
+from case_runners.core.errors import ConfigError
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.schema import ABSENT
 

@@ -14,26 +14,26 @@ import shutil
 from pathlib import Path
 from typing import Any, TypedDict
 
-from case_runners import defaults, files
-from case_runners.bundle import BUNDLE_NAME, write_bundle
-from case_runners.config.parallel import data_parallel_problems
-from case_runners.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
-from case_runners.config.selection import Selection, parse_selections
-from case_runners.container.image import BUILD_KEYS, image_spec
-from case_runners.errors import RUN_VARS_FILE, ConfigError, PerfplayError, cut, shown
-from case_runners.history.db import default_db, path_problems
-from case_runners.paths import RESOLVED_NAME, project_root, results_root
+from case_runners.core import defaults, files
+from case_runners.core.errors import RUN_VARS_FILE, ConfigError, PerfplayError, cut, shown
+from case_runners.core.paths import RESOLVED_NAME, project_root, results_root
+from case_runners.core.run_ids import check_run_id, new_run_id
+from case_runners.launch.container.image import BUILD_KEYS, image_spec
 from case_runners.plan.base import base_suite, resolve_base_selection, vendor_base
+from case_runners.plan.bundle import BUNDLE_NAME, write_bundle
+from case_runners.plan.config.parallel import data_parallel_problems
+from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
+from case_runners.plan.config.selection import Selection, parse_selections
 from case_runners.plan.generate import resolve_generate_selection, trained_checkpoints
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
 from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
 from case_runners.plan.run_vars import RunRequest, check_run_vars
+from case_runners.records.history_db import default_db, path_problems
 from case_runners.records.resolved import ResolvedConfig, Runtime
-from case_runners.run_ids import check_run_id, new_run_id
-from case_runners.training.adapter import check_adapter_source
-from case_runners.vendor_files import case_requirements
-from case_runners.vendors import VendorDescription, load_vendor
+from case_runners.tasks.training.adapter import check_adapter_source
+from case_runners.vendors.description import VendorDescription, load_vendor
+from case_runners.vendors.layout import case_requirements
 
 
 class Bundle(TypedDict):

@@ -17,12 +17,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from case_runners import defaults
-from case_runners.config.constraints import Constraint, make_constraint
-from case_runners.config.flagperf_names import COMMAND, run_setting
-from case_runners.config.resolved import TASKS, TRAINING
-from case_runners.config.selection import BOUNDS
-from case_runners.errors import RUN_VARS_FILE, ConfigError, path_too_long, shown
+from case_runners.core import defaults
+from case_runners.core.errors import RUN_VARS_FILE, ConfigError, path_too_long, shown
+from case_runners.plan.config.constraints import Constraint, make_constraint
+from case_runners.plan.config.flagperf_names import COMMAND, run_setting
+from case_runners.plan.config.resolved import TASKS, TRAINING
+from case_runners.plan.config.selection import BOUNDS
 from case_runners.plan.run_var_names import PREFIX, RENAMED
 from case_runners.records.resolved import RUNTIMES
 
@@ -82,7 +82,7 @@ class RunRequest(TypedDict, total=False):
     vendor: str
     task: str                           # CHOICES
     runtime: str                        # CHOICES
-    image: dict[str, Any] | None        # perfplay_image: container/image.py BUILD_KEYS
+    image: dict[str, Any] | None        # perfplay_image: launch/container/image.py BUILD_KEYS
     case_timeout_s: float | None
     clear_caches: bool
     monitor_interval_s: float
@@ -95,7 +95,7 @@ class RunRequest(TypedDict, total=False):
     nic: str | dict[str, str] | None    # one interface for every host, or per host
     run_var_names: list[str]            # the controller's vars matching QUERIED_NAMES
     host_var_names: dict[str, list[str]]
-    cases: Any                          # perfplay_cases: config/selection.py parse_selections takes every form
+    cases: Any                          # perfplay_cases: plan/config/selection.py parse_selections takes every form
     results_dir: str
     run_id: str | None
     history_db: str | None

@@ -13,14 +13,14 @@ from case_runners.records.resolved import ResolvedConfig
 if TYPE_CHECKING:  # imported when a rank starts
     import torch
 
-    from case_runners.vendor_runtime import VendorRuntime
+    from case_runners.vendors.runtime import VendorRuntime
 
 
 def start_rank(config: ResolvedConfig, env: DistEnv) -> tuple[VendorRuntime, torch.device]:
     """The vendor's runtime prepared (environment, imports, setup(), before torch touches its device) and this rank's
     device: the launcher's choice (DEVICE_INDEX_ENV) or else the local rank; a CPU's cores shared among the node's
     ranks. (runtime, device)"""
-    from case_runners.vendor_runtime import VendorRuntime
+    from case_runners.vendors.runtime import VendorRuntime
 
     runtime = VendorRuntime(config.vendor, config.vendor_info.device, config.vendor_info.dist_backend)
     runtime.prepare()

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Any
 
-from case_runners import files
+from case_runners.core import files
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 GRACE_SHARE = 0.5  # of the launcher's grace: the rank's time to stop; the rest is the margin before SIGKILL

@@ -18,19 +18,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from case_runners import files
-from case_runners.driver import events as ev
-from case_runners.driver.events import EventLogger
-from case_runners.errors import PerfplayError
-from case_runners.processes import ROUND_DEADLINE_ENV
+from case_runners.core import files
+from case_runners.core.errors import PerfplayError
+from case_runners.core.processes import ROUND_DEADLINE_ENV
 from case_runners.rank import stop_request
+from case_runners.rank.driver import events as ev
+from case_runners.rank.driver.events import EventLogger
 from case_runners.rank.env import DistEnv, result_path
 from case_runners.rank.start import thread_settings
 from case_runners.records import names
 from case_runners.records.rank import RankResult, build_rank_result
 from case_runners.records.resolved import ResolvedConfig
 
-TASK_MODULE = "case_runners.{task}.task"  # a task's package and its run(config, config_path, log, env)
+TASK_MODULE = "case_runners.tasks.{task}.task"  # a task's package and its run(config, config_path, log, env)
 
 
 def _say(text: str) -> None:

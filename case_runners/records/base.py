@@ -1,6 +1,6 @@
 """A base benchmark's figures (`measurements` and `headlines` of a base rank result, round record and summary):
 one Measurement per kind and size, and the Headlines the summary table shows (best, and for gemm the median,
-over sizes). The benchmarks themselves are in case_runners/base/."""
+over sizes). The benchmarks themselves are in case_runners/tasks/base/."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import dataclasses
 import statistics
 from collections.abc import Iterable
 
-from case_runners.config.benchmarks import BENCHMARKS, Peak, fraction
+from case_runners.plan.config.benchmarks import BENCHMARKS, Peak, fraction
 from case_runners.records.schema import ABSENT, Absent, Document, choices
 
 BEST, MEDIAN = "best", "median"

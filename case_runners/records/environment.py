@@ -1,6 +1,6 @@
 """The environment of a round (a round record's `environment`): what a reader needs to reproduce or distrust its
 figures. The perfplay checkout that ran (its git commit), rank 0's Python, torch and vendor software stack and thread
-settings, node 0's host and device names. Built on the controller with the record (case_runners/results/record.py);
+settings, node 0's host and device names. Built on the controller with the record (case_runners/records/round_build.py);
 absent from records written before it.
 """
 

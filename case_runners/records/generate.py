@@ -1,7 +1,7 @@
 """The generate task's figures (`measurements` of a generate rank result, `combinations` and the headline of its
 round record): per combination of batch size, prompt length and output length, the time to first token (TTFT:
 the prefill and the first token), the time per output token (TPOT: each next token) and tokens/s. The measuring is
-in case_runners/generate/.
+in case_runners/tasks/generate/.
 
 A rank measures its own device; a round pools the ranks' latencies (every sample of every rank) and sums their
 tokens/s.

@@ -8,11 +8,11 @@ explains each one.
 from __future__ import annotations
 
 # The tasks are the resolved config's, named in the config leaf (which imports nothing of this): re-exported.
-from case_runners.config.resolved import BASE as BASE
-from case_runners.config.resolved import GENERATE as GENERATE
-from case_runners.config.resolved import INFERENCE as INFERENCE
-from case_runners.config.resolved import TASKS as TASKS
-from case_runners.config.resolved import TRAINING as TRAINING
+from case_runners.plan.config.resolved import BASE as BASE
+from case_runners.plan.config.resolved import GENERATE as GENERATE
+from case_runners.plan.config.resolved import INFERENCE as INFERENCE
+from case_runners.plan.config.resolved import TASKS as TASKS
+from case_runners.plan.config.resolved import TRAINING as TRAINING
 
 # -- statuses ----------------------------------------------------------------------------------------------------
 SUCCESS = "success"  # reached its target (inference: the pipeline ran)
@@ -53,7 +53,7 @@ INFERENCE_METRICS = (*INFERENCE_THROUGHPUTS, *INFERENCE_ACCURACIES, "agreement",
                      "inference_items", "e2e_time", "pipeline_time_s", "compile_s", "foo_time_s", "steps",
                      "compiler", "precision", "batch_size", "device", "onnx_path", "compiled_path", "flops_per_item",
                      "flops_per_s", "torch_peak_memory_bytes")
-# The inference pipeline's steps (inference/pipeline.py), an inference record's `steps` and the INFERENCE_STEP
+# The inference pipeline's steps (tasks/inference/pipeline.py), an inference record's `steps` and the INFERENCE_STEP
 # events' `step`, with their names (the report shades them).
 INFERENCE_STEP_NAMES = {"a": "init", "b": "data and model", "c": "framework validation", "d": "ONNX export",
                         "e": "compile", "f": "engine inference", "g": "summary"}

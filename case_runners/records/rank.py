@@ -12,7 +12,7 @@ import dataclasses
 import re
 from typing import Any
 
-from case_runners.config.benchmarks import BENCHMARKS
+from case_runners.plan.config.benchmarks import BENCHMARKS
 from case_runners.records.base import Headline, Measurement
 from case_runners.records.environment import Threads
 from case_runners.records.generate import GenerateMeasurement
@@ -49,7 +49,7 @@ class RankResult(Document):
 
 @dataclasses.dataclass(kw_only=True)
 class TrainerResult(Document):
-    """The trainer's figures (case_runners/training/trainer.py, which explains each time): what Trainer.run
+    """The trainer's figures (case_runners/tasks/training/trainer.py, which explains each time): what Trainer.run
     returns, a training rank's result but the fields of the task and the rank runtime."""
     status: str = dataclasses.field(metadata=choices(SUCCESS, NOT_CONVERGED))
     stop_reason: str = dataclasses.field(metadata=choices(*STOP_REASONS))
@@ -93,7 +93,7 @@ class TrainingRankResult(TrainerResult, RankResult):
 
 @dataclasses.dataclass(kw_only=True)
 class InferenceRankResult(RankResult):
-    """The inference pipeline's figures, steps a-g (case_runners/inference/pipeline.py)."""
+    """The inference pipeline's figures, steps a-g (case_runners/tasks/inference/pipeline.py)."""
     status: str = dataclasses.field(metadata=choices(SUCCESS))
     task: str = dataclasses.field(metadata=choices(INFERENCE))
     device: str
@@ -125,7 +125,7 @@ class InferenceRankResult(RankResult):
 
 @dataclasses.dataclass(kw_only=True)
 class BaseRankResult(RankResult):
-    """A base benchmark's figures on this rank's device (case_runners/base/; a collective's are the ranks' together:
+    """A base benchmark's figures on this rank's device (case_runners/tasks/base/; a collective's are the ranks' together:
     the slowest rank's time)."""
     status: str = dataclasses.field(metadata=choices(SUCCESS))
     task: str = dataclasses.field(metadata=choices(BASE))
@@ -133,14 +133,14 @@ class BaseRankResult(RankResult):
     device: str
     measurements: list[Measurement]  # one per variant and size
     headlines: list[Headline]  # per variant: the best over sizes (gemm: and the median)
-    convention: str  # how the figures are counted (config/benchmarks.py)
+    convention: str  # how the figures are counted (plan/config/benchmarks.py)
     versions: dict[str, Any]
     e2e_time: float
 
 
 @dataclasses.dataclass(kw_only=True)
 class GenerateRankResult(RankResult):
-    """The case's model generating on this rank's device, each combination timed (case_runners/generate/)."""
+    """The case's model generating on this rank's device, each combination timed (case_runners/tasks/generate/)."""
     status: str = dataclasses.field(metadata=choices(SUCCESS))
     task: str = dataclasses.field(metadata=choices(GENERATE))
     device: str

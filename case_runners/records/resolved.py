@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from case_runners.config.resolved import RESOLVED_SCHEMA, TASKS, TRAINING
-from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
+from case_runners.plan.config.resolved import RESOLVED_SCHEMA, TASKS, TRAINING
+from case_runners.plan.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records.schema import ABSENT, Absent, Document, choices
 
 RUNTIMES = ("host", "docker")
@@ -46,14 +46,14 @@ class InferenceConfig(Document):
     laid over one another and checked, and the run's overrides."""
     case: str
     vendor: str
-    # configurations.yaml's keys (inference_config.py CONFIG_KEYS, ranges in config/shared_params.py), the vendor's
+    # configurations.yaml's keys (inference_config.py CONFIG_KEYS, ranges in plan/config/shared_params.py), the vendor's
     # <vendor>_configurations.yaml and the run's overrides over them, and the keys the vendor's file adds; flops
     # per item as a number
     configurations: dict[str, Any]
     parameters: dict[str, Any]  # parameters.yaml's: the case's own (with functional: true, its small shape)
     sources: list[str]  # the files of the layers, in order
     provenance: dict[str, str]  # per key of configurations, the file that set it
-    # config/standard.py: false when a key of WORKLOAD_KEYS changed, or the shape is functional's (absent: a config
+    # plan/config/standard.py: false when a key of WORKLOAD_KEYS changed, or the shape is functional's (absent: a config
     # from before the flag)
     standard: bool | Absent = ABSENT
     non_standard: list[str] | Absent = ABSENT  # the keys that changed the workload
@@ -131,6 +131,6 @@ class ResolvedConfig(Document):
         return "host" if self.runtime is ABSENT else self.runtime.kind
 
     def standard_fields(self) -> dict[str, Any]:
-        """standard and non_standard (config/standard.py), a config without them counting as standard."""
+        """standard and non_standard (plan/config/standard.py), a config without them counting as standard."""
         return read_standard({key: value for key in (STANDARD, NON_STANDARD)
                               if (value := getattr(self, key)) is not ABSENT})

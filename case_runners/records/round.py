@@ -1,5 +1,5 @@
 """round_record.json (`perfplay.round_record/1`): the record of one round of a case, built on the controller from
-every node directory of the round (case_runners/results/record.py). A run directory written before it had this name
+every node directory of the round (case_runners/records/round_build.py). A run directory written before it had this name
 holds it as result.json, which every reader still reads (record_path, find_records).
 
 Four variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput
@@ -17,7 +17,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
+from case_runners.plan.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names
 from case_runners.records.environment import Environment
 from case_runners.records.generate import Combination
@@ -212,7 +212,7 @@ class RoundRecord(Document):
                 GENERATE: GenerateRoundRecord}.get(str(doc.get("task")), TrainingRoundRecord)
 
     def standard_fields(self) -> dict[str, Any]:
-        """standard and non_standard (config/standard.py), a record without them counting as standard."""
+        """standard and non_standard (plan/config/standard.py), a record without them counting as standard."""
         return read_standard({key: value for key in (STANDARD, NON_STANDARD)
                               if (value := getattr(self, key)) is not ABSENT})
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
-from case_runners.errors import PerfplayError
+from case_runners.core.errors import PerfplayError
 
 SCHEMA_KEY = "schema"
 MAX_BYTES = 64 << 20  # no perfplay document comes near this; a bigger file is not one

@@ -1,6 +1,6 @@
 """summary.json (`perfplay.run_summary/1`): a run's cases, each with its rounds and the mean and standard deviation
 of their figures over the valid rounds, and the scaling tables; written on the controller at the end of the play
-(case_runners/results/summary.py; summary_markdown.py renders it as summary.md, summary_text.py as the table the play
+(case_runners/records/summary_build.py; summary_markdown.py renders it as summary.md, summary_text.py as the table the play
 prints)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import dataclasses
 import statistics
 from typing import Any
 
-from case_runners.config.standard import NON_STANDARD, STANDARD, read_standard
+from case_runners.plan.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names
 from case_runners.records.base import Measurement
 from case_runners.records.names import SUMMARY_ROUND_STATUSES, TASKS
@@ -105,7 +105,7 @@ class BaseRow(Document):
 
 @dataclasses.dataclass(kw_only=True)
 class GenerateRow(Document):
-    """A generate case's combination over its valid rounds (results/generate_summary.py): each latency figure and
+    """A generate case's combination over its valid rounds (records/summary_generate_rows.py): each latency figure and
     tokens/s, mean and std over the rounds."""
     batch: int
     prompt_len: int
@@ -163,7 +163,7 @@ class SummaryCase(Document):
         return found
 
     def standard_fields(self) -> dict[str, Any]:
-        """standard and non_standard (config/standard.py), a case without them counting as standard."""
+        """standard and non_standard (plan/config/standard.py), a case without them counting as standard."""
         return read_standard({key: value for key in (STANDARD, NON_STANDARD)
                               if (value := getattr(self, key)) is not ABSENT})
 

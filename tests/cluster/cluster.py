@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from case_runners.processes import read_argv, read_environ  # noqa: E402
+from case_runners.core.processes import read_argv, read_environ  # noqa: E402
 from playbook_run import BIN, REPO, PlaybookRun, playbook_env, run_playbook  # noqa: E402
 from process_helpers import REAPED_S, SHORT_S, kill_run, run_pids  # noqa: E402
 

@@ -36,7 +36,7 @@ class PlaybookRun:
 
 def checkout_copy(dest: Path) -> Path:
     """A private copy of the checkout to edit: without its venv, git, results and caches (results/ at the top
-    only, not case_runners/results)."""
+    only, not case_runners/records)."""
     top = {".venv", ".git", "results", ".ansible", ".pytest_cache", ".perfplay-images"}
 
     def ignore(directory: str, names: list[str]) -> set[str]:

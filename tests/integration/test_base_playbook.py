@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.config.benchmarks import BENCHMARKS, peak_for, supported_precisions
-from case_runners.config.resolved import BASE
-from case_runners.config.selection import parse_selections
-from case_runners.config.yaml_io import load_mapping
+from case_runners.plan.config.benchmarks import BENCHMARKS, peak_for, supported_precisions
+from case_runners.plan.config.resolved import BASE
+from case_runners.plan.config.selection import parse_selections
+from case_runners.plan.config.yaml_io import load_mapping
 from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
 
 RUN_ID = "base-suite"

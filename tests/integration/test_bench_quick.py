@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from bench.verdict import CANNOT_JUDGE
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
 
 ROOT = project_root()
 # A bound on a hang, never on speed: on a 2-core host at load 15-20, harness_overhead's quick pair took 10 min.

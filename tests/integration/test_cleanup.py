@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.core.processes import identify, list_pids, read_argv, read_stat
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.launch.node import ROUND_GRACE_S
 from case_runners.plan.run_plan import make_plan
-from case_runners.processes import identify, list_pids, read_argv, read_stat
-from case_runners.run_ids import RUN_ID_ENV
 from playbook_run import BIN, REPO, playbook_env, run_playbook
 from process_helpers import REAPED_S, kill_run, run_pids, wait_for
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.driver import dllogger
+from case_runners.rank.driver import dllogger
 from playbook_run import REPO, run_playbook
 from process_helpers import SHORT_S, kill_run, require_root, run_pids
 

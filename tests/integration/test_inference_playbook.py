@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from case_runners.config.resolved import TASKS
+from case_runners.plan.config.resolved import TASKS
 from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
 
 DIGITS = "digits_cnn_inference_CPUx1x1"

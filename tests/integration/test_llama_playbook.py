@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.paths import CHECKPOINT_DIR
+from case_runners.core.paths import CHECKPOINT_DIR
 from playbook_run import REPO, run_playbook
 from process_helpers import RUN_S
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.config.benchmarks import peak_for
-from case_runners.config.resolved import BASE
-from case_runners.config.selection import parse_selections
-from case_runners.config.yaml_io import load_mapping
+from case_runners.plan.config.benchmarks import peak_for
+from case_runners.plan.config.resolved import BASE
+from case_runners.plan.config.selection import parse_selections
+from case_runners.plan.config.yaml_io import load_mapping
 from playbook_run import REPO, checkout_copy, launched_anything, run_playbook
 from testchip import PEAK_BF16, fill_hardware
 

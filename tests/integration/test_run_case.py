@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from case_runners.history.db import DB_NAME, opened, select
+from case_runners.records.history_db import DB_NAME, opened, select
 from playbook_run import REPO, launched_anything, run_playbook
 
 RECAP = re.compile(r"^localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from case_runners.results.summary_files import write_run_summary
-from case_runners.results.summary_text import render_table
+from case_runners.views.summary.files import write_run_summary
+from case_runners.views.summary.text import render_table
 from record_helpers import resolved, round_record
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,7 +166,7 @@ def test_a_summary_without_its_table_is_a_warning(make_callback):
 
 
 def test_real_table_of_an_empty_run(make_callback, tmp_path):
-    """Against the checkout's case_runners.results.summary: an empty run still summarises."""
+    """Against the checkout's case_runners.records.summary_build: an empty run still summarises."""
     run_dir = tmp_path / "run20250101000000"
     run_dir.mkdir()
     summary, written = write_run_summary(run_dir)

@@ -9,7 +9,7 @@ import sys
 
 from ansible.module_utils.common.warnings import get_warning_messages
 
-from case_runners.report import REPORT_NAME
+from case_runners.views.report import REPORT_NAME
 from module_harness import REPO
 from process_helpers import RUN_S
 from record_helpers import resolved, round_record, write_resolved

@@ -10,16 +10,16 @@ import shutil
 import time
 from pathlib import Path
 
-from case_runners.cli import main
-from case_runners.driver import events as ev
-from case_runners.driver.events import EventLogger
+from case_runners.cli.main import main
 from case_runners.monitors.spec import SAMPLES_SUFFIX
+from case_runners.rank.driver import events as ev
+from case_runners.rank.driver.events import EventLogger
 from case_runners.records.names import INFERENCE_STEP_NAMES
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.report import REPORT_NAME
-from case_runners.report.data import read_run
-from case_runners.report.sections import SECTION_IDS, render_report
-from case_runners.results.record import write_round_record
+from case_runners.records.round_build import write_round_record
+from case_runners.views.report import REPORT_NAME
+from case_runners.views.report.data import read_run
+from case_runners.views.report.sections import SECTION_IDS, render_report
 from record_helpers import (
     inference_rank_result,
     node_result,
@@ -233,7 +233,7 @@ def test_two_runs_side_by_side_as_compare_runs_sees_them(tmp_path):
 
 def inference_run(root: Path) -> Path:
     """A run of digits_cnn inference, one round: its rank's result, the host monitor's samples, and rank 0's events
-    written by the driver's EventLogger as inference/task.py writes them (LAUNCH_INFERENCE, then INFERENCE_STEP as
+    written by the driver's EventLogger as tasks/inference/task.py writes them (LAUNCH_INFERENCE, then INFERENCE_STEP as
     each pipeline step ends); its record built by the controller's write_round_record."""
     config = resolved(selection={"task": "inference"})
     run_dir = root / "run20250101000000"

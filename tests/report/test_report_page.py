@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from browser import Browser
-from case_runners.cli import main
-from case_runners.netutil import free_port
-from case_runners.paths import PROJECT_ENV
-from case_runners.report import REPORT_NAME
-from case_runners.report.sections import SECTION_IDS
+from case_runners.cli.main import main
+from case_runners.core.netutil import free_port
+from case_runners.core.paths import PROJECT_ENV
+from case_runners.views.report import REPORT_NAME
+from case_runners.views.report.sections import SECTION_IDS
 
 # The sections each page has: those of its runs' tasks (the others are named in the header as not in the report).
 TRAINING = ["summary", "throughput", "mfu", "convergence", "monitors", "environment", "failures"]

@@ -125,7 +125,7 @@ def test_the_execution_environment_has_what_the_report_imports(tmp_path: Path):
     """The play writes report.html on the controller: every package the report's code imports (matplotlib) is
     installed in the EE, or under AWX the run ends with a warning and no report."""
     known = modules(REPO, "case_runners")
-    report = closure(REPO, "case_runners", "case_runners.report")
+    report = closure(REPO, "case_runners", "case_runners.views.report")
     imported = set().union(*(external_imports(known[m][0]) for m in report))
     needed = imported - set(sys.stdlib_module_names) - {"case_runners"}
     assert "matplotlib" in needed

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.driver import events as ev
+from case_runners.core.paths import project_root
+from case_runners.core.processes import ProcessId, is_same
 from case_runners.launch import progress
-from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
-from case_runners.processes import ProcessId, is_same
+from case_runners.rank.driver import events as ev
 from process_helpers import RUN_S, kill_run, run_pids
 
 

@@ -7,12 +7,12 @@ import importlib
 
 import pytest
 
-from case_runners.config.benchmarks import BENCHMARKS
-from case_runners.config.yaml_io import load_mapping
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
 from case_runners.plan.base import BENCHMARKS_DIR, base_suite, benchmark_config_path
+from case_runners.plan.config.benchmarks import BENCHMARKS
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.run_plan import make_plan
-from case_runners.vendors import load_vendor, vendor_names
+from case_runners.vendors.description import load_vendor, vendor_names
 
 ROOT = project_root()
 README_SECTIONS = ("## Method", "## Params")  # what a benchmark's README explains
@@ -23,16 +23,16 @@ def test_every_benchmark_is_a_package_with_its_config_method_and_code(name):
     folder = ROOT.joinpath(*BENCHMARKS_DIR, name)
     config = load_mapping(benchmark_config_path(ROOT, name), ROOT)
     assert config["benchmark"] == name and config["params"], name
-    package = importlib.import_module(f"case_runners.base.benchmarks.{name}")
+    package = importlib.import_module(f"case_runners.tasks.base.benchmarks.{name}")
     assert callable(package.footprint), name
-    assert callable(importlib.import_module(f"case_runners.base.benchmarks.{name}.measure").measure), name
+    assert callable(importlib.import_module(f"case_runners.tasks.base.benchmarks.{name}.measure").measure), name
     readme = (folder / "README.md").read_text(encoding="utf-8")
     missing = [s for s in README_SECTIONS if s not in readme]
     assert not missing, f"{folder / 'README.md'}: no section {missing}"
     for param in config["params"]:
         assert f"`{param}`" in readme, f"{folder / 'README.md'}: param {param} is not explained"
     for doc in ("README.md", "docs/base.md"):
-        assert f"case_runners/base/benchmarks/{name}/README.md" in (ROOT / doc).read_text(encoding="utf-8"), doc
+        assert f"case_runners/tasks/base/benchmarks/{name}/README.md" in (ROOT / doc).read_text(encoding="utf-8"), doc
 
 
 @pytest.mark.parametrize("vendor", vendor_names(ROOT))

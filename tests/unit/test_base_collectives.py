@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.base.collectives import (
+from case_runners.plan.config.benchmarks import BENCHMARKS, COLLECTIVE, PAIR
+from case_runners.plan.run_plan import make_plan
+from case_runners.tasks.base.collectives import (
     ALLGATHER,
     ALLREDUCE,
     COLLECTIVES,
@@ -22,8 +24,6 @@ from case_runners.base.collectives import (
     footprint,
     plan_problems,
 )
-from case_runners.config.benchmarks import BENCHMARKS, COLLECTIVE, PAIR
-from case_runners.plan.run_plan import make_plan
 from process_helpers import REAPED_S, RUN_S
 
 PROJECT = Path(__file__).resolve().parents[2]

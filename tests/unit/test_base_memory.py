@@ -9,19 +9,19 @@ import weakref
 import pytest
 import torch
 
-from case_runners.base.benchmarks.memory_bandwidth import KINDS
-from case_runners.base.benchmarks.memory_bandwidth import measure as bandwidth
-from case_runners.base.benchmarks.memory_capacity import measure as capacity
-from case_runners.base.context import BaseContext
-from case_runners.base.memory import out_of_memory
-from case_runners.base.sizes import size_label
-from case_runners.config.benchmarks import DTYPES
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import PerfplayError
-from case_runners.paths import project_root
+from case_runners.core.errors import PerfplayError
+from case_runners.core.paths import project_root
 from case_runners.plan.base import benchmark_config_path
+from case_runners.plan.config.benchmarks import DTYPES
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.run_plan import make_plan
-from case_runners.vendor_runtime import VendorRuntime
+from case_runners.tasks.base.benchmarks.memory_bandwidth import KINDS
+from case_runners.tasks.base.benchmarks.memory_bandwidth import measure as bandwidth
+from case_runners.tasks.base.benchmarks.memory_capacity import measure as capacity
+from case_runners.tasks.base.context import BaseContext
+from case_runners.tasks.base.memory import out_of_memory
+from case_runners.tasks.base.sizes import size_label
+from case_runners.vendors.runtime import VendorRuntime
 
 MIB = 2**20
 PIB = 2**50  # more than any host's address space gives: a real, immediate allocation failure

@@ -1,4 +1,4 @@
-"""h2d and d2h (case_runners/base/transfer.py) on the CPU: each copy counted as its size, the pinned mode refused
+"""h2d and d2h (case_runners/tasks/base/transfer.py) on the CPU: each copy counted as its size, the pinned mode refused
 where there is no pinned memory, and a size beyond the device's memory refused when the run is planned."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from case_runners.base import transfer
-from case_runners.base.benchmarks.d2h.measure import measure as measure_d2h
-from case_runners.base.benchmarks.h2d.measure import measure as measure_h2d
-from case_runners.base.context import BaseContext
-from case_runners.base.sizes import size_label
-from case_runners.config.yaml_io import load_mapping
-from case_runners.errors import PerfplayError
+from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.run_plan import make_plan
-from case_runners.vendor_runtime import VendorRuntime
+from case_runners.tasks.base import transfer
+from case_runners.tasks.base.benchmarks.d2h.measure import measure as measure_d2h
+from case_runners.tasks.base.benchmarks.h2d.measure import measure as measure_h2d
+from case_runners.tasks.base.context import BaseContext
+from case_runners.tasks.base.sizes import size_label
+from case_runners.vendors.runtime import VendorRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [4096, 1 << 20]
@@ -70,7 +70,7 @@ def test_sizes_show_in_binary_units() -> None:
 
 
 def test_both_directions_take_the_same_params() -> None:
-    h2d, d2h = (load_mapping(ROOT / f"case_runners/base/benchmarks/{b}/config.yaml", ROOT) for b in ("h2d", "d2h"))
+    h2d, d2h = (load_mapping(ROOT / f"case_runners/tasks/base/benchmarks/{b}/config.yaml", ROOT) for b in ("h2d", "d2h"))
     assert h2d["params"] == d2h["params"]
     assert tuple(h2d["params"]["modes"]["items"]["choices"]) == transfer.MODES
 

@@ -13,7 +13,7 @@ import pytest
 
 from bench.alternation import Timing, judge_added
 from bench.verdict import CANNOT_JUDGE, IQR_FROM, MISSED, PASS, bounded, judge, parse_target, spread
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
 
 ROOT = project_root()
 TIMEOUT_S = 300  # a loaded CI host: torch's import alone can take tens of seconds

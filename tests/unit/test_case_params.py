@@ -1,4 +1,4 @@
-"""The trainer's params are declared once (case_runners/config/shared_params.py): a case's config.yaml declares only
+"""The trainer's params are declared once (case_runners/plan/config/shared_params.py): a case's config.yaml declares only
 its own and the trainer defaults it changes, and every case resolves as it did when each case repeated them all.
 
 resolved_cases.json holds, for every vendor config of every case (training and inference), what the case layer
@@ -73,11 +73,11 @@ def digits_config(tmp_path: Path, monkeypatch) -> Path:
 
 @pytest.mark.parametrize("change, shown", [
     (("  max_epochs: 30\n", "  max_epochs: 30\n  log_freq: 10\n"),
-     "key 'params.log_freq': repeats the trainer's default (case_runners/config/shared_params.py): leave it out"),
+     "key 'params.log_freq': repeats the trainer's default (case_runners/plan/config/shared_params.py): leave it out"),
     (("mutable: [lr,", "mutable: [seed, lr,"),
-     "key 'mutable.seed': is a trainer param: case_runners/config/shared_params.py says who may set it"),
+     "key 'mutable.seed': is a trainer param: case_runners/plan/config/shared_params.py says who may set it"),
     (("run_only: []", "run_only: [synthetic]"),
-     "key 'run_only.synthetic': is a trainer param: case_runners/config/shared_params.py says who may set it"),
+     "key 'run_only.synthetic': is a trainer param: case_runners/plan/config/shared_params.py says who may set it"),
     (("  eval_batch_size: 512\n", ""),
      "key 'params.eval_batch_size': is missing: the trainer's eval_batch_size has no default, every case gives its "
      "own"),
@@ -95,8 +95,8 @@ def test_a_case_declares_only_its_own_and_the_trainer_defaults_it_changes(digits
 def test_the_trainer_reads_its_params_and_the_cases_get_their_defaults():
     """Every trainer param has a range, and the default of each that has one is within it; a case that changes
     none of them trains with the trainer's defaults."""
-    from case_runners.config.constraints import SHARED
-    from case_runners.config.shared_params import TRAINER_PARAMS, TRAINER_RUN_ONLY
+    from case_runners.plan.config.constraints import SHARED
+    from case_runners.plan.config.shared_params import TRAINER_PARAMS, TRAINER_RUN_ONLY
     from case_runners.plan.layering import load_case_base
 
     for name, spec in TRAINER_PARAMS.items():
@@ -113,8 +113,8 @@ def test_the_trainer_params_are_one_dataclass_read_from_a_cases_params():
     names a missing or mistyped one."""
     import dataclasses
 
-    from case_runners.config.shared_params import TRAINER_PARAMS, TrainerParams
-    from case_runners.errors import PerfplayError
+    from case_runners.core.errors import PerfplayError
+    from case_runners.plan.config.shared_params import TRAINER_PARAMS, TrainerParams
     from case_runners.plan.layering import load_case_base
 
     assert list(TRAINER_PARAMS) == [item.name for item in dataclasses.fields(TrainerParams)]
@@ -123,7 +123,7 @@ def test_the_trainer_params_are_one_dataclass_read_from_a_cases_params():
     assert params == TrainerParams(**{name: base["params"][name] for name in TRAINER_PARAMS})
     assert params.log_freq == TRAINER_PARAMS["log_freq"]["default"] and params.amp is False
     with pytest.raises(PerfplayError, match=r"^x.yaml: the trainer's param 'log_freq' is missing \(declared in "
-                                            r"case_runners/config/shared_params.py\)$"):
+                                            r"case_runners/plan/config/shared_params.py\)$"):
         TrainerParams.from_params({k: v for k, v in base["params"].items() if k != "log_freq"}, "x.yaml")
     for name, value, kind in (("max_steps", 2.5, "an integer"), ("tf32", 1, "true or false"),
                               ("data_parallel", None, "a string")):

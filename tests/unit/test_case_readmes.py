@@ -1,15 +1,15 @@
 """Every case README, and the one new-case writes, has the sections of the case README template (seed 004 §3.6:
 model and source, data and its preparation, environment, how to start, results beside the reference; then FLOPs
-and params), defined once in case_runners/scaffold CASE_README_SECTIONS."""
+and params), defined once in case_runners/vendors/scaffold CASE_README_SECTIONS."""
 
 from __future__ import annotations
 
 import pytest
 
 from case_runners.cases import case_dir, list_cases
-from case_runners.paths import display_path, project_root
-from case_runners.scaffold import CASE_README_SECTIONS, missing_sections
-from case_runners.scaffold.new_case import case_files
+from case_runners.core.paths import display_path, project_root
+from case_runners.vendors.scaffold import CASE_README_SECTIONS, missing_sections
+from case_runners.vendors.scaffold.new_case import case_files
 
 
 def _problems(shown: str, text: str) -> list[str]:

@@ -13,11 +13,11 @@ from torch import nn
 
 from bert_shards import masked_rows, token_rows, write_shard
 from case_runners.cases import case_dir, list_cases
-from case_runners.errors import ConfigError
-from case_runners.paths import project_root
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.rank.worker import main
-from case_runners.training.case_api import TrainingCase
+from case_runners.tasks.training.case_api import TrainingCase
 from process_helpers import SHORT_S
 from record_helpers import resolved, write_resolved
 
@@ -87,7 +87,7 @@ def data_checker(case: str):
 
 
 def test_data_checks_and_registry_import_no_torch_or_numpy():
-    code = ("import importlib, sys, case_runners.cases as c, case_runners.data_check\n"
+    code = ("import importlib, sys, case_runners.cases as c, case_runners.host.data_check\n"
             "for name in c.list_cases(): importlib.import_module(f'case_runners.cases.{name}.data').check_data_dir\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'PIL', 'transformers'))\n"
             "print(bad); raise SystemExit(1 if bad else 0)")

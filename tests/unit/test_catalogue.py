@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import cli
-from case_runners.catalogue.build import Catalogue, build_catalogue, first_sentence
-from case_runners.catalogue.render import COMMAND, PAGE, render_markdown
-from case_runners.config.benchmarks import BENCHMARKS
-from case_runners.config.resolved import TASKS
-from case_runners.errors import ConfigError
-from case_runners.paths import project_root
+from case_runners.cli import main as cli
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
+from case_runners.plan.config.benchmarks import BENCHMARKS
+from case_runners.plan.config.resolved import TASKS
+from case_runners.views.catalogue.build import Catalogue, build_catalogue, first_sentence
+from case_runners.views.catalogue.render import COMMAND, PAGE, render_markdown
 from testchip import fill_hardware
 
 REPO = project_root()

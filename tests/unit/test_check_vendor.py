@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import cli
-from case_runners.config.benchmarks import BENCHMARKS, ONE
-from case_runners.paths import project_root
-from case_runners.vendor_check.run import check_vendor
+from case_runners.cli import main as cli
+from case_runners.core.paths import project_root
+from case_runners.plan.config.benchmarks import BENCHMARKS, ONE
+from case_runners.vendors.check.run import check_vendor
 from testchip import fill_hardware
 
 OVERLAY = project_root() / "tests" / "vendor_testchip"
@@ -178,8 +178,8 @@ def test_the_shipped_vendors_pass_where_their_devices_are():
 
 def test_the_functional_check_wants_rank_0s_dllogger_stream(tmp_path):
     """A round that left no unified log, a malformed one, or one without the eval metric is an error naming it."""
-    from case_runners.driver import dllogger
-    from case_runners.vendor_check.functional import _unified_log
+    from case_runners.rank.driver import dllogger
+    from case_runners.vendors.check.functional import _unified_log
 
     class Record:
         metrics = {"metric": "accuracy"}
@@ -211,7 +211,7 @@ def test_functional_refuses_a_backend_torch_lists_but_was_not_built_with(root):
 def test_functional_runs_two_ranks_where_the_probe_counts_two_devices(root):
     """The test chip's probe says 2 and digits_cnn has a TC1x1x2 config: it runs at 1x2 (the run itself:
     tests/integration/test_new_chip.py); one device, or no 1x2 config, runs 1x1 and says the backend did not run."""
-    from case_runners.vendor_check.functional import _backend_run, adapted_cases
+    from case_runners.vendors.check.functional import _backend_run, adapted_cases
 
     training, _ = adapted_cases("testchip", root, devices=2)
     assert ("digits_cnn", "TC1", 2) in training and ("bert", "TC1", 1) in training, "bert has no 1x2 config"

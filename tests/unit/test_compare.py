@@ -13,21 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.cli import main
-from case_runners.compare.alignment import (
+from case_runners.cli.main import main
+from case_runners.core.errors import PerfplayError
+from case_runners.records.round import OLD_RECORD_NAME, RECORD_NAME
+from case_runners.records.summary_build import summarize_run
+from case_runners.views.compare.alignment import (
     ABSENT_TEXT,
     align,
     check_same_workload,
     differences,
     relative_error,
 )
-from case_runners.compare.report import FAIL, PASS, Comparison, FinalMetric, LossPoint, reasons, table_steps
-from case_runners.errors import PerfplayError
-from case_runners.history.index import index_run
-from case_runners.records.round import OLD_RECORD_NAME, RECORD_NAME
-from case_runners.report import REPORT_NAME
-from case_runners.report.data import read_run
-from case_runners.results.summary import summarize_run
+from case_runners.views.compare.report import FAIL, PASS, Comparison, FinalMetric, LossPoint, reasons, table_steps
+from case_runners.views.history.index import index_run
+from case_runners.views.report import REPORT_NAME
+from case_runners.views.report.data import read_run
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 60

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import cli
-from case_runners.compare.runs import (
+from case_runners.cli import main as cli
+from case_runners.core.paths import PROJECT_ENV, project_root
+from case_runners.records.names import TASKS
+from case_runners.records.summary import Stat, stat_keys
+from case_runners.views.compare.runs import (
     BETTER,
     FIGURES,
     HIGHER,
@@ -33,10 +36,7 @@ from case_runners.compare.runs import (
     noise_unknown,
     regressions,
 )
-from case_runners.compare.runs_cli import OPTION
-from case_runners.paths import PROJECT_ENV, project_root
-from case_runners.records.names import TASKS
-from case_runners.records.summary import Stat, stat_keys
+from case_runners.views.compare.runs_cli import OPTION
 from testchip import fill_hardware
 
 REPO = project_root()

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from case_runners.cases import case_dir
-from case_runners.errors import ConfigError
-from case_runners.paths import project_root
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
 from case_runners.plan import layering
 from case_runners.plan.run_plan import make_plan
 

@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.container.image import BUILD_DIR, build_args, image_spec, write_context
-from case_runners.container.options import check_container, sdk_options
-from case_runners.container.prepare import PREPARE_LOG, SITE, prepare
-from case_runners.container.supervise import ENTRY, _mounts
-from case_runners.errors import ConfigError
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
+from case_runners.launch.container.image import BUILD_DIR, build_args, image_spec, write_context
+from case_runners.launch.container.prepare import PREPARE_LOG, SITE, prepare
+from case_runners.launch.container.supervise import ENTRY, _mounts
 from case_runners.launch.node import NodeSpec
-from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.vendor_files import case_requirements
-from case_runners.vendors import load_vendor
+from case_runners.vendors.container_options import check_container, sdk_options
+from case_runners.vendors.description import load_vendor
+from case_runners.vendors.layout import case_requirements
 from process_helpers import SHORT_S
 from record_helpers import resolved
 

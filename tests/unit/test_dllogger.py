@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from case_runners.driver import dllogger as dl
-from case_runners.driver import events as ev
-from case_runners.driver.events import EventLogger, read_events
-from case_runners.files import WriteError
+from case_runners.core.files import WriteError
+from case_runners.rank.driver import dllogger as dl
+from case_runners.rank.driver import events as ev
+from case_runners.rank.driver.events import EventLogger, read_events
 from case_runners.rank.worker import main
 from case_runners.records.resolved import Target
 from record_helpers import resolved, write_resolved

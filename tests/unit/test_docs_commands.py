@@ -14,9 +14,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from case_runners.flagperf.command import DEFAULT_OUT
-from case_runners.paths import project_root
-from case_runners.requirements_check import read_pins
+from case_runners.core.paths import project_root
+from case_runners.host.requirements import read_pins
+from case_runners.vendors.flagperf.command import DEFAULT_OUT
 
 REPO = project_root()
 DOCS = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "vendor").glob("*/README.md"),

@@ -11,7 +11,7 @@ Read from the files alone (no Ansible run, no Ansible import):
 
 The doc's table lists, per var, its default, what it reaches (`case_plan.<option>`, `<role option>`) and what it
 means. A var read and not documented, documented and not read, or a wrong mapping fails naming the var. The
-defaults the plan applies (case_runners/plan/run_vars.py, from case_runners/defaults.py) are the doc's.
+defaults the plan applies (case_runners/plan/run_vars.py, from case_runners/core/defaults.py) are the doc's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 import yaml
 from jinja2 import Environment, nodes
 
-from case_runners import defaults
+from case_runners.core import defaults
 from case_runners.plan.run_vars import (
     CHOICES,
     DOCUMENTED_RUN_VARS,

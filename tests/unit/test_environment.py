@@ -1,4 +1,4 @@
-"""A round record's environment (records/environment.py, results/environment.py): a real run's record names the
+"""A round record's environment (records/environment.py, records/environment_build.py): a real run's record names the
 checkout's commit, rank 0's Python and torch, node 0's host and device; a record from before still loads; what cannot
 be found is null, never a failed record."""
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.records.environment_build import build_environment, checkout_state
 from case_runners.records.round import RoundRecord
 from case_runners.records.schema import ABSENT
-from case_runners.results.environment import build_environment, checkout_state
-from case_runners.results.summary import summarize_run
-from case_runners.vendor_runtime import VendorRuntime
+from case_runners.records.summary_build import summarize_run
+from case_runners.vendors.runtime import VendorRuntime
 
 REPO = Path(__file__).resolve().parents[2]
 

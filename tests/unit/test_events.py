@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from case_runners.driver import events as ev
-from case_runners.driver.events import EventLogger, parse_perflog_lines, read_events
+from case_runners.rank.driver import events as ev
+from case_runners.rank.driver.events import EventLogger, parse_perflog_lines, read_events
 
 
 def test_event_is_written_as_jsonl_and_perflog_line(tmp_path):

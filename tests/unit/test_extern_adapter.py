@@ -1,4 +1,4 @@
-"""Vendor extern/ adapters (training/adapter.py): the trainer calls the vendor's points where they exist, the run
+"""Vendor extern/ adapters (tasks/training/adapter.py): the trainer calls the vendor's points where they exist, the run
 records what they replaced, and a bad adapter is refused with its file and line before any rank starts."""
 
 import json
@@ -15,15 +15,15 @@ import torch
 from torch import nn
 
 from case_runners.cases.digits_cnn.case import DigitsCNN
-from case_runners.driver.events import read_events
-from case_runners.host_check import host_check, runtime_problems
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
+from case_runners.host.check import host_check, runtime_problems
 from case_runners.plan.run_plan import make_plan
+from case_runners.rank.driver.events import read_events
 from case_runners.rank.worker import main
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.results.record import write_round_record
-from case_runners.training import adapter as adapter_module
-from case_runners.training.adapter import (
+from case_runners.records.round_build import write_round_record
+from case_runners.tasks.training import adapter as adapter_module
+from case_runners.tasks.training.adapter import (
     POINTS,
     STANDARD,
     AdapterError,
@@ -71,7 +71,7 @@ CONVERTING = {
     "converter.py": """\
         from torch import nn
 
-        from case_runners.training.adapter import replace_modules
+        from case_runners.tasks.training.adapter import replace_modules
 
         from .layers.fused import VendorLinear
 
@@ -283,7 +283,7 @@ def test_two_ranks_wrap_the_model_with_the_vendor_s_model_to_ddp(tmp_path, proje
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
-    code = ("import sys; from pathlib import Path; from case_runners.training import adapter; "
+    code = ("import sys; from pathlib import Path; from case_runners.tasks.training import adapter; "
             f"adapter.project_root = lambda: Path({str(project)!r}); "
             "from case_runners.rank.worker import main; "
             f"raise SystemExit(main({str(config)!r}, {str(log_dir)!r}))")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import files
-from case_runners.errors import ConfigError
+from case_runners.core import files
+from case_runners.core.errors import ConfigError
+from case_runners.core.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
 from case_runners.plan.run_plan import make_plan
-from case_runners.run_ids import RUN_ID_PATTERN, check_run_id, is_run_id, new_run_id
 from process_helpers import require_root
 
 
@@ -168,14 +168,14 @@ def test_a_symlink_of_another_user_on_the_way_is_refused_by_every_writer(tmp_pat
 def test_a_report_may_be_written_into_a_sticky_directory_like_tmp_but_not_the_history(tmp_path):
     """report -o /tmp/x.html: the file is a new temporary file renamed into place, which nobody else can redirect in a
     sticky directory; the history database is written in place (with its journal), so it stays in a private one."""
-    from case_runners.history import db
+    from case_runners.records import history_db
     public = tmp_path / "public"
     public.mkdir()
     public.chmod(0o1777)
     files.atomic_write_text(public / "report.html", "<html>")
     assert (public / "report.html").read_text() == "<html>"
     with pytest.raises(files.UnsafeDirError, match="writable by group or others"):
-        with db.opened(public / "perfplay.sqlite"):
+        with history_db.opened(public / "perfplay.sqlite"):
             pass
     public.chmod(0o777)  # not sticky: another user could take the file away or put a link in its place
     with pytest.raises(files.UnsafeDirError, match="writable by group or others"):
@@ -183,26 +183,26 @@ def test_a_report_may_be_written_into_a_sticky_directory_like_tmp_but_not_the_hi
 
 
 def test_a_directory_of_another_user_is_refused_for_reports_summaries_and_the_history(tmp_path):
-    from case_runners.history import db
+    from case_runners.records import history_db
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     os.chown(theirs, OTHER_UID, OTHER_UID)
     with pytest.raises(files.UnsafeDirError, match=rf"{theirs} belongs to uid {OTHER_UID}, not to the user"):
         files.atomic_update_text(theirs / "summary.md", "# summary\n")  # report -o and summary --write
     with pytest.raises(files.UnsafeDirError, match=rf"belongs to uid {OTHER_UID}"):
-        with db.opened(theirs / "perfplay.sqlite"):
+        with history_db.opened(theirs / "perfplay.sqlite"):
             pass
     assert not list(theirs.iterdir())
 
 
 def test_an_unprivileged_user_gets_one_line_not_a_traceback(tmp_path):
-    from case_runners.errors import PerfplayError
-    from case_runners.history import db
+    from case_runners.core.errors import PerfplayError
+    from case_runners.records import history_db
     require_root("becoming another user")
     os.seteuid(65534)
     try:
         with pytest.raises(PerfplayError, match=r"/root.*(permission denied|belongs to uid 0)"):
-            with db.opened(Path("/root/perfplay-probe/perfplay.sqlite")):
+            with history_db.opened(Path("/root/perfplay-probe/perfplay.sqlite")):
                 pass
         with pytest.raises(PerfplayError, match=r"/root belongs to uid 0, not to the user running perfplay"):
             files.atomic_write_text(Path("/root/report.html"), "<html>")

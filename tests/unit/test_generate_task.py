@@ -17,9 +17,8 @@ from case_runners.cases.llama.data import FORMAT_NAME
 from case_runners.cases.llama.generate.model import prompts
 from case_runners.cases.llama.model import build_model, load_checkpoint, save_checkpoint
 from case_runners.cases.llama.shapes import SHAPES
-from case_runners.data_check import data_problems
-from case_runners.generate.decode import digest, generate
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
+from case_runners.host.data_check import data_problems
 from case_runners.plan.generate import trained_checkpoints
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.generate import Combination, GenerateMeasurement, Latency, combine, headline, percentile
@@ -27,6 +26,7 @@ from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import GenerateRoundRecord, RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary
+from case_runners.tasks.generate.decode import digest, generate
 
 ROOT = project_root()
 TINY = {"model": "tiny", "vocab_size": 0, "seed": 7}

@@ -1,4 +1,4 @@
-"""The history database (case_runners/history/): real runs index themselves, `reindex` rebuilds the same rows from
+"""The history database (case_runners/views/history/): real runs index themselves, `reindex` rebuilds the same rows from
 the files, a corrupt round_record.json is reported by name and the rest indexed, a database of a newer schema is refused
 with its version, an older one migrated; `list` filters and its three formats; `add` is idempotent; what is not a
 run directory is refused by name."""
@@ -18,14 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.cli import main
-from case_runners.errors import PerfplayError
-from case_runners.history import db as history_db
-from case_runners.history.cli import parse_date
-from case_runners.history.db import COLUMNS, DB_NAME, MIGRATIONS, SCHEMA_VERSION, HistoryError, opened, replace_run
-from case_runners.history.index import index_run, run_date
-from case_runners.history.lookup import run_dirs
-from case_runners.run_ids import new_run_id
+from case_runners.cli.main import main
+from case_runners.core.errors import PerfplayError
+from case_runners.core.run_ids import new_run_id
+from case_runners.records import history_db
+from case_runners.records.history_db import (
+    COLUMNS,
+    DB_NAME,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    HistoryError,
+    opened,
+    replace_run,
+)
+from case_runners.views.history.cli import parse_date
+from case_runners.views.history.index import index_run, run_date
+from case_runners.views.history.lookup import run_dirs
 from process_helpers import SHORT_S
 
 REPO = Path(__file__).resolve().parents[2]

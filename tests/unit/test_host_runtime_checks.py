@@ -12,11 +12,11 @@ import tarfile
 
 import pytest
 
-from case_runners.bundle import write_bundle
-from case_runners.host_check import PROBE_FILE_ENV, check_master_port, host_check, probe_key
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
+from case_runners.host.check import PROBE_FILE_ENV, check_master_port, host_check, probe_key
+from case_runners.host.requirements import check_requirements, pins
+from case_runners.plan.bundle import write_bundle
 from case_runners.records.schema import RecordError
-from case_runners.requirements_check import check_requirements, pins
 from process_helpers import SHORT_S
 from record_helpers import resolved
 
@@ -131,7 +131,7 @@ def test_the_bundle_is_byte_identical_for_the_same_files(tmp_path):
     assert first == second
     with tarfile.open(tmp_path / "a.tar") as tar:
         names = tar.getnames()
-    assert "requirements.txt" in names and "case_runners/cli.py" in names
+    assert "requirements.txt" in names and "case_runners/cli/main.py" in names
     assert "vendor/cpu/vendor.yaml" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 

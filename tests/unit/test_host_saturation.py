@@ -9,17 +9,17 @@ import time
 import uuid
 from pathlib import Path
 
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.monitors.host import HostMonitor
 from case_runners.monitors.runner import take_sample
 from case_runners.monitors.summary import summarize_monitor_log
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.round_build import write_round_record
 from case_runners.records.summary import RunSummary
-from case_runners.report.data import read_run
-from case_runners.report.sections import summary_section
-from case_runners.results.record import write_round_record
-from case_runners.results.summary_files import write_run_summary
-from case_runners.results.summary_text import render_table
-from case_runners.run_ids import RUN_ID_ENV
+from case_runners.views.report.data import read_run
+from case_runners.views.report.sections import summary_section
+from case_runners.views.summary.files import write_run_summary
+from case_runners.views.summary.text import render_table
 from record_helpers import node_result, rank_result, resolved, write_node
 
 # One core, busy in the eval loop (a C loop such as any() would hold the GIL from the sleeper's own "ready")

@@ -13,10 +13,12 @@ import pytest
 import yaml
 
 from case_runners.cases import list_cases
-from case_runners.cli import main
-from case_runners.config import adapter_points
-from case_runners.config.adapter_points import ADAPTER_SIGNATURES
-from case_runners.config.flagperf_names import (
+from case_runners.cli.main import main
+from case_runners.core.paths import project_root
+from case_runners.launch.container.image import BUILD_KEYS
+from case_runners.plan.config import adapter_points
+from case_runners.plan.config.adapter_points import ADAPTER_SIGNATURES
+from case_runners.plan.config.flagperf_names import (
     ADAPTER_POINTS,
     CASE_NAMES,
     FLAGPERF_RUN_VARS,
@@ -24,17 +26,15 @@ from case_runners.config.flagperf_names import (
     RUN_SETTINGS,
     markdown_table,
 )
-from case_runners.config.shared_params import SHARED_PARAMS
-from case_runners.container.image import BUILD_KEYS
-from case_runners.flagperf.importer import HOST_VARS, import_flagperf
-from case_runners.flagperf.pyconfig import read_config
-from case_runners.flagperf.vendor_facts import container_options
-from case_runners.paths import project_root
+from case_runners.plan.config.shared_params import SHARED_PARAMS
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.plan.run_vars import DOCUMENTED_RUN_VARS, PREFIX, QUERIED_NAMES
-from case_runners.training.adapter import POINTS
-from case_runners.vendors import load_vendor
+from case_runners.tasks.training.adapter import POINTS
+from case_runners.vendors.description import load_vendor
+from case_runners.vendors.flagperf.importer import HOST_VARS, import_flagperf
+from case_runners.vendors.flagperf.pyconfig import read_config
+from case_runners.vendors.flagperf.vendor_facts import container_options
 
 ROOT = project_root()
 DOC = ROOT / "docs" / "flagperf-migration.md"
@@ -352,7 +352,7 @@ def test_the_docs_table_is_the_mapping():
     text = DOC.read_text(encoding="utf-8")
     for rows, files in ((RUN_SETTINGS, True), (PARAMS, False), (ADAPTER_POINTS, False)):
         table = "\n".join(markdown_table(rows, files=files))
-        assert table in text, f"{DOC.name} must show this table (from case_runners/config/flagperf_names.py):\n{table}"
+        assert table in text, f"{DOC.name} must show this table (from case_runners/plan/config/flagperf_names.py):\n{table}"
 
 
 def test_the_perfplay_side_of_the_mapping_exists():

@@ -1,7 +1,7 @@
 """The layers of case_runners, read from the source with ast (nothing is imported).
 
-A node of the graph is a subpackage (case_runners.config, case_runners.launch, ...) or a top-level module
-(case_runners.cli, case_runners.files, ...); an edge is any import statement of one in another: at module level, in
+A node of the graph is a subpackage (case_runners.plan.config, case_runners.launch, ...) or a top-level module
+(case_runners.cli.main, case_runners.core.files, ...); an edge is any import statement of one in another: at module level, in
 a function, under TYPE_CHECKING, absolute or relative. A cycle between nodes fails the test, naming each import of
 it. A lookup by name at run time (importlib.import_module of a case or a task) is dispatch, not an import: a case's
 code and a task's package sit above what finds them.
@@ -17,8 +17,8 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[2]
 PACKAGE = "case_runners"
 LAUNCHER = "case_runners.launch"  # stdlib only: the docker runtime runs it on the host, where torch may be absent
-CONFIG = "case_runners.config"  # the leaf of configuration: YAML, types, ranges, selections, the resolved shape
-CONFIG_MAY_IMPORT = {"case_runners.errors", "case_runners.paths"}
+CONFIG = "case_runners.plan.config"  # the leaf of configuration: YAML, types, ranges, selections, the resolved shape
+CONFIG_MAY_IMPORT = {"case_runners.core.errors", "case_runners.core.paths"}
 
 
 def modules(root: Path, package: str) -> dict[str, tuple[Path, bool]]:
@@ -157,7 +157,7 @@ def external_imports(path: Path) -> set[str]:
 
 def test_no_import_cycle_between_the_subpackages_of_case_runners():
     graph = import_graph(PROJECT, PACKAGE)
-    assert {"case_runners.launch", "case_runners.rank", "case_runners.config", "case_runners.cli"} <= set(graph)
+    assert {"case_runners.launch", "case_runners.rank", "case_runners.plan.config", "case_runners.cli.main"} <= set(graph)
     found = cycles(graph)
     assert not found, "import cycles between case_runners' subpackages:\n" + \
         "\n".join(describe(c, graph) for c in found)

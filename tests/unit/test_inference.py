@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from case_runners.cases.resnet50.data import VAL_LAYOUT
-from case_runners.config.resolved import INFERENCE
-from case_runners.data_check import data_problems
-from case_runners.errors import ConfigError
-from case_runners.inference.pipeline import run_pipeline
-from case_runners.paths import project_root
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
+from case_runners.host.data_check import data_problems
+from case_runners.plan.config.resolved import INFERENCE
 from case_runners.plan.inference_config import parse_flops, resolve_inference
 from case_runners.records.resolved import InferenceConfig, ResolvedConfig
 from case_runners.records.schema import RecordError
+from case_runners.tasks.inference.pipeline import run_pipeline
 from record_helpers import resolved as resolved_config
 
 REPO = project_root()

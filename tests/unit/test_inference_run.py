@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.data_check import check_data, check_inference_files
-from case_runners.driver.events import read_events
+from case_runners.host.data_check import check_data, check_inference_files
 from case_runners.plan.run_plan import make_plan
+from case_runners.rank.driver.events import read_events
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.results.record import write_round_record
-from case_runners.results.summary import summarize_run
-from case_runners.results.summary_markdown import render_markdown
-from case_runners.results.summary_text import render_table
+from case_runners.records.round_build import write_round_record
+from case_runners.records.summary_build import summarize_run
+from case_runners.views.summary.markdown import render_markdown
+from case_runners.views.summary.text import render_table
 from record_helpers import inference_rank_result, node_result, write_node
 
 
@@ -176,7 +176,7 @@ def test_device_memory_is_the_rank_s_own_device_on_a_host_with_several(tmp_path:
     ("", "", None),  # the cpu vendor has no visible-devices variable
 ])
 def test_the_rank_names_its_devices_as_the_monitor_numbers_them(env, value, expected):
-    from case_runners.inference.task import monitor_devices
+    from case_runners.tasks.inference.task import monitor_devices
     assert monitor_devices(env, {env: value} if env else {}) == expected
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import pidfiles
+from case_runners.core import pidfiles
+from case_runners.core.paths import project_root
+from case_runners.core.processes import identify, is_run_process
 from case_runners.launch.node import NodeLauncher, NodeSpec, Rank, RunState, rank_env
-from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
-from case_runners.processes import identify, is_run_process
 from case_runners.rank.env import omp_num_threads
 from process_helpers import REAPED_S, kill_run, run_pids, wait_for
 from record_helpers import rank_result

@@ -17,11 +17,11 @@ from case_runners.cases.llama import shapes
 from case_runners.cases.llama.case import TARGET_METRIC, build_case, case_target
 from case_runners.cases.llama.model import llama_config, load_checkpoint
 from case_runners.cases.llama.prepare import prepare_text
-from case_runners.data_check import check_data
-from case_runners.driver.events import EventLogger
+from case_runners.host.data_check import check_data
 from case_runners.plan.run_plan import make_plan
+from case_runners.rank.driver.events import EventLogger
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.training.case_api import RunContext
+from case_runners.tasks.training.case_api import RunContext
 from process_helpers import REAPED_S, RUN_S
 
 REPO = Path(__file__).resolve().parents[2]

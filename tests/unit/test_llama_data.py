@@ -28,7 +28,7 @@ from case_runners.cases.llama.prepare import (
     split_by_file,
     text_files,
 )
-from case_runners.cli import main as cli_main
+from case_runners.cli.main import main as cli_main
 from process_helpers import SHORT_S
 
 REPO = Path(__file__).resolve().parents[2]
@@ -212,7 +212,7 @@ def test_check_names_the_file_of_each_refusal(bytes_dir, tmp_path):
 
 
 def test_data_and_prepare_import_no_numpy_torch_or_tokenizers():
-    code = ("import sys, case_runners.cases.llama.data, case_runners.cases.llama.prepare, case_runners.cli\n"
+    code = ("import sys, case_runners.cases.llama.data, case_runners.cases.llama.prepare, case_runners.cli.main\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'tokenizers'))\n"
             "print(bad); raise SystemExit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

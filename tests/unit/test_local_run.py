@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
 from process_helpers import REAPED_S, run_pids, wait_for
 
 

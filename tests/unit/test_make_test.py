@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
 
 REPO = project_root()
 SUITES = ["tests/unit tests/report", "tests/modules tests/integration", "tests/cluster", "tests/docker"]

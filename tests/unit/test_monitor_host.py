@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.monitors import counters
 from case_runners.monitors.base import DEVICE_FIELDS, AcceleratorMonitor, MonitorError
 from case_runners.monitors.host import HostMonitor
 from case_runners.monitors.loader import load_monitor, load_vendor_monitor_class
 from case_runners.monitors.runner import next_due, sample_loop, take_sample
-from case_runners.run_ids import RUN_ID_ENV
 
 STAT = "cpu  {user} 0 {system} {idle} {iowait} 0 0 0 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\nintr 1\n"
 MEMINFO = "MemTotal:       16000 kB\nMemFree:         2000 kB\nMemAvailable:    6000 kB\nBuffers:  100 kB\n"

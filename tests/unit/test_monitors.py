@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import pidfiles
+from case_runners.core import pidfiles
+from case_runners.core.paths import project_root
+from case_runners.core.processes import ProcessId, identify, is_same, read_environ
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.monitors import daemon
 from case_runners.monitors.cli import main
 from case_runners.monitors.spec import MonitorSpec
-from case_runners.paths import project_root
-from case_runners.processes import ProcessId, identify, is_same, read_environ
-from case_runners.run_ids import RUN_ID_ENV
 from process_helpers import REAPED_S, require_root, run_pids, wait_for
 
 INTERVAL = 0.2

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.defaults import HEARTBEAT_TIMEOUT_S, RDZV_TIMEOUT_S
+from case_runners.core.defaults import HEARTBEAT_TIMEOUT_S, RDZV_TIMEOUT_S
+from case_runners.core.netutil import NoInterfaceError, free_port, interface_for
+from case_runners.core.paths import project_root
 from case_runners.launch.node import NodeLauncher, NodeSpec, RunState, choose_nic, rank_env
-from case_runners.netutil import NoInterfaceError, free_port, interface_for
-from case_runners.paths import project_root
 from process_helpers import REAPED_S, kill_run
 from test_launcher import rank_pids, resolved, wait_for_event
 

@@ -13,7 +13,7 @@ import tokenize
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
 
 REPO = project_root()
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

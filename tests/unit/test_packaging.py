@@ -17,9 +17,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from case_runners.paths import PROJECT_ENV, project_root
+from case_runners.core.paths import PROJECT_ENV, project_root
+from case_runners.host.requirements import read_pins
 from case_runners.records.round import RoundRecord
-from case_runners.requirements_check import read_pins
 from dependency_tree import CONSTRAINTS, constraints_text, public_version
 
 REPO = project_root()

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import defaults
-from case_runners.config.flagperf_names import FLAGPERF_RUN_VARS
-from case_runners.history.db import DB_NAME, SCHEMA_VERSION
+from case_runners.core import defaults
+from case_runners.plan.config.flagperf_names import FLAGPERF_RUN_VARS
 from case_runners.plan.run_plan import make_plan
 from case_runners.plan.run_vars import (
     CHOICES,
@@ -23,6 +22,7 @@ from case_runners.plan.run_vars import (
     RunRequest,
     check_run_vars,
 )
+from case_runners.records.history_db import DB_NAME, SCHEMA_VERSION
 
 BOOLS = "(allowed: true/false, yes/no, on/off, 1/0)"
 
@@ -160,7 +160,7 @@ def test_an_unknown_request_key_is_an_error(tmp_path):
 
 
 def test_every_run_var_has_one_default():
-    """The defaults of case_runners/defaults.py are the ones the plan applies."""
+    """The defaults of case_runners/core/defaults.py are the ones the plan applies."""
     assert SCALARS["monitor_interval_s"][1] == defaults.MONITOR_INTERVAL_S
     assert SCALARS["progress_interval_s"][1] == defaults.PROGRESS_INTERVAL_S
     assert SCALARS["heartbeat_timeout_s"][1] == defaults.HEARTBEAT_TIMEOUT_S
@@ -294,7 +294,7 @@ def test_a_huge_value_is_refused_naming_the_limit_and_echoed_cut(tmp_path, reque
 
 
 def test_shown_cuts_strings_and_containers():
-    from case_runners.errors import SHOWN_CHARS, shown
+    from case_runners.core.errors import SHOWN_CHARS, shown
     assert shown("digits_cnn") == "'digits_cnn'" and shown(5) == "5"
     assert len(shown(HUGE)) == SHOWN_CHARS and shown(HUGE).endswith("...")
     assert len(shown([[HUGE] * 1000] * 1000)) <= SHOWN_CHARS

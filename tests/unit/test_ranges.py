@@ -11,9 +11,9 @@ import pytest
 
 import case_runners.cases
 from case_runners.cases import list_cases
-from case_runners.config.constraints import make_constraint
-from case_runners.errors import ConfigError
-from case_runners.paths import project_root
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
+from case_runners.plan.config.constraints import make_constraint
 from case_runners.plan.inference_config import inference_cases, resolve_inference
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
@@ -192,7 +192,7 @@ def test_a_shared_param_takes_its_range_from_one_place_only(cases_copy: Path):
     config = cases_copy / "digits_cnn" / "config.yaml"
     config.write_text(config.read_text().replace("  batch_size: 32 ", "  batch_size: {default: 32, min: 1, max: 9}"))
     assert_names(only_error(plan(["digits_cnn"])), "key 'params.batch_size': its range is declared once, in "
-                                                   "case_runners/config/shared_params.py; give only its default")
+                                                   "case_runners/plan/config/shared_params.py; give only its default")
 
 
 def test_a_case_default_out_of_a_shared_range_fails_to_load(cases_copy: Path):

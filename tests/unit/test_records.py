@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.cli import main
+from case_runners.cli.main import main
 from case_runners.records import names
 from case_runners.records.check import KINDS
 from case_runners.records.node import NodeResult

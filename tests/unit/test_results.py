@@ -11,15 +11,15 @@ import pytest
 
 from case_runners.plan.run_plan import make_plan
 from case_runners.records import names
+from case_runners.records import summary_build as results_summary
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import RoundRecord
+from case_runners.records.round_build import compact_record, write_round_record
 from case_runners.records.summary import RunSummary
-from case_runners.results import summary as results_summary
-from case_runners.results.record import compact_record, write_round_record
-from case_runners.results.summary import summarize_records
-from case_runners.results.summary_files import write_run_summary
-from case_runners.results.summary_markdown import render_markdown
-from case_runners.results.summary_text import render_table
+from case_runners.records.summary_build import summarize_records
+from case_runners.views.summary.files import write_run_summary
+from case_runners.views.summary.markdown import render_markdown
+from case_runners.views.summary.text import render_table
 from record_helpers import node_result, rank_result, resolved, round_record, write_node
 
 
@@ -271,7 +271,7 @@ def test_a_round_whose_record_could_not_be_written_says_why(tmp_path):
     cause instead of an interruption nobody made."""
     import subprocess
 
-    from case_runners.results.summary import load_records
+    from case_runners.records.summary_build import load_records
     from process_helpers import SHORT_S, require_root
     require_root("mounting a tmpfs")
     disk = tmp_path / "disk"
@@ -327,7 +327,7 @@ def test_the_summary_names_interrupted_missing_and_unreadable_rounds(tmp_path):
 def test_summary_refuses_what_is_not_a_run_directory(tmp_path, capsys, write):
     """A mistyped run directory is an error (exit 2, as report, history add and compare-runs give), not an empty
     table of exit 0; nothing is written."""
-    from case_runners import cli
+    from case_runners.cli import main as cli
 
     for path, why in ((tmp_path / "absent", "no such directory"), (tmp_path, "not a run directory")):
         assert cli.main(["summary", str(path), "--table", *write]) == 2
@@ -346,7 +346,7 @@ def test_the_summary_aggregation_returns_data_and_text_and_markdown_render_it_ap
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         imported = {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
                     for a in n.names}
-        return defined, {i.split(".")[2] for i in imported if i.startswith("case_runners.results.")}
+        return defined, {i.split(".")[2] for i in imported if i.startswith("case_runners.records.")}
 
     defined, imported = unit("summary")
     assert not {f for f in defined if f.startswith("render")}, "the aggregation renders nothing"

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.cli import build_parser, main
-from case_runners.errors import ConfigError
-from case_runners.local_run import _request
-from case_runners.netutil import free_port
-from case_runners.paths import project_root
+from case_runners.cli.local_run import _request
+from case_runners.cli.main import build_parser, main
+from case_runners.cli.run_options import CONFIG_KEY, RUN_OPTIONS, markdown_table
+from case_runners.core.errors import ConfigError
+from case_runners.core.netutil import free_port
+from case_runners.core.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.round import RoundRecord
-from case_runners.run_options import CONFIG_KEY, RUN_OPTIONS, markdown_table
-from case_runners.vendors import vendor_for_device
+from case_runners.vendors.description import vendor_for_device
 from process_helpers import REAPED_S, SHORT_S, kill_run, run_pids
 
 
@@ -112,8 +112,8 @@ def test_the_commands_the_modules_run_import_none_of_the_others(capsys):
                           capture_output=True, text=True, timeout=120, cwd=project_root())
     assert done.returncode == 0 and json.loads(done.stdout)["satisfied"], done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    slow = ("case_runners.plan.run_vars", "case_runners.compare", "case_runners.history", "case_runners.report",
-            "case_runners.cases", "case_runners.catalogue", "case_runners.records.round")
+    slow = ("case_runners.plan.run_vars", "case_runners.views.compare", "case_runners.views.history", "case_runners.views.report",
+            "case_runners.cases", "case_runners.views.catalogue", "case_runners.records.round")
     assert not sorted(name for name in imported if name.startswith(slow))
     assert build_parser("wait").parse_args(["wait", "--log-dir", "d", "--run-id", "r"]).for_s > 0
     with pytest.raises(SystemExit):
@@ -168,8 +168,8 @@ def test_run_resolves_its_cases_once_and_launches_the_config_it_wrote(monkeypatc
         raise Launched(argv)
 
     monkeypatch.setattr(run_plan, "resolve", counted)
-    monkeypatch.setattr("case_runners.local_run._host_problems", lambda plan: [])  # this host's preflight: not here
-    monkeypatch.setattr("case_runners.local_run._launch", launch)
+    monkeypatch.setattr("case_runners.cli.local_run._host_problems", lambda plan: [])  # this host's preflight: not here
+    monkeypatch.setattr("case_runners.cli.local_run._launch", launch)
     with pytest.raises(Launched) as launched:
         main(["run", "digits_cnn", "--step", "2", "--results-dir", str(tmp_path), "--run-id", "once0001"])
     assert resolved_cases == ["digits_cnn"], "checked and written from one plan"

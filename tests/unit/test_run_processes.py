@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import cleanup, pidfiles
-from case_runners.paths import RESULTS_NAME, project_root
-from case_runners.processes import ProcessId, identify, is_run_process, is_same, own_id, terminate
-from case_runners.run_ids import RUN_ID_ENV
+from case_runners.core import pidfiles
+from case_runners.core.paths import RESULTS_NAME, project_root
+from case_runners.core.processes import ProcessId, identify, is_run_process, is_same, own_id, terminate
+from case_runners.core.run_ids import RUN_ID_ENV
+from case_runners.launch import cleanup
 from process_helpers import REAPED_S, wait_for
 
 RUN = "run20991231235959-abcdef"

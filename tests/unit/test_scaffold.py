@@ -13,16 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from case_runners import cli
 from case_runners.cases import list_cases
-from case_runners.config.benchmarks import BENCHMARKS, COLLECTIVE, PAIR, peak_for
-from case_runners.config.yaml_io import load_mapping
+from case_runners.cli import main as cli
+from case_runners.core.paths import project_root
 from case_runners.monitors.base import DEVICE_FIELDS
 from case_runners.monitors.loader import load_vendor_monitor_class
-from case_runners.paths import project_root
+from case_runners.plan.config.benchmarks import BENCHMARKS, COLLECTIVE, PAIR, peak_for
+from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.scaffold import (
+from case_runners.vendors.check.structure import check_structure
+from case_runners.vendors.description import load_vendor
+from case_runners.vendors.runtime import check_hook_source
+from case_runners.vendors.scaffold import (
     CASE_README_SECTIONS,
     COLLECTIVE_NPROC,
     README_SECTIONS,
@@ -30,12 +33,9 @@ from case_runners.scaffold import (
     missing_sections,
     smallest_selection,
 )
-from case_runners.scaffold.new_case import new_case
-from case_runners.scaffold.new_vendor import new_vendor
-from case_runners.scaffold.writer import Staging
-from case_runners.vendor_check.structure import check_structure
-from case_runners.vendor_runtime import check_hook_source
-from case_runners.vendors import load_vendor
+from case_runners.vendors.scaffold.new_case import new_case
+from case_runners.vendors.scaffold.new_vendor import new_vendor
+from case_runners.vendors.scaffold.writer import Staging
 from process_helpers import run_pids, wait_for
 
 VENDOR_FILES = {"vendor.yaml", "base.yaml", "runtime.py", "monitor.py", "README.md", "docker_image/pytorch/Dockerfile",
@@ -350,7 +350,7 @@ def test_new_case_writes_a_case_that_resolves_and_trains(project: Path, tmp_path
     # The copy's case_runners, where the case is: plan it for cpu (1x1) and for the reference (nvidia A100 1x8).
     planned = in_copy(project, "-c", "import json, sys\n"
                       "from case_runners.plan.run_plan import make_plan\n"
-                      "from case_runners.data_check import check_data\n"
+                      "from case_runners.host.data_check import check_data\n"
                       "from case_runners.records.resolved import ResolvedConfig\n"
                       "cpu = make_plan({'vendor': 'cpu', 'cases': ['toy'], 'results_dir': sys.argv[1]})\n"
                       "nvidia = make_plan({'vendor': 'nvidia', 'cases': ['toy:pytorch:A100:1:8']}, check=True)\n"

@@ -17,13 +17,13 @@ import pytest
 
 from case_runners.rank.worker import main as worker_main
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.report.data import read_run
-from case_runners.report.sections import render_report
-from case_runners.results.record import build_round_record, write_round_record
-from case_runners.results.summary import summarize_run
-from case_runners.results.summary_files import write_run_summary
-from case_runners.results.summary_markdown import render_markdown
-from case_runners.results.summary_text import render_table
+from case_runners.records.round_build import build_round_record, write_round_record
+from case_runners.records.summary_build import summarize_run
+from case_runners.views.report.data import read_run
+from case_runners.views.report.sections import render_report
+from case_runners.views.summary.files import write_run_summary
+from case_runners.views.summary.markdown import render_markdown
+from case_runners.views.summary.text import render_table
 from process_helpers import communicate_or_kill
 from record_helpers import node_result, rank_result, resolved, write_node, write_resolved
 

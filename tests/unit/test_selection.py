@@ -2,7 +2,7 @@
 
 import pytest
 
-from case_runners.config.selection import parse_selections, split_framework
+from case_runners.plan.config.selection import parse_selections, split_framework
 
 
 def test_flagperf_mapping_form_gives_every_field():

@@ -12,7 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from case_runners.paths import project_root
+from case_runners.core.paths import project_root
 from process_helpers import SHORT_S
 
 REPO = project_root()

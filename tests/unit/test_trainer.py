@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.driver import dllogger
-from case_runners.driver.events import parse_perflog_lines, read_events
+from case_runners.rank.driver import dllogger
+from case_runners.rank.driver.events import parse_perflog_lines, read_events
 from case_runners.rank.env import DistEnv
 from case_runners.rank.worker import main
 from process_helpers import communicate_or_kill

@@ -20,16 +20,16 @@ import torch
 import torch.nn.functional as F
 
 from case_runners.cases.llama.model import build_model, decoder_layers, load_checkpoint, save_checkpoint
-from case_runners.config.shared_params import TRAINER_PARAMS
-from case_runners.driver.events import EventLogger, read_events
-from case_runners.errors import PerfplayError
-from case_runners.paths import CHECKPOINT_DIR, project_root
+from case_runners.core.errors import PerfplayError
+from case_runners.core.paths import CHECKPOINT_DIR, project_root
+from case_runners.plan.config.shared_params import TRAINER_PARAMS
 from case_runners.plan.run_plan import make_plan
+from case_runners.rank.driver.events import EventLogger, read_events
 from case_runners.records.rank import TrainerResult
 from case_runners.records.resolved import Target
-from case_runners.training.case_api import RunContext, TrainingCase
-from case_runners.training.dist import all_reduce_sum
-from case_runners.training.trainer import Trainer, seed_everything
+from case_runners.tasks.training.case_api import RunContext, TrainingCase
+from case_runners.tasks.training.dist import all_reduce_sum
+from case_runners.tasks.training.trainer import Trainer, seed_everything
 from process_helpers import communicate_or_kill
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,7 +163,7 @@ def scaler_skips_together(rank: int) -> dict[str, Any]:
     0's shard only: both ranks skip the step and halve the scale."""
     from torch.distributed.fsdp import fully_shard
 
-    from case_runners.training.trainer import Precision
+    from case_runners.tasks.training.trainer import Precision
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))

@@ -9,13 +9,13 @@ import ast
 import re
 from pathlib import Path
 
-from case_runners.cli import build_parser
+from case_runners.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERNAL = re.compile(r"\bseed[ -]?0\d\d\b|§ ?\d", re.IGNORECASE)
 TEXT_FILES = ("README.md", "docs/**/*.md", "inventory/**/*.yml", "vendor/**/*.md", "vendor/**/*.yaml",
               "vendor/**/*.sh", "case_runners/cases/**/*.md", "case_runners/cases/**/*.yaml",
-              "case_runners/scaffold/templates/**/*", "tests/vendor_testchip/**/*.md",
+              "case_runners/vendors/scaffold/templates/**/*", "tests/vendor_testchip/**/*.md",
               "tests/vendor_testchip/**/*.yaml")
 CODE = ("case_runners/**/*.py", "vendor/**/*.py", "tests/vendor_testchip/**/*.py")
 

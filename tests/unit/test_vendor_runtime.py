@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from case_runners.errors import ConfigError
+from case_runners.core.errors import ConfigError
 from case_runners.launch.env_file import sourced
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.results.record import mfu
-from case_runners.training.trainer import Precision
-from case_runners.vendor_runtime import RuntimeHookError, VendorRuntime, check_hook_source
-from case_runners.vendors import load_vendor, vendor_info
+from case_runners.records.round_build import mfu
+from case_runners.tasks.training.trainer import Precision
+from case_runners.vendors.description import load_vendor, vendor_info
+from case_runners.vendors.runtime import RuntimeHookError, VendorRuntime, check_hook_source
 from record_helpers import resolved
 
 VENDOR_YAML = """\
@@ -199,8 +199,8 @@ def test_a_hook_call_that_hangs_is_stopped_within_its_timeout_naming_the_file_an
     """device_count() sleeping forever (a driver that never answers) and a setup() that does: the preflight's
     bounded calls stop them after $PERFPLAY_VENDOR_CALL_TIMEOUT_S, name the file and the call, and leave nothing
     running (the child started a process of its own too)."""
-    from case_runners.devices import list_devices
-    from case_runners.host_check import hook_problems
+    from case_runners.host.check import hook_problems
+    from case_runners.host.devices import list_devices
     from process_helpers import wait_for
 
     pid_file = tmp_path / "sleeper.pid"
@@ -231,10 +231,10 @@ def test_a_hook_call_that_hangs_is_stopped_within_its_timeout_naming_the_file_an
 
 
 def test_a_hanging_environment_file_is_stopped_with_what_it_started(tmp_path, monkeypatch):
-    from case_runners import pidfiles
+    from case_runners.core import pidfiles
+    from case_runners.core.processes import identify, list_pids, read_environ
+    from case_runners.core.run_ids import RUN_ID_ENV
     from case_runners.launch import env_file
-    from case_runners.processes import identify, list_pids, read_environ
-    from case_runners.run_ids import RUN_ID_ENV
     monkeypatch.setattr(env_file, "ENV_FILE_TIMEOUT_S", 3)
     run_id = "envhang-" + os.urandom(4).hex()
     hang = tmp_path / "environment_variables.sh"

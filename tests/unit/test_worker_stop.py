@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from case_runners.driver.events import read_events
+from case_runners.core.paths import project_root
 from case_runners.launch.node import RANK_EXIT_GRACE_S
-from case_runners.paths import project_root
 from case_runners.plan.run_plan import make_plan
+from case_runners.rank.driver.events import read_events
 from case_runners.rank.stop_request import GRACE_SHARE
 from process_helpers import REAPED_S
 

@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from case_runners.config.types import coerce, to_bool
-from case_runners.config.yaml_io import FILE_LIMIT, VALUE_LIMIT, load_mapping
-from case_runners.errors import ConfigError
-from case_runners.paths import project_root
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
+from case_runners.plan.config.types import coerce, to_bool
+from case_runners.plan.config.yaml_io import FILE_LIMIT, VALUE_LIMIT, load_mapping
 from case_runners.plan.run_plan import make_plan
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from case_runners.monitors.base import AcceleratorMonitor
 from case_runners.monitors.counters import CpuUtilization, read_cpu_model, read_memory
-from case_runners.vendor_runtime import VendorRuntime
+from case_runners.vendors.runtime import VendorRuntime
 
 # As in vendor.yaml:
 VENDOR = "testchip"

@@ -1,4 +1,4 @@
-"""The test chip's runtime hook (contract: case_runners/vendor_runtime.py): the host's CPU under another name, with
+"""The test chip's runtime hook (contract: case_runners/vendors/runtime.py): the host's CPU under another name, with
 a collective backend and a device probe of its own."""
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from case_runners.core.run_ids import RUN_ID_ENV
 from case_runners.monitors.base import AcceleratorMonitor
 from case_runners.monitors.counters import (
     CpuUtilization,
@@ -25,7 +26,6 @@ from case_runners.monitors.counters import (
     read_max_celsius,
     read_memory,
 )
-from case_runners.run_ids import RUN_ID_ENV
 
 
 class CpuPackagesMonitor(AcceleratorMonitor):

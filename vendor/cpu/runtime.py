@@ -1,4 +1,4 @@
-"""The cpu vendor's runtime hook (contract: case_runners/vendor_runtime.py): the host's cores as the device."""
+"""The cpu vendor's runtime hook (contract: case_runners/vendors/runtime.py): the host's cores as the device."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The nvidia vendor's runtime hook (contract: case_runners/vendor_runtime.py): CUDA through torch.cuda, devices
+"""The nvidia vendor's runtime hook (contract: case_runners/vendors/runtime.py): CUDA through torch.cuda, devices
 counted by NVML (the host preflight may have no torch: the docker runtime's host side)."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from torch.nn import functional as F
 
 from case_runners.cases.bert.data import checkpoint_path
 from case_runners.cases.bert.dataset import IGNORE, MaskingCollator, build_datasets
-from case_runners.training import dist
-from case_runners.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training import dist
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
 
 if TYPE_CHECKING:
     from transformers import BertConfig

@@ -10,8 +10,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from case_runners.cases.digits_cnn.dataset import split_datasets
-from case_runners.training import dist
-from case_runners.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training import dist
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
 
 
 class DigitsCNN(nn.Module):

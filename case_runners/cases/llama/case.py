@@ -20,9 +20,9 @@ from case_runners.cases import case_dir
 from case_runners.cases.llama import model as llama_model
 from case_runners.cases.llama.dataset import build_datasets, held_out_loader, train_loader, unigram_entropy
 from case_runners.cases.llama.shapes import shape_of
-from case_runners.config.yaml_io import load_mapping
-from case_runners.training import dist
-from case_runners.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.plan.config.yaml_io import load_mapping
+from case_runners.tasks.training import dist
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -106,7 +106,7 @@ class LlamaCase(TrainingCase):
         mean = total_loss / max(total, 1)
         return {TARGET_METRIC: mean, "perplexity": math.exp(min(mean, 700.0)), "unigram_entropy": self.entropy}
 
-    # -- the trainer's optional hooks (training/case_api.py) -------------------------------------
+    # -- the trainer's optional hooks (tasks/training/case_api.py) -------------------------------------
 
     def shard_units(self, model: nn.Module) -> list[nn.Module]:
         """FSDP's units: the decoder layers (the trainer shards each, then the root)."""

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from case_runners.cases.llama.data import bin_path, check_data_dir, read_header, size_problem
-from case_runners.training.dist import eval_loader
+from case_runners.tasks.training.dist import eval_loader
 
 CHUNK_TOKENS = 1 << 24  # tokens read at a time when a file's ids are checked at open
 SYNTHETIC_SEED_OFFSET = 1  # the synthetic held-out set's seed is seed + this

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from case_runners import files
 from case_runners.cases.llama.shapes import shape_of
+from case_runners.core import files
 
 if TYPE_CHECKING:  # torch is imported where a model is built: the preflight checks a checkpoint without it
     from torch import nn

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from case_runners import files
 from case_runners.cases.llama.data import FORMAT_NAME, SPLITS, TOKENIZER_FILE, TOKENIZERS, header_path
 from case_runners.cases.llama.data import bin_path as split_bin_path
-from case_runners.errors import PerfplayError
+from case_runners.core import files
+from case_runners.core.errors import PerfplayError
 
 if TYPE_CHECKING:
     import numpy as np

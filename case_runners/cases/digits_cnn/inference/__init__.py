@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from case_runners.cases.digits_cnn.case import DigitsCNN
 from case_runners.cases.digits_cnn.dataset import split_datasets
-from case_runners.inference.pipeline import forward_loop, torch_forward
+from case_runners.tasks.inference.pipeline import forward_loop, torch_forward
 
 
 def build_dataloader(config: dict[str, Any]) -> DataLoader:

@@ -1,7 +1,7 @@
 """The llama case's generate task, plan side (standard library only: the plan and the host preflight read it).
 
 The rank side is model.py here: the model of the params (random weights or a checkpoint directory) and the
-prompts. case_runners/generate/ measures them; plan/generate.py resolves the config (config.yaml here).
+prompts. case_runners/tasks/generate/ measures them; plan/generate.py resolves the config (config.yaml here).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The llama case's generate task, rank side: the model to decode with and its prompts (case_runners/generate/
+"""The llama case's generate task, rank side: the model to decode with and its prompts (case_runners/tasks/generate/
 calls build and prompts)."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, Dataset
 from case_runners.cases.resnet50.case import ResNetClassifier
 from case_runners.cases.resnet50.data import inference_split
 from case_runners.cases.resnet50.dataset import MEAN, STD, ImageFolder, SyntheticImages, eval_transform
-from case_runners.inference.pipeline import forward_loop, torch_forward
+from case_runners.tasks.inference.pipeline import forward_loop, torch_forward
 
 
 class Normalised(Dataset):

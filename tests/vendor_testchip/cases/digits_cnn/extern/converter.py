@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from case_runners.training.adapter import replace_modules
+from case_runners.tasks.training.adapter import replace_modules
 
 from .layers.linear import TestchipLinear
 

@@ -1,4 +1,4 @@
-"""The test chip's adapter of digits_cnn (contract: case_runners/training/adapter.py)."""
+"""The test chip's adapter of digits_cnn (contract: case_runners/tasks/training/adapter.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,2 @@
+"""The ground floor: errors, paths, atomic files, defaults, run ids, processes and pid files, small network and text
+helpers."""

@@ -1,0 +1,120 @@
+"""The params many cases share, declared once: their ranges, and the trainer's params with their defaults.
+
+A case's config.yaml (or inference file) gives only the default of a shared param, if it needs another than the
+one here; a case's own params carry their range next to their default (case_runners/plan/config/constraints.py).
+
+The trainer's params (TrainerParams, and TRAINER_PARAMS from it) are in every training case, with the defaults
+here: a case's config.yaml names one only to give it another default (every case gives its batch sizes, which have
+none). A vendor config may set any of them but those of TRAINER_RUN_ONLY, which change the workload: only a run
+override may.
+
+Bounds are generous: they reject what cannot be meant (a negative batch, NaN, a trillion steps), not what is
+unusual. Per rank where it matters; steps and epochs count the whole run; 0 means "off" where the case says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import field
+from typing import Any
+
+from case_runners.core.errors import PerfplayError
+
+SHARED_FILE = "case_runners/plan/config/shared_params.py"
+_STEPS = {"type": "int", "min": 0, "max": 100_000_000}
+_EPOCHS = {"type": "int", "min": 0, "max": 10_000}
+_BATCH = {"type": "int", "min": 1, "max": 65_536}  # per rank
+_PATH = {"type": "str", "max_length": 4096}
+
+AMP_DTYPES = ("fp16", "bf16")  # what amp autocasts to: fp16 trains with a GradScaler, bf16 without
+DDP, FSDP = "ddp", "fsdp"  # data_parallel: DistributedDataParallel, or FSDP2's fully_shard (plan/config/parallel.py)
+
+
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {  # a TrainerParams field's type: its test and name
+    "int": (lambda value: isinstance(value, int) and not isinstance(value, bool), "an integer"),
+    "bool": (lambda value: isinstance(value, bool), "true or false"),
+    "str": (lambda value: isinstance(value, str), "a string"),
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainerParams:
+    """The trainer's params (tasks/training/trainer.py, tasks/training/task.py) and its cases' data loaders and schedules,
+    declared once: each field's metadata is its range (plan/config/constraints.py), its default the config's default;
+    TRAINER_PARAMS below is derived from them. from_params picks them out of a case's params."""
+
+    # numpy's seed range
+    seed: int = field(default=1234, metadata={"type": "int", "min": 0, "max": 2**32 - 1})
+    # per rank; no default: every case gives its own
+    batch_size: int = field(metadata=_BATCH)
+    eval_batch_size: int = field(metadata=_BATCH)
+    # the whole run's; 0 = off
+    max_epochs: int = field(default=0, metadata=_EPOCHS)
+    max_steps: int = field(default=0, metadata=_STEPS)
+    # the case's learning-rate schedule's
+    warmup_steps: int = field(default=0, metadata=_STEPS)
+    # bounds the training, evaluation included (the ranks agree at log steps); 0 = off
+    time_budget_s: int = field(default=0, metadata={"type": "int", "min": 0, "max": 7 * 24 * 3600})
+    # autocast (tasks/training/trainer.py Precision) to amp_dtype; "": the vendor's (vendor.yaml amp_dtype)
+    amp: bool = field(default=False, metadata={"type": "bool"})
+    amp_dtype: str = field(default="", metadata={"type": "str", "choices": ["", *AMP_DTYPES]})
+    # allow TF32 (or the chip's equivalent) for fp32 matmuls and convs
+    tf32: bool = field(default=False, metadata={"type": "bool"})
+    # with more than one rank
+    data_parallel: str = field(default=DDP, metadata={"type": "str", "choices": [DDP, FSDP]})
+    # recompute the case's units in backward
+    activation_checkpointing: bool = field(default=False, metadata={"type": "bool"})
+    # the trained model to <case dir>/checkpoint, after TRAIN_END
+    save_checkpoint: bool = field(default=False, metadata={"type": "bool"})
+    # a STEP event every log_freq steps
+    log_freq: int = field(default=10, metadata={"type": "int", "min": 1, "max": 1_000_000})
+    # 0 = off
+    eval_every_epochs: int = field(default=1, metadata=_EPOCHS)
+    eval_every_steps: int = field(default=0, metadata=_STEPS)
+    # random samples of the data's shapes (need not converge); run-only
+    synthetic: bool = field(default=False, metadata={"type": "bool"})
+    # per rank and evaluation; 0 = the whole eval set; run-only
+    eval_max_batches: int = field(default=0, metadata=_STEPS)
+    # data loader processes per rank
+    num_workers: int = field(default=0, metadata={"type": "int", "min": 0, "max": 256})
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], source: str = "the case's params") -> TrainerParams:
+        """The trainer's params out of a case's (validated) params, each as its field's type; a PerfplayError
+        naming the param and `source` when one is missing or not of its type."""
+        values: dict[str, Any] = {}
+        for item in dataclasses.fields(cls):
+            if item.name not in params:
+                raise PerfplayError(f"{source}: the trainer's param '{item.name}' is missing "
+                                    f"(declared in {SHARED_FILE})")
+            value = params[item.name]
+            is_kind, kind_named = _KINDS[item.metadata["type"]]
+            if not is_kind(value):
+                raise PerfplayError(f"{source}: the trainer's param '{item.name}' is {value!r}, not {kind_named}")
+            values[item.name] = value
+        return cls(**values)
+
+
+# The trainer's params' ranges, with their defaults: the schema plan/config/constraints.py checks.
+TRAINER_PARAMS: dict[str, dict[str, Any]] = {
+    item.name: {**item.metadata, **({} if item.default is dataclasses.MISSING else {"default": item.default})}
+    for item in dataclasses.fields(TrainerParams)}
+TRAINER_RUN_ONLY = ("synthetic", "eval_max_batches")  # only a run override may set them: they change the workload
+
+SHARED_PARAMS: dict[str, dict[str, Any]] = {
+    **TRAINER_PARAMS,
+    # Optimiser and data params with the same meaning in every case that has them.
+    "lr": {"type": "float", "above": 0, "max": 10},
+    "weight_decay": {"type": "float", "min": 0, "max": 1},
+    "momentum": {"type": "float", "min": 0, "below": 1},
+    "synthetic_samples": {"type": "int", "min": 1, "max": 100_000_000},
+    # The keys of every inference case's configurations.yaml (flops: parse_flops), and its model checkpoint.
+    "fp16": {"type": "bool"},
+    "compiler": {"type": "str", "nullable": True, "max_length": 64},  # and an engine of the vendor
+    "repeat": {"type": "int", "min": 1, "max": 1000},  # passes over the data
+    "no_validation": {"type": "bool"},
+    "exist_onnx_path": {**_PATH, "nullable": True},
+    "exist_compiler_path": {**_PATH, "nullable": True},
+    "checkpoint": {**_PATH, "nullable": True},
+}

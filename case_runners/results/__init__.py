@@ -1,1 +1,0 @@
-"""Result records (versioned), summaries over rounds, and their rendering."""

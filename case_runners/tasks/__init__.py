@@ -1,0 +1,1 @@
+"""The tasks a rank runs: training, inference, base (benchmarks) and generate."""

@@ -1,0 +1,84 @@
+"""A generate rank's task (the rank runtime runs it: case_runners/rank/worker.py): the case's model on this rank's
+device, each combination of batch size, prompt length and output length generated `warmup` times untimed, then
+`iterations` times timed token by token (decode.py). Every rank measures its own device; no process group."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import sys
+from typing import Any
+
+from case_runners.rank import stop_request
+from case_runners.rank.driver import events as ev
+from case_runners.rank.driver.events import EventLogger
+from case_runners.rank.env import DistEnv
+from case_runners.records import names
+from case_runners.records.generate import NO_ENGINE, RANDOM_WEIGHTS, GenerateMeasurement, Latency
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.tasks.generate import CASE_MODEL_MODULE, checkpoint_dir
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # param dtype -> torch's name
+
+
+def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
+    """Measure every combination on this rank; the fields of its result (records/rank.py GenerateRankResult) but
+    rank, world_size and e2e_time."""
+    import torch
+
+    from case_runners.rank.start import start_rank
+
+    stop_request.check("init")
+    params = config.params
+    runtime, device = start_rank(config, env)
+    versions = runtime.versions()
+    checkpoint = checkpoint_dir(config, config_path)
+    weights = RANDOM_WEIGHTS if checkpoint is None else str(checkpoint)
+    prompts_from = f"{config.data_dir}/val.bin" if config.data_dir else "random ids"
+    log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case, "task": names.GENERATE,
+                               "case_id": config.case_id, "config_path": config_path,
+                               "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),
+                               "world_size": env.world_size, "params": params, "checkpoint": weights,
+                               "python": sys.executable, "torch": torch.__version__, "versions": versions})
+    say = print if env.rank == 0 else (lambda *_a, **_k: None)
+    say(f"generate: {config.case} {params.get('model', '')} ({weights}), {params['dtype']} on {device}; prompts "
+        f"from {prompts_from}", flush=True)
+    case = importlib.import_module(CASE_MODEL_MODULE.format(case=config.case))
+    torch.manual_seed(int(params["seed"]))  # random weights: the same every round, and so are the outputs
+    model = case.build(params, checkpoint).to(device=device, dtype=getattr(torch, DTYPES[params["dtype"]])).eval()
+    synchronize = runtime.synchronizer(device)
+    measurements = []
+    for batch, prompt_len, output_len in itertools.product(params["batch_sizes"], params["prompt_lens"],
+                                                           params["output_lens"]):
+        stop_request.check(f"generate batch {batch} prompt {prompt_len} output {output_len}")
+        prompts = case.prompts(params, config.data_dir, batch, prompt_len)
+        m = measure(model, prompts, output_len, params, synchronize, device)
+        log.event(ev.GENERATE_MEASUREMENT, {k: v for k, v in m.to_json().items()
+                                            if k not in ("ttft_s", "tpot_s", "generation_s")})
+        say(f"  batch {batch} prompt {prompt_len} output {output_len}: TTFT {m.ttft_ms.mean:.2f} ms, TPOT "
+            f"{'-' if m.tpot_ms.mean is None else f'{m.tpot_ms.mean:.2f}'} ms, {m.tokens_per_s:.1f} tokens/s",
+            flush=True)
+        measurements.append(m)
+    return {"status": names.SUCCESS, "task": names.GENERATE, "device": str(device), "dtype": params["dtype"],
+            "checkpoint": weights, "prompts": prompts_from, "measurements": [m.to_json() for m in measurements],
+            "versions": versions}
+
+
+def measure(model: Any, prompts: Any, output_len: int, params: dict[str, Any], synchronize: Any,
+            device: Any) -> GenerateMeasurement:
+    """One combination: `warmup` untimed generations, then `iterations` timed ones."""
+    from case_runners.tasks.generate.decode import digest, generate
+
+    on_device = prompts.to(device)
+    for _ in range(params["warmup"]):
+        generate(model, on_device, output_len, synchronize)
+    runs = [generate(model, on_device, output_len, synchronize) for _ in range(params["iterations"])]
+    generation_s = [g.seconds for g in runs]
+    batch = int(prompts.shape[0])
+    return GenerateMeasurement(
+        batch=batch, prompt_len=int(prompts.shape[1]), output_len=output_len, iterations=len(runs),
+        ttft_s=[g.ttft_s for g in runs], tpot_s=[s for g in runs for s in g.tpot_s], generation_s=generation_s,
+        ttft_ms=Latency.of([g.ttft_s for g in runs]), tpot_ms=Latency.of([s for g in runs for s in g.tpot_s]),
+        tokens_per_s=batch * output_len * len(runs) / sum(generation_s), prompt_digest=digest(prompts),
+        output_digest=digest(runs[-1].tokens), agreement=None, agreement_note=NO_ENGINE)

@@ -1,0 +1,69 @@
+"""Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (DESIGN.md; docs/adapting-a-chip.md).
+
+vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
+vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,
+vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml (the case's generate task),
+environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers)
+and csrc/setup.py.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from case_runners.plan.config.resolved import INFERENCE
+
+VENDOR_FILE = "vendor.yaml"
+RUNTIME_FILE = "runtime.py"
+MONITOR_FILE = "monitor.py"
+BASE_FILE = "base.yaml"
+GENERATE_FILE = "generate.yaml"  # per case: the params of the case's generate task on this vendor
+ENV_FILE = "environment_variables.sh"
+EXTERN_DIR = "extern"
+ADAPTER_FILE = "trainer_adapter.py"
+# A hardware name (a vendor.yaml hardware key, the <HW> of config files; FlagPerf's names too: BI-V100, 9100, a
+# vendor.yaml key written as a YAML string).
+HARDWARE_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
+HARDWARE = re.compile(rf"^{HARDWARE_NAME}$")
+HARDWARE_RULE = "letters, digits, _ and -, starting with a letter or digit, e.g. A100, MLU370, BI-V100, 9100"
+# A training config of a vendor case, for one hardware at one scale: config_<HW>x<nnodes>x<nproc>.yaml
+CONFIG_NAME = re.compile(rf"^config_(?P<hardware>{HARDWARE_NAME})x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.yaml$")
+
+
+def vendor_dir(root: Path, vendor: str) -> Path:
+    return root / "vendor" / vendor
+
+
+def vendor_engines(root: Path, vendor: str) -> list[str]:
+    """The compilers of a vendor: vendor/<vendor>/engines/<compiler>.py."""
+    return sorted(p.stem for p in (vendor_dir(root, vendor) / "engines").glob("*.py") if p.stem != "__init__")
+
+
+def vendor_case_dir(root: Path, vendor: str, case: str) -> Path:
+    return vendor_dir(root, vendor) / "cases" / case
+
+
+def env_file(root: Path, vendor: str, case: str) -> Path | None:
+    """The vendor case's environment_variables.sh, sourced before its ranks start (host and container)."""
+    path = vendor_case_dir(root, vendor, case) / ENV_FILE
+    return path if path.is_file() else None
+
+
+def adapter_file(root: Path, vendor: str, case: str) -> Path:
+    return vendor_case_dir(root, vendor, case) / EXTERN_DIR / ADAPTER_FILE
+
+
+def case_requirements(root: Path, vendor: str, case: str, task: str | None) -> list[Path]:
+    """The requirements files of a case of `task` (training when None), in install order: the standard case's
+    requirements.txt (case_runners/cases/<case>/[inference/]requirements.txt), which
+    vendor/<v>/cases/<case>/<v>_requirements.txt replaces when present (a vendor that needs other pins), then the
+    vendor case's requirements.txt."""
+    standard = root / "case_runners" / "cases" / case
+    if task == INFERENCE:
+        standard /= "inference"  # the folder of the case's inference pipeline
+    case_dir = vendor_case_dir(root, vendor, case)
+    replacement = case_dir / f"{vendor}_requirements.txt"
+    found = [replacement if replacement.is_file() else standard / "requirements.txt", case_dir / "requirements.txt"]
+    return [f for f in found if f.is_file()]
