@@ -125,8 +125,8 @@ class InferenceRankResult(RankResult):
 
 @dataclasses.dataclass(kw_only=True)
 class BaseRankResult(RankResult):
-    """A base benchmark's figures on this rank's device (case_runners/tasks/base/; a collective's are the ranks' together:
-    the slowest rank's time)."""
+    """A base benchmark's figures on this rank's device (case_runners/tasks/base/; a collective's are the ranks'
+    together: the slowest rank's time)."""
     status: str = dataclasses.field(metadata=choices(SUCCESS))
     task: str = dataclasses.field(metadata=choices(BASE))
     benchmark: str = dataclasses.field(metadata=choices(*BENCHMARKS))

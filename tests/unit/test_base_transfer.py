@@ -70,7 +70,8 @@ def test_sizes_show_in_binary_units() -> None:
 
 
 def test_both_directions_take_the_same_params() -> None:
-    h2d, d2h = (load_mapping(ROOT / f"case_runners/tasks/base/benchmarks/{b}/config.yaml", ROOT) for b in ("h2d", "d2h"))
+    h2d, d2h = (load_mapping(ROOT / f"case_runners/tasks/base/benchmarks/{b}/config.yaml", ROOT)
+                for b in ("h2d", "d2h"))
     assert h2d["params"] == d2h["params"]
     assert tuple(h2d["params"]["modes"]["items"]["choices"]) == transfer.MODES
 

@@ -1,5 +1,5 @@
-"""The trainer's params are declared once (case_runners/plan/config/shared_params.py): a case's config.yaml declares only
-its own and the trainer defaults it changes, and every case resolves as it did when each case repeated them all.
+"""The trainer's params are declared once (case_runners/plan/config/shared_params.py): a case's config.yaml declares
+only its own and the trainer defaults it changes, and every case resolves as it did when each case repeated them all.
 
 resolved_cases.json holds, for every vendor config of every case (training and inference), what the case layer
 decides in a resolved config (its params, where each came from, its target and FLOPs), and, per training case, the

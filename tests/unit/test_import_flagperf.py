@@ -352,7 +352,8 @@ def test_the_docs_table_is_the_mapping():
     text = DOC.read_text(encoding="utf-8")
     for rows, files in ((RUN_SETTINGS, True), (PARAMS, False), (ADAPTER_POINTS, False)):
         table = "\n".join(markdown_table(rows, files=files))
-        assert table in text, f"{DOC.name} must show this table (from case_runners/plan/config/flagperf_names.py):\n{table}"
+        assert table in text, \
+            f"{DOC.name} must show this table (from case_runners/plan/config/flagperf_names.py):\n{table}"
 
 
 def test_the_perfplay_side_of_the_mapping_exists():

@@ -1,6 +1,6 @@
 """A base rank's task (the rank runtime runs it: case_runners/rank/worker.py): the benchmark the config names
-(case_runners/plan/config/benchmarks.py), measured on this rank's device through the vendor's runtime. A collective joins
-the process group first; every other benchmark measures its own device."""
+(case_runners/plan/config/benchmarks.py), measured on this rank's device through the vendor's runtime. A collective
+joins the process group first; every other benchmark measures its own device."""
 
 from __future__ import annotations
 
