@@ -274,3 +274,10 @@ def test_a_planted_cycle_is_found_and_named(tmp_path):
 
     (tmp_path / "pkg/b/y.py").write_text("import os\n")  # the cycle broken
     assert cycles(import_graph(tmp_path, "pkg")) == []
+
+
+def test_the_docs_show_the_same_map():
+    """docs/development.md's "Where things live" lists each room of the map on its floor, and no other."""
+    text = (PROJECT / "docs/development.md").read_text(encoding="utf-8").split("## Where things live", 1)[1]
+    shown = re.findall(r"^\| (\d+) \| `([a-z_/]+)/` \|", text.split("\n## ", 1)[0], re.M)
+    assert {f"{PACKAGE}.{room.replace('/', '.')}": int(floor) for floor, room in shown} == floors(PROJECT, PACKAGE)
