@@ -1,6 +1,6 @@
 """`python -m case_runners run`: one host, no Ansible — the same steps the playbook takes per round.
 
-Its options are seed 004's unified run interface (run_options.py). With --nnode N > 1 this host runs its node
+Its options are the unified run interface (run_options.py; docs/running.md). With --nnode N > 1 this host runs its node
 (--node-rank) of each round, as torchrun does: every host starts the same command with the same --run-id, node 0
 serves the rendezvous and writes the round records and the summary from its own node directory (the others stay
 on their hosts: the records name them in nodes_elsewhere), and every other node prints its node's result.

@@ -1,4 +1,4 @@
-"""The options of `python -m case_runners run`: seed 004's unified run interface, one table for every case.
+"""The options of `python -m case_runners run`: the unified run interface (docs/running.md), one table for every case.
 
 RUN_OPTIONS maps each option to where its value goes: a config key of the case (set as `--set KEY=VALUE` sets it,
 and checked by the plan as any run override is), a field of the case selection (run var perfplay_cases), a run

@@ -1,7 +1,7 @@
 """The run plan: each selection resolved into its config and checked on the controller before any host is touched.
 
 layering           a training case: case base < vendor hardware config < run overrides
-inference_config   an inference case's three files (seed 002)
+inference_config   an inference case's three files (docs/inference.md)
 inference          an inference selection into the resolved config's outer shape
 run_vars           the run request's keys (RunRequest) and run vars, checked
 run_plan           the run request in three steps: check_request, resolve_cases (every selection, the runtimes),

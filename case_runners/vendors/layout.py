@@ -1,4 +1,4 @@
-"""Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (DESIGN.md; docs/adapting-a-chip.md).
+"""Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (docs/adapting-a-chip.md).
 
 vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
 vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,

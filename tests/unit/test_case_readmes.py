@@ -1,4 +1,4 @@
-"""Every case README, and the one new-case writes, has the sections of the case README template (seed 004 §3.6:
+"""Every case README, and the one new-case writes, has the sections of the case README template (docs/adding-a-case.md:
 model and source, data and its preparation, environment, how to start, results beside the reference; then FLOPs
 and params), defined once in case_runners/vendors/scaffold CASE_README_SECTIONS."""
 

@@ -669,7 +669,7 @@ LIST_CONF = """\
 
 
 def test_the_list_form_of_cases_is_converted(tree, tmp_path):
-    """FlagPerf before 2023-04 (seed 001's example): CASES names mappings of the same file."""
+    """FlagPerf before 2023-04 (the example of FlagPerf's user manual): CASES names mappings of the same file."""
     (tree / CONFIG / "test_conf.py").write_text(textwrap.dedent(LIST_CONF))
     out = tmp_path / "out"
     found = lines(import_flagperf(tree, out))

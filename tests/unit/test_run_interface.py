@@ -1,4 +1,4 @@
-"""`python -m case_runners run`'s options, seed 004's unified run interface: each option lands on its config key or
+"""`python -m case_runners run`'s options, the unified run interface: each option lands on its config key or
 selection field (through the plan, as --set does), --help and the docs name what each sets, --device picks the
 vendor, the printed command is the launch that ran, and --nnode/--node-rank run a round's nodes on two "hosts"."""
 

@@ -1,6 +1,7 @@
 """What users read says what it means: no internal specification numbers ("seed 002", "§4.4") in the docs, the
 READMEs, the scaffolds' templates, the case and vendor files, the inventories, the CLI's help, or any string
-(a message) in case_runners/ and vendor/ code. Docstrings and comments are for developers and not checked."""
+(a message) in case_runners/ and vendor/ code. Docstrings and comments cite only documents in the repository: no
+specification numbers, no DESIGN.md or research notes kept outside it."""
 
 from __future__ import annotations
 
@@ -68,3 +69,18 @@ def test_no_internal_numbers_in_the_cli_help() -> None:
             helps += [sub.format_help() for sub in action.choices.values()]
     hits = [hit for text in helps for hit in found_in(text)]
     assert not hits, "internal spec numbers in `python -m case_runners` help: " + ", ".join(hits)
+
+
+OUTSIDE = re.compile(r"\bseed[ -]?0\d\d\b|§ ?\d|\bDESIGN\.md\b|shared/(research|seeds)\b", re.IGNORECASE)
+SOURCES = ("case_runners/**/*.py", "library/*.py", "module_utils/*.py", "playbooks/**/*.py", "playbooks/**/*.yml",
+           "roles/**/*.yml", "bench/*.py", "vendor/**/*", "tests/**/*.py", "*.yml", "Makefile", ".ci/*")
+
+
+def test_no_source_cites_a_document_outside_the_repository() -> None:
+    me = Path(__file__).resolve()
+    hits = [f"{path.relative_to(ROOT)}:{number}: {m[0]}"
+            for pattern in SOURCES for path in sorted(ROOT.glob(pattern)) if path.is_file() and path != me
+            and ".venv" not in path.parts and "__pycache__" not in path.parts
+            for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+            for m in OUTSIDE.finditer(line)]
+    assert not hits, "citations of documents that are not in the repository: " + "; ".join(hits)

@@ -1,4 +1,4 @@
-"""Standard stays standard (DESIGN.md): whether a round ran its case's standard workload.
+"""Standard stays standard (docs/configuration.md): whether a round ran its case's standard workload.
 
 A resolved config, a round record and a case of the run summary carry the same two fields, named here once;
 the summary also lists the run's non-standard cases.

@@ -1,4 +1,4 @@
-"""A training rank's unified log (seed 004 §3.4): `rank<R>.dllogger.json`, in NVIDIA dllogger's JSON stream format.
+"""A training rank's unified log (docs/results.md): `rank<R>.dllogger.json`, in NVIDIA dllogger's JSON stream format.
 
 Each line is `DLLL {json}`, as dllogger's JSONStreamBackend writes it (no dllogger import: the format only):
 - `{"timestamp", "elapsedtime", "datetime", "type": "METADATA", "metric": NAME, "metadata": {...}}` declares a

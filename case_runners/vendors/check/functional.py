@@ -9,7 +9,7 @@ a data dir it was not given), at 1x2 where the vendor's device probe (its hook's
 and the case has a config_<HW>x1x2.yaml, so that the vendor's collective backend runs (a warning says when none
 did). Each must leave a valid record, the lifecycle events, a world of that many ranks on the vendor's backend,
 with an extern adapter its points loaded by rank 0 and only those recorded as adapted (the ones that ran), and rank
-0's dllogger stream (seed 004's unified log) with the loss, the ips and the eval metric. Inference: each case with
+0's dllogger stream (the unified log) with the loss, the ips and the eval metric. Inference: each case with
 a <vendor>_configurations.yaml runs steps a-g on the case's small built-in input.
 """
 

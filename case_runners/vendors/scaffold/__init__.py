@@ -21,8 +21,8 @@ from case_runners.plan.config.benchmarks import BENCHMARKS, ONE
 # The `## ` sections of vendor/<vendor>/README.md (the chip, the software stack, the results at
 # 1x1, 1x8 and 2x8 beside NVIDIA's, what was adapted). Results has a `### <case>` section per case.
 README_SECTIONS = ("Chip and server", "Software stack", "How to run", "Monitor", "Results", "Adaptation notes")
-# The `## ` sections of case_runners/cases/<case>/README.md: seed 004 §3.6's template (the model and its source, the
-# dataset and how to prepare it, the environment, how to start, the results per vendor and scale beside the
+# The `## ` sections of case_runners/cases/<case>/README.md: docs/adding-a-case.md's template (the model and its
+# source, the dataset and how to prepare it, the environment, how to start, the results per vendor and scale beside the
 # reference's), then the FLOPs arithmetic and the params.
 CASE_README_SECTIONS = ("Model", "Data", "Environment", "How to start", "Results", "FLOPs per sample", "Parameters")
 

@@ -1,6 +1,6 @@
 """Two commands that set runs side by side.
 
-`python -m case_runners compare`: accuracy alignment of a candidate run against a reference run (seed 004 §3.5: the
+`python -m case_runners compare`: accuracy alignment of a candidate run against a reference run (docs/compare.md: the
 same parameters, the training loss and final metric within a relative error, 1 % by default). rounds.py finds and
 reads a round (its record, resolved config and rank 0's loss curve), alignment.py holds the arithmetic and the
 parameter check, report.py the result document, its verdict and its table, plot.py the figure, cli.py the

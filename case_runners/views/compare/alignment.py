@@ -12,7 +12,7 @@ from case_runners.core.errors import PerfplayError
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import TrainingRoundRecord
 
-DEFAULT_TOLERANCE = 0.01  # seed 004 §3.5: a relative error of at most 1 %
+DEFAULT_TOLERANCE = 0.01  # docs/compare.md: a relative error of at most 1 %
 CASE = "case"  # two cases are never compared, whatever --allow-diff says
 WORLD_SIZE = "world_size"  # nnodes x nproc
 PRECISION = "precision"  # what the round computed in: fp32, or the vendor's amp dtype under amp
