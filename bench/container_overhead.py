@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.alternation import alternate, judge_added, timed
 from bench.verdict import LoadWatch, bounded, parse_target, summary
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.schema import ABSENT
 

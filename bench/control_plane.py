@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.rank.driver.events import events_files, read_events
 from case_runners.records.node import NODE_RESULT
 from tests.integration.playbook_run import checkout_copy

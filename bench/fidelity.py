@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.alternation import Timing, run_timed
 from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.records.round import RECORD_NAME, RoundRecord
 
 TARGET = 0.02

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.tasks.base.benchmarks.gemm.measure import measure
 from case_runners.tasks.base.context import BaseContext
 from case_runners.tasks.base.dtypes import torch_dtype

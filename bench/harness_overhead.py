@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.alternation import alternate, judge_added
 from bench.verdict import LoadWatch, bounded, parse_target
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 
 VENV_BIN = Path(sys.executable).parent
 TARGET_PER_ROUND_S = 1.5

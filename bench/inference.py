@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.plan.inference_config import resolve_inference
 from case_runners.tasks.inference.pipeline import run_pipeline
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench.verdict import LoadWatch, Target, judge_interval
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.core.defaults import MONITOR_INTERVAL_S
 from case_runners.monitors import daemon
 from case_runners.monitors.loader import load_monitor

@@ -18,16 +18,19 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from case_runners.cli.run_options import CONFIG_KEY, RUN_VAR, SELECTION, given
+from case_runners.cli.run_options import CONFIG_KEY, RUN_VAR, SELECTION, add_run_options, given
+from case_runners.core.cli_io import refuse_renamed
+from case_runners.core.defaults import MONITOR_INTERVAL_S
 from case_runners.core.errors import ConfigError
 from case_runners.core.netutil import free_port
-from case_runners.core.paths import project_root, results_root
+from case_runners.core.paths import RESULTS_NAME, project_root, results_root
 from case_runners.core.processes import PARENT_PID_ENV
 from case_runners.core.run_ids import RUN_ID_ENV, check_run_id
 from case_runners.host.check import host_check
 from case_runners.host.requirements import unsatisfied
 from case_runners.launch import waiting
 from case_runners.launch.progress import progress
+from case_runners.plan.config.resolved import TASKS, TRAINING
 from case_runners.plan.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.plan.run_plan import Plan, check_request, resolve_cases, write_run_dir
 from case_runners.plan.run_vars import RunRequest
@@ -204,3 +207,30 @@ def run_local(args: argparse.Namespace) -> int:
     else:
         print(f"report: {report.path}")
     return EXIT_INTERRUPTED if interrupted else 1 if summary.failed_rounds else 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return run_local(args)
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run cases on this host without Ansible: plan, monitors, launch, record, summary; "
+                                   "with --nnode N --node-rank R this host's node of each round")
+    p.add_argument("cases", nargs="*", metavar="CASE",
+                   help="case names or FlagPerf keys case:framework:hardware:nnodes:nproc:repeat (or --model-name)")
+    p.add_argument("--task", choices=TASKS, default=TRAINING,
+                   help="[run var perfplay_task] inference: the cases' inference pipeline (steps a-g: torch "
+                        "validation, ONNX export, the vendor's engine); base: hardware benchmarks (CASE: gemm, "
+                        "allreduce, ...; none: the vendor's base suite); generate: LLM generation latency (TTFT, "
+                        "TPOT, tokens/s) of a case that offers it (llama)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
+                        "inference: a key of configurations.yaml); an option below that sets the same key must "
+                        "agree")
+    p.add_argument("--results-dir", help=f"default: the checkout's {RESULTS_NAME}/, as for the playbook and history")
+    p.add_argument("--timeout-s", type=int, metavar="SECONDS", help="case timeout; default: the case's timeout_s")
+    p.add_argument("--monitor-interval-s", type=float, default=MONITOR_INTERVAL_S, metavar="SECONDS")
+    p.add_argument("--no-monitors", action="store_true")
+    add_run_options(p)
+    refuse_renamed(p)
+    p.set_defaults(func=cmd_run)

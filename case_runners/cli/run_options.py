@@ -4,7 +4,6 @@ RUN_OPTIONS maps each option to where its value goes: a config key of the case (
 and checked by the plan as any run override is), a field of the case selection (run var perfplay_cases), a run
 var, this host's node of the round (`case_runners launch`), or the vendor, picked by its device type. The parser's
 options and their --help, the plan request (local_run.py) and the docs' table (docs/running.md) all come from it.
-ArgumentParser is every command's parser. Stdlib only: every command builds the parser.
 """
 
 from __future__ import annotations
@@ -22,15 +21,6 @@ RUN_VAR = "run var"  # a key of the plan request: the run var perfplay_<key>
 NODE = "node"  # this host's node of the round: `case_runners launch --<key>`
 DEVICE = "device"  # the vendor whose vendor.yaml `device` it is
 MASTER_ADDR = "127.0.0.1"  # as torchrun's
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """Every parser of case_runners and bench: argparse's, refusing an abbreviated option (`--vend` for `--vendor`)
-    instead of guessing, so that a later option sharing the prefix never changes what a command line means. Its
-    subparsers are of this class too (add_subparsers' default)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.core.defaults import MONITOR_INTERVAL_S
 from case_runners.core.errors import PerfplayError
 from case_runners.core.processes import ProcessId, pid_namespace
@@ -74,3 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    """`monitor`'s own options are parsed by main() here: `python -m case_runners monitor ...` hands it the rest."""
+    p = sub.add_parser("monitor", help="host or vendor monitor daemon: -o start|stop|restart|status -l DIR",
+                       add_help=False)
+    p.set_defaults(func=lambda args: main(args.argv[1:]))

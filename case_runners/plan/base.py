@@ -1,8 +1,8 @@
 """A base selection resolved into the run's resolved config (the same outer shape as a training case's): benchmark
 config < the vendor's base.yaml < run overrides, checked against the device before any host is touched.
 
-- case_runners/tasks/base/benchmarks/<benchmark>/config.yaml: `params` with their ranges (plan/config/constraints.py), and
-  `timeout_s`;
+- case_runners/tasks/base/benchmarks/<benchmark>/config.yaml: `params` with their ranges
+  (plan/config/constraints.py), and `timeout_s`;
 - vendor/<vendor>/base.yaml (optional): `suite`, what `perfplay_task: base` runs when the run names no case (the
   forms perfplay_cases takes; without the file, every benchmark that takes one rank), and `params.<benchmark>`, the
   vendor's values over the benchmark's defaults;

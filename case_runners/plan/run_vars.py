@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from case_runners.core import defaults
+from case_runners.core.cli_io import RENAMED, RUN_VAR_PREFIX
 from case_runners.core.errors import RUN_VARS_FILE, ConfigError, path_too_long, shown
 from case_runners.plan.config.constraints import Constraint, make_constraint
 from case_runners.plan.config.flagperf_names import COMMAND, run_setting
 from case_runners.plan.config.resolved import TASKS, TRAINING
 from case_runners.plan.config.selection import BOUNDS
-from case_runners.plan.run_var_names import PREFIX, RENAMED
 from case_runners.records.resolved import RUNTIMES
 
 # A network interface name as Linux takes it: at most 15 characters (IFNAMSIZ - 1), no '/', ':' or space.
@@ -37,13 +37,13 @@ HOST_RULE = ("1 to 253 letters, digits, '_', '.', ':' or '-' (a host name or an 
 # and upper-case ones, where FlagPerf's settings are.
 QUERIED_NAMES = r"^(perfplay_|[A-Z][A-Z0-9_]*$)"
 # The perfplay_* vars a user may set: the documented run and host vars (docs/run-vars.md) ...
-DOCUMENTED_RUN_VARS = frozenset(PREFIX + name for name in (
+DOCUMENTED_RUN_VARS = frozenset(RUN_VAR_PREFIX + name for name in (
     "cases", "vendor", "task", "runtime", "image", "case_timeout_s", "results_dir", "run_id", "min_free_bytes",
     "clear_caches", "monitor_interval_s", "progress_interval_s", "master_port", "rdzv_timeout_s",
     "heartbeat_timeout_s", "host_pattern", "project_dir", "venv", "host_results_dir", "node_addr", "nic",
     "device_count", "history_db"))
 # ... and the names the plays define themselves (play vars, vars files, set_fact, register), seen while they run.
-PLAY_VARS = frozenset(PREFIX + name for name in (
+PLAY_VARS = frozenset(RUN_VAR_PREFIX + name for name in (
     "ansible_core", "cleanup", "host_is_local", "host_needs", "host_run_dir", "master", "node_dir", "node_rank",
     "plan", "plan_hosts", "preflight_only", "python", "queried_names", "remote", "round", "round_error",
     "round_record", "run", "summary"))
@@ -103,7 +103,7 @@ class RunRequest(TypedDict, total=False):
 
 
 def error(name: str, message: str, allowed: list[str] | tuple[str, ...] | None = None) -> ConfigError:
-    return ConfigError(message, key=PREFIX + name, file=RUN_VARS_FILE, allowed=allowed)
+    return ConfigError(message, key=RUN_VAR_PREFIX + name, file=RUN_VARS_FILE, allowed=allowed)
 
 
 def check_run_vars(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConfigError]]:
@@ -126,12 +126,12 @@ def check_run_vars(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[Con
         if value is None or value == "":
             continue
         try:
-            values[name] = constraint.check(value, key=PREFIX + name, file=RUN_VARS_FILE)
+            values[name] = constraint.check(value, key=RUN_VAR_PREFIX + name, file=RUN_VARS_FILE)
         except ConfigError as exc:  # a wrong type names the range too
             errors.append(exc if exc.allowed is not None else error(name, exc.message, [constraint.describe(
-                PREFIX + name)]))
+                RUN_VAR_PREFIX + name)]))
     for name in PATH_VARS:
-        long = path_too_long(request.get(name), key=PREFIX + name, file=RUN_VARS_FILE)
+        long = path_too_long(request.get(name), key=RUN_VAR_PREFIX + name, file=RUN_VARS_FILE)
         errors += [long] if long else []
     values["hosts"], host_errors = _hosts(request.get("hosts"))
     values["nic"], nic_errors = _nics(request.get("nic"), values["hosts"])
@@ -172,7 +172,7 @@ def _unknown_var(name: str) -> str | None:
     """Why a var set for the run would be ignored, or None when perfplay reads it (or it is not perfplay's)."""
     if name in RENAMED:
         return f"renamed to {RENAMED[name]}: set that instead"
-    if name.startswith(PREFIX) and name not in KNOWN_RUN_VARS:
+    if name.startswith(RUN_VAR_PREFIX) and name not in KNOWN_RUN_VARS:
         close = difflib.get_close_matches(name, sorted(DOCUMENTED_RUN_VARS), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return f"unknown perfplay var{hint}: perfplay would ignore it; docs/run-vars.md lists the run vars"

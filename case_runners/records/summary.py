@@ -1,7 +1,7 @@
 """summary.json (`perfplay.run_summary/1`): a run's cases, each with its rounds and the mean and standard deviation
 of their figures over the valid rounds, and the scaling tables; written on the controller at the end of the play
-(case_runners/records/summary_build.py; summary_markdown.py renders it as summary.md, summary_text.py as the table the play
-prints)."""
+(case_runners/records/summary_build.py; views/summary/markdown.py renders it as summary.md, views/summary/text.py as
+the table the play prints)."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 
 Beside the global figures: each node's throughput (the sum of its ranks' own throughputs, from the round
 records' per_node) and, for a case run at several scales, a scaling group (speed-up and efficiency
-against the smallest scale, on p_train). Rendering is apart: summary_cells (the cells text, Markdown and the
-report share), summary_text (the end-of-run table), summary_markdown (summary.md), summary_files (writes both files).
+against the smallest scale, on p_train). Rendering is apart, in views/summary/: cells (the cells text, Markdown and
+the report share), text (the end-of-run table), markdown (summary.md), files (writes both files).
 
-A case whose rounds did not all run the standard workload (plan/config/standard.py) is marked so (standard, non_standard)
-and listed in non_standard_cases: it is never shown as a standard result.
+A case whose rounds did not all run the standard workload (plan/config/standard.py) is marked so (standard,
+non_standard) and listed in non_standard_cases: it is never shown as a standard result.
 """
 
 from __future__ import annotations

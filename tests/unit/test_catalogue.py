@@ -129,7 +129,7 @@ def test_the_catalogue_page_is_current() -> None:
 
 
 def test_the_command_imports_neither_torch_nor_ansible() -> None:
-    code = ("import sys; from case_runners import cli; cli.main(['cases', '--json']); "
+    code = ("import sys; from case_runners.cli.main import main; main(['cases', '--json']); "
             "print([m for m in ('torch', 'ansible') if m in sys.modules], file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO,
                           check=True)

@@ -32,9 +32,9 @@ from case_runners.plan.run_vars import (
     DOCUMENTED_RUN_VARS,
     KNOWN_RUN_VARS,
     PLAY_VARS,
-    PREFIX,
     QUERIED_NAMES,
     RENAMED,
+    RUN_VAR_PREFIX,
     SCALARS,
 )
 
@@ -278,9 +278,9 @@ def test_defaults_agree_with_the_code(code: Code, doc: dict[str, dict[str, Any]]
 def plan_defaults() -> dict[str, Any]:
     """perfplay_<x> -> the default the plan gives it when unset; the launcher's for the rendezvous timeout, which
     the plan leaves unset (a host's environment may change it)."""
-    found = {PREFIX + name: default for name, (_, default) in CHOICES.items()}
-    found.update({PREFIX + name: default for name, (_, default) in SCALARS.items() if default is not None})
-    found[f"{PREFIX}rdzv_timeout_s"] = defaults.RDZV_TIMEOUT_S
+    found = {RUN_VAR_PREFIX + name: default for name, (_, default) in CHOICES.items()}
+    found.update({RUN_VAR_PREFIX + name: default for name, (_, default) in SCALARS.items() if default is not None})
+    found[f"{RUN_VAR_PREFIX}rdzv_timeout_s"] = defaults.RDZV_TIMEOUT_S
     return found
 
 

@@ -29,7 +29,7 @@ from case_runners.plan.config.flagperf_names import (
 from case_runners.plan.config.shared_params import SHARED_PARAMS
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.plan.run_vars import DOCUMENTED_RUN_VARS, PREFIX, QUERIED_NAMES
+from case_runners.plan.run_vars import DOCUMENTED_RUN_VARS, QUERIED_NAMES, RUN_VAR_PREFIX
 from case_runners.tasks.training.adapter import POINTS
 from case_runners.vendors.description import load_vendor
 from case_runners.vendors.flagperf.importer import HOST_VARS, import_flagperf
@@ -233,7 +233,7 @@ def test_the_output_passes_the_plan(tree, tmp_path):
     hosts = list(load(root / "inventory/flagperf/hosts.yml")["all"]["children"]["perfplay_hosts"]["hosts"])
     for name in ("flagperf_training.yml", "flagperf_inference.yml"):
         run_vars = load(root / name)
-        request = {key.removeprefix(PREFIX): value for key, value in run_vars.items()}
+        request = {key.removeprefix(RUN_VAR_PREFIX): value for key, value in run_vars.items()}
         result = make_plan({**request, "hosts": hosts, "run_var_names": sorted(run_vars),
                             "results_dir": str(tmp_path / "results")}, check=True, root=root)
         assert result["ok"], (name, result["errors"])
@@ -360,7 +360,7 @@ def test_the_perfplay_side_of_the_mapping_exists():
     for row in RUN_SETTINGS:
         assert row.flagperf.isupper() and re.search(QUERIED_NAMES, row.flagperf), row
         target = row.perfplay or ""
-        if target.startswith(PREFIX):
+        if target.startswith(RUN_VAR_PREFIX):
             var, _, key = target.partition(".")
             assert var in DOCUMENTED_RUN_VARS, row
             assert not key or key in BUILD_KEYS, row
@@ -465,7 +465,7 @@ def test_vars_without_a_case_perfplay_has_refuse_instead_of_planning_the_default
     assert f"no counterpart  {CONFIG}/test_conf.py:12 CASES: no case of CASES has a perfplay counterpart: " \
            f"perfplay_cases: {{}} (a run with these vars refuses: 'no case selected'; add the cases to run, " \
            f"docs/running.md)" in found
-    request = {key.removeprefix(PREFIX): value for key, value in run_vars.items()}
+    request = {key.removeprefix(RUN_VAR_PREFIX): value for key, value in run_vars.items()}
     result = make_plan({**request, "run_var_names": sorted(run_vars), "results_dir": str(tmp_path / "results")},
                        check=True, root=ROOT)
     assert not result["ok"] and not result["cases"]
@@ -685,7 +685,7 @@ def test_the_list_form_of_cases_is_converted(tree, tmp_path):
             f"assign a mapping {{model, framework, config, ...}}"]:
         assert line in found, "\n".join([line, "not in", *found])
     assert not [line for line in found if "RESNET50_TORCH_DEMO_A100_1X8:" in line]  # not an unknown setting
-    request = {key.removeprefix(PREFIX): value for key, value in run_vars.items()}
+    request = {key.removeprefix(RUN_VAR_PREFIX): value for key, value in run_vars.items()}
     result = make_plan({**request, "run_var_names": sorted(run_vars), "results_dir": str(tmp_path / "results")},
                        check=True, root=ROOT)
     assert result["ok"], result["errors"]

@@ -21,7 +21,9 @@ PACKAGE = "case_runners"
 LAUNCHER = "case_runners.launch"  # stdlib only: the docker runtime runs it on the host, where torch may be absent
 # The node's end and cleanup (which stop containers too) and the docker runtime use the docker SDK: they are not the
 # launcher of a node's ranks, which runs the same on a host and inside a container.
-NOT_THE_LAUNCHER = ("case_runners.launch.container", "case_runners.launch.cleanup", "case_runners.launch.node_end")
+# The launch room's commands (launch/command.py) are the CLI's side of it.
+NOT_THE_LAUNCHER = ("case_runners.launch.container", "case_runners.launch.cleanup", "case_runners.launch.node_end",
+                    "case_runners.launch.command")
 CONFIG = "case_runners.plan.config"  # the leaf of configuration: YAML, types, ranges, selections, the resolved shape
 CONFIG_MAY_IMPORT = {"case_runners.core.errors", "case_runners.core.paths"}
 

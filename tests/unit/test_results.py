@@ -337,20 +337,21 @@ def test_summary_refuses_what_is_not_a_run_directory(tmp_path, capsys, write):
 
 
 def test_the_summary_aggregation_returns_data_and_text_and_markdown_render_it_apart():
-    """summary.py aggregates (no rendering in it or below it); summary_text and summary_markdown each render its
-    RunSummary, sharing only summary_cells, neither importing the other."""
-    folder = Path(results_summary.__file__).parent
+    """records/summary_build.py aggregates (no rendering in it, no view imported); views/summary/text.py and
+    markdown.py each render its RunSummary, sharing only cells.py, neither importing the other."""
+    package = Path(results_summary.__file__).parents[1]
 
-    def unit(name: str) -> tuple[set[str], set[str]]:  # (functions defined, results modules imported)
-        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+    def unit(name: str) -> tuple[set[str], set[str]]:  # (functions defined, modules imported)
+        tree = ast.parse((package / name).read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         imported = {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
                     for a in n.names}
-        return defined, {i.split(".")[2] for i in imported if i.startswith("case_runners.records.")}
+        return defined, imported
 
-    defined, imported = unit("summary")
+    defined, imported = unit("records/summary_build.py")
     assert not {f for f in defined if f.startswith("render")}, "the aggregation renders nothing"
-    assert not imported & {"summary_cells", "summary_text", "summary_markdown", "summary_files"}
-    assert "summary_markdown" not in unit("summary_text")[1] and "summary_text" not in unit("summary_markdown")[1]
+    assert not {i for i in imported if i.startswith("case_runners.views")}
+    assert "case_runners.views.summary.markdown" not in unit("views/summary/text.py")[1]
+    assert "case_runners.views.summary.text" not in unit("views/summary/markdown.py")[1]
     summary = summarize_records([])
     assert isinstance(summary, RunSummary) and summary.cases == [] and not summary.ok

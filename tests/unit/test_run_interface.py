@@ -112,8 +112,9 @@ def test_the_commands_the_modules_run_import_none_of_the_others(capsys):
                           capture_output=True, text=True, timeout=120, cwd=project_root())
     assert done.returncode == 0 and json.loads(done.stdout)["satisfied"], done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    slow = ("case_runners.plan.run_vars", "case_runners.views.compare", "case_runners.views.history", "case_runners.views.report",
-            "case_runners.cases", "case_runners.views.catalogue", "case_runners.records.round")
+    slow = ("case_runners.plan.run_vars", "case_runners.views.compare", "case_runners.views.history",
+            "case_runners.views.report", "case_runners.cases", "case_runners.views.catalogue",
+            "case_runners.records.round")
     assert not sorted(name for name in imported if name.startswith(slow))
     assert build_parser("wait").parse_args(["wait", "--log-dir", "d", "--run-id", "r"]).for_s > 0
     with pytest.raises(SystemExit):

@@ -6,8 +6,8 @@ Times (seconds) and throughputs (global samples/s), as in FlagPerf's FINISHED ev
 - core_time: sum over steps of (batch on device .. optimizer step done), synchronized on
   accelerators; data loading and host-to-device copies excluded -> p_core
 
-A vendor's extern/ adapter (tasks/training/adapter.py) replaces the steps it defines, the trainer's code runs the others;
-timing and stop conditions stay the trainer's.
+A vendor's extern/ adapter (tasks/training/adapter.py) replaces the steps it defines, the trainer's code runs the
+others; timing and stop conditions stay the trainer's.
 
 Each rank also reports its own share: rank_samples (the samples this rank trained on) and
 rank_p_whole / rank_p_train / rank_p_core = rank_samples over this rank's own train_time /

@@ -36,7 +36,7 @@ def cmd_new_case(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("new-vendor", help="write vendor/NAME/, complete and valid, with TODO(vendor) lines to fill")
     p.add_argument("name", help="the vendor: lower case letters and digits, words joined by single underscores")
     p.add_argument("--device", required=True, help="the torch device type after the vendor's imports, e.g. musa")

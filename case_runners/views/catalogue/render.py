@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from case_runners.core.text import text_columns
-from case_runners.plan.config.resolved import TASKS
+from case_runners.plan.base import BENCHMARKS_DIR
+from case_runners.plan.config.resolved import BASE, TASKS
 from case_runners.views.catalogue.build import Catalogue, Entry, VendorConfigs
 
 PAGE = "docs/catalogue.md"
@@ -40,8 +41,8 @@ def render_text(catalogue: Catalogue) -> str:
 
 def _readme(root: Path, entry: Entry) -> str | None:
     """The case's (a base benchmark's) README as the page links it, where there is one."""
-    parts = ("base", "benchmarks") if entry.task == "base" else ("cases",)
-    path = root.joinpath("case_runners", *parts, entry.case, "README.md")
+    parts = BENCHMARKS_DIR if entry.task == BASE else ("case_runners", "cases")
+    path = root.joinpath(*parts, entry.case, "README.md")
     return f"../{path.relative_to(root).as_posix()}" if path.is_file() else None
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import RESULTS_NAME, results_root
 from case_runners.core.text import number_text, percent_text, text_columns

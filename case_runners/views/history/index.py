@@ -1,6 +1,6 @@
 """A run directory as history rows, one per round (db.COLUMNS), read through the run summary's reader
-(records/summary_build.py's load_records): a round whose round record cannot be read is reported by file and reason, with a
-row whose status is `unreadable`, and the rest is indexed; a round that never left a record is a row too
+(records/summary_build.py's load_records): a round whose round record cannot be read is reported by file and
+reason, with a row whose status is `unreadable`, and the rest is indexed; a round that never left a record is a row too
 (`interrupted`, `missing`)."""
 
 from __future__ import annotations

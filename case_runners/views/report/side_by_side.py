@@ -1,6 +1,6 @@
 """The report's side-by-side section of several runs: each later run against the first as `compare-runs` computes
-it (views/compare/runs.py: cases matched by case, task and scale; each figure's ratio and the noise rule's verdict, shown
-as its text shows them), and the keys of the recorded environments whose values differ between the runs."""
+it (views/compare/runs.py: cases matched by case, task and scale; each figure's ratio and the noise rule's verdict,
+shown as its text shows them), and the keys of the recorded environments whose values differ between the runs."""
 
 from __future__ import annotations
 
