@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from case_runners.cli.run_options import ArgumentParser
+from case_runners.core.cli_io import ArgumentParser
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round_build import write_round_record
 from case_runners.views.report.cli import write_report

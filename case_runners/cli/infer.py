@@ -25,7 +25,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         result = run_pipeline(resolved, root, Path(args.work_dir), args.data_dir,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
-    print_json({"config": resolved, "notes": notes, "result": result})
+    print_json({"config": resolved.to_json(), "notes": notes, "result": result})
     return 0
 
 

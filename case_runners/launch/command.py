@@ -116,12 +116,16 @@ def _launcher(args: argparse.Namespace) -> Any:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    from case_runners.launch.waiting import ended, wait
+    from case_runners.launch.waiting import ended, pack_inline, wait
+    from case_runners.records.names import SUCCESS
     ident = _launcher(args)
     log_dir = Path(args.log_dir)
     started_at = (args.launcher or {}).get("started_at")
-    print_json(wait(log_dir, args.run_id, ident, args.for_s, started_at, args.timeout_s) if ident
-                else ended(log_dir, args.run_id))
+    answer = wait(log_dir, args.run_id, ident, args.for_s, started_at, args.timeout_s) if ident \
+        else ended(log_dir, args.run_id)
+    if args.inline_archive is not None and answer["finished"] and answer["status"] == SUCCESS:
+        answer["archive_b64"] = pack_inline(log_dir, args.inline_archive)
+    print_json(answer)
     return 0
 
 
@@ -190,6 +194,9 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--for-s", type=float, default=PROGRESS_INTERVAL_S, metavar="SECONDS",
                    help=f"return after this long if the launcher still runs (default {PROGRESS_INTERVAL_S:g})")
     p.add_argument("--timeout-s", type=float, metavar="SECONDS", help="the case timeout, for the progress line")
+    p.add_argument("--inline-archive", type=int, metavar="MAX_BYTES",
+                   help="once the node has succeeded, answer its directory too (archive_b64: a base64 .tar.gz) "
+                        "when it packs into at most MAX_BYTES (else null: `finish --archive` packs it)")
     p.set_defaults(func=cmd_wait)
 
     p = sub.add_parser("finish", help="end a node of a round: stop what is left of it unless it succeeded, pack its "

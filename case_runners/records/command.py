@@ -25,8 +25,8 @@ def cmd_check_record(args: argparse.Namespace) -> int:
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as result.json and print "
-                                      "it with its compact digest (JSON: record, compact)")
+    p = sub.add_parser("record", help="build a round's record from its node dirs, write it as round_record.json and "
+                                      "print it with its compact digest (JSON: record, compact)")
     p.add_argument("--round-dir", required=True)
     p.add_argument("--config", required=True)
     p.add_argument("--round", type=int, required=True)

@@ -45,7 +45,8 @@ class VendorDescription:
     monitor: str | None  # the vendor's monitor file, in its folder
     default_hardware: str  # a key of hardware: the hardware of a selection that names none
     hardware: dict[str, dict[str, Any]]  # per hardware model: memory_bytes, peak_flops, precisions, bandwidths
-    container: dict[str, Any]  # build and run settings of the docker runtime (vendors/container_options.py); {} if absent
+    # build and run settings of the docker runtime (vendors/container_options.py); {} if absent
+    container: dict[str, Any]
 
     @property
     def path(self) -> Path:

@@ -32,7 +32,7 @@ def unpack(archive: str, dest: str, top: str) -> None:
             tar.extractall(dest, members=members)
 
 
-def unpack_inline(data, fetch_to, log_dir):
+def unpack_inline(data: bytes, fetch_to: str, log_dir: str) -> str:
     """Unpack a node archive that came in a module's answer (case_wait's archive_b64, decoded) into fetch_to; the
     node directory on the controller."""
     os.makedirs(fetch_to, mode=0o700, exist_ok=True)
@@ -47,11 +47,12 @@ def unpack_inline(data, fetch_to, log_dir):
     return os.path.join(fetch_to, top)
 
 
-def finish_and_fetch(action, args, fetch_to, task_vars):
+def finish_and_fetch(action: ActionBase, args: dict[str, Any], fetch_to: str,
+                     task_vars: dict[str, Any] | None) -> dict[str, Any]:
     """Run case_finish through `action` (an ActionBase: case_finish's, or case_wait's for a node directory too big
     for its answer) with the archive in a remote temporary directory, fetch and unpack it into fetch_to; the
     module's answer, with `fetched`."""
-    result = {}
+    result: dict[str, Any] = {}
     remote_tmp = action._make_tmp_path()
     try:
         args = dict(args, archive=action._connection._shell.join_path(remote_tmp, ARCHIVE))

@@ -11,6 +11,7 @@ import base64
 import binascii
 import sys
 import time
+from types import ModuleType
 from typing import Any
 
 from ansible.errors import AnsibleError
@@ -30,7 +31,7 @@ INLINE_ARCHIVE_MAX_BYTES = 8 << 20
 FINISH_ARGS = ("project_dir", "python", "log_dir", "run_id", "launcher")
 
 
-def finish_plugin():
+def finish_plugin() -> ModuleType:
     """case_finish's action plugin module: one unpacking (and its checks) for every way a node directory comes
     back."""
     return sys.modules[action_loader.get("case_finish", class_only=True).__module__]

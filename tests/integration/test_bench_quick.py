@@ -15,6 +15,7 @@ import pytest
 
 from bench.verdict import CANNOT_JUDGE
 from case_runners.core.paths import project_root
+from process_helpers import REAPED_S
 
 ROOT = project_root()
 # A bound on a hang, never on speed: on a 2-core host at load 15-20, harness_overhead's quick pair took 10 min.
@@ -36,7 +37,7 @@ def test_quick_mode_measures_and_one_pair_cannot_be_judged(script, figure):
     finally:  # whatever of its session is left: the script's own children too (ansible-playbook, the runner, ranks)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.wait(timeout=REAPED_S)
     assert proc.returncode == 1, stdout[-3000:] + stderr[-3000:]
     verdict = [line for line in stdout.splitlines() if line.startswith(f"{figure}: median")]
     assert len(verdict) == 1 and verdict[0].endswith(f"{CANNOT_JUDGE}: 1 measured, at least 3 needed to tell the "

@@ -40,8 +40,9 @@ _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {  # a TrainerParams fiel
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainerParams:
-    """The trainer's params (tasks/training/trainer.py, tasks/training/task.py) and its cases' data loaders and schedules,
-    declared once: each field's metadata is its range (plan/config/constraints.py), its default the config's default;
+    """The trainer's params (tasks/training/trainer.py, tasks/training/task.py) and its cases' data loaders and
+    schedules, declared once: each field's metadata is its range (plan/config/constraints.py), its default the
+    config's default;
     TRAINER_PARAMS below is derived from them. from_params picks them out of a case's params."""
 
     # numpy's seed range

@@ -10,7 +10,9 @@ from case_runners.core.cli_io import print_json
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from case_runners.records.run_dir import check_run_dir
-    from case_runners.records.summary_build import render_table, summarize_run, write_run_summary
+    from case_runners.records.summary_build import summarize_run
+    from case_runners.views.summary.files import write_run_summary
+    from case_runners.views.summary.text import render_table
     run_dir = check_run_dir(Path(args.run_dir))  # a mistyped path is refused, as report and history refuse it
     summary, written = write_run_summary(run_dir) if args.write else (summarize_run(run_dir), None)
     if args.table:
