@@ -64,7 +64,7 @@ def _run(root: Path, argv: list[str], results: Path) -> tuple[int, str, RoundRec
     """(exit code, output tail, the round record, its node dir, the seconds it took) of one `case_runners run`."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "case_runners", "run", *argv, "--results-dir", str(results),
-                           "--timeout", str(FUNCTIONAL_RUN_TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL,
+                           "--timeout-s", str(FUNCTIONAL_RUN_TIMEOUT_S)], cwd=root, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, check=False)
     said = (done.stderr.strip().splitlines() or [""])[-1]
     records = find_records(results, "*/*/round1")
