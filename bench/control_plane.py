@@ -12,8 +12,9 @@ squares line; with one size, the round's CPU divided by its hosts, the round's o
 does not need a core per host: the hosts' module processes queue for this machine's cores, but the controller's
 CPU time is the same.
 
-Judged per repeat (each repeat a full set of sizes): PASS when every repeat's figure is within the target,
-MISSED (exit 1) when every one is over it, CANNOT JUDGE (exit 2) when they straddle it or fewer than two repeats ran.
+Judged by bench/verdict.py's rule over the repeats (each repeat a full set of sizes), from two repeats on: PASS
+when their spread lies within the target, MISSED (exit 1) when it lies over it, CANNOT JUDGE (exit 2) when it
+straddles the target or is wider than the target allows, or fewer than two repeats ran.
 Wall time, the control plane's share of it (wall minus the ranks' own time, from their events) and the load are
 printed beside, for information. Needs root (namespaces, sshd).
 """
@@ -33,6 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.verdict import CANNOT_JUDGE, MISSED, PASS, bounded, judge
 from case_runners.core.cli_io import ArgumentParser
 from case_runners.rank.driver.events import events_files, read_events
 from case_runners.records.node import NODE_RESULT
@@ -40,6 +42,7 @@ from tests.integration.playbook_run import checkout_copy
 
 VENV_BIN = Path(sys.executable).parent
 TARGET_CPU_PER_HOST_ROUND_S = 0.4
+EXIT_CODES = {PASS: 0, MISSED: 1, CANNOT_JUDGE: 2}  # a figure the noise swamps is neither
 ROUNDS = (1, 3)
 QUICK = {"sizes": "2", "repeats": 2, "steps": 2}
 SCALE_CONFIG = "---\n# bench/control_plane.py: one CPU process on each of {n} hosts.\nbatch_size: 32\nnum_workers: 0\n"
@@ -144,14 +147,10 @@ def per_host(sizes: list[int], cpu_round: list[float]) -> float:
 
 
 def verdict(figures: list[float], target: float) -> tuple[str, int]:
-    """PASS / MISSED only when every repeat is on the same side of the target; else the noise swamps it."""
-    if len(figures) < 2:
-        return "CANNOT JUDGE (fewer than two repeats)", 2
-    if max(figures) <= target:
-        return "PASS", 0
-    if min(figures) > target:
-        return "MISSED", 1
-    return f"CANNOT JUDGE (repeats {min(figures):.2f}..{max(figures):.2f} s straddle the target)", 2
+    """The repeats judged by the bench's one rule (at least two of them): its verdict and reason, and the exit
+    code."""
+    result = judge(figures, bounded(high=target), min_n=2)
+    return f"{result.verdict}: {result.reason}", EXIT_CODES[result.verdict]
 
 
 def measure(checkout: Path, sizes: list[int], repeats: int, steps: int, tmp: Path) -> dict[int, dict[int, list[Run]]]:
