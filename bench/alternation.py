@@ -3,6 +3,7 @@ and split each pair's difference into a cost per run and a cost per round (the t
 
 from __future__ import annotations
 
+import argparse
 import resource
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.verdict import Judgement, LoadWatch, Target, judge, summary
+from bench.verdict import Judgement, LoadWatch, Target, judge, parse_target, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = (1, 3)  # the two round counts a pair runs each way at
@@ -82,3 +83,26 @@ def judge_added(measured: list[Pair], way: str, baseline: str, target: Target, w
     result = judge([r for _, r in costs["wall"]], target)
     print(result.line(what, " s"))
     return result
+
+
+DEFAULT_PAIRS, QUICK_PAIRS = 3, 1  # alternated pairs of a script's two sides; --quick: the smallest real measurement
+
+
+def add_pair_options(parser: argparse.ArgumentParser, sides: str, steps_help: str, steps: tuple[int, int],
+                     target: Target, target_help: str) -> None:
+    """--steps, --pairs, --quick and --target of a script that alternates `sides` (steps: default, quick)."""
+    default, quick = steps
+    parser.add_argument("--steps", type=int, help=f"{steps_help} (default {default}, quick {quick})")
+    parser.add_argument("--pairs", type=int,
+                        help=f"alternated {sides} pairs (default {DEFAULT_PAIRS}, quick {QUICK_PAIRS})")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"the smallest real measurement: {QUICK_PAIRS} pair of {quick} steps")
+    parser.add_argument("--target", type=parse_target, default=target, help=target_help)
+
+
+def pair_sizes(args: argparse.Namespace, steps: tuple[int, int]) -> tuple[int, int]:
+    """(steps, pairs) the options of add_pair_options ask for."""
+    default, quick = steps
+    if args.quick:
+        return args.steps or quick, args.pairs or QUICK_PAIRS
+    return args.steps or default, args.pairs or DEFAULT_PAIRS

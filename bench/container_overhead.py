@@ -18,8 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.alternation import alternate, judge_added, timed
-from bench.verdict import LoadWatch, bounded, parse_target, summary
+from bench.alternation import add_pair_options, alternate, judge_added, pair_sizes, timed
+from bench.verdict import LoadWatch, bounded, summary
 from case_runners.core.cli_io import ArgumentParser
 from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.schema import ABSENT
@@ -27,6 +27,7 @@ from case_runners.records.schema import ABSENT
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 TARGET_PER_ROUND_S = 3.0
+STEPS = (60, 5)  # steps per round: by default, and with --quick
 
 
 def playbook(runtime: str, case: str, nproc: int, steps: int, rounds: int, results: Path, settings: dict) -> list[str]:
@@ -50,14 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", default="digits_cnn")
     parser.add_argument("--nproc", type=int, default=1)
-    parser.add_argument("--steps", type=int, help="training steps per round (fixed work; default 60, quick 5)")
-    parser.add_argument("--pairs", type=int, help="alternated docker/host pairs (default 3, quick 1)")
-    parser.add_argument("--quick", action="store_true", help="the smallest real measurement: 1 pair of 5 steps")
-    parser.add_argument("--target", type=parse_target, default=bounded(high=TARGET_PER_ROUND_S),
-                        help=f"LOW..HIGH seconds per round (default ..{TARGET_PER_ROUND_S:g})")
+    target_help = f"LOW..HIGH seconds per round (default ..{TARGET_PER_ROUND_S:g})"
+    add_pair_options(parser, "docker/host", "training steps per round, fixed work", STEPS,
+                     bounded(high=TARGET_PER_ROUND_S), target_help)
     args = parser.parse_args(argv)
-    steps = args.steps or (5 if args.quick else 60)
-    pairs = args.pairs or (1 if args.quick else 3)
+    steps, pairs = pair_sizes(args, STEPS)
     if os.geteuid() != 0:
         sys.exit("container_overhead: needs root (dockerd); run it as root")
     from tests.docker.docker_env import engine, image_settings

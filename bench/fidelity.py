@@ -15,12 +15,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.alternation import Timing, run_timed
-from bench.verdict import LoadWatch, bounded, judge, parse_target, summary
+from bench.alternation import Timing, add_pair_options, pair_sizes, run_timed
+from bench.verdict import LoadWatch, bounded, judge, summary
 from case_runners.core.cli_io import ArgumentParser
 from case_runners.records.round import RECORD_NAME, RoundRecord
 
 TARGET = 0.02
+STEPS = (30, 3)  # steps per round: by default, and with --quick
 # resnet50 at 64 px: a step of a few hundred ms on a CPU, long enough to time, short enough to repeat.
 OVERRIDES = {"synthetic": True, "image_size": 64, "batch_size": 16, "num_workers": 0, "log_freq": 1000,
              "eval_every_epochs": 0, "synthetic_samples": 512, "warmup_steps": 0}
@@ -77,14 +78,10 @@ print(json.dumps({{"p": {steps} * bs / compute}}))
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, help="optimizer steps per process (default 30, quick 3)")
-    parser.add_argument("--pairs", type=int, help="alternated harness/bare pairs (default 3, quick 1)")
-    parser.add_argument("--quick", action="store_true", help="the smallest real measurement: 1 pair of 3 steps")
-    parser.add_argument("--target", type=parse_target, default=bounded(1 - TARGET, 1 + TARGET),
-                        help=f"LOW..HIGH harness/bare ratio (default {1 - TARGET:g}..{1 + TARGET:g})")
+    add_pair_options(parser, "harness/bare", "optimizer steps per process", STEPS, bounded(1 - TARGET, 1 + TARGET),
+                     f"LOW..HIGH harness/bare ratio (default {1 - TARGET:g}..{1 + TARGET:g})")
     args = parser.parse_args(argv)
-    steps = args.steps or (3 if args.quick else 30)
-    pairs = args.pairs or (1 if args.quick else 3)
+    steps, pairs = pair_sizes(args, STEPS)
     ratios: list[float] = []
     load = LoadWatch()
     with tempfile.TemporaryDirectory(prefix="perfplay-fidelity-") as tmp:

@@ -18,12 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.alternation import alternate, judge_added
-from bench.verdict import LoadWatch, bounded, parse_target
+from bench.alternation import add_pair_options, alternate, judge_added, pair_sizes
+from bench.verdict import LoadWatch, bounded
 from case_runners.core.cli_io import ArgumentParser
 
 VENV_BIN = Path(sys.executable).parent
 TARGET_PER_ROUND_S = 1.5
+STEPS = (60, 5)  # steps per round: by default, and with --quick
 
 
 def commands(case: str, steps: int, rounds: int, results: Path) -> dict[str, list[str]]:
@@ -40,14 +41,11 @@ def commands(case: str, steps: int, rounds: int, results: Path) -> dict[str, lis
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", default="digits_cnn")
-    parser.add_argument("--steps", type=int, help="training steps per round (fixed work; default 60, quick 5)")
-    parser.add_argument("--pairs", type=int, help="alternated playbook/direct pairs (default 3, quick 1)")
-    parser.add_argument("--quick", action="store_true", help="the smallest real measurement: 1 pair of 5 steps")
-    parser.add_argument("--target", type=parse_target, default=bounded(high=TARGET_PER_ROUND_S),
-                        help=f"LOW..HIGH seconds per round (default ..{TARGET_PER_ROUND_S:g})")
+    target_help = f"LOW..HIGH seconds per round (default ..{TARGET_PER_ROUND_S:g})"
+    add_pair_options(parser, "playbook/direct", "training steps per round, fixed work", STEPS,
+                     bounded(high=TARGET_PER_ROUND_S), target_help)
     args = parser.parse_args(argv)
-    steps = args.steps or (5 if args.quick else 60)
-    pairs = args.pairs or (1 if args.quick else 3)
+    steps, pairs = pair_sizes(args, STEPS)
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     load = LoadWatch()
     with tempfile.TemporaryDirectory(prefix="perfplay-bench-") as tmp:
