@@ -108,10 +108,16 @@ def line(state: dict[str, Any], elapsed: float | None, timeout_s: float | None) 
     return progress.describe(state) + (f"; {clock}" if clock else "")
 
 
+def _write_tar(log_dir: Path, **into: Any) -> None:
+    """log_dir as a gzipped tar (its top folder: the node directory's name) into a file (name=) or a buffer
+    (fileobj=): what pack and pack_inline write."""
+    with tarfile.open(mode="w:gz", **into) as tar:
+        tar.add(log_dir, arcname=log_dir.name)
+
+
 def pack(log_dir: Path, archive: Path) -> int:
     """Write log_dir as a gzipped tar (its top folder: the node directory's name); the archive's size."""
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(log_dir, arcname=log_dir.name)
+    _write_tar(log_dir, name=archive)
     return archive.stat().st_size
 
 
@@ -119,8 +125,7 @@ def pack_inline(log_dir: Path, max_bytes: int) -> str | None:
     """log_dir packed as by pack, base64-encoded for a JSON answer; None when the archive is over max_bytes (then
     `finish` packs it into a file that the controller fetches)."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(log_dir, arcname=log_dir.name)
+    _write_tar(log_dir, fileobj=buffer)
     data = buffer.getvalue()
     return base64.b64encode(data).decode("ascii") if len(data) <= max_bytes else None
 
