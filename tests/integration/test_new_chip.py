@@ -43,7 +43,7 @@ def checkout(tmp_path_factory) -> Path:
             shutil.copytree(item, vendor / item.name, dirs_exist_ok=True)
         elif item.name != "ABOUT.md":
             shutil.copy(item, vendor / item.name)
-    for case in ("bert", "resnet50"):  # this chip adapts digits_cnn only
+    for case in ("bert", "detr", "resnet50"):  # this chip adapts digits_cnn only
         shutil.rmtree(vendor / "cases" / case)
     fill_hardware(vendor)
     return path

@@ -38,6 +38,15 @@ def any_rank(flag: bool, device: torch.device) -> bool:
     return bool(t.item())
 
 
+def gather_objects(obj: object) -> list:
+    """Every rank's `obj` (picklable), in rank order, on every rank ([obj] on one rank)."""
+    if not is_distributed():
+        return [obj]
+    out: list = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
 def shard_indices(n: int, rank: int, world_size: int) -> range:
     """This rank's share of an eval set, without padding, so metrics count every sample once."""
     return range(rank, n, world_size)

@@ -1,0 +1,1 @@
+"""detr: DETR (ResNet-50 backbone) object detection on COCO 2017, mAP from pycocotools."""
