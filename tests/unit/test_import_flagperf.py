@@ -400,6 +400,18 @@ def add_files(base: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text), encoding="utf-8")
 
 
+def test_detrs_vendor_configs_map_to_the_detr_case(tree, tmp_path):
+    """FlagPerf's detr configs as its tree has them (training/<vendor>/detr-pytorch/config/): batch sizes only."""
+    detr = "training/kunlunxin/detr-pytorch/config"
+    add_files(tree, {f"{detr}/config_common.py": 'vendor = "kunlunxin"\ndist_backend = "xccl"\n',
+                     f"{detr}/config_R300x2x8.py": "from config_common import *\n\ntrain_batch_size = 4\n"
+                                                   "eval_batch_size = 4\n"})
+    out = tmp_path / "out"
+    report = import_flagperf(tree / detr / "config_R300x2x8.py", out)
+    assert "vendor/kunlunxin/cases/detr/config_R300x2x8.yaml" in [p.relative_to(out).as_posix() for p in report.written]
+    assert load(out / "vendor/kunlunxin/cases/detr/config_R300x2x8.yaml") == {"batch_size": 4, "eval_batch_size": 4}
+
+
 def test_every_config_file_is_reported_once_with_its_outcome(tree, tmp_path, capsys):
     """iluvatar's BI-V100 and dcu's 9100 names are read; every other file of a config folder is named with why."""
     ilu = "training/iluvatar/resnet50-pytorch/config"
