@@ -226,3 +226,85 @@ def test_the_backbone_trains_from_its_second_stage_at_its_own_rate_and_the_rates
         opt.step()
         schedule.step()
     assert rates[5] == [1e-4, 1e-5] and rates[6] == pytest.approx([1e-5, 1e-6])
+
+
+class _Answers(torch.nn.Module):
+    """A stand-in model for the evaluator: the given (logits, boxes) of each image, in the order the rank's loader
+    yields them (its shard: every world_size-th image from its rank)."""
+
+    def __init__(self, answers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        super().__init__()
+        self.answers = answers
+
+    def forward(self, images: torch.Tensor, mask: torch.Tensor) -> object:
+        from types import SimpleNamespace
+
+        batch, self.answers = self.answers[:len(images)], self.answers[len(images):]
+        return SimpleNamespace(logits=torch.stack([a[0] for a in batch]), pred_boxes=torch.stack([a[1] for a in batch]))
+
+
+def _answers(coco: dict, shift: float) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per image: its boxes shifted right by `shift` px, with sure logits for their classes."""
+    out = []
+    for im in sorted(coco["images"], key=lambda im: im["id"]):
+        anns = [a for a in coco["annotations"] if a["image_id"] == im["id"]]
+        boxes = torch.tensor([[(x + w / 2 + shift) / im["width"], (y + h / 2) / im["height"], w / im["width"],
+                               h / im["height"]] for x, y, w, h in (a["bbox"] for a in anns)])
+        out.append((_logits_for([a["category_id"] for a in anns]), boxes))
+    return out
+
+
+def evaluate_on_rank(root: str, out: str) -> None:
+    """A rank of test_the_evaluator_gathers_every_ranks_detections: rank 0's images answered right, rank 1's
+    shifted; writes the metrics the case's evaluate returns."""
+    import os
+
+    import torch.distributed as td
+
+    from case_runners.cases.detr.case import DetrCase
+    from case_runners.tasks.training.case_api import RunContext
+
+    rank = int(os.environ["RANK"])
+    td.init_process_group("gloo", rank=rank, world_size=2)
+    try:
+        params = {**resolved("detr")["params"], **TINY, "eval_size": 60, "max_size": 1333, "synthetic": False,
+                  "batch_size": 1, "eval_batch_size": 1}
+        case = DetrCase(params, RunContext(rank=rank, local_rank=rank, world_size=2, device=torch.device("cpu"),
+                                           data_dir=root, log=None))
+        _, val_loader = case.build_data()
+        answers = _answers(case.val_coco, 6.0 * rank)[rank::2]
+        Path(out).write_text(json.dumps(case.evaluate(_Answers(answers), val_loader)))
+    finally:
+        td.destroy_process_group()
+
+
+def test_the_evaluator_gathers_every_ranks_detections(tmp_path):
+    """Two ranks over gloo, rank 1's answers off by 6 px: both report the mAP of every image's detections together,
+    as pycocotools gives it for them in one process, not rank 0's alone (which would be 1.0)."""
+    import os
+    import subprocess
+    import sys
+
+    from process_helpers import communicate_or_kill
+    from test_trainer import REPO, free_port
+
+    root = make_coco(tmp_path / "coco", {"train": 2, "val": 4})
+    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+           "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests"), str(REPO / "tests" / "unit")])}
+    procs = [subprocess.Popen([sys.executable, "-c", f"import test_detr; test_detr.evaluate_on_rank("
+                               f"{str(root)!r}, {str(tmp_path / f'rank{r}.json')!r})"],
+                              env={**env, "RANK": str(r)}, cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    outputs = communicate_or_kill(procs)
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    reported = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    coco = load_annotations(root / "annotations" / "instances_val2017.json")
+    ids = sorted(im["id"] for im in coco["images"])
+    sizes = {im["id"]: [im["height"], im["width"]] for im in coco["images"]}
+    results = []
+    for image_id, rank, (logits, boxes) in zip(ids, [0, 1, 0, 1], _answers(coco, 0.0), strict=True):
+        shifted = boxes + torch.tensor([6.0 * rank / sizes[image_id][1], 0, 0, 0])
+        results += detections(logits[None], shifted[None], [image_id], torch.tensor([sizes[image_id]]))
+    expected = coco_map(coco, results, ids)
+    assert 0 < expected["mAP"] < 1
+    assert reported[0] == reported[1] and reported[0]["mAP"] == pytest.approx(expected["mAP"])
