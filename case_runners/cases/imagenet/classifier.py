@@ -25,7 +25,7 @@ from torch.nn import functional as F
 
 from case_runners.cases.imagenet.dataset import build_datasets
 from case_runners.cases.imagenet.recipe import ModelEma, build_optimizer, lr_schedule, mix_batch
-from case_runners.cases.imagenet.transforms import MEAN, STD, RandAugment, eval_transform, train_transform
+from case_runners.cases.imagenet.transforms import MEAN, STD, RandAugment, Transform, eval_transform, train_transform
 from case_runners.tasks.training import dist
 from case_runners.tasks.training.case_api import RunContext, TrainingCase
 
@@ -72,11 +72,21 @@ class ImageClassifierCase(TrainingCase):
         # torch's overloads of Module.to leave out memory_format, which it takes
         return self.build_network().to(memory_format=self.memory_format)  # type: ignore[call-overload]
 
+    def train_transforms(self) -> Transform:
+        """The training images' transform: random resized crop of image_size and flip, then RandAugment when
+        auto_augment is ra. A recipe of other transforms overrides it."""
+        p = self.p
+        augment = RandAugment(magnitude=int(p["ra_magnitude"])) if p["auto_augment"] == "ra" else None
+        return train_transform(int(p["image_size"]), augment)
+
+    def eval_transforms(self) -> Transform:
+        """The eval images' transform: resize to eval_resize, centre crop of the eval size."""
+        return eval_transform(self.eval_size, int(self.p["eval_resize"]))
+
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
-        augment = RandAugment(magnitude=int(p["ra_magnitude"])) if p["auto_augment"] == "ra" else None
-        train, val = build_datasets(ctx.data_dir, p, train_transform(int(p["image_size"]), augment),
-                                    eval_transform(self.eval_size, int(p["eval_resize"])), eval_size=self.eval_size)
+        train, val = build_datasets(ctx.data_dir, p, self.train_transforms(), self.eval_transforms(),
+                                    eval_size=self.eval_size)
         workers, pin = int(p["num_workers"]), ctx.pin_memory
         self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
                                               seed=int(p["seed"]), num_workers=workers, drop_last=True,
