@@ -22,7 +22,7 @@ from process_helpers import SHORT_S
 from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("bert", "digits_cnn", "llama", "resnet50")
+CASES = ("bert", "bigtransfer", "digits_cnn", "efficientnet", "llama", "resnet50", "swin_transformer")
 COMMON_PARAMS = {"seed", "batch_size", "eval_batch_size", "max_epochs", "max_steps", "time_budget_s", "amp", "tf32",
                  "log_freq", "eval_every_epochs", "synthetic", "num_workers", "warmup_steps"}
 TINY_RESNET = {"image_size": 32, "depths": [1, 1, 1, 1], "hidden_sizes": [16, 32, 64, 128], "embedding_size": 8,
@@ -57,7 +57,8 @@ def single_rank(monkeypatch):
 
 def test_cases_are_listed_and_unknown_ones_rejected():
     assert list_cases() == list(CASES)
-    with pytest.raises(ConfigError, match="unknown case.*allowed: bert, digits_cnn, llama, resnet50"):
+    with pytest.raises(ConfigError, match="unknown case.*allowed: bert, bigtransfer, digits_cnn, efficientnet, llama, "
+                                               "resnet50, swin_transformer"):
         case_dir("resnet")
 
 
@@ -75,8 +76,8 @@ def test_config_declares_target_flops_and_mutable_params(case):
     # A vendor may not change the model (what the FLOPs figure assumes) nor the data: run-only, for smoke tests.
     assert {"synthetic", *config["flops_depend_on"]} <= set(config["run_only"])
     module = __import__(f"case_runners.cases.{case}.case", fromlist=["build_case"])
-    case_class = next(c for c in vars(module).values()
-                      if isinstance(c, type) and issubclass(c, TrainingCase) and c is not TrainingCase)
+    case_class = next(c for c in vars(module).values()  # the case's own class, not a base it imports
+                      if isinstance(c, type) and issubclass(c, TrainingCase) and c.__module__ == module.__name__)
     assert case_class.target_metric == config["target"]["metric"] and callable(module.build_case)
     assert (case_dir(case) / "README.md").is_file()
 
