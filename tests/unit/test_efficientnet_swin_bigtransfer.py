@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 from torch.utils.flop_counter import FlopCounterMode
 
 from case_runners.cases.bigtransfer.case import BigTransferCase, staircase
@@ -25,6 +26,7 @@ from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.tasks.training.case_api import RunContext
+from case_runners.vendors.flagperf.importer import import_flagperf
 from process_helpers import RUN_S
 
 REPO = project_root()
@@ -201,3 +203,54 @@ def test_bigtransfer_data_check_names_the_missing_weights(tmp_path: Path) -> Non
     (root / "backbone_weights" / "bigtransfer").mkdir(parents=True)
     (root / "backbone_weights" / "bigtransfer" / "BiT-M-R152x2.npz").write_bytes(b"")
     assert check(str(root), wanted) == []
+
+
+# FlagPerf's own efficientnet configs (training/nvidia/efficientnet-pytorch/config/), as they are.
+FLAGPERF_EFFICIENTNET = {
+    "config_common.py": """\
+vendor = "nvidia"
+dist_backend = "nccl"
+
+lr = 0.5
+lr_scheduler = "cosineannealinglr"
+lr_warmup_epochs = 5
+lr_warmup_method = "linear"
+auto_augment = "ta_wide"
+random_erase = 0.1
+label_smoothing = 0.1
+mixup_alpha = 0.2
+cutmix_alpha = 1.0
+weight_decay = 0.00002
+norm_weight_decay = 0.0
+ra_sampler = True
+ra_reps = 4
+epochs = 600
+num_workers = 8
+
+# efficientnet_v2_s
+TRAIN_SIZE = 300
+train_crop_size = TRAIN_SIZE
+EVAL_SIZE = 384
+val_crop_size = EVAL_SIZE
+val_resize_size = EVAL_SIZE
+""",
+    "config_A100x1x1.py": "from config_common import *\n\ntrain_batch_size = 128\neval_batch_size = 128\nlr = 0.1\n",
+}
+
+
+def test_import_flagperf_maps_flagperfs_efficientnet_configs(tmp_path: Path) -> None:
+    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "efficientnet-pytorch" / "config"
+    folder.mkdir(parents=True)
+    for name, text in FLAGPERF_EFFICIENTNET.items():
+        (folder / name).write_text(text)
+    report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
+    written = yaml.safe_load((tmp_path / "out/vendor/nvidia/cases/efficientnet/config_A100x1x1.yaml").read_text())
+    assert written == {"lr": 0.1, "warmup_epochs": 5.0, "label_smoothing": 0.1, "mixup_alpha": 0.2,
+                       "cutmix_alpha": 1.0, "weight_decay": 2e-05, "norm_weight_decay": 0.0, "max_epochs": 600,
+                       "num_workers": 8, "batch_size": 128, "eval_batch_size": 128}
+    why = {line.split(" (from ")[0].split()[-1]: line.split("): ", 1)[1] for line in report
+           if line.startswith("no counterpart") and "config_A100x1x1.py " in line and " (from " in line}
+    assert why["lr_scheduler"].startswith("set lr_schedule: cosine (FlagPerf's cosineannealinglr)")
+    assert why["train_crop_size"] == "the case's image_size: run-only, the standard shape is the case's"
+    assert why["auto_augment"].startswith("-> auto_augment: ") and "ta_wide" in why["auto_augment"]
+    assert why["random_erase"].startswith("not in perfplay's image recipe")

@@ -74,6 +74,7 @@ PARAMS: tuple[Name, ...] = (
     Name("max_epoch", "max_epochs", "the run's epochs (0: off)"),
     Name("max_epochs", "max_epochs", "the run's epochs (0: off)"),
     Name("max_steps", "max_steps", "the run's optimizer steps (0: off)"),
+    Name("epochs", "max_epochs", "the run's epochs (0: off)"),
     Name("learning_rate", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
     Name("lr", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
     Name("seed", "seed", "the same seed on every rank"),
@@ -83,6 +84,17 @@ PARAMS: tuple[Name, ...] = (
     Name("weight_decay", "weight_decay", "where the case has weight decay"),
     Name("momentum", "momentum", "where the case's optimizer has momentum (resnet50, digits_cnn)"),
     Name("warmup_steps", "warmup_steps", "linear warmup steps"),
+    Name("lr_warmup_epochs", "warmup_epochs", "linear warmup epochs (the image classifiers)"),
+    Name("train_warmup_epochs", "warmup_epochs", "linear warmup epochs (the image classifiers)"),
+    Name("lr_warmup_method", None, "the image classifiers' warmup is linear, from warmup_start x lr"),
+    Name("lr_scheduler", None, "set lr_schedule: cosine (FlagPerf's cosineannealinglr), step (steplr) or constant"),
+    Name("train_crop_size", None, "the case's image_size: run-only, the standard shape is the case's"),
+    Name("val_crop_size", None, "the case's eval_image_size: run-only, the standard shape is the case's"),
+    Name("val_resize_size", None, "the case's eval_resize: run-only, the standard shape is the case's"),
+    Name("random_erase", None, "not in perfplay's image recipe (the case README lists its departures)"),
+    Name("ra_sampler", None, "repeated augmentation is not in perfplay's image recipe (the case README)"),
+    Name("ra_reps", None, "repeated augmentation is not in perfplay's image recipe (the case README)"),
+    Name("cfg", None, "the model is the case's (its config.yaml params), not a vendor's"),
     Name("num_workers", "num_workers", "data loader processes per rank"),
     Name("log_freq", "log_freq", "steps between two training log lines"),
     Name("dist_backend", None, "the vendor's: vendor/<vendor>/vendor.yaml dist_backend"),
@@ -132,7 +144,9 @@ ADAPTER_POINTS: tuple[Name, ...] = (
 AUTOCAST = "autocast"  # a FlagPerf adapter that uses torch.<device>.amp.autocast maps to this point
 
 # FlagPerf case name -> perfplay's, where it is the same model (training or inference).
-CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert"}
+CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert",
+                              "efficientnet": "efficientnet", "swin_transformer": "swin_transformer",
+                              "bigtransfer": "bigtransfer"}
 
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}
