@@ -17,6 +17,7 @@ import torch
 import yaml
 from torch.utils.flop_counter import FlopCounterMode
 
+from case_runners.cases.bigtransfer import case as bigtransfer_case
 from case_runners.cases.bigtransfer.case import BigTransferCase, staircase
 from case_runners.cases.bigtransfer.weights import load_bit_npz, npz_names
 from case_runners.cases.efficientnet.case import EfficientNetCase
@@ -254,3 +255,50 @@ def test_import_flagperf_maps_flagperfs_efficientnet_configs(tmp_path: Path) -> 
     assert why["train_crop_size"] == "the case's image_size: run-only, the standard shape is the case's"
     assert why["auto_augment"].startswith("-> auto_augment: ") and "ta_wide" in why["auto_augment"]
     assert why["random_erase"].startswith("not in perfplay's image recipe")
+
+
+def test_bigtransfer_squashes_images_as_bit_does() -> None:
+    from PIL import Image
+
+    from case_runners.cases.bigtransfer.case import eval_transform, train_transform
+
+    pixels = np.zeros((50, 100, 3), dtype=np.uint8)
+    pixels[:, :25] = 255  # the left quarter white: a centre crop would lose it, BiT's squash keeps it
+    image = Image.fromarray(pixels)
+    evaluated = np.asarray(eval_transform(64)(image))
+    assert evaluated.shape == (64, 64, 3) and evaluated[:, :14].min() == 255 and evaluated[:, 18:].max() == 0
+    trained = np.asarray(train_transform(72, 64)(image))  # 72 x 72, then a random 64 x 64 crop, maybe flipped
+    assert trained.shape == (64, 64, 3) and 0 < (trained == 255).mean() < 0.3
+
+
+def test_bigtransfer_fine_tunes_on_jpegs_from_the_weights_in_its_data_dir(tmp_path: Path, monkeypatch) -> None:
+    """The whole data path of the case (JPEG folders, BiT's transforms, the .npz under data_dir) in one rank."""
+    from PIL import Image
+
+    from case_runners.rank.worker import main
+    from record_helpers import resolved, write_resolved
+
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "imagenet"
+    for split in ("train", "val"):
+        for c, name in enumerate(("n01", "n02")):
+            (root / split / name).mkdir(parents=True)
+            for i in range(4):
+                pixels = np.full((40, 48, 3), 60 * c + 10 * i, dtype=np.uint8)
+                Image.fromarray(pixels).save(root / split / name / f"{i}.JPEG")
+    tiny = {**TINY["bigtransfer"], "num_classes": 2}
+    weights = root / "backbone_weights" / "bigtransfer" / "BiT-M-R152x2.npz"
+    weights.parent.mkdir(parents=True)
+    bit_npz(network("bigtransfer", **tiny).net, weights)
+    loaded: list[Path] = []
+    monkeypatch.setattr(bigtransfer_case, "load_bit_npz", lambda model, path: loaded.append(path) or
+                        load_bit_npz(model, path))
+    config = resolved("bigtransfer", data_dir=str(root), params={
+        **tiny, "max_steps": 2, "batch_size": 4, "eval_batch_size": 8, "warmup_steps": 1, "num_workers": 0})
+    assert main(str(write_resolved(tmp_path / "config.json", config)), str(tmp_path / "logs")) == 0
+    assert loaded == [weights]
+    result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
+    assert (result["metric"], result["steps"], result["samples"]) == ("mAP", 2, 8)
+    evaluated = result["metrics_history"][-1]
+    assert evaluated["mAP"] == pytest.approx(evaluated["acc1"] / 100) and evaluated["acc5"] == 100.0
