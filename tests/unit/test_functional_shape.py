@@ -19,6 +19,9 @@ TRAINING = [c for c in list_cases() if (case_dir(c) / "config.yaml").is_file()]
 # Where the shipped vendors' configs give the standard shape: a functional round must be smaller.
 SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_size",),
          "llama": ("eval_samples", "synthetic_samples"), "digits_cnn": (),
+         "mobilenetv2": ("image_size", "depth_multiplier"), "vit": ("image_size", "num_layers"),
+         "efficientnet": ("image_size", "width_mult", "depth_mult"), "swin_transformer": ("image_size", "embed_dim"),
+         "bigtransfer": ("image_size", "embedding_size"),
          "detr": ("eval_size", "synthetic_samples")}
 
 

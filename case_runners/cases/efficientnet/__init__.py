@@ -1,0 +1,1 @@
+"""efficientnet: EfficientNetV2-S image classification on ImageNet (ImageFolder layout)."""
