@@ -46,13 +46,20 @@ dev: $(VENV)/.installed-dev
 # The cluster tests need root (namespaces, sshd): skipped without it, except in CI where that fails.
 # Each pytest process lists its slowest tests and then its own wall time, so CI's output shows where the time goes.
 PYTEST := $(PY) -m pytest --durations=15
-timed = @echo "$(PYTEST) $(1)"; start=$$(date +%s); $(PYTEST) $(1); rc=$$?; \
+timed_sh = echo "$(PYTEST) $(1)"; start=$$(date +%s); $(PYTEST) $(1); rc=$$?; \
 	echo "make test: pytest $(1): $$(( $$(date +%s) - start )) s, exit $$rc"; exit $$rc
+timed = @$(timed_sh)
+# The cluster and docker suites mostly wait (sshd, namespaces, containers, timeouts), so they run side by side,
+# each into its own log, printed whole once both have ended; the target fails when either did.
+side_by_side = @echo "make test: $(1) and $(2) side by side; each one's output follows when both have ended"; \
+	logs=$$(mktemp -d); ( $(call timed_sh,$(1)) ) >$$logs/1 2>&1 & first=$$!; \
+	( $(call timed_sh,$(2)) ) >$$logs/2 2>&1 & second=$$!; \
+	wait $$first; rc1=$$?; wait $$second; rc2=$$?; cat $$logs/1 $$logs/2; rm -rf $$logs; \
+	[ $$rc1 -eq 0 ] && [ $$rc2 -eq 0 ]
 test: $(VENV)/.installed-dev lint
 	$(call timed,tests/unit tests/report)
 	$(call timed,tests/modules tests/integration)
-	$(call timed,tests/cluster)
-	$(call timed,tests/docker)
+	$(call side_by_side,tests/cluster,tests/docker)
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .

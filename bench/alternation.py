@@ -1,5 +1,6 @@
-"""What two benches share: time a command, alternate two ways of running the same case at 1 and at 3 rounds,
-and split each pair's difference into a cost per run and a cost per round (the training time cancels out)."""
+"""What two benches share: time a command, alternate two ways of running the same case at 1 and at 3 rounds
+(--quick: 1 and 2), and split each pair's difference into a cost per run and a cost per round (the training time
+cancels out)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from bench.verdict import Judgement, LoadWatch, Target, judge, parse_target, summary
 
 ROOT = Path(__file__).resolve().parent.parent
-ROUNDS = (1, 3)  # the two round counts a pair runs each way at
+ROUNDS, QUICK_ROUNDS = (1, 3), (1, 2)  # the two round counts a pair runs each way at (by default, with --quick)
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,13 @@ Pair = dict[tuple[str, int], Timing]  # one pair: each way at each round count
 
 
 def alternate(ways: tuple[str, str], command: Callable[[str, int], list[str]], pairs: int,
-              env: dict[str, str], load: LoadWatch) -> list[Pair]:
-    """Each way at 1 and 3 rounds, pair by pair, which way goes first alternating; the load sampled after each run."""
+              env: dict[str, str], load: LoadWatch, round_counts: tuple[int, int] = ROUNDS) -> list[Pair]:
+    """Each way at both round counts, pair by pair, which way goes first alternating; the load sampled after each
+    run."""
     measured: list[Pair] = []
     for pair in range(pairs):
         times: Pair = {}
-        for rounds in ROUNDS:
+        for rounds in round_counts:
             for way in ways if pair % 2 == 0 else ways[::-1]:
                 times[way, rounds] = timing = timed(command(way, rounds), env)
                 load.sample()
@@ -64,10 +66,11 @@ def alternate(ways: tuple[str, str], command: Callable[[str, int], list[str]], p
 
 
 def added_costs(pair: Pair, way: str, baseline: str, field: str = "wall") -> tuple[float, float]:
-    """(seconds way adds once per run, seconds it adds per further round) over baseline, in one pair."""
+    """(seconds way adds once per run, seconds it adds per further round) over baseline, in one pair (at the two
+    round counts it was run at)."""
     def at(w: str, rounds: int) -> float:
         return float(getattr(pair[w, rounds], field))
-    low, high = ROUNDS
+    low, high = sorted({rounds for _, rounds in pair})
     per_round = ((at(way, high) - at(way, low)) - (at(baseline, high) - at(baseline, low))) / (high - low)
     return (at(way, low) - at(baseline, low)) - per_round * low, per_round
 
@@ -96,7 +99,8 @@ def add_pair_options(parser: argparse.ArgumentParser, sides: str, steps_help: st
     parser.add_argument("--pairs", type=int,
                         help=f"alternated {sides} pairs (default {DEFAULT_PAIRS}, quick {QUICK_PAIRS})")
     parser.add_argument("--quick", action="store_true",
-                        help=f"the smallest real measurement: {QUICK_PAIRS} pair of {quick} steps")
+                        help=f"the smallest real measurement: {QUICK_PAIRS} pair of {quick} steps, at "
+             f"{QUICK_ROUNDS[0]} and {QUICK_ROUNDS[1]} rounds")
     parser.add_argument("--target", type=parse_target, default=target, help=target_help)
 
 
@@ -106,3 +110,8 @@ def pair_sizes(args: argparse.Namespace, steps: tuple[int, int]) -> tuple[int, i
     if args.quick:
         return args.steps or quick, args.pairs or QUICK_PAIRS
     return args.steps or default, args.pairs or DEFAULT_PAIRS
+
+
+def round_counts(args: argparse.Namespace) -> tuple[int, int]:
+    """The two round counts a pair runs each way at, as add_pair_options' --quick asks."""
+    return QUICK_ROUNDS if args.quick else ROUNDS

@@ -1,10 +1,11 @@
 """Container overhead: the same case through the playbook with the docker runtime and with the host runtime.
 
 Alternates `ansible-playbook run_case.yml -e perfplay_runtime=docker` and `... =host` on the same case (fixed
-training steps), at 1 and at 3 rounds, the image already built, and reports the seconds the docker runtime
-adds per round in each pair: ((docker, 3) - (docker, 1)) - ((host, 3) - (host, 1)), over 2 rounds; the median
-and spread over the pairs, wall and CPU time and the load average. Target: at most 3 s, judged by bench/verdict.py.
---quick: one pair of 5 steps, the smallest real measurement (which one pair cannot judge).
+training steps), at 1 and at 3 rounds (--quick: 1 and 2), the image already built, and reports the seconds the
+docker runtime adds per round in each pair: ((docker, 3) - (docker, 1)) - ((host, 3) - (host, 1)), over 2 rounds;
+the median and spread over the pairs, wall and CPU time and the load average. Target: at most 3 s, judged by
+bench/verdict.py.
+--quick: one pair of 5 steps at 1 and 2 rounds, the smallest real measurement (which one pair cannot judge).
 Also reports what each container costs as the supervisor sees it (its wall time minus the launcher's inside).
 
 Needs root and a Docker engine: tests/docker/engine.sh starts dockerd and imports the base image.
@@ -18,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.alternation import add_pair_options, alternate, judge_added, pair_sizes, timed
+from bench.alternation import add_pair_options, alternate, judge_added, pair_sizes, round_counts, timed
 from bench.verdict import LoadWatch, bounded, summary
 from case_runners.core.cli_io import ArgumentParser
 from case_runners.records.node import NODE_RESULT, NodeResult
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         timed(playbook("docker", args.case, args.nproc, 5, 1, warm, settings), env)
         load = LoadWatch()
         measured = alternate(("docker", "host"), lambda runtime, rounds: playbook(
-            runtime, args.case, args.nproc, steps, rounds, Path(tmp) / runtime, settings), pairs, env, load)
+            runtime, args.case, args.nproc, steps, rounds, Path(tmp) / runtime, settings), pairs, env, load,
+            round_counts(args))
         costs = supervisor_costs(Path(tmp) / "docker")
     print(f"\n{args.case}, {steps} steps a round")
     print(load.line())

@@ -1,13 +1,14 @@
 """Harness overhead: the default case through the playbook against the same case run directly.
 
 Alternates `ansible-playbook run_case.yml` and `python -m case_runners run` on the same case, at 1 and at
-3 rounds, and reports, from each pair's own four runs (median and spread over the pairs, wall and CPU time):
+3 rounds (--quick: 1 and 2), and reports, from each pair's own four runs (median and spread over the pairs, wall
+and CPU time):
 - fixed cost: what the playbook adds once per run (preflight, runtime check, summary);
 - per-round cost: what it adds to each further round — the target is at most 1.5 s of wall time
   (FlagPerf sleeps 60 s after every launch, then polls every 10 s).
 Both paths train the same seeded case for the same number of steps, so the training time cancels out.
 The verdict follows bench/verdict.py: too few pairs, or a spread the target cannot be told from, is CANNOT JUDGE.
---quick: one pair of 5 steps, the smallest real measurement (which one pair cannot judge).
+--quick: one pair of 5 steps at 1 and 2 rounds, the smallest real measurement (which one pair cannot judge).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.alternation import add_pair_options, alternate, judge_added, pair_sizes
+from bench.alternation import add_pair_options, alternate, judge_added, pair_sizes, round_counts
 from bench.verdict import LoadWatch, bounded
 from case_runners.core.cli_io import ArgumentParser
 
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     load = LoadWatch()
     with tempfile.TemporaryDirectory(prefix="perfplay-bench-") as tmp:
         measured = alternate(("playbook", "direct"),
-                             lambda way, rounds: commands(args.case, steps, rounds, Path(tmp))[way], pairs, env, load)
+                             lambda way, rounds: commands(args.case, steps, rounds, Path(tmp))[way], pairs, env, load,
+                             round_counts(args))
     print(f"\n{args.case}, {steps} steps a round")
     print(load.line())
     result = judge_added(measured, "playbook", "direct", args.target, "playbook overhead per round (wall)")

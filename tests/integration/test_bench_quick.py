@@ -44,3 +44,6 @@ def test_quick_mode_measures_and_one_pair_cannot_be_judged(script, figure):
                                                      "figure from the noise"), stdout[-3000:]
     assert "load average (1 min) during the run" in stdout
     assert " s CPU" in stdout or "CPU s" in stdout  # CPU time beside wall time
+    if script == "harness_overhead":  # the smallest pair: each way at 1 and 2 rounds, not 3
+        assert {line.split("rounds=")[1].split(":")[0] for line in stdout.splitlines() if " rounds=" in line} == \
+            {"1", "2"}, stdout[-3000:]

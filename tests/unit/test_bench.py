@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from bench.alternation import Timing, judge_added
+from bench.alternation import QUICK_ROUNDS, Timing, added_costs, judge_added
 from bench.verdict import CANNOT_JUDGE, IQR_FROM, MISSED, PASS, bounded, judge, parse_target, spread
 from case_runners.core.paths import project_root
 
@@ -87,6 +87,14 @@ def test_container_overhead_judges_each_pairs_own_difference(capsys):
     assert "per round: median 2.00 CPU s (min..max 2.00..2.00)" in out  # CPU beside it
     assert "docker runtime added per round (wall): median 4.00 s" in out and PASS in out
     assert judge_added(measured, "docker", "host", bounded(high=3.0), "docker per round").verdict == MISSED
+
+
+def test_a_quick_pair_at_1_and_2_rounds_splits_into_fixed_and_per_round_costs():
+    """--quick runs each way at 1 and 2 rounds: the per-round cost is over one further round, not two."""
+    quick = {(name, rounds): Timing(wall, wall / 2) for name, walls in (("docker", (12, 16)), ("host", (10, 11)))
+             for rounds, wall in zip(QUICK_ROUNDS, walls)}
+    assert added_costs(quick, "docker", "host") == (-1.0, 3.0)  # (16 - 12) - (11 - 10) a round; 2 - 3 fixed
+    assert added_costs(quick, "docker", "host", "cpu") == (-0.5, 1.5)
 
 
 def test_container_overhead_one_pair_cannot_be_judged(capsys):
