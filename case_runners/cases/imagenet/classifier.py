@@ -2,8 +2,8 @@
 subclasses it with its model (build_network) and exposes build_case; its config.yaml declares the params below.
 
 Params (besides the trainer's: batch_size, eval_batch_size, seed, synthetic, max_steps, max_epochs, ...):
-  image_size, eval_image_size (0: image_size), eval_resize (0: eval size x 256/224), num_classes, synthetic_samples,
-  num_workers, channels_last;
+  image_size, crop_scale_min (the random-resized crop's smallest share of the area), eval_image_size (0: image_size),
+  eval_resize (0: eval size x 256/224), num_classes, synthetic_samples, num_workers, channels_last;
   optimizer (sgd, adamw, rmsprop), lr (for a global batch of lr_scaling_batch, scaled linearly; 0: as is),
   lr_scaling_batch, momentum, weight_decay, norm_weight_decay (null: weight_decay; for biases and normalisation);
   lr_schedule (cosine, step, constant), warmup_epochs, warmup_start (the warmup's first LR factor), lr_min,
@@ -75,7 +75,8 @@ class ImageClassifierCase(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         augment = RandAugment(magnitude=int(p["ra_magnitude"])) if p["auto_augment"] == "ra" else None
-        train, val = build_datasets(ctx.data_dir, p, train_transform(int(p["image_size"]), augment),
+        train, val = build_datasets(ctx.data_dir, p, train_transform(int(p["image_size"]), augment,
+                                                                     float(p["crop_scale_min"])),
                                     eval_transform(self.eval_size, int(p["eval_resize"])), eval_size=self.eval_size)
         workers, pin = int(p["num_workers"]), ctx.pin_memory
         self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
