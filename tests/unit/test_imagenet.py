@@ -165,3 +165,14 @@ def test_prepare_images_writes_digits_as_an_image_folder_the_classifiers_accept(
         prepare_images(out)
     with pytest.raises(PerfplayError, match="--size 4: expected 8..1024"):
         prepare_images(tmp_path / "small", size=4)
+
+
+def test_the_training_crop_keeps_at_least_crop_scale_min_of_the_image():
+    from case_runners.cases.imagenet.transforms import train_transform
+
+    img = gradient_image(16)
+    whole, flipped = np.asarray(img), np.asarray(img)[:, ::-1]
+    for _ in range(10):
+        out = np.asarray(train_transform(16, scale_min=1.0)(img))
+        assert np.array_equal(out, whole) or np.array_equal(out, flipped)
+    assert any(not np.array_equal(np.asarray(train_transform(16)(img)), a) for a in (whole, flipped) for _ in range(5))

@@ -124,9 +124,10 @@ class RandAugment:
         return img
 
 
-def train_transform(image_size: int, randaugment: RandAugment | None = None) -> Transform:
-    """Random resized crop, horizontal flip with probability 1/2, then RandAugment when given."""
-    crop = RandomResizedCrop(image_size)
+def train_transform(image_size: int, randaugment: RandAugment | None = None, scale_min: float = 0.08) -> Transform:
+    """Random resized crop (scale_min..100 % of the area), horizontal flip with probability 1/2, then RandAugment
+    when given."""
+    crop = RandomResizedCrop(image_size, scale=(scale_min, 1.0))
 
     def apply(img: Image.Image) -> Image.Image:
         img = crop(img)
