@@ -72,9 +72,9 @@ index_error:
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, history_argv, history_outcome, run_cli
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, history_outcome, run_cli
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, history_argv, history_outcome, run_cli
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, history_outcome, run_cli
 
 
 def main() -> None:
@@ -82,8 +82,9 @@ def main() -> None:
                          db=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    result = run_cli(module, history_argv(params["python"], params["run_dir"], params["db"], module.check_mode),
-                     params["project_dir"])
+    argv = cli_argv(params["python"], "history", "add", params["run_dir"], db=params["db"], json=True,
+                    check=module.check_mode)
+    result = run_cli(module, argv, params["project_dir"])
     module.exit_json(**history_outcome(module, result, params["db"]))
 
 

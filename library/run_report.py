@@ -60,17 +60,17 @@ write_error:
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, report_argv, report_outcome, run_cli
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, report_outcome, run_cli
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, report_argv, report_outcome, run_cli
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, report_outcome, run_cli
 
 
 def main() -> None:
     argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    result = run_cli(module, report_argv(params["python"], params["run_dir"], module.check_mode),
-                     params["project_dir"])
+    argv = cli_argv(params["python"], "report", params["run_dir"], json=True, check=module.check_mode)
+    result = run_cli(module, argv, params["project_dir"])
     module.exit_json(**report_outcome(module, result))
 
 

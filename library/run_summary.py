@@ -15,9 +15,10 @@ description:
     callbacks Ansible runs with (C(ansible-playbook), C(ansible-runner), AWX). A summary that cannot be written
     (a full disk) is a warning, never a failure of the run.
   - The C(perfplay_summary) callback prints the returned summary as a table at the end of the play.
-  - With O(history_db), it then indexes the run into the history database (as M(run_history) does), and with
-    O(report), writes the run's HTML report (as M(run_report) does); so the run's end is one module run, which
-    saves the controller a worker process, a module payload and a Python start for each.
+  - With O(history_db), the same command then indexes the run into the history database (as M(run_history)
+    does), and with O(report), writes the run's HTML report (as M(run_report) does); so the run's end is one module
+    run and one process, which saves the controller a worker process, a module payload and two Python starts for
+    each.
 options:
   history_db:
     description:
@@ -111,22 +112,16 @@ try:
     from ansible.module_utils._perfplay_cli import (
         COMMON_ARGUMENT_SPEC,
         cli_argv,
-        history_argv,
-        history_outcome,
-        report_argv,
-        report_outcome,
-        run_cli,
+        history_answer,
+        report_answer,
         run_json,
     )
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import (
         COMMON_ARGUMENT_SPEC,
         cli_argv,
-        history_argv,
-        history_outcome,
-        report_argv,
-        report_outcome,
-        run_cli,
+        history_answer,
+        report_answer,
         run_json,
     )
 
@@ -136,25 +131,24 @@ def main() -> None:
                          history_db=dict(type="path"), report=dict(type="bool", default=False))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    argv = cli_argv(params["python"], "summary", params["run_dir"], write=not module.check_mode)
+    # With history_db and report, the same command indexes the run and writes its report after the summary.
+    argv = cli_argv(params["python"], "summary", params["run_dir"], write=not module.check_mode,
+                    history_db=params["history_db"], report=params["report"])
     summary = run_json(module, argv, params["project_dir"], "case_runners summary", check_rc=True).doc
     table = summary.pop("table", None)
     written = summary.pop("written", [])
     write_error = summary.pop("write_error", None)
+    history, report = summary.pop("history", None), summary.pop("report", None)
     if write_error:
         module.warn("summary.json and summary.md not written: %s" % write_error)
-    ends = {}  # the run's end after its summary: each one's answer as its own module gives it
+    ends = {}  # the run's end after its summary, each answered as its own module answers it
     if params["history_db"]:
-        result = run_cli(module, history_argv(params["python"], params["run_dir"], params["history_db"],
-                                              module.check_mode), params["project_dir"])
-        ends["history"] = history_outcome(module, result, params["history_db"])
+        history = history or {"index_error": "`summary` gave no history answer"}
+        ends["history"] = history_answer(module, history, params["history_db"])
     if params["report"]:
-        result = run_cli(module, report_argv(params["python"], params["run_dir"], module.check_mode),
-                         params["project_dir"])
-        ends["report"] = report_outcome(module, result)
+        ends["report"] = report_answer(module, report or dict(path=None, write_error="`summary` gave no report"))
     module.exit_json(changed=bool(written) or any(end["changed"] for end in ends.values()), summary=summary,
                      table=table, failed_rounds=summary.get("failed_rounds", []), written=written, **ends)
-
 
 if __name__ == "__main__":
     main()
