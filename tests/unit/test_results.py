@@ -370,6 +370,30 @@ def test_summary_with_history_db_and_report_is_the_runs_end_in_one_process(tmp_p
     assert failed["report"]["changed"] is False, "the report, up to date, still answered"
 
 
+def test_a_crash_of_the_index_or_the_report_is_an_answer_not_a_failed_summary(tmp_path, capsys, monkeypatch):
+    """As when each ran in its own process: a bug in the index or the report is said in its answer (index_error,
+    write_error) and the summary still answers, exit 0."""
+    from case_runners.cli import main as cli
+    from case_runners.views.history import cli as history_cli
+    from case_runners.views.report import cli as report_cli
+
+    config = resolved()
+    run_dir = tmp_path / "run20250101000000-abcdef"
+    (run_dir / config["case_id"]).mkdir(parents=True)
+    (run_dir / config["case_id"] / "resolved_config.json").write_text(json.dumps(config))
+
+    def crash(*args, **kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(history_cli, "add_runs", crash)
+    monkeypatch.setattr(report_cli, "write_report", crash)
+    assert cli.main(["summary", str(run_dir), "--history-db", str(tmp_path / "db.sqlite"), "--report"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["history"] == {"index_error": "ValueError: a bug"}
+    assert done["report"] == {"path": None, "changed": False, "write_error": "not rendered: ValueError: a bug"}
+    assert done["run_id"] == run_dir.name
+
+
 def test_the_summary_aggregation_returns_data_and_text_and_markdown_render_it_apart():
     """records/summary_build.py aggregates (no rendering in it, no view imported); views/summary/text.py and
     markdown.py each render its RunSummary, sharing only cells.py, neither importing the other."""

@@ -16,8 +16,10 @@ def _index(run_dir: Path, db: Path, check: bool) -> dict[str, Any]:
     from case_runners.views.history.cli import add_runs
     try:
         return add_runs([run_dir], db, check)
-    except PerfplayError as exc:
+    except PerfplayError as exc:  # what `history add` names as its error (exit 2)
         return {"index_error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a bug: said in index_error, and the run's end goes on
+        return {"index_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _report(run_dir: Path, check: bool) -> dict[str, Any]:
