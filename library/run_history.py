@@ -72,9 +72,9 @@ index_error:
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, history_outcome, run_cli
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, history_outcome, run_cli
 
 
 def main() -> None:
@@ -85,16 +85,7 @@ def main() -> None:
     argv = cli_argv(params["python"], "history", "add", params["run_dir"], db=params["db"], json=True,
                     check=module.check_mode)
     result = run_cli(module, argv, params["project_dir"])
-    doc = result.doc
-    if doc is None:  # exit 2: the run could not be indexed at all
-        error = (tail(result.stderr).strip() or "exit status %s" % result.rc).replace("error: ", "", 1)
-        module.warn("the run was not indexed into the history database: %s" % error)
-        module.exit_json(changed=False, db=params["db"], rounds=0, problems=[], index_error=error)
-    for problem in doc.get("problems", []):
-        module.warn("history: %s (indexed as unreadable)" % problem)
-    module.exit_json(changed=bool(doc.get("changed")), db=doc.get("db", params["db"]),
-                     rounds=sum(run.get("rounds", 0) for run in doc.get("runs", [])),
-                     problems=doc.get("problems", []))
+    module.exit_json(**history_outcome(module, result, params["db"]))
 
 
 if __name__ == "__main__":

@@ -60,28 +60,18 @@ write_error:
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, report_outcome, run_cli
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_cli, tail
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, report_outcome, run_cli
 
 
 def main() -> None:
     argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    argv = cli_argv(module.params["python"], "report", module.params["run_dir"], json=True, check=module.check_mode)
-    result = run_cli(module, argv, module.params["project_dir"])
-    if result.rc == 2:  # not a run directory: a bad input, named
-        module.fail_json(**result.failure("case_runners report"))
-    answer = result.doc if result.rc == 0 and result.doc is not None else None
-    if answer is None:  # the report could not be rendered (a bug): said, and the run goes on
-        write_error = (tail(result.stderr).strip().splitlines() or ["exit status %s" % result.rc])[-1]
-        answer = dict(path=None, changed=False, write_error="not rendered: %s" % write_error)
-    write_error = answer.get("write_error")
-    if write_error:
-        module.warn("report.html not written: %s" % write_error)
-    changed = bool(answer.get("changed")) and not write_error
-    module.exit_json(changed=changed, path=answer.get("path"), written=changed and not module.check_mode,
-                     write_error=write_error)
+    params = module.params
+    argv = cli_argv(params["python"], "report", params["run_dir"], json=True, check=module.check_mode)
+    result = run_cli(module, argv, params["project_dir"])
+    module.exit_json(**report_outcome(module, result))
 
 
 if __name__ == "__main__":

@@ -151,3 +151,47 @@ def request_file(doc: Any, prefix: str) -> Iterator[str]:
         yield path
     finally:
         os.unlink(path)
+
+
+# The end of a run, on the controller: its history index and its HTML report. run_history and run_report each run
+# one command; run_summary has `summary` answer both after the summary (one module run and one process for the end).
+
+def history_answer(module: Any, doc: dict[str, Any], db: str) -> dict[str, Any]:
+    """The module's answer from ``history add --json``'s (or ``{"index_error": ...}``): a run that could not be
+    indexed, and each round whose record could not be read, is a warning, never a failure."""
+    if "index_error" in doc:
+        module.warn("the run was not indexed into the history database: %s" % doc["index_error"])
+        return dict(changed=False, db=db, rounds=0, problems=[], index_error=doc["index_error"])
+    for problem in doc.get("problems", []):
+        module.warn("history: %s (indexed as unreadable)" % problem)
+    return dict(changed=bool(doc.get("changed")), db=doc.get("db", db),
+                rounds=sum(run.get("rounds", 0) for run in doc.get("runs", [])), problems=doc.get("problems", []))
+
+
+def history_outcome(module: Any, result: CliResult, db: str) -> dict[str, Any]:
+    """history_answer of a ``history add`` command; its exit 2 (nothing indexed) names the error on stderr."""
+    if result.doc is not None:
+        return history_answer(module, result.doc, db)
+    error = (tail(result.stderr).strip() or "exit status %s" % result.rc).replace("error: ", "", 1)
+    return history_answer(module, {"index_error": error}, db)
+
+
+def report_answer(module: Any, answer: dict[str, Any]) -> dict[str, Any]:
+    """The module's answer from ``report --json``'s: a report that could not be written is a warning."""
+    write_error = answer.get("write_error")
+    if write_error:
+        module.warn("report.html not written: %s" % write_error)
+    changed = bool(answer.get("changed")) and not write_error
+    return dict(changed=changed, path=answer.get("path"), written=changed and not module.check_mode,
+                write_error=write_error)
+
+
+def report_outcome(module: Any, result: CliResult) -> dict[str, Any]:
+    """report_answer of a ``report`` command: a directory that is not a run fails the module; a report that could
+    not be rendered (a crash) is a warning."""
+    if result.rc == 2:  # not a run directory: a bad input, named
+        module.fail_json(**result.failure("case_runners report"))
+    if result.rc == 0 and result.doc is not None:
+        return report_answer(module, result.doc)
+    reason = (tail(result.stderr).strip().splitlines() or ["exit status %s" % result.rc])[-1]
+    return report_answer(module, dict(path=None, changed=False, write_error="not rendered: %s" % reason))

@@ -9,7 +9,7 @@ short_description: Print a perfplay run's summary as a table at the end of the p
 description:
   - Prints the summary table returned by the C(run_summary) task (which writes C(summary.json) and C(summary.md))
     once the play has ended, and as its last line the path of the run's HTML report (C(report.html), written by
-    the C(run_report) task).
+    the C(run_summary) task with its C(report) option, or by a C(run_report) task).
   - Prints nothing when no round was reached (the run was rejected by preflight) or in check mode. A run
     directory in which no round was launched (the hosts' preflight failed) is removed, so a rejected run leaves
     nothing behind (C(python -m case_runners discard-run), run from the checkout).
@@ -77,8 +77,11 @@ class CallbackModule(CallbackBase):
         if action == SUMMARY_ACTION and data.get("summary") is not None:
             self.summary, self.written = data["summary"], data.get("written") or []
             self.table = data.get("table")
-        if action == REPORT_ACTION and data.get("path") and not data.get("write_error") and not data.get("failed"):
-            self.report = data["path"]
+        # The report's answer: run_report's, or the one run_summary gives when it writes the report too.
+        report = data.get("report") if action == SUMMARY_ACTION else data if action == REPORT_ACTION else None
+        if isinstance(report, dict) and report.get("path") and not report.get("write_error") \
+                and not data.get("failed"):
+            self.report = report["path"]
 
     def v2_runner_on_ok(self, result: Any) -> None:
         self._collect(result)

@@ -83,6 +83,24 @@ def test_the_report_path_is_the_last_line(make_callback, tmp_path):
     assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1", f"report: {report}"]
 
 
+def test_the_report_path_from_the_summary_task_that_wrote_it(make_callback, tmp_path):
+    """The playbook's run_summary task writes the report too (its report option): its answer gives the path."""
+    callback = make_callback()
+    report = str(tmp_path / "run1" / "report.html")
+    done = summary_result({"run_id": "run1", "cases": []})
+    done.result["report"] = {"path": report, "changed": True, "written": True, "write_error": None}
+    callback.v2_runner_on_ok(done)
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1", f"report: {report}"]
+    unwritten = summary_result({"run_id": "run1", "cases": []})
+    unwritten.result["report"] = {"path": report, "changed": False, "written": False,
+                                  "write_error": f"{report}: no space left on device"}
+    callback = make_callback()
+    callback.v2_runner_on_ok(unwritten)
+    callback.v2_playbook_on_stats(SimpleNamespace())
+    assert callback._display.lines == ["== PERFPLAY SUMMARY", "TABLE run1"]
+
+
 def test_no_report_line_when_it_was_not_written(make_callback):
     callback = make_callback()
     callback.v2_runner_on_ok(summary_result({"run_id": "run1", "cases": []}))

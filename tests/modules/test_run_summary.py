@@ -75,3 +75,37 @@ def test_changed_only_when_it_writes(run_module, tmp_path):
     (run_dir / "summary.md").write_text("edited\n")
     _, third, _ = run_module("run_summary", args, {"summary": real})
     assert third["written"] == [str(run_dir / "summary.md")]
+
+
+def test_the_runs_end_in_one_module_run(run_module):
+    """With history_db and report, the one summary command also indexes the run and writes its report, each answered
+    as run_history and run_report answer (a failed index or report a warning): the playbook's end is one task."""
+    history = {"db": "/res/perfplay.sqlite", "changed": True, "problems": [],
+               "runs": [{"run_dir": "/res/run1", "run_id": "run1", "rounds": 2, "changed": True}]}
+    report = {"path": "/res/run1/report.html", "changed": True, "write_error": None}
+    args = dict(COMMON, run_dir="/res/run1", history_db="/res/perfplay.sqlite", report=True)
+    kind, result, cli = run_module("run_summary", args,
+                                   {"summary": dict(SUMMARY, written=[], history=history, report=report)})
+    assert kind == "exit" and result["changed"] is True, "the summary was up to date; the index and report changed"
+    assert [call["argv"][3:] for call in cli.calls] == [
+        ["summary", "/res/run1", "--write", "--history-db", "/res/perfplay.sqlite", "--report"]]
+    assert result["summary"] == SUMMARY, "the summary as written: without the ends' answers"
+    assert result["history"] == {"changed": True, "db": "/res/perfplay.sqlite", "rounds": 2, "problems": []}
+    assert result["report"] == {"changed": True, "path": "/res/run1/report.html", "written": True,
+                                "write_error": None}
+
+    error = "/res/perfplay.sqlite: written by a newer perfplay (history schema version 3; ...)"
+    unwritten = {"path": None, "changed": False, "write_error": "not rendered: ValueError: no figure"}
+    kind, result, _ = run_module("run_summary", args, {"summary": dict(SUMMARY, written=[], report=unwritten,
+                                                                       history={"index_error": error})})
+    assert kind == "exit" and result["changed"] is False
+    assert result["history"]["index_error"] == error and result["report"]["path"] is None
+    assert {f"the run was not indexed into the history database: {error}",
+            "report.html not written: not rendered: ValueError: no figure"} <= set(get_warning_messages())
+
+
+def test_without_history_db_and_report_only_the_summary(run_module):
+    kind, result, cli = run_module("run_summary", dict(COMMON, run_dir="/res/run1"), {"summary": SUMMARY})
+    assert kind == "exit" and cli.keys() == ["summary"]
+    assert "history" not in result and "report" not in result
+

@@ -336,6 +336,64 @@ def test_summary_refuses_what_is_not_a_run_directory(tmp_path, capsys, write):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_summary_with_history_db_and_report_is_the_runs_end_in_one_process(tmp_path, capsys):
+    """`summary --write --history-db DB --report`: after the summary, the run indexed and report.html written, each
+    answered as `history add --json` and `report --json` answer; without --write nothing is written; a failed index
+    is an answer (index_error), not a failed summary."""
+    from case_runners.cli import main as cli
+    from case_runners.views.report import REPORT_NAME
+
+    config = resolved()
+    run_dir = tmp_path / "run20250101000000-abcdef"
+    (run_dir / config["case_id"] / "round1").mkdir(parents=True)
+    (run_dir / config["case_id"] / "resolved_config.json").write_text(json.dumps(config))
+    (run_dir / config["case_id"] / "round1" / "round_record.json").write_text(json.dumps(round_record(config)))
+    db = tmp_path / "perfplay.sqlite"
+    ends = ["--history-db", str(db), "--report"]
+
+    assert cli.main(["summary", str(run_dir), *ends]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    assert checked["history"]["changed"] and checked["report"]["changed"], "both would change"
+    assert not db.exists() and sorted(p.name for p in run_dir.iterdir()) == [config["case_id"]]
+
+    assert cli.main(["summary", str(run_dir), "--write", *ends]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["written"] == [str(run_dir / "summary.json"), str(run_dir / "summary.md")]
+    assert [(run["run_id"], run["rounds"]) for run in done["history"]["runs"]] == [(run_dir.name, 1)]
+    assert done["history"]["db"] == str(db) and db.is_file()
+    assert done["report"] == {"path": str(run_dir / REPORT_NAME), "changed": True, "write_error": None}
+    assert (run_dir / REPORT_NAME).is_file()
+
+    assert cli.main(["summary", str(run_dir), "--write", "--history-db", str(tmp_path), "--report"]) == 0
+    failed = json.loads(capsys.readouterr().out)
+    assert set(failed["history"]) == {"index_error"} and str(tmp_path) in failed["history"]["index_error"]
+    assert failed["report"]["changed"] is False, "the report, up to date, still answered"
+
+
+def test_a_crash_of_the_index_or_the_report_is_an_answer_not_a_failed_summary(tmp_path, capsys, monkeypatch):
+    """As when each ran in its own process: a bug in the index or the report is said in its answer (index_error,
+    write_error) and the summary still answers, exit 0."""
+    from case_runners.cli import main as cli
+    from case_runners.views.history import cli as history_cli
+    from case_runners.views.report import cli as report_cli
+
+    config = resolved()
+    run_dir = tmp_path / "run20250101000000-abcdef"
+    (run_dir / config["case_id"]).mkdir(parents=True)
+    (run_dir / config["case_id"] / "resolved_config.json").write_text(json.dumps(config))
+
+    def crash(*args, **kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(history_cli, "add_runs", crash)
+    monkeypatch.setattr(report_cli, "write_report", crash)
+    assert cli.main(["summary", str(run_dir), "--history-db", str(tmp_path / "db.sqlite"), "--report"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["history"] == {"index_error": "ValueError: a bug"}
+    assert done["report"] == {"path": None, "changed": False, "write_error": "not rendered: ValueError: a bug"}
+    assert done["run_id"] == run_dir.name
+
+
 def test_the_summary_aggregation_returns_data_and_text_and_markdown_render_it_apart():
     """records/summary_build.py aggregates (no rendering in it, no view imported); views/summary/text.py and
     markdown.py each render its RunSummary, sharing only cells.py, neither importing the other."""

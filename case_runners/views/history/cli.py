@@ -100,11 +100,13 @@ def _table_row(row: Row) -> list[str]:
             percent_text(row["metrics"].get("mfu"))]
 
 
-def cmd_add(args: argparse.Namespace) -> int:
-    indexed = [index_run(Path(path)) for path in args.run_dirs]  # every one checked before anything is written
-    db = _db(args)
+def add_runs(run_dirs: list[Path], db: Path, check: bool) -> dict[str, Any]:
+    """`history add --json`'s answer: the runs indexed into db, each run's rows replaced (with check: nothing
+    written, whether they would change), and each round whose record could not be read (indexed as unreadable).
+    Every run is checked before anything is written; what cannot be done at all raises a PerfplayError."""
+    indexed = [index_run(path) for path in run_dirs]
     changed = [bool(rows) for _, rows, _ in indexed]  # --check without a database yet: every row would be added
-    if not args.check:
+    if not check:
         with opened(db) as conn:
             changed = [replace_run(conn, str(run_dir), rows) for run_dir, rows, _ in indexed]
     elif db.exists():
@@ -115,16 +117,21 @@ def cmd_add(args: argparse.Namespace) -> int:
     runs = [{"run_dir": str(run_dir), "run_id": run_dir.name, "rounds": len(rows), "changed": change}
             for (run_dir, rows, _), change in zip(indexed, changed)]
     problems = [problem for _, _, found in indexed for problem in found]
+    return {"db": str(db), "changed": any(changed), "runs": runs, "problems": problems}
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    done = add_runs([Path(path) for path in args.run_dirs], _db(args), args.check)
     if args.json:
-        json.dump({"db": str(db), "changed": any(changed), "runs": runs, "problems": problems}, sys.stdout, indent=2)
+        json.dump(done, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         verb = "would be" if args.check else "were"
-        for run in runs:
+        for run in done["runs"]:
             state = f"its rows {verb} added or replaced" if run["changed"] else "already indexed, unchanged"
-            print(f"{run['run_dir']}: {run['rounds']} round(s), {state} ({db})")
-    _warn_unreadable(problems)
-    return 1 if problems else 0
+            print(f"{run['run_dir']}: {run['rounds']} round(s), {state} ({done['db']})")
+    _warn_unreadable(done["problems"])
+    return 1 if done["problems"] else 0
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
