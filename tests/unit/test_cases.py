@@ -179,7 +179,8 @@ def make_image_folder(root: Path, classes=("n01", "n02"), per_class=4, size=(48,
 
 
 def test_image_folder_loader_reads_jpegs(tmp_path):
-    from case_runners.cases.resnet50.dataset import ImageFolder, eval_transform, train_transform
+    from case_runners.cases.imagenet.dataset import ImageFolder
+    from case_runners.cases.imagenet.transforms import eval_transform, train_transform
 
     root = make_image_folder(tmp_path / "imagenet")
     assert data_checker("resnet50")(str(root), {"num_classes": 2}) == []
@@ -404,3 +405,4 @@ def test_bert_learns_masked_words_from_shards(tmp_path):
                       eval_every_steps=25, hidden_dropout=0.0, attention_dropout=0.0, **TINY_BERT)
     assert (result["status"], result["stop_reason"]) == ("success", "target_reached")
     assert result["final_metric"] >= 0.4 > result["metrics_history"][0]["mlm_accuracy"]
+

@@ -164,3 +164,18 @@ def test_two_ranks_ddp_converge_with_global_samples(tmp_path):
     assert any(e["event"] == "MODEL_TO_DDP" for e in read_events(log_dir / "rank1.events.jsonl"))
     streams = dllogger.dllogger_files(log_dir)  # every rank writes its own
     assert sorted(streams) == [0, 1] and dllogger.summary(dllogger.read_dllogger(streams[1]))["rank"] == 1
+
+
+def test_the_case_sees_each_optimizer_step_after_it(tmp_path, single_rank, monkeypatch):
+    """after_step: once per step, with the unwrapped model whose weights the step has just updated."""
+    from case_runners.cases.digits_cnn.case import DigitsCase
+
+    seen = []  # the first weight's sum at each call
+
+    def after_step(self, model):
+        seen.append(float(next(model.parameters()).detach().sum()))
+
+    monkeypatch.setattr(DigitsCase, "after_step", after_step, raising=False)
+    code, result, _ = run_worker(tmp_path, max_steps=3, batch_size=16)
+    assert code == 0 and result["steps"] == 3
+    assert len(seen) == 3 and len(set(seen)) == 3, "each call sees the weights of a new step"

@@ -9,7 +9,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from case_runners.cases.resnet50.dataset import MEAN, STD, build_datasets
+from case_runners.cases.imagenet.dataset import build_datasets
+from case_runners.cases.imagenet.transforms import MEAN, STD
 from case_runners.tasks.training import dist
 from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
 

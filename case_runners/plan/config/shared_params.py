@@ -97,6 +97,10 @@ class TrainerParams:
         return cls(**values)
 
 
+IMAGE_OPTIMIZERS = ("sgd", "adamw", "rmsprop")
+LR_SCHEDULES = ("cosine", "step", "constant")
+AUTO_AUGMENTS = ("none", "ra")  # ra: RandAugment
+
 # The trainer's params' ranges, with their defaults: the schema plan/config/constraints.py checks.
 TRAINER_PARAMS: dict[str, dict[str, Any]] = {
     item.name: {**item.metadata, **({} if item.default is dataclasses.MISSING else {"default": item.default})}
@@ -110,6 +114,27 @@ SHARED_PARAMS: dict[str, dict[str, Any]] = {
     "weight_decay": {"type": "float", "min": 0, "max": 1},
     "momentum": {"type": "float", "min": 0, "below": 1},
     "synthetic_samples": {"type": "int", "min": 1, "max": 100_000_000},
+    # The image classifiers' (case_runners/cases/imagenet/classifier.py, which says what each does).
+    "num_classes": {"type": "int", "min": 2, "max": 100_000},
+    "channels_last": {"type": "bool"},
+    "lr_scaling_batch": {"type": "int", "min": 0, "max": 16_777_216},
+    "label_smoothing": {"type": "float", "min": 0, "below": 1},
+    "optimizer": {"type": "str", "choices": list(IMAGE_OPTIMIZERS)},
+    "norm_weight_decay": {"type": "float", "min": 0, "max": 1, "nullable": True},
+    "lr_schedule": {"type": "str", "choices": list(LR_SCHEDULES)},
+    "warmup_epochs": {"type": "float", "min": 0, "max": 10_000},
+    "warmup_start": {"type": "float", "min": 0, "max": 1},
+    "lr_min": {"type": "float", "min": 0, "max": 10},
+    "lr_step_epochs": {"type": "float", "above": 0, "max": 10_000},
+    "lr_gamma": {"type": "float", "above": 0, "max": 1},
+    "mixup_alpha": {"type": "float", "min": 0, "max": 100},
+    "cutmix_alpha": {"type": "float", "min": 0, "max": 100},
+    "auto_augment": {"type": "str", "choices": list(AUTO_AUGMENTS)},
+    "ra_magnitude": {"type": "int", "min": 0, "max": 30},
+    "ema_decay": {"type": "float", "min": 0, "below": 1},
+    "ema_steps": {"type": "int", "min": 1, "max": 1_000_000},
+    "eval_image_size": {"type": "int", "min": 0, "max": 4096},  # 0 = image_size
+    "eval_resize": {"type": "int", "min": 0, "max": 8192},  # 0 = the eval size x 256/224
     # The keys of every inference case's configurations.yaml (flops: parse_flops), and its model checkpoint.
     "fp16": {"type": "bool"},
     "compiler": {"type": "str", "nullable": True, "max_length": 64},  # and an engine of the vendor

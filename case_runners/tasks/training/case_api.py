@@ -64,6 +64,10 @@ class TrainingCase(ABC):
     def to_device(self, batch: Any, device: torch.device) -> Any:
         return move_to_device(batch, device)
 
+    def after_step(self, model: nn.Module) -> None:
+        """Called after each optimizer step (and the scheduler's), inside the step's timing, with the unwrapped model:
+        e.g. to update an average of its weights."""
+
     def set_epoch(self, epoch: int) -> None:
         """Called before each epoch (1-based); cases with a DistributedSampler set its epoch."""
 

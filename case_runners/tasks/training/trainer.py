@@ -300,6 +300,7 @@ class Trainer:
             adapter.call("update_model_params", step, self.optimizer, self.scheduler, self.scaler, actx)
         else:
             self._update_model_params()
+        self.case.after_step(self.module)
         self.sync()
         return loss, samples, time.perf_counter() - t0
 

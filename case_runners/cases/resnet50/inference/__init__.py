@@ -12,9 +12,10 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from case_runners.cases.imagenet.data import inference_split
+from case_runners.cases.imagenet.dataset import ImageFolder, SyntheticImages
+from case_runners.cases.imagenet.transforms import MEAN, STD, eval_transform
 from case_runners.cases.resnet50.case import ResNetClassifier
-from case_runners.cases.resnet50.data import inference_split
-from case_runners.cases.resnet50.dataset import MEAN, STD, ImageFolder, SyntheticImages, eval_transform
 from case_runners.tasks.inference.pipeline import forward_loop, torch_forward
 
 
