@@ -4,15 +4,19 @@ figures, the count cached per shape, and a count that cannot be made."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from case_runners.cases.digits_cnn.case import build_case as build_digits
+from case_runners.cases.imagenet import classifier
+from case_runners.cases.imagenet.classifier import ImageClassifierCase
+from case_runners.cases.resnet50 import case as resnet50_case
 from case_runners.cases.resnet50.case import build_case as build_resnet
 from case_runners.core.paths import FLOPS_CACHE_ENV, project_root
 from case_runners.plan.layering import load_case_base
-from case_runners.tasks.training import flops
+from case_runners.tasks.training import case_api, flops
 from case_runners.tasks.training.case_api import RunContext
 
 RESNET50_HAND = 3 * 2 * 4.1e9  # its README: 4.1e9 forward MACs at 224x224, 1 MAC = 2 FLOPs, training = 3 x forward
@@ -61,3 +65,19 @@ def test_counts_are_cached_per_shape_and_a_failed_count_says_why(cache):
     wrong = flops.flops_count("resnet50", case, {**small, "image_size": 48}, depend_on, images(2, 48, channels=5))
     assert wrong.per_sample is None and "failed" in wrong.note and not wrong.cached
     assert len(json.loads(cache.read_text())) == 2  # a failed count is not remembered
+
+
+
+class TinyClassifier(ImageClassifierCase):
+    def build_network(self) -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.LazyLinear(int(self.p["num_classes"])))
+
+
+def test_the_cache_key_follows_the_case_s_sources_and_its_shared_base():
+    """A count is not reused once the model's code may have changed: the key covers the case's package and the
+    modules of its base classes (the classifiers' shared base lives outside their packages)."""
+    resnet = flops.case_sources(build_resnet(params("resnet50"), context()))
+    assert Path(resnet50_case.__file__) in resnet and Path(case_api.__file__) in resnet
+    assert Path(classifier.__file__) not in resnet
+    tiny = TinyClassifier({**params("resnet50"), "max_grad_norm": 0}, context())
+    assert Path(classifier.__file__) in flops.case_sources(tiny)

@@ -6,7 +6,8 @@ torch's FlopCounterMode; training FLOPs per sample = 3 x that forward's FLOPs / 
 
 The figure is cached per shape in a small JSON file ($PERFPLAY_FLOPS_CACHE_FILE, else FLOPS_CACHE_FILE in this
 Python's venv, as the host's runtime probe is: core/paths.py), keyed by the case, the params its shape depends on
-(flops_depend_on), a digest of the case package's sources and torch's version.
+(flops_depend_on), a digest of the case's sources (its package, its base classes' modules) and the versions of torch
+and transformers.
 """
 
 from __future__ import annotations
@@ -62,11 +63,23 @@ def cache_file() -> Path | None:
     return Path(sys.prefix) / FLOPS_CACHE_FILE if sys.prefix != sys.base_prefix else None
 
 
-def cache_key(case_name: str, case: TrainingCase, params: dict[str, Any], depend_on: list[str]) -> str:
-    """A digest of what the count depends on: the case, its shape params, its package's sources and torch."""
+def case_sources(case: TrainingCase) -> list[Path]:
+    """The sources the case's model and step come from: its package's, and the modules of the classes it derives
+    from (a shared base such as cases/imagenet's classifier)."""
     package = Path(str(sys.modules[type(case).__module__].__file__)).parent
-    parts = [case_name, json.dumps({k: params.get(k) for k in sorted(depend_on)}, sort_keys=True), torch.__version__,
-             *(f"{p.relative_to(package)}\0{p.read_text(encoding='utf-8')}" for p in sorted(package.rglob("*.py")))]
+    bases = {Path(str(sys.modules[cls.__module__].__file__)) for cls in type(case).__mro__
+             if cls.__module__.startswith("case_runners.")}
+    return sorted({*package.rglob("*.py"), *bases})
+
+
+def cache_key(case_name: str, case: TrainingCase, params: dict[str, Any], depend_on: list[str]) -> str:
+    """A digest of what the count depends on: the case, its shape params, its sources, and the versions of torch and
+    of the model library it built on (transformers, when imported)."""
+    versions = {name: str(getattr(sys.modules[name], "__version__", "")) for name in ("torch", "transformers")
+                if name in sys.modules}
+    parts = [case_name, json.dumps({k: params.get(k) for k in sorted(depend_on)}, sort_keys=True),
+             json.dumps(versions, sort_keys=True),
+             *(f"{path}\0{path.read_text(encoding='utf-8')}" for path in case_sources(case))]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
