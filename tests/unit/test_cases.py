@@ -22,7 +22,7 @@ from process_helpers import SHORT_S
 from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("bert", "digits_cnn", "llama", "resnet50")
+CASES = ("bert", "digits_cnn", "llama", "mobilenetv2", "resnet50", "vit")
 COMMON_PARAMS = {"seed", "batch_size", "eval_batch_size", "max_epochs", "max_steps", "time_budget_s", "amp", "tf32",
                  "log_freq", "eval_every_epochs", "synthetic", "num_workers", "warmup_steps"}
 TINY_RESNET = {"image_size": 32, "depths": [1, 1, 1, 1], "hidden_sizes": [16, 32, 64, 128], "embedding_size": 8,
@@ -57,7 +57,7 @@ def single_rank(monkeypatch):
 
 def test_cases_are_listed_and_unknown_ones_rejected():
     assert list_cases() == list(CASES)
-    with pytest.raises(ConfigError, match="unknown case.*allowed: bert, digits_cnn, llama, resnet50"):
+    with pytest.raises(ConfigError, match="unknown case.*allowed: bert, digits_cnn, llama, mobilenetv2, resnet50, vit"):
         case_dir("resnet")
 
 
@@ -406,3 +406,19 @@ def test_bert_learns_masked_words_from_shards(tmp_path):
     assert (result["status"], result["stop_reason"]) == ("success", "target_reached")
     assert result["final_metric"] >= 0.4 > result["metrics_history"][0]["mlm_accuracy"]
 
+
+TINY_CLASSIFIERS = {"mobilenetv2": {"image_size": 32, "depth_multiplier": 0.35},
+                    "vit": {"image_size": 32, "patch_size": 8, "hidden_size": 32, "num_layers": 2, "num_heads": 2,
+                            "intermediate_size": 64, "ema_decay": 0.9}}
+
+
+@pytest.mark.parametrize("case", sorted(TINY_CLASSIFIERS))
+def test_image_classifiers_train_on_a_tiny_image_folder(tmp_path, case):
+    """The classifier base end to end on JPEGs: its recipe (vit: RandAugment, mixup/cutmix, smoothing, clipping, and
+    here an EMA) on a tiny model."""
+    root = make_image_folder(tmp_path / "imagenet")
+    result = run_case(tmp_path, case, data_dir=str(root), num_classes=2, max_steps=2, batch_size=4,
+                      eval_batch_size=8, num_workers=0, log_freq=1, **TINY_CLASSIFIERS[case])
+    assert (result["status"], result["stop_reason"], result["steps"], result["samples"]) == \
+        ("not_converged", "max_steps", 2, 8)
+    assert 0 <= result["final_metric"] <= 100 and result["metrics_history"][-1]["acc5"] == 100.0

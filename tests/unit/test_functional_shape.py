@@ -18,7 +18,8 @@ ROOT = project_root()
 TRAINING = [c for c in list_cases() if (case_dir(c) / "config.yaml").is_file()]
 # Where the shipped vendors' configs give the standard shape: a functional round must be smaller.
 SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_size",),
-         "llama": ("eval_samples", "synthetic_samples"), "digits_cnn": ()}
+         "llama": ("eval_samples", "synthetic_samples"), "digits_cnn": (),
+         "mobilenetv2": ("image_size", "depth_multiplier"), "vit": ("image_size", "num_layers")}
 
 
 def plan(cases, **kw):

@@ -25,7 +25,7 @@ def gradient_image(size: int = 32) -> Image.Image:
 
 
 def test_the_support_package_is_not_a_case():
-    assert "imagenet" not in list_cases() and "resnet50" in list_cases()
+    assert "imagenet" not in list_cases() and {"mobilenetv2", "vit", "resnet50"} <= set(list_cases())
 
 
 @pytest.mark.parametrize("name,largest,signed", RANDAUGMENT_OPS)
@@ -138,3 +138,30 @@ def test_the_classifier_evaluates_its_ema_weights_when_the_recipe_has_one():
     assert model[1].bias.tolist() == [0.0, 1.0], "the model's own weights are back"
     case.p["ema_decay"], case.ema = 0.0, None
     assert case.evaluate(model, batches)["acc1"] == 0.0
+
+
+def test_prepare_images_writes_digits_as_an_image_folder_the_classifiers_accept(tmp_path, capsys):
+    from case_runners.cases.imagenet.dataset import ImageFolder
+    from case_runners.cases.imagenet.prepare import prepare_images
+    from case_runners.cases.imagenet.transforms import eval_transform
+    from case_runners.cases.mobilenetv2.data import check_data_dir
+    from case_runners.cli.main import main
+    from case_runners.core.errors import PerfplayError
+
+    out = tmp_path / "digits"
+    assert main(["prepare-images", str(out), "--size", "16", "--seed", "3"]) == 0
+    assert "1438 train and 359 val JPEGs of 16x16" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["train", "val"]
+    assert check_data_dir(str(out), {"num_classes": 10}) == []
+    val = ImageFolder(out / "val", eval_transform(16, resize=16))
+    assert val.classes == [f"digit_{d}" for d in range(10)] and len(val) == 359
+    image, label = val[0]
+    assert (tuple(image.shape), label) == ((3, 16, 16), 0) and image.float().std() > 20, "a digit, not a blank"
+    again = tmp_path / "again"
+    prepare_images(again, size=16, seed=3)
+    assert sorted(p.name for p in (again / "val" / "digit_0").iterdir()) == \
+        sorted(p.name for p in (out / "val" / "digit_0").iterdir()), "the split is the seed's"
+    with pytest.raises(PerfplayError, match="exists and is not an empty directory"):
+        prepare_images(out)
+    with pytest.raises(PerfplayError, match="--size 4: expected 8..1024"):
+        prepare_images(tmp_path / "small", size=4)

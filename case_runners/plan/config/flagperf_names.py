@@ -68,11 +68,14 @@ RUN_SETTINGS: tuple[Name, ...] = (
     Name("FLAGPERF_LOG_PATH_CONTAINER", None, "FlagPerf's old (2022) container log path", (TEST_CONF,)),
 )
 
+_RECIPE = "the image classifiers' recipe is the case's (config.yaml, run-only): "
+
 PARAMS: tuple[Name, ...] = (
     Name("train_batch_size", "batch_size", "per rank in both"),
     Name("eval_batch_size", "eval_batch_size", "per rank in both"),
     Name("max_epoch", "max_epochs", "the run's epochs (0: off)"),
     Name("max_epochs", "max_epochs", "the run's epochs (0: off)"),
+    Name("epochs", "max_epochs", "the run's epochs (0: off); torchvision's reference recipes' name (vit)"),
     Name("max_steps", "max_steps", "the run's optimizer steps (0: off)"),
     Name("learning_rate", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
     Name("lr", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
@@ -81,7 +84,7 @@ PARAMS: tuple[Name, ...] = (
     Name("amp", "amp", "autocast to the vendor's amp_dtype (vendor.yaml)"),
     Name("weight_decay_rate", "weight_decay", "where the case has weight decay"),
     Name("weight_decay", "weight_decay", "where the case has weight decay"),
-    Name("momentum", "momentum", "where the case's optimizer has momentum (resnet50, digits_cnn)"),
+    Name("momentum", "momentum", "where the case's optimizer has momentum (resnet50, digits_cnn, mobilenetv2)"),
     Name("warmup_steps", "warmup_steps", "linear warmup steps"),
     Name("num_workers", "num_workers", "data loader processes per rank"),
     Name("log_freq", "log_freq", "steps between two training log lines"),
@@ -91,6 +94,13 @@ PARAMS: tuple[Name, ...] = (
     Name("max_samples_termination", None, "a run stops at max_steps, max_epochs or time_budget_s"),
     Name("warmup", None, "warmup as a share of the run: set warmup_steps"),
     Name("warmup_proportion", None, "warmup as a share of the run: set warmup_steps"),
+    Name("opt", None, f"{_RECIPE}optimizer"),
+    Name("lr_scheduler", None, f"{_RECIPE}lr_schedule (cosine, step, constant)"),
+    Name("lr_warmup_method", None, f"{_RECIPE}a linear warmup from warmup_start"),
+    Name("lr_warmup_epochs", None, f"{_RECIPE}warmup_epochs"),
+    Name("lr_warmup_decay", None, f"{_RECIPE}warmup_start"),
+    Name("lr_steps", None, f"{_RECIPE}lr_step_epochs (mobilenetv2)"),
+    Name("ra_sampler", None, "no repeated-augmentation sampler: each image once per epoch"),
     Name("eval_interval_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
     Name("eval_iter_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
     Name("eval_iter_start_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
@@ -132,7 +142,8 @@ ADAPTER_POINTS: tuple[Name, ...] = (
 AUTOCAST = "autocast"  # a FlagPerf adapter that uses torch.<device>.amp.autocast maps to this point
 
 # FlagPerf case name -> perfplay's, where it is the same model (training or inference).
-CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert"}
+CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert", "mobilenetv2": "mobilenetv2",
+                             "vit": "vit"}
 
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}

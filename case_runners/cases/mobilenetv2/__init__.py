@@ -1,0 +1,1 @@
+"""mobilenetv2: MobileNetV2 image classification on ImageNet (ImageFolder layout)."""

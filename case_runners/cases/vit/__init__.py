@@ -1,0 +1,1 @@
+"""vit: ViT-B/16 image classification on ImageNet (ImageFolder layout)."""
