@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from bench.alternation import Timing, add_pair_options, pair_sizes, run_timed
 from bench.verdict import LoadWatch, bounded, judge, summary
@@ -27,14 +28,20 @@ OVERRIDES = {"synthetic": True, "image_size": 64, "batch_size": 16, "num_workers
              "eval_every_epochs": 0, "synthetic_samples": 512, "warmup_steps": 0}
 
 
-def harness(steps: int, results: Path) -> tuple[float, Timing]:
-    sets = [f"--set={k}={json.dumps(v)}" for k, v in {**OVERRIDES, "max_steps": steps}.items()]
-    proc, timing = run_timed([sys.executable, "-m", "case_runners", "run", "resnet50", "--no-monitors",
+def harness_round(case: str, overrides: dict[str, Any], steps: int, results: Path) -> tuple[RoundRecord, Timing]:
+    """`python -m case_runners run CASE` (no monitors) with the overrides and max_steps: its round record."""
+    sets = [f"--set={k}={json.dumps(v)}" for k, v in {**overrides, "max_steps": steps}.items()]
+    proc, timing = run_timed([sys.executable, "-m", "case_runners", "run", case, "--no-monitors",
                              "--results-dir", str(results), *sets])
     if proc.returncode not in (0, 1):  # 1: not converged, expected for a short synthetic run
         sys.exit(f"harness run failed:\n{proc.stdout}\n{proc.stderr}")
-    (record,) = sorted(results.glob(f"run*/resnet50_*/round1/{RECORD_NAME}"), key=os.path.getmtime)[-1:]
-    return RoundRecord.load(record).metrics["p_core"], timing
+    (record,) = sorted(results.glob(f"run*/{case}_*/round1/{RECORD_NAME}"), key=os.path.getmtime)[-1:]
+    return RoundRecord.load(record), timing
+
+
+def harness(steps: int, results: Path) -> tuple[float, Timing]:
+    record, timing = harness_round("resnet50", OVERRIDES, steps, results)
+    return record.metrics["p_core"], timing
 
 
 def bare(steps: int) -> tuple[float, Timing]:

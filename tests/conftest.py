@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,9 +12,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # process_helpers, whatever pytest's import mode
 
+from case_runners.core.paths import FLOPS_CACHE_ENV, FLOPS_CACHE_FILE  # noqa: E402
 from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401 - hooks
 from process_helpers import Sleepers  # noqa: E402
 from real_runs import DIGITS_5_STEPS, DIGITS_INFERENCE, RealRun, run_case  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def flops_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The ranks the tests start count FLOPs into a cache of the session's, not the venv's (tasks/training/flops.py)."""
+    os.environ[FLOPS_CACHE_ENV] = str(tmp_path_factory.mktemp("flops") / FLOPS_CACHE_FILE)
 
 
 @pytest.fixture

@@ -19,6 +19,9 @@ RESOLVED_NAME = "resolved_config.json"  # a case's resolved config, <run_dir>/<c
 CHECKPOINT_DIR = "checkpoint"  # a trained model (save_checkpoint: true), <run_dir>/<case_id>/checkpoint on its hosts
 PROJECT_ENV = "PERFPLAY_HOME"  # the checkout perfplay runs: its vendor/, and its case_runners (cli.main)
 PROJECT_MARKERS = ("case_runners/__init__.py", "vendor")  # what makes a folder a perfplay checkout
+# Counted FLOPs per sample, per case and shape (tasks/training/flops.py): this file in the venv, or the env's file.
+FLOPS_CACHE_FILE = "perfplay-flops-cache.json"
+FLOPS_CACHE_ENV = "PERFPLAY_FLOPS_CACHE_FILE"
 
 
 class ProjectError(PerfplayError):

@@ -25,7 +25,14 @@ from case_runners.plan.config.shared_params import SHARED_FILE, TRAINER_PARAMS, 
 from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.types import to_float
 from case_runners.plan.config.yaml_io import load_mapping
-from case_runners.records.resolved import SAMPLE, SAMPLE_UNITS, ResolvedConfig, Target, VendorInfo
+from case_runners.records.resolved import (
+    FLOPS_COUNTED,
+    SAMPLE,
+    SAMPLE_UNITS,
+    ResolvedConfig,
+    Target,
+    VendorInfo,
+)
 from case_runners.records.schema import ABSENT
 from case_runners.vendors.description import VendorDescription, vendor_info
 
@@ -197,20 +204,24 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     apply_layer(params, provenance, sel.overrides, constraints=base["constraints"],
                 allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
                 errors=errors)
+    counted = base.get("flops_per_sample") == FLOPS_COUNTED  # rank 0 counts them at the run's shape
     try:
-        flops = to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
+        flops = 0.0 if counted else to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
         timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
             base.get("timeout_s", DEFAULT_CASE_TIMEOUT_S), key="timeout_s", file=base_file)
     except ConfigError as exc:
         errors.append(exc)
     hooks = case_hooks(sel.case)
+    if counted and hasattr(hooks, "flops_per_sample"):
+        errors.append(ConfigError(f"is {FLOPS_COUNTED}, but the case's package has a flops_per_sample hook: keep one",
+                                  key="flops_per_sample", file=base_file))
     if not errors:
         errors += hook_problems(hooks, params, provenance, base_file)
     if errors:
         return None, errors
     if hasattr(hooks, "flops_per_sample"):  # of these params: no default it assumes
         flops = float(hooks.flops_per_sample(params))
-    changed = [k for k in base.get("flops_depend_on", []) if params.get(k) != base["params"].get(k)]
+    changed = [] if counted else [k for k in base["flops_depend_on"] if params.get(k) != base["params"].get(k)]
     shrunk = list(base[FUNCTIONAL]) if sel.functional else []  # a functional round is never a standard one
     non_standard = [k for k in base["run_only"] + shrunk if params[k] != base["params"][k]]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
@@ -221,9 +232,11 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
         sources=[base_file, vendor_shown] + ([f"{base_file} ({FUNCTIONAL})"] if sel.functional else [])
         + ([overrides_file] if sel.overrides else []), provenance=provenance,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
-        flops_per_sample=None if changed else flops,
+        flops_per_sample=None if changed or counted else flops,
         flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT),
         sample=ABSENT if base["sample"] == SAMPLE else base["sample"],
-        flops_note=f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed else None,
+        flops_note=f"the case's FLOPs figure assumes defaults for {', '.join(changed)}" if changed
+        else "counted by rank 0 at the run's shape (config.yaml flops_per_sample: counted)" if counted else None,
+        flops_counted=list(base["flops_depend_on"]) if counted else ABSENT,
         vendor_info=VendorInfo(**vendor_info(vendor, hardware)))
     return config, []

@@ -85,10 +85,20 @@ class TrainerResult(Document):
 
 
 @dataclasses.dataclass(kw_only=True)
+class FlopsCount(Document):
+    """Training FLOPs per sample rank 0 counted at the run's shape (a case's `flops_per_sample: counted`)."""
+    per_sample: float | None  # null: see note
+    convention: str  # how they were counted
+    cached: bool  # read from the count cache (same case, shape params, case sources and torch)
+    note: str | None  # why per_sample is null
+
+
+@dataclasses.dataclass(kw_only=True)
 class TrainingRankResult(TrainerResult, RankResult):
     """A training rank's result: the trainer's figures (TrainerResult), with the rank's and the task's."""
     versions: dict[str, Any]  # torch, and what the vendor's runtime hook reports
     e2e_time: float  # from the rank's start to its end
+    flops: FlopsCount | Absent = ABSENT  # rank 0 of a case whose FLOPs are counted (resolved config flops_counted)
 
 
 @dataclasses.dataclass(kw_only=True)

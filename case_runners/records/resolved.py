@@ -15,6 +15,7 @@ RUNTIMES = ("host", "docker")
 SAMPLE = "sample"
 SAMPLE_UNITS = (SAMPLE, "token")  # what a training case counts as one sample (config.yaml `sample`)
 SAMPLES_PER_S = f"{SAMPLE}s/s"  # the throughput unit of most training cases
+FLOPS_COUNTED = "counted"  # config.yaml `flops_per_sample: counted`: rank 0 counts them (tasks/training/flops.py)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -109,6 +110,9 @@ class ResolvedConfig(Document):
     flops_per_sample: float | None
     flops_convention: str | Absent = ABSENT  # (inference)
     flops_note: str | None  # why flops_per_sample is null
+    # flops_per_sample: counted: rank 0 counts them at the run's shape, cached by the case and these params (its
+    # flops_depend_on); the round's MFU takes rank 0's figure. Absent: the figure is config.yaml's or the case hook's.
+    flops_counted: list[str] | Absent = ABSENT
     # A training case's unit of samples/s and of flops_per_sample (config.yaml `sample`); absent: sample.
     sample: str | Absent = dataclasses.field(default=ABSENT, metadata=choices(*SAMPLE_UNITS))
     vendor_info: VendorInfo

@@ -24,7 +24,7 @@ from case_runners.records import names
 from case_runners.records.environment_build import build_environment
 from case_runners.records.generate import combine, headline
 from case_runners.records.node import NODE_RESULT, NodeResult
-from case_runners.records.rank import RESULT_PATTERN, RankResult
+from case_runners.records.rank import RESULT_PATTERN, FlopsCount, RankResult
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import (
     RECORD_NAME,
@@ -56,14 +56,21 @@ def node_dirs(round_dir: Path) -> list[tuple[str, int, Path]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def mfu(metrics: dict[str, Any], config: ResolvedConfig, basis: str = names.MFU_BASIS) -> Mfu:
-    """Model FLOPs utilisation from the throughput `basis`, with the convention and the peak it used."""
+def mfu(metrics: dict[str, Any], config: ResolvedConfig, basis: str = names.MFU_BASIS,
+        counted: FlopsCount | None = None) -> Mfu:
+    """Model FLOPs utilisation from the throughput `basis`, with the convention and the peak it used; of a case whose
+    FLOPs are counted (config.flops_counted), rank 0's count (`counted`) and its convention."""
     peaks = config.vendor_info.hardware.get("peak_flops") or {}
     precision = metrics.get("precision") or "fp32"
     peak = peaks.get(precision)
     devices = config.nnodes * config.nproc
     flops = config.flops_per_sample or 0.0
     convention = FLOPS_CONVENTION if config.flops_convention is ABSENT else config.flops_convention
+    note = config.flops_note
+    if config.flops_counted is not ABSENT:
+        flops = (counted.per_sample or 0.0) if counted else 0.0
+        convention = counted.convention if counted else convention
+        note = (counted.note if counted else "rank 0 reported no FLOPs count") if not flops else None
     info = Mfu(value=None, basis=basis, flops_per_sample=flops, precision=precision, peak_flops_per_device=peak,
                devices=devices, convention=convention or FLOPS_CONVENTION)
     if peak and flops and metrics.get(basis):
@@ -71,7 +78,7 @@ def mfu(metrics: dict[str, Any], config: ResolvedConfig, basis: str = names.MFU_
     else:
         info.reason = (f"no peak FLOP/s for {precision} on {config.hardware} (vendor.yaml hardware."
                        f"{config.hardware}.peak_flops)" if not peak
-                       else config.flops_note or f"no {basis} or FLOPs per sample")
+                       else note or f"no {basis} or FLOPs per sample")
     return info
 
 
@@ -204,7 +211,9 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
             throughput=InferenceThroughput(basis=basis, unit="items/s", total=metrics.get(basis),
                                            whole=metrics.get(f"p_{side}_whole")))
     training_nodes = [n for n in nodes if isinstance(n, TrainingNodeEntry)]
-    return TrainingRoundRecord(**common, mfu=mfu(metrics, config), per_node=training_nodes,
+    counted = getattr(rank0, "flops", ABSENT)
+    return TrainingRoundRecord(**common, mfu=mfu(metrics, config, counted=None if counted is ABSENT else counted),
+                               per_node=training_nodes,
                                throughput=throughput_block(training_nodes, metrics,
                                                                            config.throughput_unit))
 

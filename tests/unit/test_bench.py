@@ -127,3 +127,26 @@ def test_gemm_honesty_quick_one_pair_cannot_judge_and_an_impossible_target_is_mi
     missed = bench("bench.gemm_honesty", "--quick", "--pairs", "3", "--target", "10..11")
     assert missed.returncode == 1, missed.stdout + missed.stderr
     assert f"over 3) {MISSED}: target 10..11" in missed.stdout
+
+
+
+def test_fidelity_image_bare_loop_trains_the_case_s_model_at_the_harness_s_threads():
+    """bench/fidelity_image.py's bare loop (its quick pair runs the whole case: too slow for CI): written apart from
+    the case, it builds the model the case trains (the same parameters), at the thread count it is given, and times
+    real steps."""
+    import torch
+
+    from bench import fidelity_image
+    from case_runners.cases.mobilenetv2.case import build_case
+    from case_runners.tasks.training.case_api import RunContext
+    from record_helpers import resolved
+
+    tiny = {"synthetic": True, "image_size": 32, "batch_size": 2, "synthetic_samples": 8, "depth_multiplier": 0.35,
+            "num_classes": 10}
+    params = resolved("mobilenetv2", overrides=tiny)["params"]
+    threads = torch.get_num_threads()  # the process's: the loop sets it
+    measured = fidelity_image.bare_loop(params, steps=2, threads=threads)
+    assert measured["p"] > 0 and measured["threads"] == threads
+    case = build_case(params, RunContext(0, 0, 1, torch.device("cpu"), None, None))  # type: ignore[arg-type]
+    with torch.device("meta"):
+        assert measured["parameters"] == sum(w.numel() for w in case.build_model().parameters())

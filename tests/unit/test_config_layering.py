@@ -190,8 +190,20 @@ def test_every_shipped_vendor_config_resolves():
 
 
 def test_resizing_the_model_voids_its_flops_figure_and_says_why():
-    result = plan([{"case": "resnet50", "overrides": {"image_size": 64}}])
+    result = plan([{"case": "bert", "overrides": {"seq_len": 128}}])
     (config,) = result["cases"]
-    assert config["flops_per_sample"] is None and "image_size" in config["flops_note"]
-    (same,) = plan([{"case": "resnet50", "overrides": {"batch_size": 8}}])["cases"]
-    assert same["flops_per_sample"] == 2.46e10 and same["flops_note"] is None
+    assert config["flops_per_sample"] is None and "seq_len" in config["flops_note"]
+    (same,) = plan([{"case": "bert", "overrides": {"batch_size": 8}}])["cases"]
+    hand = layering.load_case_base("bert", project_root())[0]["flops_per_sample"]
+    assert same["flops_per_sample"] == hand and same["flops_note"] is None
+
+
+def test_counted_flops_are_left_to_rank_0_at_any_shape():
+    """flops_per_sample: counted: the plan (no torch) names the params the count depends on; resizing the model
+    does not void it (the rank counts at the run's shape)."""
+    for overrides in ({}, {"image_size": 64, "depths": [1, 1, 1, 1]}):
+        (config,) = plan([{"case": "resnet50", "overrides": overrides}])["cases"]
+        assert config["flops_per_sample"] is None and "counted by rank 0" in config["flops_note"]
+        assert config["flops_counted"] == ["image_size", "num_classes", "depths", "hidden_sizes", "embedding_size"]
+    (hand,) = plan([{"case": "bert"}])["cases"]
+    assert "flops_counted" not in hand

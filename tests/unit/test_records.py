@@ -56,6 +56,15 @@ def test_every_document_of_a_real_run_is_valid_and_reads_back_key_for_key(runs, 
     assert {TrainingRankResult, InferenceRankResult, TrainingRoundRecord, InferenceRoundRecord} <= variants
 
 
+def test_a_counted_case_s_round_carries_rank_0_s_count_and_its_convention(runs):
+    """digits_cnn's config.yaml says flops_per_sample: counted: the real round's MFU block has the count (its hand
+    figure, 3 x 2 x 337,536 MACs) and says how it was counted (the cpu vendor has no peak: no MFU value)."""
+    (record,) = runs[0].glob("*/round1/round_record.json")
+    mfu = json.loads(record.read_text())["mfu"]
+    assert mfu["flops_per_sample"] == 3 * 2 * 337_536 and "FlopCounterMode" in mfu["convention"]
+    assert mfu["value"] is None and "no peak FLOP/s" in mfu["reason"]
+
+
 def test_the_record_classes_name_what_the_names_module_lists():
     """The metric keys a round record copies are keys of the rank result of its task, and each status list is the
     field's choices."""

@@ -37,17 +37,30 @@ def node(round_dir: Path, host="gpu1", node_rank=0, status="success", reason=Non
                       node_result(host, node_rank, status, reason, ranks=ranks), [rank(r, **rank_kw) for r in ranks])
 
 
+COUNTED = {"per_sample": 2.45e10, "convention": "counted by FlopCounterMode", "cached": False, "note": None}
+
+
 def test_success_record_takes_rank0_metrics_and_mfu_with_its_convention(tmp_path):
     round_dir = tmp_path / "run1" / "case" / "round1"
-    node(round_dir, ranks=range(8))
+    node(round_dir, ranks=range(8), flops=COUNTED)
     record = write_round_record(round_dir, config(), 1).to_json()
     assert record["status"] == "success" and record["reason"] is None
     assert record["metrics"]["p_core"] == 1000.0 and len(record["per_rank"]) == 8
     mfu = record["mfu"]
-    assert mfu["value"] == pytest.approx(1000.0 * 2.46e10 / (312e12 * 8))
+    assert mfu["value"] == pytest.approx(1000.0 * 2.45e10 / (312e12 * 8)) and mfu["flops_per_sample"] == 2.45e10
     assert mfu["peak_flops_per_device"] == 312e12 and mfu["precision"] == "fp16"
-    assert "1 multiply-add = 2 FLOPs" in mfu["convention"]
+    assert mfu["convention"] == "counted by FlopCounterMode"
     assert json.loads((round_dir / "round_record.json").read_text()) == record
+
+
+def test_mfu_of_a_hand_figure_states_the_convention(tmp_path):
+    round_dir = tmp_path / "r" / "c" / "round1"
+    node(round_dir, ranks=range(8))
+    bert = ResolvedConfig.from_json(resolved("bert", "nvidia", selection={"hardware": "A100", "nproc": 8}))
+    mfu = write_round_record(round_dir, bert, 1).mfu
+    assert mfu.flops_per_sample == bert.flops_per_sample and mfu.value == pytest.approx(
+        1000.0 * bert.flops_per_sample / (312e12 * 8))
+    assert "1 multiply-add = 2 FLOPs" in mfu.convention
 
 
 def test_a_failed_node_fails_the_round_with_its_reason(tmp_path):
@@ -88,11 +101,22 @@ def test_not_converged_is_a_valid_result_with_a_reason(tmp_path):
     assert record.status == "not_converged" and "max_epochs" in record.reason
 
 
-def test_mfu_is_withheld_with_a_reason_when_the_model_was_resized(tmp_path):
-    round_dir = tmp_path / "r" / "c" / "round1"
-    node(round_dir)
-    record = write_round_record(round_dir, config(image_size=64), 1)
-    assert record.mfu.value is None and "image_size" in record.mfu.reason
+def test_mfu_of_a_counted_case_is_rank0s_count_at_any_shape_and_null_with_its_reason(tmp_path):
+    resized = config(image_size=64)
+    node(tmp_path / "r1", flops=COUNTED)
+    assert write_round_record(tmp_path / "r1", resized, 1).mfu.value == pytest.approx(1000.0 * 2.45e10 / (312e12 * 8))
+    node(tmp_path / "r2", flops={**COUNTED, "per_sample": None, "note": "counting failed: no meta kernel"})
+    assert write_round_record(tmp_path / "r2", resized, 1).mfu.reason == "counting failed: no meta kernel"
+    node(tmp_path / "r3")
+    record = write_round_record(tmp_path / "r3", resized, 1)
+    assert record.mfu.value is None and record.mfu.reason == "rank 0 reported no FLOPs count"
+
+
+def test_mfu_is_withheld_with_a_reason_when_a_hand_figure_s_model_was_resized(tmp_path):
+    node(tmp_path / "r")
+    bert = resolved("bert", "nvidia", selection={"hardware": "A100", "nproc": 8}, overrides={"seq_len": 128})
+    record = write_round_record(tmp_path / "r", ResolvedConfig.from_json(bert), 1)
+    assert record.mfu.value is None and "seq_len" in record.mfu.reason
 
 
 def test_record_says_whether_the_round_ran_the_standard_workload(tmp_path):

@@ -21,6 +21,7 @@ from case_runners.rank.driver.dllogger import TrainingStream
 from case_runners.rank.driver.events import EventLogger
 from case_runners.rank.env import DistEnv
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.schema import ABSENT
 
 if TYPE_CHECKING:  # imported once the rank's runtime is prepared
     from case_runners.tasks.training.case_api import RunContext, TrainingCase
@@ -73,4 +74,10 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     log.event(ev.LAUNCH_TRAINING, {"case": config.case})
     trainer = Trainer(case, params, ctx, config.target,
                       amp_dtype=config.vendor_info.amp_dtype or DEFAULT_AMP_DTYPE, adapter=adapter)
-    return {**trainer.run().to_json(), "versions": versions}
+    result = {**trainer.run().to_json(), "versions": versions}
+    if config.flops_counted is not ABSENT and env.rank == 0:  # after training: no timed step is touched
+        from case_runners.tasks.training.flops import flops_count
+
+        result["flops"] = flops_count(config.case, case, params, list(config.flops_counted),
+                                      trainer.first_batch).to_json()
+    return result

@@ -40,6 +40,7 @@ from case_runners.records.resolved import Target
 from case_runners.tasks.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.tasks.training.case_api import RunContext, TrainingCase
 from case_runners.tasks.training.dist import all_reduce_sum, any_rank
+from case_runners.tasks.training.flops import meta_like
 from case_runners.vendors.runtime import VendorRuntime
 
 
@@ -107,6 +108,7 @@ class Trainer:
         self.runtime = ctx.runtime or VendorRuntime(None, ctx.device.type, "gloo")  # torch's defaults
         self.sync = self.runtime.synchronizer(ctx.device)
         self.history: list[dict[str, float]] = []
+        self.first_batch: Any = None  # the first batch trained on, on the meta device (flops.meta_like)
         self.adapter = adapter
         self.adapter_ctx = AdapterContext(
             device=ctx.device, rank=ctx.rank, local_rank=ctx.local_rank, world_size=ctx.world_size, params=params,
@@ -329,6 +331,8 @@ class Trainer:
         """One training step, its begin and end logged at a log step; the rank's samples and core time after it."""
         log = self.log
         batch = self.case.to_device(batch, self.device)
+        if self.first_batch is None:  # its shapes, for the FLOPs count after training (tasks/training/flops.py)
+            self.first_batch = meta_like(batch)
         log_this = log.should_log_step(step)
         if log_this:
             lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
