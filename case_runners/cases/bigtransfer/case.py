@@ -87,7 +87,8 @@ class BigTransferCase(ImageClassifierCase):
         nn.init.zeros_(head.weight)  # BiT's zero head
         nn.init.zeros_(head.bias)
         path = weights_path(self.ctx.data_dir, p)
-        if path is not None:  # the transfer: BiT-M's backbone, pre-trained on ImageNet-21k
+        # the transfer: BiT-M's backbone, pre-trained on ImageNet-21k (not into the meta model FLOPs are counted on)
+        if path is not None and not head.weight.is_meta:
             load_bit_npz(model, path)
         return Logits(model)
 
