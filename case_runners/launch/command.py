@@ -105,6 +105,14 @@ def _node_args(p: argparse.ArgumentParser) -> None:
                    help="the launcher as `launch --detach` printed it: {pid, start, pidns, started_at}")
 
 
+def _stop_args(p: argparse.ArgumentParser) -> None:
+    """How finish and cleanup stop what is left: --grace-s, --containers and --round."""
+    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
+    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
+    p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
+
+
 def _launcher(args: argparse.Namespace) -> Any:
     from case_runners.core.processes import ProcessId
     from case_runners.core.run_ids import check_run_id
@@ -202,10 +210,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("finish", help="end a node of a round: stop what is left of it unless it succeeded, pack its "
                                       "directory (JSON)")
     _node_args(p)
-    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
-    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the round's containers")
-    p.add_argument("--round", help="with --containers: the round (<case_id>/round<N>)")
+    _stop_args(p)
     p.add_argument("--archive", help="write the node directory here as a .tar.gz")
     p.set_defaults(func=cmd_finish)
 
@@ -214,10 +219,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", required=True)
     p.add_argument("--dir", help="where the run's pid files are: the host's run directory, or one node directory "
                                  f"of a round; default the checkout's {RESULTS_NAME}/RUN_ID")
-    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
-    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
-    p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
+    _stop_args(p)
     p.add_argument("--check", action="store_true", help="list what would be stopped; stop nothing")
     p.set_defaults(func=cmd_cleanup)
 
