@@ -5,36 +5,30 @@ cancels out)."""
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.process_tree import run_tree
 from bench.verdict import Judgement, LoadWatch, Target, judge, parse_target, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS, QUICK_ROUNDS = (1, 3), (1, 2)  # the two round counts a pair runs each way at (by default, with --quick)
+ORPHAN_GRACE_S = 30.0  # what detached from a command (the playbook's launcher) has this long to end on its own
 
 
 @dataclass(frozen=True)
 class Timing:
     wall: float  # seconds
-    cpu: float  # user + system CPU seconds of the command and every process it waited for
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    cpu: float  # user + system CPU seconds of the command's whole process tree, what detached from it included
 
 
 def run_timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], Timing]:
-    """argv run in the checkout, with its wall and CPU seconds."""
-    cpu0, start = children_cpu(), time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    return proc, Timing(time.perf_counter() - start, children_cpu() - cpu0)
+    """argv run in the checkout, with its wall seconds and the CPU seconds of its whole tree (bench/process_tree)."""
+    proc, wall, cpu = run_tree(argv, ORPHAN_GRACE_S, cwd=ROOT, env=env)
+    return proc, Timing(wall, cpu)
 
 
 def timed(argv: list[str], env: dict[str, str]) -> Timing:

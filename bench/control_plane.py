@@ -5,12 +5,12 @@ test suite's) makes N ssh hosts; `ansible-playbook run_case.yml` then runs a tri
 (digits_cnn, nnodes=N, nproc=1, a few steps) at 1 and at 3 rounds, back to back, --repeats times.
 
 Controller CPU is the CPU time of every process of the controller: ansible-playbook, its workers, local modules and
-the ssh processes, the connection-sharing masters (ControlMaster, which detach from the playbook) included: this
-script is their subreaper and ends them after each run, so that their CPU is counted. A further round costs
-(CPU of 3 rounds - CPU of 1 round) / 2; what each host adds to it is the slope of that over the sizes (the least
-squares line; with one size, the round's CPU divided by its hosts, the round's own part included). That figure
-does not need a core per host: the hosts' module processes queue for this machine's cores, but the controller's
-CPU time is the same.
+the ssh processes, the connection-sharing masters (ControlMaster, which detach from the playbook) included:
+bench/process_tree.py makes this script their subreaper and ends them after each run, so that their CPU is counted.
+A further round costs (CPU of 3 rounds - CPU of 1 round) / 2; what each host adds to it is the slope of that over
+the sizes (the least squares line; with one size, the round's CPU divided by its hosts, the round's own part
+included). That figure does not need a core per host: the hosts' module processes queue for this machine's cores,
+but the controller's CPU time is the same.
 
 Judged by bench/verdict.py's rule over the repeats (each repeat a full set of sizes), from two repeats on: PASS
 when their spread lies within the target, MISSED (exit 1) when it lies over it, CANNOT JUDGE (exit 2) when it
@@ -21,19 +21,16 @@ printed beside, for information. Needs root (namespaces, sshd).
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import resource
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.process_tree import run_tree
 from bench.verdict import CANNOT_JUDGE, MISSED, PASS, bounded, judge
 from case_runners.core.cli_io import ArgumentParser
 from case_runners.rank.driver.events import events_files, read_events
@@ -45,8 +42,10 @@ TARGET_CPU_PER_HOST_ROUND_S = 0.4
 EXIT_CODES = {PASS: 0, MISSED: 1, CANNOT_JUDGE: 2}  # a figure the noise swamps is neither
 ROUNDS = (1, 3)
 QUICK = {"sizes": "2", "repeats": 2, "steps": 2}
+# N hosts' launchers and ranks share this machine's cores: bounds that a loaded machine cannot fail on, as the
+# figure is the controller's CPU, not how soon a missing or silent node is found.
+PATIENT = {"perfplay_rdzv_timeout_s": 600, "perfplay_heartbeat_timeout_s": 120}
 SCALE_CONFIG = "---\n# bench/control_plane.py: one CPU process on each of {n} hosts.\nbatch_size: 32\nnum_workers: 0\n"
-PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -85,31 +84,6 @@ def ranks_time(run_dir: Path) -> float:
     return total
 
 
-def subreaper(on: bool) -> None:
-    """While on, processes that detach from the playbook (the ssh ControlMasters) are reparented to this one."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
-        sys.exit(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
-
-
-def end_orphans() -> None:
-    """End the processes that detached from the playbook and were reparented here (the ssh ControlMasters) and reap
-    them, so that their CPU time joins RUSAGE_CHILDREN. The cluster's hosts (hosts.sh up) are not among them: they
-    detach while this process is no subreaper."""
-    orphans = {int(pid) for task in Path("/proc/self/task").iterdir()
-               for pid in (task / "children").read_text().split()}
-    for pid in orphans:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-
-
 def one_run(checkout: Path, inventory: Path, n: int, rounds: int, steps: int, results: Path, run_id: str) -> Run:
     selection = {"case": "digits_cnn", "hardware": "CPU", "nnodes": n, "nproc": 1, "repeat": rounds,
                  "overrides": {"max_steps": steps}}
@@ -117,24 +91,16 @@ def one_run(checkout: Path, inventory: Path, n: int, rounds: int, steps: int, re
     env.update(ANSIBLE_CONFIG=str(checkout / "ansible.cfg"), PATH=f"{VENV_BIN}{os.pathsep}{env['PATH']}")
     argv = [str(VENV_BIN / "ansible-playbook"), "run_case.yml", "-i", str(inventory),
             "-e", json.dumps({"perfplay_cases": [selection], "perfplay_results_dir": str(results),
-                              "perfplay_run_id": run_id})]
+                              "perfplay_run_id": run_id, **PATIENT})]
     load = os.getloadavg()[0]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subreaper(True)
-    try:
-        proc = subprocess.run(argv, cwd=checkout, env=env, capture_output=True, text=True, check=False, timeout=1800)
-        wall = time.perf_counter() - start
-        end_orphans()
-    finally:
-        subreaper(False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The ssh masters never end on their own: no grace. The cluster's hosts (hosts.sh up) are not among the
+    # orphans: they detached while this process was no subreaper.
+    proc, wall, cpu = run_tree(argv, 0.0, cwd=checkout, env=env, timeout=1800)
     if proc.returncode != 0:
         sys.exit(f"run failed ({proc.returncode}) at {n} hosts:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
     nodes = list((results / run_id).glob(f"*/round*/*/{NODE_RESULT}"))
     if len(nodes) != n * rounds:
         sys.exit(f"{len(nodes)} node results for {n} hosts x {rounds} rounds")
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return Run(wall=wall, cpu=cpu, ranks=ranks_time(results / run_id), load=(load + os.getloadavg()[0]) / 2)
 
 

@@ -10,8 +10,10 @@ module: case_launch
 short_description: Start one node of a perfplay case round in the background
 description:
   - Starts C(python -m case_runners launch --detach) on the host; the node's launcher runs in a session of its
-    own, detached from Ansible, and the module returns at once with its identity (RV(launcher)). M(case_wait)
-    then waits for it by long polls and M(case_finish) ends the node, three module runs per round and host.
+    own, detached from Ansible, and the module returns with its identity (RV(launcher)). With O(wait_s) the same
+    module run then makes M(case_wait)'s first poll (RV(wait)), so that a round shorter than that takes one module
+    run per host, not two; M(case_wait) polls on while the node runs, and M(case_finish) ends a node that did not
+    succeed.
   - The launcher starts the node's ranks and waits for them (bounded by O(timeout_s)), then writes
     C(node_result.json) in O(log_dir); its own output goes to C(launcher.log) there.
   - With O(config_content) (a host that is not the controller), the resolved config goes to C(launch) on its
@@ -106,6 +108,12 @@ options:
     description: Extra environment for the launcher and its ranks (for example C(NCCL_SOCKET_IFNAME)).
     type: dict
     default: {}
+  wait_s:
+    description:
+      - Once the launcher has started, wait up to this many seconds for it, as one poll of M(case_wait) with
+        O(case_wait#module:for_s) does, and return that poll's result (RV(wait)) for M(case_wait)'s
+        O(case_wait#module:first_poll). Unset, the module returns at once.
+    type: float
 extends_documentation_fragment:
   - perfplay_cli
   - perfplay_attributes
@@ -166,6 +174,15 @@ log:
   returned: when launched
   type: str
   sample: /opt/perfplay/results/run20250101120000/digits_cnn_CPUx1x1/round1/localhost_noderank0/launcher.log
+wait:
+  description:
+    - With O(wait_s), the first poll's result, as M(case_wait) returns it (C(finished), C(status), C(reason),
+      C(node_result); C(progress), C(line) and C(for_s) while the node runs; C(failed) and C(msg) when it ended
+      without succeeding). The task itself does not fail on it; M(case_wait) does, given it as
+      O(case_wait#module:first_poll).
+  returned: with wait_s, when launched
+  type: dict
+  sample: {changed: false, finished: true, status: success, reason: null, node_result: {status: success}}
 cmd:
   description: The argv that was run.
   returned: always
@@ -179,9 +196,9 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json, wait_outcome
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json, wait_outcome
 
 
 def launch_argv(params: dict[str, Any]) -> list[str]:
@@ -202,6 +219,7 @@ def launch_argv(params: dict[str, Any]) -> list[str]:
         monitor_interval_s=params["monitor_interval_s"],
         detach=True,
         config_stdin=params["config_content"] is not None,
+        wait_s=params["wait_s"],
     )
 
 
@@ -223,6 +241,7 @@ def main() -> None:
         monitors=dict(type="bool", default=True),
         monitor_interval_s=dict(type="float"),
         env=dict(type="dict", default={}),
+        wait_s=dict(type="float"),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
@@ -236,7 +255,8 @@ def main() -> None:
     if not doc.get("started"):
         module.fail_json(msg="node %s: %s" % (params["node_rank"], doc.get("reason")), started=False,
                          launcher=None, log=doc.get("log"), cmd=argv)
-    module.exit_json(changed=True, started=True, launcher=doc["launcher"], log=doc["log"], cmd=argv)
+    first = {} if "wait" not in doc else dict(wait=wait_outcome(doc["wait"]))
+    module.exit_json(changed=True, started=True, launcher=doc["launcher"], log=doc["log"], cmd=argv, **first)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,12 @@ options:
       - Once the node has succeeded, also answer its directory as a base64 C(.tar.gz) (RV(archive_b64)) when it
         packs into at most this many bytes.
     type: int
+  first_poll:
+    description:
+      - (action plugin) The result of a first poll already made, RV(case_launch.wait) (M(case_launch) with
+        O(case_launch#module:wait_s)). The wait takes it instead of a poll of its own, unless the node succeeded
+        and O(fetch_to) needs its directory (then one poll brings it).
+    type: dict
   fetch_to:
     description:
       - (action plugin) The round directory on the controller to unpack a succeeded node's directory into, from the
@@ -142,9 +148,9 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json, wait_outcome
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json
+    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json, wait_outcome
 
 ARGUMENT_SPEC = dict(
     COMMON_ARGUMENT_SPEC,
@@ -157,6 +163,7 @@ ARGUMENT_SPEC = dict(
     label=dict(type="str"),
     inline_archive=dict(type="int"),
     fetch_to=dict(type="path"),
+    first_poll=dict(type="dict"),
 )
 
 
@@ -166,18 +173,10 @@ def main() -> None:
     argv = cli_argv(params["python"], "wait", log_dir=params["log_dir"], run_id=params["run_id"],
                     launcher=json.dumps(params["launcher"]), timeout_s=params["timeout_s"], for_s=params["for_s"],
                     inline_archive=params["inline_archive"])
-    doc = run_json(module, argv, params["project_dir"], "case_runners wait").doc
-    outcome = dict(changed=False, finished=bool(doc.get("finished")), status=doc.get("status"),
-                   reason=doc.get("reason"), node_result=doc.get("node_result"))
-    if not outcome["finished"]:
-        module.exit_json(progress=doc.get("progress"), line=doc.get("line"), for_s=doc.get("for_s"), **outcome)
-    if outcome["status"] != "success":
-        node = (outcome["node_result"] or {}).get("node_rank", "?")
-        module.fail_json(msg="node %s: %s: %s" % (node, outcome["status"], outcome["reason"]), **outcome)
-    if "archive_b64" in doc:
-        outcome["archive_b64"] = doc["archive_b64"]
+    outcome = wait_outcome(run_json(module, argv, params["project_dir"], "case_runners wait").doc)
+    if outcome.get("failed"):
+        module.fail_json(**outcome)
     module.exit_json(**outcome)
-
 
 if __name__ == "__main__":
     main()

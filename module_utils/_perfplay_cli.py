@@ -141,6 +141,23 @@ def run_json(module: Any, argv: list[str], project_dir: str, what: str, environ_
     return result
 
 
+def wait_outcome(doc: dict[str, Any]) -> dict[str, Any]:
+    """A wait's answer (``case_runners wait``, or the first poll of ``launch --detach --wait-s``) as case_wait's
+    result: still running (progress), ended (the node result, the directory when asked for), or ``failed`` with
+    ``msg`` when the node ended without succeeding."""
+    node_result = doc.get("node_result")
+    outcome: dict[str, Any] = dict(changed=False, finished=bool(doc.get("finished")), status=doc.get("status"),
+                                   reason=doc.get("reason"), node_result=node_result)
+    if not outcome["finished"]:
+        return dict(outcome, progress=doc.get("progress"), line=doc.get("line"), for_s=doc.get("for_s"))
+    if outcome["status"] != "success":
+        node = (node_result or {}).get("node_rank", "?")
+        return dict(outcome, failed=True, msg="node %s: %s: %s" % (node, outcome["status"], outcome["reason"]))
+    if "archive_b64" in doc:
+        outcome["archive_b64"] = doc["archive_b64"]
+    return outcome
+
+
 @contextlib.contextmanager
 def request_file(doc: Any, prefix: str) -> Iterator[str]:
     """A temporary JSON file holding ``doc`` (a subcommand's ``--request``), removed afterwards."""

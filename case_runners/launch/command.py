@@ -54,22 +54,52 @@ def _receive_config(path: Path) -> None:
     files.atomic_write_json(path, doc)
 
 
+def _launcher_args(argv: list[str]) -> list[str]:
+    """The background launcher's arguments: this command's, less what only the start takes (--detach,
+    --config-stdin, --wait-s)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip or arg in ("--detach", "--config-stdin") or arg.startswith("--wait-s="):
+            skip = False
+            continue
+        skip = arg == "--wait-s"
+        if not skip:
+            kept.append(arg)
+    return kept
+
+
+def _start_detached(args: argparse.Namespace) -> int:
+    """--detach: start the launcher in the background and print its identity; with --wait-s, the first poll's
+    answer too (`wait`), so that a round shorter than that needs no module run of its own to wait."""
+    from case_runners.core.run_ids import check_run_id
+    from case_runners.launch import detached
+    check_run_id(args.run_id, key="--run-id", file=None)
+    if args.config_stdin:
+        _receive_config(Path(args.config))
+    started = detached.start(_launcher_args(args.argv[1:]), Path(args.log_dir))
+    if args.wait_s is not None and started["started"]:
+        from case_runners.core.processes import ProcessId
+        from case_runners.launch.waiting import wait
+        launcher = started["launcher"]
+        ident = ProcessId(launcher["pid"], launcher["start"], launcher["pidns"])
+        started["wait"] = wait(Path(args.log_dir), args.run_id, ident, args.wait_s, launcher["started_at"],
+                               args.timeout_s)
+    print_json(started)
+    return 0
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
+    if args.config_stdin and not args.detach:
+        raise PerfplayError("--config-stdin goes with --detach (the launch a module starts on a host)")
+    if args.wait_s is not None and not args.detach:
+        raise PerfplayError("--wait-s goes with --detach (the launch a module starts on a host)")
+    if args.detach:
+        return _start_detached(args)
     from case_runners.core.netutil import free_port
     from case_runners.core.paths import project_root
     from case_runners.launch.node import EXIT_CODES, launch, spec_from_config
     from case_runners.records.resolved import ResolvedConfig
-    if args.config_stdin and not args.detach:
-        raise PerfplayError("--config-stdin goes with --detach (the launch a module starts on a host)")
-    if args.detach:
-        from case_runners.core.run_ids import check_run_id
-        from case_runners.launch import detached
-        check_run_id(args.run_id, key="--run-id", file=None)
-        if args.config_stdin:
-            _receive_config(Path(args.config))
-        launch_args = [a for a in args.argv[1:] if a not in ("--detach", "--config-stdin")]
-        print_json(detached.start(launch_args, Path(args.log_dir)))
-        return 0
     _carry_run_id(args)
     if not args.detached:
         from case_runners.core.processes import die_with_parent
@@ -103,6 +133,14 @@ def _node_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-id", required=True)
     p.add_argument("--launcher", type=json.loads, metavar="JSON",
                    help="the launcher as `launch --detach` printed it: {pid, start, pidns, started_at}")
+
+
+def _stop_args(p: argparse.ArgumentParser) -> None:
+    """How finish and cleanup stop what is left: --grace-s, --containers and --round."""
+    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
+                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
+    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
+    p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
 
 
 def _launcher(args: argparse.Namespace) -> Any:
@@ -184,6 +222,9 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config-stdin", action="store_true",
                    help="with --detach: read the resolved config (JSON) on stdin and write it to --config first "
                         "(a host that is not the controller)")
+    p.add_argument("--wait-s", type=float, metavar="SECONDS",
+                   help="with --detach: then wait up to this long for the launcher, as `wait --for-s` does, and "
+                        "print that answer too (wait)")
     p.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)  # the launcher --detach started
     refuse_renamed(p)
     p.set_defaults(func=cmd_launch)
@@ -202,10 +243,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("finish", help="end a node of a round: stop what is left of it unless it succeeded, pack its "
                                       "directory (JSON)")
     _node_args(p)
-    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
-    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the round's containers")
-    p.add_argument("--round", help="with --containers: the round (<case_id>/round<N>)")
+    _stop_args(p)
     p.add_argument("--archive", help="write the node directory here as a .tar.gz")
     p.set_defaults(func=cmd_finish)
 
@@ -214,10 +252,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", required=True)
     p.add_argument("--dir", help="where the run's pid files are: the host's run directory, or one node directory "
                                  f"of a round; default the checkout's {RESULTS_NAME}/RUN_ID")
-    p.add_argument("--grace-s", type=float, default=CLEANUP_GRACE_S, metavar="SECONDS",
-                   help=f"seconds between SIGTERM and SIGKILL (default {CLEANUP_GRACE_S:g})")
-    p.add_argument("--containers", action="store_true", help="(docker runtime) also remove the run's containers")
-    p.add_argument("--round", help="with --containers: only this round's (<case_id>/round<N>)")
+    _stop_args(p)
     p.add_argument("--check", action="store_true", help="list what would be stopped; stop nothing")
     p.set_defaults(func=cmd_cleanup)
 

@@ -1,6 +1,9 @@
 # perfplay: the action of case_wait. Repeats the module's long poll until the node ends, printing one progress line
 # per host and poll; no `until:` loop, so a healthy wait never shows as "FAILED - RETRYING".
 
+# first_poll: the poll case_launch made (wait_s) stands for the first one, unless the node succeeded and fetch_to
+# still needs its directory: a round on the controller shorter than a poll then takes one module run, the launch.
+
 # With fetch_to, the wait's last answer of a node that succeeded brings its directory too (inline_archive), unpacked
 # into fetch_to here: a remote node then needs no case_finish (two module runs a round, not three). A directory
 # too big for the answer is packed into a file by case_finish and fetched, from here.
@@ -45,6 +48,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
         fetch_to = args.pop("fetch_to", None)
+        first = args.pop("first_poll", None)
+        if first and first.get("finished") and not first.get("failed") and fetch_to:
+            first = None  # the directory of a node that succeeded comes with a poll's answer
         if fetch_to:
             args["inline_archive"] = INLINE_ARCHIVE_MAX_BYTES
         timeout = args.get("timeout_s")
@@ -59,7 +65,10 @@ class ActionModule(ActionBase):
             left = None if bound is None else bound - (time.monotonic() - began)
             if interval is not None:
                 args["for_s"] = interval if left is None else max(1.0, min(interval, left))
-            answer = self._execute_module(module_name="case_wait", module_args=args, task_vars=task_vars)
+            if first:
+                answer, first = dict(first), None
+            else:
+                answer = self._execute_module(module_name="case_wait", module_args=args, task_vars=task_vars)
             polls += 1
             if answer.get("failed") or answer.get("unreachable") or answer.get("finished"):
                 break

@@ -1,9 +1,15 @@
-"""library/case_launch.py, case_wait.py and case_finish.py: the three module runs of a node's round (start in the
-background, long polls, finish), their argv, what they return and when they fail."""
+"""library/case_launch.py, case_wait.py and case_finish.py: the module runs of a node's round (start in the
+background with the first poll, long polls, finish), their argv, what they return and when they fail."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from module_harness import REPO
 
 ARGS = {"project_dir": "/repo", "python": "/venv/bin/python", "config": "/run/c/resolved_config.json",
         "log_dir": "/run/c/round1/localhost_noderank0", "run_id": "run1", "timeout_s": 60}
@@ -48,6 +54,19 @@ def test_starts_the_launcher_in_the_background_and_returns_its_identity(run_modu
         "--master-port", "0", "--timeout-s", "60.0", "--run-id", "run1", "--detach"]
     assert call["cwd"] == "/repo" and call["data"] is None
     assert call["environ_update"] == {"NCCL_SOCKET_IFNAME": "ib0"}
+
+
+def test_with_wait_s_the_launch_returns_the_first_poll_as_case_wait_would(run_module):
+    """The poll the launch makes (wait_s) comes back as case_wait's own result for the same answer, failed node
+    included, which case_wait's first_poll then fails on; the launch task itself does not fail."""
+    timeout = dict(SUCCESS, status="timeout", reason="no exit within 60 s")
+    for answer in (ended(SUCCESS), ended(timeout)):
+        kind, result, cli = run_module("case_launch", dict(ARGS, wait_s=30), {"launch": dict(STARTED, wait=answer)})
+        assert kind == "exit" and result["started"] is True
+        assert cli.calls[0]["argv"][-3:] == ["--detach", "--wait-s", "30.0"]
+        _, waited, _ = run_module("case_wait", WAIT, {"wait": answer})
+        assert result["wait"] == {k: v for k, v in waited.items() if k not in ("invocation", "cmd")}
+    assert result["wait"]["failed"] is True and result["wait"]["msg"] == "node 0: timeout: no exit within 60 s"
 
 
 def test_check_mode_launches_nothing(run_module):
@@ -196,3 +215,31 @@ def test_finish_without_a_launcher_leaves_the_flag_out(run_module):
     kind, _, cli = run_module("case_finish", {k: v for k, v in FINISH.items() if k != "launcher"},
                               {"finish": finished()})
     assert kind == "exit" and "--launcher" not in cli.calls[0]["argv"]
+
+
+# -- case_wait's action: the launch's first poll ------------------------------------------------------------------
+
+def wait_through_ansible(log_dir, first_poll):
+    """case_wait run by Ansible for real (its action plugin), on a launcher that is long gone: a poll of its own
+    finds no node result in the empty log_dir and fails."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    args = {"project_dir": str(REPO), "python": sys.executable, "log_dir": str(log_dir), "run_id": "run1abcd",
+            "launcher": {"pid": 1, "start": 1, "pidns": None}, "label": "node 0", "first_poll": first_poll}
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible"), "localhost", "-m", "case_wait",
+                           "-a", json.dumps(args)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    return done, json.loads(done.stdout[done.stdout.index("=> {") + 3:])
+
+
+def test_the_wait_takes_the_launch_s_first_poll_for_its_own(tmp_path):
+    ended_ok = dict(ended(SUCCESS), changed=False)
+    done, result = wait_through_ansible(tmp_path, ended_ok)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["status"] == "success" and result["polls"] == 1, "the launch's poll, and no poll of its own"
+
+    running = {"changed": False, "finished": False, "status": "running", "reason": None, "node_result": None,
+               "line": "training: step 3", "for_s": 30.0}
+    done, result = wait_through_ansible(tmp_path, running)
+    assert "  node 0: training: step 3" in done.stdout, "the first poll's progress line"
+    assert result["polls"] == 2 and result["reason"] == "the launcher ended without writing node_result.json"

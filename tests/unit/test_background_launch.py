@@ -117,6 +117,24 @@ def test_a_launcher_that_ends_without_a_result_is_a_failure_naming_its_log(tmp_p
     assert "missing.json" in answer["reason"], "the tail of launcher.log says why"
 
 
+def test_the_launch_makes_the_first_poll_itself_with_wait_s(tmp_path, run_id):
+    """`launch --detach --wait-s`: the start and the wait's first poll in one command, so that the playbook's round
+    shorter than a poll takes one module run on the controller; --wait-s stays with the start."""
+    node = tmp_path / "node"
+    ended = cli("launch", "--detach", "--wait-s", "120", "--config", str(tmp_path / "missing.json"),
+                "--log-dir", str(node), "--run-id", run_id)
+    assert ended["started"] and ended["wait"]["finished"] and ended["wait"]["status"] == "failed"
+    assert "missing.json" in ended["wait"]["reason"], "the launcher was given its own arguments, not --wait-s"
+    assert cli("wait", *node_args(node, run_id, ended["launcher"]), "--for-s", "1") == ended["wait"]
+
+    running = cli("launch", "--detach", "--wait-s=1", "--config", str(config(tmp_path, max_steps=100000)),
+                  "--log-dir", str(tmp_path / "long"), "--run-id", run_id, "--no-monitors", "--timeout-s", "600")
+    assert running["wait"]["finished"] is False and running["wait"]["line"].endswith(" of 600 s")
+    assert is_same(ProcessId.from_json(running["launcher"])), "the launcher runs on after the first poll"
+    assert run("launch", "--wait-s", "1", "--config", "c.json", "--log-dir", str(node)).stderr.strip() == \
+        "error: --wait-s goes with --detach (the launch a module starts on a host)"
+
+
 def test_a_config_on_stdin_is_checked_and_written_before_the_launcher_starts(tmp_path, run_id):
     """A host that is not the controller gets the resolved config on launch's stdin (case_launch's
     config_content)."""

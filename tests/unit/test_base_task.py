@@ -16,12 +16,12 @@ from case_runners.core.paths import project_root
 from case_runners.plan.base import base_suite, vendor_base
 from case_runners.plan.config.benchmarks import BENCHMARKS, BYTES, BYTES_S, FLOP_S, ONE, peak_for
 from case_runners.plan.run_plan import make_plan
-from case_runners.records import summary_base_rows
 from case_runners.records.base import BEST, MEDIAN, headlines, measurement
 from case_runners.records.round import BaseRoundRecord, RoundRecord
 from case_runners.records.summary import RunSummary, Stat
 from case_runners.tasks.base.timing import seconds_per_call
 from case_runners.vendors.description import load_vendor
+from case_runners.views.summary import base_rows
 
 ROOT = project_root()
 H100 = load_vendor("nvidia", ROOT).hardware["H100"]
@@ -120,7 +120,7 @@ def test_headlines_give_the_best_size_and_for_gemm_the_median():
     ((2 ** 31, 2 ** 31), BYTES, "2.00 GiB ±0.00"),
 ])
 def test_a_base_figure_and_its_std_are_shown_in_one_unit(values, unit, shown):
-    assert summary_base_rows._achieved(Stat.of(list(values)), unit) == shown
+    assert base_rows._achieved(Stat.of(list(values)), unit) == shown
 
 
 class _Runtime:

@@ -5,6 +5,7 @@ tests/integration/test_bench_quick.py.)"""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -23,6 +24,44 @@ def bench(*argv: str) -> subprocess.CompletedProcess[str]:
     """python -m bench.<argv...> in the checkout, for real."""
     return subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, check=False,
                           timeout=TIMEOUT_S)
+
+
+# A command whose child detaches (its own session, its parent gone) and then burns CPU_S of CPU: the playbook's
+# background launcher and its ranks, in small.
+DETACHING = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while time.process_time() < float(sys.argv[1]):
+            pass
+    os._exit(0)
+os.wait()
+"""
+CPU_S = 0.5
+
+
+def test_the_cpu_of_a_side_counts_what_detached_from_it():
+    """bench/alternation's CPU time is the whole tree's: it counted only the processes the command waited for, so
+    the playbook's detached ranks were missing and its CPU per round came out negative against the direct runner.
+    In a process of its own: the bench reaps every child of the process it runs in."""
+    code = ("import json, sys; from bench.alternation import run_timed; "
+            f"proc, timing = run_timed([sys.executable, '-c', {DETACHING!r}, '{CPU_S}']); "
+            "print(json.dumps([proc.returncode, timing.cpu]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          timeout=TIMEOUT_S)
+    rc, cpu = json.loads(done.stdout)
+    assert rc == 0 and cpu >= CPU_S, cpu
+
+
+def test_what_detached_and_does_not_end_is_ended_and_reaped():
+    """An orphan that never ends on its own (an ssh ControlMaster) is ended after the grace, and reaped."""
+    code = ("import json, os, sys; from bench.process_tree import run_tree; "
+            "proc, wall, cpu = run_tree(['sh', '-c', 'sleep 600 >/dev/null 2>&1 & echo $!'], 0.2); "
+            "print(json.dumps([proc.returncode, os.path.exists(f'/proc/{proc.stdout.strip()}')]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          timeout=TIMEOUT_S)
+    assert json.loads(done.stdout) == [0, False]
 
 
 def test_one_pair_is_never_a_pass_even_far_inside_the_target():

@@ -42,3 +42,15 @@ def test_a_command_imports_only_its_room() -> None:
     assert "case_runners.plan.command" in loaded
     assert not loaded & {"torch", "ansible", "case_runners.views.report.cli", "case_runners.launch.command",
                          "case_runners.cli.local_run"}, sorted(loaded)
+
+
+def test_finish_and_cleanup_take_the_same_stop_options() -> None:
+    """finish and cleanup stop what is left alike: one definition of --grace-s, --containers and --round (the two
+    copies had drifted: "the round's containers" against "the run's", for the same stop_run)."""
+    def stop_options(command: str) -> dict[str, tuple[object, ...]]:
+        (sub,) = [a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction)]
+        return {a.option_strings[0]: (a.dest, a.default, a.type, a.metavar, a.help)
+                for a in sub.choices[command]._actions if a.dest in ("grace_s", "containers", "round")}
+
+    assert len(stop_options("finish")) == 3
+    assert stop_options("finish") == stop_options("cleanup")

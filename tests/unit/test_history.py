@@ -221,7 +221,7 @@ def test_list_filters_and_its_three_formats(results, capsys):
     assert listed(capsys, db, "--until", "2000-01-01") == []
     code, out, _ = history(capsys, "list", "--db", str(db))
     header, *lines = out.splitlines()
-    assert header.split() == ["date", "run_id", "case_id", "round", "status", "std", "vendor", "hardware", "scale",
+    assert header.split() == ["date", "run_id", "case_id", "round", "status", "standard", "vendor", "hardware", "scale",
                               "throughput", "MFU"]
     assert [line.split()[2] for line in lines] == [first.name, first.name, second.name]
     assert [line.split()[6:10] for line in lines] == [["yes", "cpu", "CPU", "1x1"]] * 3

@@ -239,6 +239,15 @@ def test_the_config_leaf_imports_nothing_above_it():
                 "errors and paths, and they nothing of case_runners but each other"
 
 
+def test_the_records_keep_data_and_the_views_write_their_text():
+    """The summary's rows are built in records/ and written as tables and Markdown in views/summary: no module of
+    the records room writes a text table (core/text.py text_columns)."""
+    known = modules(PROJECT, PACKAGE)
+    writers = [name for name, (path, _) in known.items()
+               if name.startswith("case_runners.records.") and "text_columns" in path.read_text(encoding="utf-8")]
+    assert writers == [], "text tables written in the records room"
+
+
 def test_the_launcher_is_stdlib_only():
     known = modules(PROJECT, PACKAGE)
     loaded = closure(PROJECT, PACKAGE, LAUNCHER, NOT_THE_LAUNCHER)

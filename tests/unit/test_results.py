@@ -184,11 +184,16 @@ def test_a_non_standard_case_is_never_shown_as_a_standard_result():
     assert (standard.standard, standard.non_standard) == (True, [])
     assert (non_standard.standard, non_standard.non_standard) == (False, ["depths", "image_size"])
     assert summary.non_standard_cases == ["resnet50_smoke"]
-    rows = {line.split()[0]: line for line in render_table(summary).splitlines() if line.startswith("resnet50_")}
+    lines = render_table(summary).splitlines()
+    rows = {line.split()[0]: line for line in lines if line.startswith("resnet50_")}
+    # The column is the standard workload, named so that it does not read as the statistic (std).
+    assert next(line for line in lines if line.startswith("case ")).split()[:5] == \
+        ["case", "rounds", "ok", "status", "standard"]
     assert rows["resnet50_A100x1x8"].split()[4] == "yes"
     assert "  no: depths, image_size  " in rows["resnet50_smoke"]
     assert "non-standard: not a standard result:\n  resnet50_smoke: changed depths, image_size" in render_table(summary)
     markdown = render_markdown(summary)
+    assert "| case | rounds | ok | status | standard |" in markdown
     assert "| resnet50_smoke | 1 | 1/1 | success | no: depths, image_size |" in markdown
     assert "| resnet50_A100x1x8 | 1 | 1/1 | success | yes |" in markdown
     assert "## resnet50_smoke (non-standard)\n\nnon-standard: not a standard result: changed depths" in markdown

@@ -4,9 +4,9 @@ ratio to the baseline and the verdict), what was skipped, and the regressions.""
 from __future__ import annotations
 
 from case_runners.core.text import text_columns
-from case_runners.records import summary_base_rows
 from case_runners.records.summary import Stat
 from case_runners.views.compare.runs import FRACTION, CaseSide, Match, Row, RunComparison, Skipped, key_text
+from case_runners.views.summary import base_rows
 
 
 def _number(value: float) -> str:
@@ -18,7 +18,7 @@ def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
     B/s as the base table shows `reference` (the baseline's mean)."""
     if unit == FRACTION:
         return 100.0, "%"
-    divisor, shown, _ = summary_base_rows.display_unit(abs(reference or 0.0), unit)
+    divisor, shown, _ = base_rows.display_unit(abs(reference or 0.0), unit)
     return 1 / divisor, shown
 
 

@@ -37,8 +37,8 @@ from case_runners.views.history.index import DATE_FORMAT, index_run
 # The table's throughput column: each task's headline figure (a base round's are its benchmark's, per kind).
 TABLE_FIGURE = {names.TRAINING: names.THROUGHPUT_BASIS, names.INFERENCE: "p_inference_core",
                 names.GENERATE: "tokens_per_s"}
-TABLE_COLUMNS = ("date", "run_id", "case_id", "round", "status", "std", "vendor", "hardware", "scale", "throughput",
-                 "MFU")
+TABLE_COLUMNS = ("date", "run_id", "case_id", "round", "status", "standard", "vendor", "hardware", "scale",
+                 "throughput", "MFU")
 _DATE_FORMS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", DATE_FORMAT, "%Y-%m-%dT%H:%M:%S")
 
 

@@ -4,10 +4,12 @@ Each chart has a group per headline or combination and a bar per run (or per sta
 
 from __future__ import annotations
 
-from case_runners.records import names, summary_base_rows, summary_generate_rows
+from case_runners.records import names
 from case_runners.records.summary import BaseRow, GenerateRow, Stat, SummaryCase
+from case_runners.records.summary_generate_rows import LATENCY_STATS
 from case_runners.views.report import html, plots
 from case_runners.views.report.data import RunData, scale_label
+from case_runners.views.summary import base_rows, generate_rows
 
 NUMBER = ",.4g"  # a bar's label: four significant figures (0.1234 TFLOP/s, 3,350 GB/s)
 
@@ -47,7 +49,7 @@ def _headline(case: SummaryCase, row: BaseRow) -> str:
 def base_section(runs: list[RunData]) -> str | html.Omitted:
     if not _cases(runs, names.BASE):
         return html.Omitted("no base benchmark (task base: gemm, memory bandwidth, transfers, collectives)")
-    parts = [html.para(summary_base_rows.NOTE + " Whiskers: ± one standard deviation over the rounds (none with one "
+    parts = [html.para(base_rows.NOTE + " Whiskers: ± one standard deviation over the rounds (none with one "
                        "round).")]
     headlines = [(run, case, row) for run, case in _cases(runs, names.BASE) if isinstance(case.base, list)
                  for row in case.base]
@@ -58,7 +60,7 @@ def base_section(runs: list[RunData]) -> str | html.Omitted:
         entries = [(_series(runs, run, "achieved"), _headline(case, row), row.achieved)
                    for run, case, row in headlines if row.unit == unit]
         top = max((s.mean for _, _, s in entries if s.mean is not None), default=0.0)
-        divisor, shown, _ = summary_base_rows.display_unit(top, unit)
+        divisor, shown, _ = base_rows.display_unit(top, unit)
         charts.append(_chart(entries, f"achieved ({shown})", f"Base benchmarks, {shown}", divisor))
     fractions = [(_series(runs, run, "fraction of peak"), _headline(case, row), row.fraction_of_peak)
                  for run, case, row in headlines if row.fraction_of_peak.mean is not None]
@@ -82,14 +84,14 @@ def generate_section(runs: list[RunData]) -> str | html.Omitted:
     if not _cases(runs, names.GENERATE):
         return html.Omitted("no generate case (task generate: LLM generation latency)")
     several = len(runs) > 1
-    parts = [html.para(summary_generate_rows.NOTE + " Whiskers: ± one standard deviation over the rounds." +
+    parts = [html.para(generate_rows.NOTE + " Whiskers: ± one standard deviation over the rounds." +
                        (" Several runs: the median (p50) of each run." if several else ""))]
     rows = [(run, case, row) for run, case in _cases(runs, names.GENERATE) if isinstance(case.generate, list)
             for row in case.generate]
     if not rows:
         return "".join(parts + [html.empty("No generate case has a valid round: nothing to chart.")])
     charts = []
-    stats = ("p50",) if several else summary_generate_rows.LATENCY_STATS  # several runs: a bar per run
+    stats = ("p50",) if several else LATENCY_STATS  # several runs: a bar per run
     for title, figure in (("Time to first token", "ttft_ms"), ("Time per output token", "tpot_ms")):
         entries = [(_series(runs, run, stat), _combination(case, row), getattr(row, figure)[stat])
                    for run, case, row in rows for stat in stats]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from case_runners.records import names, summary_base_rows, summary_generate_rows
+from case_runners.records import names
 from case_runners.records.round import RoundRecord
 from case_runners.records.summary import RunSummary, Stat, SummaryCase
 from case_runners.records.summary_build import SCALING_BASIS, case_unit, saturated_rounds, training_units
@@ -29,6 +29,7 @@ from case_runners.views.report.data import (
     valid_rounds,
 )
 from case_runners.views.report.side_by_side import side_by_side_section
+from case_runners.views.summary import base_rows, generate_rows
 from case_runners.views.summary.cells import (
     COLUMNS,
     GIB,
@@ -83,8 +84,8 @@ def _summary_tables(summary: RunSummary) -> list[str]:
         parts += [html.para(f"Training (throughput in {unit})"),
                   html.table([name for name, _ in COLUMNS], table_rows(summary, unit))]
     for title, header, rows in (("Inference (items/s)", INFERENCE_COLUMNS, inference_rows(summary)),
-                                ("Base benchmarks", summary_base_rows.COLUMNS, summary_base_rows.table_rows(summary)),
-                                ("Generate", summary_generate_rows.COLUMNS, summary_generate_rows.table_rows(summary))):
+                                ("Base benchmarks", base_rows.COLUMNS, base_rows.table_rows(summary)),
+                                ("Generate", generate_rows.COLUMNS, generate_rows.table_rows(summary))):
         if rows:
             parts += [html.para(title), html.table(header, rows)]
     return parts
@@ -194,7 +195,7 @@ def mfu_section(runs: list[RunData]) -> str | html.Omitted:
             stat = case.stats["mfu"]
             label = scale_label(case) + (f" ({run.run_id})" if len(runs) > 1 else "")
             rows.append([label, _mean_std(stat, 2, 100.0, PERCENT), mfu.basis, mfu.precision,
-                         summary_base_rows.human(mfu.peak_flops_per_device, FLOP_S), mfu.devices,
+                         base_rows.human(mfu.peak_flops_per_device, FLOP_S), mfu.devices,
                          f"{mfu.flops_per_sample:.4g} per {flops_unit(case)}", "" if stat.mean is not None else
                          (mfu.reason if isinstance(mfu.reason, str) else "no valid round")])
             if stat.mean is not None:

@@ -12,10 +12,10 @@ from case_runners.records.resolved import SAMPLES_PER_S
 from case_runners.records.summary import RunSummary, ScalingGroup, ScalingRow, Stat, SummaryCase
 from case_runners.records.summary_build import case_unit, is_standard
 
-INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "std", "val whole", "val core", "inf whole", "inf core",
+INFERENCE_COLUMNS = ("case", "rounds", "ok", "status", "standard", "val whole", "val core", "inf whole", "inf core",
                      "val acc", "inf acc", "agree", "e2e s", "mem peak GiB", "MFU")
 GIB = 1024 ** 3
-COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"), ("std", STANDARD),
+COLUMNS = (("case", "case_id"), ("rounds", "rounds"), ("ok", "ok"), ("status", "status"), ("standard", STANDARD),
            ("p_whole", "p_whole"), ("p_train", "p_train"), ("p_core", "p_core"), ("e2e s", "e2e_time"),
            ("metric", "final_metric"), ("target", "target"), ("MFU", "mfu"))
 SATURATED_NOTE = (f"host CPU saturated by other processes (samples at >= {SATURATED_BUSY_PCT:g} % busy with >= "
@@ -34,8 +34,9 @@ def cell(stat: Stat | None, digits: int = 1, percent: bool = False) -> str:
     return text + ("%" if percent else "")
 
 
-def std_cell(case: SummaryCase) -> str:
-    """The std cell of a summary case: yes, or no and the keys that changed the workload."""
+def standard_cell(case: SummaryCase) -> str:
+    """The standard cell of a summary case (the standard workload, not the statistic): yes, or no and the keys that
+    changed the workload."""
     if is_standard(case):
         return "yes"
     keys = case.standard_fields()[NON_STANDARD]
@@ -66,7 +67,7 @@ def table_rows(summary: RunSummary, unit: str = SAMPLES_PER_S) -> list[list[str]
             continue
         s = case.stats
         rows.append([case.case_id, str(len(case.rounds)), f"{case.succeeded}/{len(case.rounds)}",
-                     case.status, std_cell(case), cell(s["p_whole"]), cell(s["p_train"]), cell(s["p_core"]),
+                     case.status, standard_cell(case), cell(s["p_whole"]), cell(s["p_train"]), cell(s["p_core"]),
                      cell(s["e2e_time"]), cell(s["final_metric"], 4),
                      "-" if case.target is None else f"{case.target}", cell(s["mfu"], 2, percent=True)])
     return rows
@@ -84,7 +85,7 @@ def inference_rows(summary: RunSummary) -> list[list[str]]:
             memory = Stat(mean=memory.mean / GIB, std=None if memory.std is None else memory.std / GIB, n=memory.n)
         total = case.memory_total_bytes if isinstance(case.memory_total_bytes, int) else None
         rows.append([case.case_id, str(len(case.rounds)), f"{case.succeeded}/{len(case.rounds)}",
-                     case.status, std_cell(case), cell(s["p_validation_whole"]), cell(s["p_validation_core"]),
+                     case.status, standard_cell(case), cell(s["p_validation_whole"]), cell(s["p_validation_core"]),
                      cell(s["p_inference_whole"]), cell(s["p_inference_core"]), cell(s["validation_accuracy"], 4),
                      cell(s["inference_accuracy"], 4), cell(s["agreement"], 1, percent=True), cell(s["e2e_time"]),
                      cell(memory, 2) + (f" / {total / GIB:.1f}" if total else ""), cell(s["mfu"], 2, percent=True)])

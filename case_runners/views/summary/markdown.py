@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from case_runners.core.text import number_text
 from case_runners.plan.config.standard import NOT_STANDARD_NOTE
-from case_runners.records import names, summary_base_rows, summary_generate_rows
+from case_runners.records import names
 from case_runners.records.resolved import SAMPLES_PER_S
 from case_runners.records.summary import RunSummary, SummaryCase
 from case_runners.records.summary_build import SCALING_BASIS, case_unit, is_standard, saturated_rounds, training_units
+from case_runners.views.summary import base_rows, generate_rows
 from case_runners.views.summary.cells import (
     COLUMNS,
     ELSEWHERE,
@@ -46,8 +47,8 @@ def render_markdown(summary: RunSummary) -> str:
                   "compiler is null); memory = the vendor monitor's peak used / total, GiB.", "",
                   "| " + " | ".join(INFERENCE_COLUMNS) + " |", "|" + "---|" * len(INFERENCE_COLUMNS)]
         lines += ["| " + " | ".join(row) + " |" for row in inference]
-    lines += summary_base_rows.render_markdown(summary)
-    lines += summary_generate_rows.render_markdown(summary)
+    lines += base_rows.render_markdown(summary)
+    lines += generate_rows.render_markdown(summary)
     non_standard = non_standard_notes(summary)
     if non_standard:
         lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
@@ -60,10 +61,10 @@ def render_markdown(summary: RunSummary) -> str:
         if not is_standard(case):
             lines += [f"{NOT_STANDARD_NOTE}: {why_non_standard(case)}.", ""]
         if case.task == names.BASE:
-            lines += summary_base_rows.case_markdown(case)
+            lines += base_rows.case_markdown(case)
             continue
         if case.task == names.GENERATE:
-            lines += summary_generate_rows.case_markdown(case)
+            lines += generate_rows.case_markdown(case)
             continue
         if case.task == names.INFERENCE:
             keys = names.INFERENCE_THROUGHPUTS

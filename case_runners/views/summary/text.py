@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from case_runners.core.text import text_columns
 from case_runners.plan.config.standard import NOT_STANDARD_NOTE
-from case_runners.records import names, summary_base_rows, summary_generate_rows
+from case_runners.records import names
 from case_runners.records.resolved import SAMPLES_PER_S
 from case_runners.records.summary import RunSummary
 from case_runners.records.summary_build import case_unit, saturated_rounds, training_units
+from case_runners.views.summary import base_rows, generate_rows
 from case_runners.views.summary.cells import (
     COLUMNS,
     ELSEWHERE,
@@ -67,10 +68,10 @@ def render_table(summary: RunSummary) -> str:
         lines += ([""] if training else []) + [
             "inference (throughput in items/s: whole = data + compute + evaluation, core = compute; "
             "memory: the vendor monitor's peak / total)", line, "-" * len(line), *body]
-    base = summary_base_rows.render_text(summary)
+    base = base_rows.render_text(summary)
     if base:
         lines += ([""] if training or inference else []) + base
-    generate = summary_generate_rows.render_text(summary)
+    generate = generate_rows.render_text(summary)
     if generate:
         lines += ([""] if training or inference or base else []) + generate
     # A round that missed its target is a valid result (a --step run's, by design), listed apart from failures.
