@@ -157,7 +157,7 @@ def test_amp_uses_the_vendors_dtype_and_tf32_is_named_as_what_ran():
     assert Precision(True, "cpu", "fp16").grad_scaler() is not None
     assert Precision(False, "cuda", "fp16", tf32=True).name == "tf32"
     assert Precision(True, "cuda", "fp16", tf32=True).name == "fp16", "AMP's dtype wins over tf32"
-    config = ResolvedConfig.from_json(resolved(flops_per_sample=1e9))
+    config = ResolvedConfig.from_json(resolved("bert", flops_per_sample=1e9))  # a written figure
     config.vendor_info.hardware = {"peak_flops": {"fp32": 1e12, "tf32": 8e12}}
     info = mfu({"precision": "tf32", "p_core": 1000.0}, config)
     assert (info.value, info.precision, info.peak_flops_per_device) == (0.125, "tf32", 8e12)
