@@ -22,6 +22,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.data import DataLoader, Dataset
 
 from case_runners.cases.imagenet.dataset import build_datasets
 from case_runners.cases.imagenet.recipe import ModelEma, build_optimizer, lr_schedule, mix_batch
@@ -45,6 +46,18 @@ def top_hits(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, 
     """(top-1 hits, top-5 hits) of a batch, as counts."""
     top = logits.topk(min(5, logits.shape[1]), dim=1).indices == labels[:, None]
     return top[:, 0].sum(), top.any(dim=1).sum()
+
+
+def image_loaders(train: Dataset, val: Dataset, p: dict[str, Any], ctx: RunContext) -> tuple[DataLoader, DataLoader]:
+    """(train loader, seeded and sharded by rank, whole batches only; eval loader) of an image case's datasets."""
+    workers, pin = int(p["num_workers"]), ctx.pin_memory
+    train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size, seed=int(p["seed"]),
+                                     num_workers=workers, drop_last=True, pin_memory=pin)
+    if len(train_loader) == 0:
+        raise ValueError(f"{len(cast(Sized, train))} training images per epoch are fewer than one global batch "
+                         f"({p['batch_size']} x {ctx.world_size} ranks)")
+    return train_loader, dist.eval_loader(val, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
+                                          num_workers=workers, pin_memory=pin)
 
 
 class ImageClassifierCase(TrainingCase):
@@ -87,15 +100,7 @@ class ImageClassifierCase(TrainingCase):
         p, ctx = self.p, self.ctx
         train, val = build_datasets(ctx.data_dir, p, self.train_transforms(), self.eval_transforms(),
                                     eval_size=self.eval_size)
-        workers, pin = int(p["num_workers"]), ctx.pin_memory
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=workers, drop_last=True,
-                                              pin_memory=pin)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training images per epoch are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        val_loader = dist.eval_loader(val, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                      num_workers=workers, pin_memory=pin)
+        self.train_loader, val_loader = image_loaders(train, val, p, ctx)
         return self.train_loader, val_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
-from typing import Any, cast
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from case_runners.cases.imagenet.classifier import image_loaders
 from case_runners.cases.imagenet.dataset import build_datasets
 from case_runners.cases.imagenet.transforms import MEAN, STD
 from case_runners.tasks.training import dist
@@ -49,15 +50,7 @@ class ResNet50Case(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, val = build_datasets(ctx.data_dir, p)
-        workers, pin = int(p["num_workers"]), ctx.pin_memory
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=workers, drop_last=True,
-                                              pin_memory=pin)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training images per epoch are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        val_loader = dist.eval_loader(val, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                      num_workers=workers, pin_memory=pin)
+        self.train_loader, val_loader = image_loaders(train, val, p, ctx)
         return self.train_loader, val_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
