@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# perfplay: the host preflight in one call (python, devices, data dirs, master port).
+# perfplay: the host preflight in one call (the venv's pins, python, devices, data dirs, master port).
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ short_description: Check a host can run its perfplay rounds
 description:
   - Runs C(python -m case_runners host-check) on the host, one process for every check, and returns what
     it found and every problem as a sentence that names the key at fault.
+  - First the venv's pinned requirements (O(requirements), stdlib only, no pip). While a file has a pin missing or at
+    another version the other checks wait (they import what the pins install) and RV(unmet) names the files for
+    C(ansible.builtin.pip) to install before a second call. A venv that does not exist yet has every file unmet.
   - Checks the Python of the perfplay venv, that the host has at least O(nproc) devices of the vendor,
     every case's data dir (format included), that O(results_dir) has O(min_free_bytes) free and is a directory
     this user may write in, that the host has the network interface O(nic), and, on a node 0 of multi-node
@@ -62,6 +65,11 @@ options:
       check.
     type: str
     default: ""
+  requirements:
+    description: Requirements files (relative to O(project_dir)) whose C(name==version) pins the venv must have.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - perfplay_cli
   - perfplay_attributes
@@ -125,7 +133,20 @@ master_port:
   returned: success
   type: int
   sample: 29500
+unmet:
+  description: The O(requirements) files to install (a pin missing or at another version, a line that is not a
+    pin, or no venv yet), in order.
+  returned: success
+  type: list
+  elements: str
+  sample: [requirements.txt]
+checked:
+  description: False when the checks after the pins waited for them (a pin missing or at another version).
+  returned: success
+  type: bool
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -147,11 +168,16 @@ def main() -> None:
         results_dir=dict(type="path"),
         min_free_bytes=dict(type="int", default=0),
         nic=dict(type="str", default=""),
+        requirements=dict(type="list", elements="str", default=[]),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
+    if params["requirements"] and params["python"] and not os.path.exists(params["python"]):  # pip makes it
+        module.exit_json(changed=False, ok=False, problems=["the venv (%s does not exist)" % params["python"]],
+                         python=None, hostname=None, devices={}, data=[], master_port=None,
+                         unmet=list(dict.fromkeys(params["requirements"])), checked=False)
     request = {key: params[key] for key in ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr",
-                                            "results_dir", "min_free_bytes", "nic")}
+                                            "results_dir", "min_free_bytes", "nic", "requirements")}
     with request_file(request, "perfplay-host-check-") as request_path:
         argv = cli_argv(params["python"], "host-check", request=request_path)
         result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)
@@ -160,7 +186,8 @@ def main() -> None:
         module.warn("%s: %s" % (doc.get("hostname"), warning))
     module.exit_json(changed=False, ok=bool(doc.get("ok")), problems=list(doc.get("problems") or []),
                      python=doc.get("python"), hostname=doc.get("hostname"), devices=doc.get("devices") or {},
-                     data=doc.get("data") or [], master_port=doc.get("master_port"))
+                     data=doc.get("data") or [], master_port=doc.get("master_port"), unmet=list(doc.get("unmet") or []),
+                     checked=bool(doc.get("checked")))
 
 
 if __name__ == "__main__":

@@ -65,14 +65,24 @@ def check_requirements(path: Path) -> dict[str, Any]:
 def unsatisfied(files: list[str], root: Path) -> tuple[list[str], list[str]]:
     """(problems, warnings) of the requirements files a run needs (relative to root), each once: a pin this Python
     lacks or has at another version is a problem naming the file; a line that is not a pin cannot be checked without
-    pip (a warning). What the playbook's preflight finds before it installs them (python_requirements_info)."""
-    problems, warnings = [], []
+    pip (a warning)."""
+    answer = pins_answer(files, root)
+    return answer["problems"], answer["warnings"]
+
+
+def pins_answer(files: list[str], root: Path) -> dict[str, Any]:
+    """The requirements part of the host check (stdlib only: it runs before anything the pins install is imported):
+    unsatisfied's problems and warnings, and `unmet`, the files pip is to install (a pin missing or at another
+    version, or a line that cannot be checked without pip)."""
+    unmet, problems, warnings = [], [], []
     for name in dict.fromkeys(files):
         check = check_requirements(root / name)
+        if not check["satisfied"]:
+            unmet.append(name)
         wrong = check["missing"] + check["mismatched"]
         if wrong:
             problems.append(f"{name}: this Python ({sys.executable}) lacks {', '.join(wrong)}: install them with "
                             f"{sys.executable} -m pip install -r {root / name} (the playbook does)")
         if check["unpinned"]:
             warnings.append(f"{name}: {', '.join(check['unpinned'])} not a name==version pin: not checked")
-    return problems, warnings
+    return {"unmet": unmet, "problems": problems, "warnings": warnings}

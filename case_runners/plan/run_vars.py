@@ -44,8 +44,8 @@ DOCUMENTED_RUN_VARS = frozenset(RUN_VAR_PREFIX + name for name in (
     "device_count", "history_db"))
 # ... and the names the plays define themselves (play vars, vars files, set_fact, register), seen while they run.
 PLAY_VARS = frozenset(RUN_VAR_PREFIX + name for name in (
-    "ansible_core", "cleanup", "host_is_local", "host_needs", "host_run_dir", "master", "node_dir", "node_rank",
-    "plan", "plan_hosts", "preflight_only", "python", "queried_names", "remote", "round", "round_error",
+    "ansible_core", "cleanup", "host_is_local", "host_needs", "host_requirements", "host_run_dir", "master", "node_dir",
+    "node_rank", "plan", "plan_hosts", "preflight_only", "python", "queried_names", "remote", "round", "round_error",
     "round_record", "run", "summary"))
 KNOWN_RUN_VARS = DOCUMENTED_RUN_VARS | PLAY_VARS  # tests/unit/test_docs_run_vars.py keeps both in step
 

@@ -19,7 +19,7 @@ from case_runners.plan.config.benchmarks import peak_for
 from case_runners.plan.config.resolved import BASE
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.yaml_io import load_mapping
-from playbook_run import REPO, checkout_copy, launched_anything, run_playbook
+from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
 from testchip import PEAK_BF16, fill_hardware
 
 OVERLAY = REPO / "tests" / "vendor_testchip"
@@ -83,7 +83,6 @@ def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, result
     log = (node / "rank1.out.log").read_text()
     assert "testchip adapter: backward" in log and "replaces: " + ", ".join(ADAPTED) in log
     assert "kernel cache /tmp/testchip-kernels" in log, "its environment_variables.sh applies in the host runtime"
-    assert "vendor/testchip/cases/digits_cnn/requirements.txt" in run.output, "its pins are checked in the venv"
     assert record["monitors"][node.name]["testchip"]["samples"] > 0, "the chip's own monitor ran"
 
 
@@ -115,6 +114,37 @@ def test_a_hook_that_raises_stops_the_run_at_the_host_preflight(checkout, result
     assert ("vendor/brokenchip/runtime.py: setup() raised RuntimeError: brokenchip driver 0.9 is older than the "
             "SDK needs") in " ".join(run.output.split())
     assert launched_anything(results_dir) == [] and list(results_dir.iterdir()) == []
+
+
+def test_the_host_check_answers_the_case_s_pins_and_pip_runs_only_for_a_file_it_names(checkout, results_dir,
+                                                                                     monkeypatch):
+    """The chip's digits_cnn requirements.txt is checked in the host check's one module run. A line pip has to see
+    (not a pin) has pip install the file and the host checked again; a pin the venv lacks stops the run before any
+    round, pip's error naming the package. pip is offline here (PIP_NO_INDEX): what is installed already satisfies
+    it, nothing else is fetched."""
+    pins = checkout / "vendor" / "testchip" / "cases" / "digits_cnn" / "requirements.txt"
+    kept = pins.read_text()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    run_vars = json.dumps({"perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir),
+                           "perfplay_cases": [{"case": "digits_cnn", "nproc": 2}]})
+    try:
+        pins.write_text(kept + "numpy\n")
+        unpinned = run_playbook(checkout, "playbooks/preflight.yml", "-e", run_vars)
+        pins.write_text(kept + "perfplay-absent-package==1.0\n")
+        missing = run_playbook(checkout, "run_case.yml", "-e", run_vars)
+    finally:
+        pins.write_text(kept)
+    assert unpinned.rc == 0, unpinned.output[-5000:]
+    statuses = unpinned.task_statuses()
+    check = "host_preflight : Check the venv's pins, the Python, devices, data dirs, network interface and master port"
+    assert statuses[check] == ["ok", "ok"], "checked, then checked again after pip"
+    assert statuses["runtime_host : Install the requirements into the venv"] == ["ok"], "numpy was there already"
+    assert "vendor/testchip/cases/digits_cnn/requirements.txt: numpy not a name==version pin" in flat(unpinned.output)
+
+    assert missing.rc != 0
+    assert missing.task_statuses()["runtime_host : Install the requirements into the venv"] == ["failed"]
+    assert "perfplay-absent-package==1.0" in flat(missing.output), missing.output[-5000:]
+    assert launched_anything(results_dir) == []
 
 
 def test_its_base_suite_runs_through_the_playbook_with_no_code(checkout, results_dir):

@@ -35,6 +35,9 @@ PROGRESS = re.compile(r"^  node 0 on localhost, digits_cnn_CPUx1x1 round 1: (sta
 
 
 END_TASK = "Summarise the run, index it into the history database and write its HTML report"
+HOST_CHECK = "host_preflight : Check the venv's pins, the Python, devices, data dirs, network interface and master port"
+HOST_CHECK_ARGS = ("host_preflight : Validating arguments against arg spec 'main' - Check a host can run its part of a "
+                   "perfplay run")
 
 
 def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
@@ -53,6 +56,13 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     round_tasks = [name for name in names[names.index("Run the rounds one after the other") + 1:
                                           names.index("Record the round")] if set(statuses[name]) - {"skipping"}]
     assert round_tasks == ["Start this node of the round", "Wait for this node of the round"], round_tasks
+    # The hosts' preflight on a host whose venv has every pin: one module run, the host check answering the pins too
+    # (no copy on the controller, no pip, no second check); the role's set_fact and assert besides.
+    hosts_play = names[names.index("Copy the checkout to the host"):names.index("No node has failed yet")]
+    preflight = [name for name in hosts_play if set(statuses[name]) - {"skipping"}]
+    assert preflight == [HOST_CHECK_ARGS, HOST_CHECK,
+                         "host_preflight : Publish the unmet requirements and the rendezvous port this host serves",
+                         "host_preflight : Assert the host passed every check"], preflight
 
     run_dir = only_run_dir(results_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -83,9 +93,11 @@ def test_default_case_converges_and_setup_is_idempotent(results_dir: Path):
     second = run_playbook(REPO, "run_case.yml", "-e", f"perfplay_results_dir={results_dir}")
     assert second.rc == 0, second.output[-5000:]
     assert len(indexed(results_dir)) == 2 and indexed(results_dir)[0][0] == run_dir.name
-    setup = {name: statuses for name, statuses in second.task_statuses().items() if name.startswith("runtime_host :")}
-    assert any("ok" in statuses for statuses in setup.values()), setup
+    setup = {name: statuses for name, statuses in second.task_statuses().items()
+             if name.startswith(("runtime_host :", "host_preflight :"))}
+    assert setup[HOST_CHECK] == ["ok"], "one check of the host and its pins"
     assert all("changed" not in statuses for statuses in setup.values()), setup
+    assert second.task_statuses()["Install what the venv lacks"] == ["skipping"]
 
 
 def test_check_mode_creates_nothing(results_dir: Path):

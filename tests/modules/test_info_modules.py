@@ -1,9 +1,8 @@
-"""The read-only modules: host_check_info and python_requirements_info never report a change."""
+"""The read-only module host_check_info never reports a change; it answers the venv's pins first."""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
@@ -33,7 +32,7 @@ def test_host_check_info_passes_its_request_through_a_file(run_module, check_mod
     assert result["master_port"] == 41234
     assert seen == [{"vendor": "cpu", "nproc": 2, "device_count": None, "cases": [CONFIG], "master_port": 0,
                      "master_addr": "10.0.0.1", "results_dir": "/opt/perfplay/results", "min_free_bytes": 1 << 30,
-                     "nic": "ib0"}]
+                     "nic": "ib0", "requirements": []}]
     assert cli.calls[0]["argv"][:4] == ["/venv/bin/python", "-m", "case_runners", "host-check"]
 
 
@@ -53,21 +52,33 @@ def test_host_check_info_unknown_vendor_fails_with_the_cli_message(run_module):
     assert "unknown vendor 'acme'" in result["stderr"]
 
 
-def test_python_requirements_info_without_a_venv(run_module, tmp_path):
-    args = dict(COMMON, python=str(tmp_path / "venv/bin/python"))
-    kind, result, cli = run_module("python_requirements_info", args)
+def test_host_check_info_passes_the_requirements_and_returns_the_unmet(run_module, tmp_path):
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    problem = "requirements.txt: this Python lacks torch==2.13.0: install them with ..."
+    answer = {"ok": False, "problems": [problem], "warnings": [], "unmet": ["requirements.txt"], "checked": False}
+    seen = []
+
+    def cli(argv):
+        with open(argv[argv.index("--request") + 1]) as handle:
+            seen.append(json.load(handle)["requirements"])
+        return 0, json.dumps(answer), ""
+
+    args = dict(COMMON, python=str(python), vendor="cpu", requirements=["requirements.txt", "vendor/x.txt"])
+    kind, result, _ = run_module("host_check_info", args, {"host-check": cli})
+    assert kind == "exit" and result["changed"] is False
+    assert seen == [["requirements.txt", "vendor/x.txt"]]
+    assert (result["ok"], result["unmet"], result["checked"], result["problems"]) == \
+        (False, ["requirements.txt"], False, [problem])
+
+
+def test_host_check_info_without_a_venv_has_every_requirement_unmet(run_module, tmp_path):
+    args = dict(COMMON, python=str(tmp_path / "venv/bin/python"), vendor="cpu",
+                requirements=["requirements.txt", "vendor/cpu/cases/digits_cnn/requirements.txt", "requirements.txt"])
+    kind, result, cli = run_module("host_check_info", args)
     assert kind == "exit"
-    assert result["satisfied"] is False
-    assert "does not exist" in result["missing"][0]
+    assert result["ok"] is False and result["checked"] is False
+    assert result["unmet"] == ["requirements.txt", "vendor/cpu/cases/digits_cnn/requirements.txt"]
+    assert "does not exist" in result["problems"][0]
     assert cli.calls == []
-
-
-@pytest.mark.parametrize("check_mode", [False, True])
-def test_python_requirements_info_reports_what_is_missing(run_module, check_mode):
-    doc = {"satisfied": False, "missing": ["torch==2.13.0"], "mismatched": [], "unpinned": []}
-    args = dict(COMMON, python=sys.executable)
-    kind, result, cli = run_module("python_requirements_info", args, {"requirements": doc}, check_mode=check_mode)
-    assert kind == "exit"
-    assert result == dict(result, changed=False, satisfied=False, missing=["torch==2.13.0"])
-    assert cli.calls[0]["argv"] == [sys.executable, "-m", "case_runners", "requirements", "--requirements",
-                                    "/repo/requirements.txt"]

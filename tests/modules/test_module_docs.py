@@ -60,7 +60,7 @@ def argument_spec(module, monkeypatch) -> dict:
 
 def test_every_module_is_covered():
     assert MODULES == ["case_finish", "case_image", "case_launch", "case_plan", "case_wait", "host_check_info",
-                       "python_requirements_info", "round_record", "run_cleanup", "run_history", "run_report",
+                       "round_record", "run_cleanup", "run_history", "run_report",
                        "run_summary", "run_vars_check"]
 
 

@@ -121,6 +121,35 @@ def test_this_checkout_s_requirements_are_satisfied_in_its_venv():
     assert json.loads(out.stdout)["satisfied"] is True
 
 
+def test_the_host_check_answers_the_pins_first_and_checks_nothing_else_while_one_is_missing(tmp_path):
+    """host-check with requirements: one process answers the venv's pins and the host. While a file lacks a pin the
+    answer names the file and the package and says which files pip is to install, before anything the pins would
+    install is imported; a file of pins that hold adds nothing but an unpinned line's warning."""
+    vendor_pins = tmp_path / "vendor_requirements.txt"
+
+    def host_check_cli(*files: str) -> dict:
+        request = tmp_path / "request.json"
+        request.write_text(json.dumps({"vendor": "cpu", "nproc": 1, "cases": [DIGITS],
+                                       "master_addr": "127.0.0.1", "requirements": list(files)}))
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "case_runners", "host-check", "--request",
+                               str(request)], capture_output=True, text=True, check=True, cwd=REPO, timeout=SHORT_S)
+        return {**json.loads(done.stdout), "imported": done.stderr}
+
+    vendor_pins.write_text("PyYAML==6.0.3\nno-such-dist==1.0\n")
+    lacking = host_check_cli("requirements.txt", str(vendor_pins))
+    assert (lacking["ok"], lacking["checked"], lacking["unmet"]) == (False, False, [str(vendor_pins)])
+    assert lacking["problems"] == [f"{vendor_pins}: this Python ({sys.executable}) lacks no-such-dist==1.0: install "
+                                   f"them with {sys.executable} -m pip install -r {vendor_pins} (the playbook does)"]
+    assert " yaml\n" not in lacking["imported"] and "case_runners.host.check" not in lacking["imported"]
+
+    vendor_pins.write_text("PyYAML==6.0.3\nnumpy\n")
+    held = host_check_cli("requirements.txt", str(vendor_pins))
+    assert (held["ok"], held["checked"], held["unmet"]) == (True, True, [str(vendor_pins)]), held["problems"]
+    assert held["warnings"] == [f"{vendor_pins}: numpy not a name==version pin: not checked"]
+    assert held["devices"]["count"] >= 1 and held["data"][0]["case_id"] == DIGITS["case_id"]
+    assert host_check_cli("requirements.txt")["unmet"] == []
+
+
 def test_pins_read_extras_and_markers():
     assert pins("a[x]==1.0 ; python_version>'3'\n\n#c\n") == [("a", "1.0")]
 
