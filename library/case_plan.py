@@ -15,6 +15,7 @@ description:
     their defaults.
   - A bad run is rejected with all its problems at once, each naming the run var or file, the key and the allowed
     values; a rejected run creates no run directory.
+  - An action plugin, run on the controller whatever host the task names; it starts no module process.
   - Options are the run vars C(perfplay_<option>), passed as given (an AWX survey or C(-e key=value) gives strings);
     C(case_runners) converts them and applies the defaults that docs/run-vars.md lists. Left out, the default
     applies.
@@ -281,56 +282,3 @@ errors:
   elements: str
   sample: ["key 'perfplay_vendor': unknown vendor 'acme' (allowed: cpu, nvidia)"]
 """
-
-from typing import Any
-
-from ansible.module_utils.basic import AnsibleModule
-
-try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
-except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
-
-# Options that are keys of the plan request as they are (case_runners checks them and applies the defaults).
-REQUEST_OPTIONS = ("vendor", "runtime", "image", "cases", "task", "results_dir", "history_db", "run_id",
-                   "case_timeout_s", "hosts", "nic", "run_var_names", "host_var_names", "clear_caches",
-                   "monitor_interval_s", "progress_interval_s", "rdzv_timeout_s", "heartbeat_timeout_s", "master_port",
-                   "min_free_bytes", "bundle")
-ARGUMENT_SPEC = dict(
-    COMMON_ARGUMENT_SPEC,
-    hosts=dict(type="list", elements="str", required=True),
-    run_var_names=dict(type="list", elements="str"),
-    host_var_names=dict(type="dict"),
-    bundle=dict(type="bool", default=True),
-    **{option: dict(type="raw") for option in REQUEST_OPTIONS
-       if option not in ("hosts", "run_var_names", "host_var_names", "bundle")}
-)
-
-
-def plan_request(params: dict[str, Any]) -> dict[str, Any]:
-    """The request document of ``case_runners plan``: every option set (an empty string is unset)."""
-    return dict((key, params[key]) for key in REQUEST_OPTIONS if params[key] not in (None, ""))
-
-
-def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    params = module.params
-    with request_file(plan_request(params), "perfplay-plan-") as request_path:
-        argv = cli_argv(params["python"], "plan", request=request_path, check=module.check_mode)
-        result = run_json(module, argv, params["project_dir"], "case_runners plan")
-    plan = result.doc
-    if not plan.get("ok"):
-        errors = plan.get("errors") or ["case_runners plan failed without naming an error"]
-        module.fail_json(msg="perfplay: the run was rejected, %d problem(s):\n- %s" % (
-            len(errors), "\n- ".join(errors)), errors=errors, rc=result.rc)
-    for case in plan["cases"]:  # a key a vendor adds to an inference case is a warning
-        for note in case.get("notes") or []:
-            if note.startswith("warning: "):
-                module.warn("%s: %s" % (case["case_id"], note[len("warning: "):]))
-    module.exit_json(changed=not module.check_mode, **dict(
-        (key, plan[key]) for key in ("run_id", "run_dir", "bundle", "cases", "rounds", "images", "host_needs",
-                                     "run_vars")))
-
-
-if __name__ == "__main__":
-    main()

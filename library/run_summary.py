@@ -16,9 +16,9 @@ description:
     (a full disk) is a warning, never a failure of the run.
   - The C(perfplay_summary) callback prints the returned summary as a table at the end of the play.
   - With O(history_db), the same command then indexes the run into the history database (as M(run_history)
-    does), and with O(report), writes the run's HTML report (as M(run_report) does); so the run's end is one module
-    run and one process, which saves the controller a worker process, a module payload and two Python starts for
-    each.
+    does), and with O(report), writes the run's HTML report (as M(run_report) does); so the run's end is one task
+    and one process, which saves the controller a worker process, a module payload and two Python starts for each.
+  - An action plugin, run on the controller whatever host the task names; it starts no module process.
 options:
   history_db:
     description:
@@ -105,50 +105,3 @@ report:
   type: dict
   sample: {changed: true, path: /opt/perfplay/results/run20250101120000/report.html, written: true, write_error: null}
 """
-
-from ansible.module_utils.basic import AnsibleModule
-
-try:
-    from ansible.module_utils._perfplay_cli import (
-        COMMON_ARGUMENT_SPEC,
-        cli_argv,
-        history_answer,
-        report_answer,
-        run_json,
-    )
-except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import (
-        COMMON_ARGUMENT_SPEC,
-        cli_argv,
-        history_answer,
-        report_answer,
-        run_json,
-    )
-
-
-def main() -> None:
-    argument_spec = dict(COMMON_ARGUMENT_SPEC, run_dir=dict(type="path", required=True),
-                         history_db=dict(type="path"), report=dict(type="bool", default=False))
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    params = module.params
-    # With history_db and report, the same command indexes the run and writes its report after the summary.
-    argv = cli_argv(params["python"], "summary", params["run_dir"], write=not module.check_mode,
-                    history_db=params["history_db"], report=params["report"])
-    summary = run_json(module, argv, params["project_dir"], "case_runners summary", check_rc=True).doc
-    table = summary.pop("table", None)
-    written = summary.pop("written", [])
-    write_error = summary.pop("write_error", None)
-    history, report = summary.pop("history", None), summary.pop("report", None)
-    if write_error:
-        module.warn("summary.json and summary.md not written: %s" % write_error)
-    ends = {}  # the run's end after its summary, each answered as its own module answers it
-    if params["history_db"]:
-        history = history or {"index_error": "`summary` gave no history answer"}
-        ends["history"] = history_answer(module, history, params["history_db"])
-    if params["report"]:
-        ends["report"] = report_answer(module, report or dict(path=None, write_error="`summary` gave no report"))
-    module.exit_json(changed=bool(written) or any(end["changed"] for end in ends.values()), summary=summary,
-                     table=table, failed_rounds=summary.get("failed_rounds", []), written=written, **ends)
-
-if __name__ == "__main__":
-    main()

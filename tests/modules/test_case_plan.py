@@ -1,10 +1,15 @@
-"""library/case_plan.py: one `case_runners plan` call carrying every run var; its answer returned, or its errors."""
+"""case_plan (playbooks/action_plugins/case_plan.py, documented in library/case_plan.py): one `case_runners plan`
+call carrying every run var, run on the controller without a module process; its answer returned, or its errors."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
 
-from ansible.module_utils.common.warnings import get_warning_messages
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from module_harness import REPO, FakeCli
 
 RESOLVED = {
     "case": "digits_cnn", "case_id": "digits_cnn_CPUx1x1", "vendor": "cpu", "hardware": "CPU",
@@ -34,18 +39,37 @@ def plan_answer(requests, errors=(), cases=(RESOLVED,)):
     return answer
 
 
-def test_missing_required_args(run_module):
-    kind, result, cli = run_module("case_plan", {"project_dir": "/repo"})
+def run_plan(args, answer=None, check_mode=False):
+    """("exit"|"fail", result, fake_cli): the action's arguments validated as Ansible validates them, then its plan
+    with `answer` standing in for case_runners."""
+    spec = importlib.util.spec_from_file_location("perfplay_action_case_plan",
+                                                  REPO / "playbooks" / "action_plugins" / "case_plan.py")
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    cli = FakeCli({"plan": answer} if answer else {})
+    validated = ArgumentSpecValidator(plugin.ARGUMENT_SPEC).validate(args)
+    if validated.error_messages:
+        return "fail", {"failed": True, "msg": "; ".join(validated.error_messages)}, cli
+
+    def run(argv, cwd=None, **kwargs):
+        return subprocess.CompletedProcess(argv, *cli(argv, cwd=cwd))
+
+    result = plugin.plan(validated.validated_parameters, check_mode, run)
+    return ("fail" if result.get("failed") else "exit"), result, cli
+
+
+def test_missing_required_args():
+    kind, result, cli = run_plan({"project_dir": "/repo"})
     assert kind == "fail"
     assert "missing required arguments" in result["msg"]
     assert "hosts" in result["msg"]
     assert cli.calls == []
 
 
-def test_plans_once_and_returns_the_plan(run_module):
+def test_plans_once_and_returns_the_plan():
     requests = []
-    kind, result, cli = run_module("case_plan", dict(ARGS, clear_caches="true", master_port="29600"),
-                                   {"plan": plan_answer(requests)})
+    kind, result, cli = run_plan(dict(ARGS, clear_caches="true", master_port="29600"),
+                                   plan_answer(requests))
     assert kind == "exit"
     assert result["changed"] is True
     assert [check for _, check in requests] == [False], "case_runners checks and creates in one call"
@@ -59,38 +83,38 @@ def test_plans_once_and_returns_the_plan(run_module):
     assert result["host_needs"] == {"localhost": {"nproc": 1}}
 
 
-def test_the_request_carries_every_run_var_set(run_module):
+def test_the_request_carries_every_run_var_set():
     requests = []
     args = dict(ARGS, vendor="nvidia", runtime="docker", image={"base_image": "x"}, task="inference",
                 results_dir="/tmp/res", run_id="nightly", case_timeout_s="900", nic={"localhost": "eth0"},
                 run_var_names=["perfplay_vendor"], clear_caches=False, monitor_interval_s="0.5", progress_interval_s=5,
                 rdzv_timeout_s="60", heartbeat_timeout_s=20, master_port=0, min_free_bytes="2048", bundle=False)
-    kind, _, _ = run_module("case_plan", args, {"plan": plan_answer(requests)})
+    kind, _, _ = run_plan(args, plan_answer(requests))
     assert kind == "exit"
     assert requests[0][0] == {key: value for key, value in args.items() if key not in ("project_dir", "python")}
 
 
-def test_an_empty_string_is_unset(run_module):
+def test_an_empty_string_is_unset():
     requests = []
-    run_module("case_plan", dict(ARGS, image="", run_id="", vendor=""), {"plan": plan_answer(requests)})
+    run_plan(dict(ARGS, image="", run_id="", vendor=""), plan_answer(requests))
     assert not {"image", "run_id", "vendor"} & set(requests[0][0])
 
 
-def test_check_mode_validates_only(run_module):
+def test_check_mode_validates_only():
     requests = []
-    kind, result, _ = run_module("case_plan", ARGS, {"plan": plan_answer(requests)}, check_mode=True)
+    kind, result, _ = run_plan(ARGS, plan_answer(requests), check_mode=True)
     assert kind == "exit"
     assert result["changed"] is False
     assert [check for _, check in requests] == [True]
     assert result["run_dir"] is None
 
 
-def test_every_error_is_listed(run_module):
+def test_every_error_is_listed():
     errors = ["run vars: key 'perfplay_vendor': unknown vendor 'acme' (allowed: cpu, nvidia)",
               "run vars: key 'perfplay_clear_caches': expected a boolean, got 'maybe' "
               "(allowed: true/false, yes/no, on/off, 1/0)"]
-    kind, result, cli = run_module("case_plan", dict(ARGS, clear_caches="maybe"),
-                                   {"plan": plan_answer([], errors=errors)})
+    kind, result, cli = run_plan(dict(ARGS, clear_caches="maybe"),
+                                   plan_answer([], errors=errors))
     assert kind == "fail"
     assert len(cli.calls) == 1
     assert result["errors"] == errors
@@ -98,22 +122,22 @@ def test_every_error_is_listed(run_module):
     assert result["rc"] == 2
 
 
-def test_cli_crash_without_json_fails_with_its_stderr(run_module):
-    kind, result, _ = run_module("case_plan", ARGS, {"plan": (1, "", "Traceback: boom")})
+def test_cli_crash_without_json_fails_with_its_stderr():
+    kind, result, _ = run_plan(ARGS, (1, "", "Traceback: boom"))
     assert kind == "fail"
     assert "exited 1 without a JSON document" in result["msg"]
     assert result["stderr"] == "Traceback: boom"
 
 
-def test_a_key_a_vendor_adds_to_an_inference_case_is_a_warning(run_module):
+def test_a_key_a_vendor_adds_to_an_inference_case_is_a_warning():
     """Inference overrides: a new key in <vendor>_configurations.yaml is a warning; a changed key only a note."""
     notes = ["warning: vendor/cpu/cases/digits_cnn/cpu_configurations.yaml: key 'probe' is not in "
              "case_runners/cases/digits_cnn/inference/configurations.yaml; added as 7",
              "info: vendor/cpu/cases/digits_cnn/cpu_configurations.yaml: key 'batch_size' changed from 64 to 32"]
     case = dict(RESOLVED, case_id="digits_cnn_inference_CPUx1x1", task="inference", notes=notes)
-    kind, result, _ = run_module("case_plan", ARGS, {"plan": plan_answer([], cases=(case,))})
+    kind, result, _ = run_plan(ARGS, plan_answer([], cases=(case,)))
     assert kind == "exit"
-    warnings = get_warning_messages()  # what exit_json adds to the result as "warnings"
+    warnings = result["warnings"]
     assert "digits_cnn_inference_CPUx1x1: " + notes[0][len("warning: "):] in warnings
     assert not any("batch_size" in w for w in warnings)
     assert result["cases"][0]["notes"] == notes
