@@ -92,6 +92,9 @@ def add_pair_options(parser: argparse.ArgumentParser, sides: str, steps_help: st
     parser.add_argument("--steps", type=int, help=f"{steps_help} (default {default}, quick {quick})")
     parser.add_argument("--pairs", type=int,
                         help=f"alternated {sides} pairs (default {DEFAULT_PAIRS}, quick {QUICK_PAIRS})")
+    parser.add_argument("--rounds", type=int, choices=range(2, 101), metavar="N",
+                        help=f"the larger round count each way runs at, 2..100 (default {ROUNDS[1]}, quick "
+                        f"{QUICK_ROUNDS[1]}): the per-round figure's noise shrinks as 1/(N - {ROUNDS[0]})")
     parser.add_argument("--quick", action="store_true",
                         help=f"the smallest real measurement: {QUICK_PAIRS} pair of {quick} steps, at "
              f"{QUICK_ROUNDS[0]} and {QUICK_ROUNDS[1]} rounds")
@@ -107,5 +110,6 @@ def pair_sizes(args: argparse.Namespace, steps: tuple[int, int]) -> tuple[int, i
 
 
 def round_counts(args: argparse.Namespace) -> tuple[int, int]:
-    """The two round counts a pair runs each way at, as add_pair_options' --quick asks."""
-    return QUICK_ROUNDS if args.quick else ROUNDS
+    """The two round counts a pair runs each way at, as add_pair_options' --quick and --rounds ask."""
+    low, high = QUICK_ROUNDS if args.quick else ROUNDS
+    return low, args.rounds or high

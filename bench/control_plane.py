@@ -2,12 +2,12 @@
 
 For each size, `tests/cluster/hosts.sh up N` (of the bench's private copy of the checkout, so its cluster is not the
 test suite's) makes N ssh hosts; `ansible-playbook run_case.yml` then runs a trivial case on all of them
-(digits_cnn, nnodes=N, nproc=1, a few steps) at 1 and at 3 rounds, back to back, --repeats times.
+(digits_cnn, nnodes=N, nproc=1, a few steps) at 1 and at 3 (--rounds) rounds, back to back, --repeats times.
 
 Controller CPU is the CPU time of every process of the controller: ansible-playbook, its workers, local modules and
 the ssh processes, the connection-sharing masters (ControlMaster, which detach from the playbook) included:
 bench/process_tree.py makes this script their subreaper and ends them after each run, so that their CPU is counted.
-A further round costs (CPU of 3 rounds - CPU of 1 round) / 2; what each host adds to it is the slope of that over
+A further round costs (CPU of N rounds - CPU of 1 round) / (N - 1); what each host adds to it is the slope of that over
 the sizes (the least squares line; with one size, the round's CPU divided by its hosts, the round's own part
 included). That figure does not need a core per host: the hosts' module processes queue for this machine's cores,
 but the controller's CPU time is the same.
@@ -119,8 +119,9 @@ def verdict(figures: list[float], target: float) -> tuple[str, int]:
     return f"{result.verdict}: {result.reason}", EXIT_CODES[result.verdict]
 
 
-def measure(checkout: Path, sizes: list[int], repeats: int, steps: int, tmp: Path) -> dict[int, dict[int, list[Run]]]:
-    """runs[n][rounds]: the repeats at each size and round count, 1 and 3 rounds back to back."""
+def measure(checkout: Path, sizes: list[int], repeats: int, steps: int, tmp: Path,
+            round_counts: tuple[int, int] = ROUNDS) -> dict[int, dict[int, list[Run]]]:
+    """runs[n][rounds]: the repeats at each size and round count (1 and 3 rounds by default), back to back."""
     runs: dict[int, dict[int, list[Run]]] = {}
     for n in sizes:
         hosts_sh(checkout, "up", str(n))
@@ -128,9 +129,9 @@ def measure(checkout: Path, sizes: list[int], repeats: int, steps: int, tmp: Pat
         inventory = Path(state) / "inventory.yml"
         results = tmp / f"results{n}"
         one_run(checkout, inventory, n, 1, steps, results, f"warmup-{n}-hosts")  # copies the checkout to the hosts
-        runs[n] = {rounds: [] for rounds in ROUNDS}
+        runs[n] = {rounds: [] for rounds in round_counts}
         for i in range(repeats):
-            for rounds in ROUNDS:
+            for rounds in round_counts:
                 run = one_run(checkout, inventory, n, rounds, steps, results, f"bench-{n}-hosts-{rounds}r-{i}")
                 runs[n][rounds].append(run)
                 print(f"{n:>3} hosts, {rounds} round(s), run {i + 1}: wall {run.wall:.2f} s, controller CPU "
@@ -145,6 +146,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--target-s", type=float, default=TARGET_CPU_PER_HOST_ROUND_S,
                         help=f"controller CPU s per host per further round (default {TARGET_CPU_PER_HOST_ROUND_S})")
+    parser.add_argument("--rounds", type=int, choices=range(2, 101), metavar="N", default=ROUNDS[1],
+                        help=f"the larger round count, 2..100 (default {ROUNDS[1]}): a further round's figure is "
+                        f"the difference over N - {ROUNDS[0]} rounds, its noise shrinking as 1/(N - {ROUNDS[0]})")
     parser.add_argument("--quick", action="store_true",
                         help=f"the smallest real measurement: {', '.join(f'{k} {v}' for k, v in QUICK.items())}")
     args = parser.parse_args()
@@ -153,10 +157,11 @@ def main() -> int:
     if os.geteuid() != 0:
         sys.exit("bench/control_plane.py needs root: it makes network namespaces with sshd (tests/cluster/hosts.sh)")
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    round_counts = (ROUNDS[0], args.rounds)
     with tempfile.TemporaryDirectory(prefix="perfplay-bench-cp-") as tmp:
         checkout = checkout_with_scales(sizes, Path(tmp))
         try:
-            runs = measure(checkout, sizes, args.repeats, args.steps, Path(tmp))
+            runs = measure(checkout, sizes, args.repeats, args.steps, Path(tmp), round_counts)
         finally:
             subprocess.run(["bash", str(checkout / "tests" / "cluster" / "hosts.sh"), "down", "--purge"],
                            check=False, capture_output=True, timeout=300)
@@ -164,11 +169,11 @@ def main() -> int:
     print("hosts  rounds  wall s  control s  ranks s  controller CPU s  load  | further round: CPU s  CPU s/host")
     cpu_rounds: list[list[float]] = []  # [size][repeat]
     for n in sizes:
-        further = [(three.cpu - one.cpu) / (ROUNDS[1] - ROUNDS[0]) for one, three in zip(*runs[n].values())]
+        further = [(more.cpu - one.cpu) / (round_counts[1] - round_counts[0]) for one, more in zip(*runs[n].values())]
         cpu_rounds.append(further)
         for rounds, rs in runs[n].items():
             tail = f"  | {statistics.median(further):<18.2f}  {statistics.median(further) / n:.2f}" \
-                if rounds == ROUNDS[-1] else ""
+                if rounds == round_counts[-1] else ""
             med = {key: statistics.median(getattr(r, key) for r in rs) for key in ("wall", "cpu", "ranks", "load")}
             print(f"{n:<5}  {rounds:<6}  {med['wall']:<6.2f}  {med['wall'] - med['ranks']:<9.2f}  "
                   f"{med['ranks']:<7.2f}  {med['cpu']:<16.2f}  {med['load']:<4.1f}{tail}")

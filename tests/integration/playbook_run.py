@@ -54,8 +54,11 @@ def playbook_env(checkout: Path) -> dict[str, str]:
     return env
 
 
-def run_playbook(checkout: Path, playbook: str, *args: str, timeout: float = 600) -> PlaybookRun:
-    proc = subprocess.run([str(BIN / "ansible-playbook"), playbook, *args], cwd=checkout, env=playbook_env(checkout),
+def run_playbook(checkout: Path, playbook: str, *args: str, timeout: float = 600,
+                 env: dict[str, str] | None = None) -> PlaybookRun:
+    """env: variables laid over playbook_env's, which the local ranks inherit."""
+    proc = subprocess.run([str(BIN / "ansible-playbook"), playbook, *args], cwd=checkout,
+                          env={**playbook_env(checkout), **(env or {})},
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
     return PlaybookRun(proc.returncode, proc.stdout)
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from bench.alternation import QUICK_ROUNDS, Timing, added_costs, judge_added
+from bench.alternation import QUICK_ROUNDS, Timing, add_pair_options, added_costs, judge_added, round_counts
 from bench.verdict import CANNOT_JUDGE, IQR_FROM, MISSED, PASS, bounded, judge, parse_target, spread
 from case_runners.core.paths import project_root
 
@@ -134,6 +134,21 @@ def test_a_quick_pair_at_1_and_2_rounds_splits_into_fixed_and_per_round_costs():
              for rounds, wall in zip(QUICK_ROUNDS, walls)}
     assert added_costs(quick, "docker", "host") == (-1.0, 3.0)  # (16 - 12) - (11 - 10) a round; 2 - 3 fixed
     assert added_costs(quick, "docker", "host", "cpu") == (-0.5, 1.5)
+
+
+def test_more_rounds_divide_the_per_round_figure_by_the_further_rounds():
+    """--rounds 9: each way at 1 and 9 rounds, so what a further round adds is the difference over 8 rounds."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_pair_options(parser, "a/b", "steps", (60, 5), bounded(high=1.0), "target")
+    assert round_counts(parser.parse_args([])) == (1, 3) and round_counts(parser.parse_args(["--quick"])) == (1, 2)
+    assert round_counts(parser.parse_args(["--rounds", "9"])) == (1, 9)
+    many = {(name, rounds): Timing(wall, wall) for name, walls in (("playbook", (14, 30)), ("direct", (10, 18)))
+            for rounds, wall in zip((1, 9), walls)}
+    assert added_costs(many, "playbook", "direct") == (3.0, 1.0)  # ((30 - 14) - (18 - 10)) / 8 a round; 4 - 1 fixed
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--rounds", "1"])
 
 
 def test_container_overhead_one_pair_cannot_be_judged(capsys):

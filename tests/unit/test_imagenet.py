@@ -176,3 +176,15 @@ def test_the_training_crop_keeps_at_least_crop_scale_min_of_the_image():
         out = np.asarray(train_transform(16, scale_min=1.0)(img))
         assert np.array_equal(out, whole) or np.array_equal(out, flipped)
     assert any(not np.array_equal(np.asarray(train_transform(16)(img)), a) for a in (whole, flipped) for _ in range(5))
+
+
+def test_hflip_sets_how_often_the_training_image_is_mirrored():
+    """Digits change class in a mirror: hflip 0 never flips them; the recipes' 0.5 flips about half the images."""
+    from case_runners.cases.imagenet.transforms import train_transform
+
+    img = gradient_image(16)
+    whole, flipped = np.asarray(img), np.asarray(img)[:, ::-1]
+    never, half = train_transform(16, scale_min=1.0, flip=0.0), train_transform(16, scale_min=1.0)
+    assert all(np.array_equal(np.asarray(never(img)), whole) for _ in range(40))
+    mirrored = sum(np.array_equal(np.asarray(half(img)), flipped) for _ in range(200))
+    assert 50 < mirrored < 150, mirrored

@@ -2,8 +2,9 @@
 subclasses it with its model (build_network) and exposes build_case; its config.yaml declares the params below.
 
 Params (besides the trainer's: batch_size, eval_batch_size, seed, synthetic, max_steps, max_epochs, ...):
-  image_size, crop_scale_min (the random-resized crop's smallest share of the area), eval_image_size (0: image_size),
-  eval_resize (0: eval size x 256/224), num_classes, synthetic_samples, num_workers, channels_last;
+  image_size, crop_scale_min (the random-resized crop's smallest share of the area), hflip (the training images'
+  horizontal flip probability: 0.5 in every recipe, 0 for images a mirror changes, as digits), eval_image_size
+  (0: image_size), eval_resize (0: eval size x 256/224), num_classes, synthetic_samples, num_workers, channels_last;
   optimizer (sgd, adamw, rmsprop), lr (for a global batch of lr_scaling_batch, scaled linearly; 0: as is),
   lr_scaling_batch, momentum, weight_decay, norm_weight_decay (null: weight_decay; for biases and normalisation);
   lr_schedule (cosine, step, constant), warmup_epochs, warmup_start (the warmup's first LR factor), lr_min,
@@ -87,10 +88,11 @@ class ImageClassifierCase(TrainingCase):
 
     def train_transforms(self) -> Transform:
         """The training images' transform: random resized crop of image_size (at least crop_scale_min of the area)
-        and flip, then RandAugment when auto_augment is ra. A recipe of other transforms overrides it."""
+        and flip (with probability hflip), then RandAugment when auto_augment is ra. A recipe of other transforms
+        overrides it."""
         p = self.p
         augment = RandAugment(magnitude=int(p["ra_magnitude"])) if p["auto_augment"] == "ra" else None
-        return train_transform(int(p["image_size"]), augment, float(p["crop_scale_min"]))
+        return train_transform(int(p["image_size"]), augment, float(p["crop_scale_min"]), float(p["hflip"]))
 
     def eval_transforms(self) -> Transform:
         """The eval images' transform: resize to eval_resize, centre crop of the eval size."""

@@ -124,14 +124,15 @@ class RandAugment:
         return img
 
 
-def train_transform(image_size: int, randaugment: RandAugment | None = None, scale_min: float = 0.08) -> Transform:
-    """Random resized crop (scale_min..100 % of the area), horizontal flip with probability 1/2, then RandAugment
+def train_transform(image_size: int, randaugment: RandAugment | None = None, scale_min: float = 0.08,
+                    flip: float = 0.5) -> Transform:
+    """Random resized crop (scale_min..100 % of the area), horizontal flip with probability `flip`, then RandAugment
     when given."""
     crop = RandomResizedCrop(image_size, scale=(scale_min, 1.0))
 
     def apply(img: Image.Image) -> Image.Image:
         img = crop(img)
-        if random.random() < 0.5:
+        if random.random() < flip:
             from PIL import Image
 
             img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)

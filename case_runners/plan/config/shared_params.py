@@ -134,6 +134,7 @@ SHARED_PARAMS: dict[str, dict[str, Any]] = {
     "ema_decay": {"type": "float", "min": 0, "below": 1},
     "ema_steps": {"type": "int", "min": 1, "max": 1_000_000},
     "crop_scale_min": {"type": "float", "above": 0, "max": 1},  # the random-resized crop's smallest area share
+    "hflip": {"type": "float", "min": 0, "max": 1},  # the training images' horizontal flip probability
     "eval_image_size": {"type": "int", "min": 0, "max": 4096},  # 0 = image_size
     "eval_resize": {"type": "int", "min": 0, "max": 8192},  # 0 = the eval size x 256/224
     # The keys of every inference case's configurations.yaml (flops: parse_flops), and its model checkpoint.
