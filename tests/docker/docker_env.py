@@ -21,8 +21,15 @@ BASE_IMAGE = os.environ.get("PERFPLAY_BASE_IMAGE", "perfplay-base:bookworm")
 LABEL = "perfplay.run_id"
 
 
-def engine(*args: str) -> None:
-    subprocess.run(["bash", str(ENGINE_SH), *args], check=True, timeout=900)
+def engine(*args: str, holder: int | None = None) -> None:
+    """engine.sh up or down for `holder` (a pid; default this process)."""
+    env = {**os.environ, "PERFPLAY_DOCKER_HOLDER": str(holder or os.getpid())}
+    subprocess.run(["bash", str(ENGINE_SH), *args], check=True, timeout=900, env=env)
+
+
+def engine_answers() -> bool:
+    info = subprocess.run(["/usr/bin/docker", "info"], capture_output=True, timeout=SHORT_S, check=False)
+    return info.returncode == 0
 
 
 def _pip_config() -> dict[str, str]:

@@ -1,18 +1,22 @@
 #!/bin/bash
 # The Docker engine of the docker tests and of the container bench, and a base image made without a registry.
 #
-#   engine.sh up     start dockerd unless one answers; import the base image unless present
-#   engine.sh down   stop the dockerd this script started (nothing else)
+#   engine.sh up     start dockerd unless one answers; import the base image unless present; hold the engine
+#   engine.sh down   let go of it; the last holder stops the dockerd this script started (nothing else)
 #   engine.sh deps   install Debian's docker.io and debootstrap (CI=true does this in `up` too)
 #
 # The base image (PERFPLAY_BASE_IMAGE, default perfplay-base:bookworm) is a minimal Debian bookworm with
 # python3 and python3-venv: debootstrap, then `docker import` (about a minute). Needs root.
+# A holder is the process that ran `up` (PERFPLAY_DOCKER_HOLDER, default the caller: a test session, the bench),
+# one file in $STATE/holders: two checkouts' suites on one machine share one dockerd, and one's `down` does not
+# stop it under the other.
 set -euo pipefail
 
 BASE_IMAGE=${PERFPLAY_BASE_IMAGE:-perfplay-base:bookworm}
 STATE=${PERFPLAY_DOCKER_DIR:-/tmp/perfplay-docker}
 MIRROR=${PERFPLAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=(docker.io debootstrap)
+HOLDER=${PERFPLAY_DOCKER_HOLDER:-$PPID}
 
 die() { echo "engine.sh: $*" >&2; exit 1; }
 # shellcheck source=tests/state_dir.sh
@@ -58,7 +62,21 @@ base_image() {
   rm -rf "$root"
 }
 
+hold() { mkdir -p "$STATE/holders" && echo "$HOLDER" >"$STATE/holders/$HOLDER"; }
+
+# Let go for HOLDER and forget holders that have ended; true when a live one is left.
+still_held() {
+  rm -f "$STATE/holders/$HOLDER"
+  local lease left=1
+  for lease in "$STATE"/holders/*; do
+    [[ -f $lease ]] || continue
+    if kill -0 "$(basename "$lease")" 2>/dev/null; then left=0; else rm -f "$lease"; fi
+  done
+  return $left
+}
+
 stop_engine() {
+  still_held && return 0
   [[ -f $STATE/started.pid ]] || return 0
   local pid
   pid=$(cat "$STATE/started.pid")
@@ -71,8 +89,8 @@ stop_engine() {
 
 [[ $(id -u) == 0 ]] || die "needs root (dockerd, debootstrap)"
 case ${1:-} in
-  up) deps; state_dir "$STATE"; start_engine; base_image ;;
-  down) if [[ -e $STATE ]]; then state_dir "$STATE"; fi; stop_engine ;;
+  up) deps; state_dir "$STATE"; hold; start_engine; base_image ;;
+  down) if [[ -e $STATE ]]; then state_dir "$STATE"; stop_engine; fi ;;
   deps) deps --install ;;
   *) die "usage: engine.sh up | down | deps" ;;
 esac
