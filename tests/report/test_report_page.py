@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -68,20 +69,26 @@ def peak_project(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("report")
-    # Two rounds of a few steps, the monitors sampling often enough to draw the phases.
-    ok, ok_dir = run_case(root / "ok", "--repeat", "2", "--step", "40", "--monitor-interval-s", "0.2")
-    assert ok.returncode in (0, 1), ok.stderr[-3000:]  # 1: not converged in 40 steps, a valid result
-    # Node 0 of two, alone: node 1 never joins, the round fails with its reason (a bound on a hang, not on speed).
-    failed, failed_dir = run_case(root / "failed", "--nnode", "2", "--node-rank", "0", "--run-id", "run-report-failed",
-                                  "--master-port", str(free_port()), "--rdzv-timeout-s", "3", "--step", "5")
-    assert failed.returncode == 1, failed.stderr[-3000:]
-    # The same case and seed again: its loss curve aligns with the first run's.
-    again, again_dir = run_case(root / "again", "--step", "40", "--no-monitors")
     project = peak_project(root / "project")
-    gemm, gemm_dir = run_case(root / "gemm", "--task", "base", "--set", "shapes=[[256,256,256]]", "--set",
-                              "precisions=[fp32,bf16]", "--set", "iterations=3", "--repeat", "2", "--no-monitors",
-                              case="gemm", env={**os.environ, PROJECT_ENV: str(project)})
-    generate, generate_dir = run_case(root / "generate", *GENERATE, "--no-monitors", case="llama")
+    # The runs are independent, each into its own results dir: two at a time (two cores; each mostly starts Python).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # Two rounds of a few steps, the monitors sampling often enough to draw the phases.
+        started = [pool.submit(run_case, root / "ok", "--repeat", "2", "--step", "40", "--monitor-interval-s", "0.2"),
+                   # Node 0 of two, alone: node 1 never joins, the round fails with its reason (a bound on a hang,
+                   # not on speed).
+                   pool.submit(run_case, root / "failed", "--nnode", "2", "--node-rank", "0", "--run-id",
+                               "run-report-failed", "--master-port", str(free_port()), "--rdzv-timeout-s", "3",
+                               "--step", "5"),
+                   # The same case and seed again: its loss curve aligns with the first run's.
+                   pool.submit(run_case, root / "again", "--step", "40", "--no-monitors"),
+                   pool.submit(run_case, root / "gemm", "--task", "base", "--set", "shapes=[[256,256,256]]", "--set",
+                               "precisions=[fp32,bf16]", "--set", "iterations=3", "--repeat", "2", "--no-monitors",
+                               case="gemm", env={**os.environ, PROJECT_ENV: str(project)}),
+                   pool.submit(run_case, root / "generate", *GENERATE, "--no-monitors", case="llama")]
+    (ok, ok_dir), (failed, failed_dir), (again, again_dir), (gemm, gemm_dir), (generate, generate_dir) = (
+        run.result() for run in started)
+    assert ok.returncode in (0, 1), ok.stderr[-3000:]  # 1: not converged in 40 steps, a valid result
+    assert failed.returncode == 1, failed.stderr[-3000:]
     for done, run_dir in ((ok, ok_dir), (failed, failed_dir), (again, again_dir), (gemm, gemm_dir),
                           (generate, generate_dir)):
         assert done.returncode in (0, 1) and done.stdout, done.stderr[-3000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from case_runners.views.compare.report import FAIL, PASS, Comparison, FinalMetri
 from case_runners.views.history.index import index_run
 from case_runners.views.report import REPORT_NAME
 from case_runners.views.report.data import read_run
+from process_helpers import communicate_or_kill
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 60
@@ -111,23 +113,30 @@ def test_the_table_shows_a_spread_of_steps_and_the_worst():
 # -- real runs --------------------------------------------------------------------------------------------------------
 
 
-def _run(results: Path, *sets: str) -> Path:
-    """`run digits_cnn` for STEPS steps with seed SEED and a loss at every step, and `--set` each of `sets`: its
-    run directory."""
+def _start(results: Path, *sets: str) -> subprocess.Popen:
+    """`run digits_cnn` for STEPS steps with seed SEED and a loss at every step, and `--set` each of `sets`, into
+    `results`; one thread (the runs go side by side: on two cores, each mostly starts Python and imports torch)."""
     argv = [f"max_steps={STEPS}", f"seed={SEED}", "log_freq=1", *sets]
-    done = subprocess.run([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--results-dir", str(results),
-                           "--no-monitors", *(arg for s in argv for arg in ("--set", s))], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: not converged in 60 steps
-    (run_dir,) = results.glob("run*")
-    return run_dir
+    return subprocess.Popen([sys.executable, "-m", "case_runners", "run", "digits_cnn", "--results-dir", str(results),
+                             "--no-monitors", *(arg for s in argv for arg in ("--set", s))], cwd=REPO,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
+    """The four runs' directories, each run in its own results dir."""
     root = tmp_path_factory.mktemp("compare")
-    return {"reference": _run(root / "reference"), "same": _run(root / "same"), "lr": _run(root / "lr", "lr=0.1"),
-            "bf16": _run(root / "bf16", "amp=true")}
+    sets = {"reference": (), "same": (), "lr": ("lr=0.1",), "bf16": ("amp=true",)}
+    procs = [_start(root / name, *extra) for name, extra in sets.items()]
+    for proc, output in zip(procs, communicate_or_kill(procs), strict=True):
+        assert proc.returncode in (0, 1), output[-3000:]  # 1: not converged in 60 steps
+    return {name: _run_dir(root / name) for name in sets}
+
+
+def _run_dir(results: Path) -> Path:
+    (run_dir,) = results.glob("run*")
+    return run_dir
 
 
 def compare(capsys, *argv: str | Path) -> tuple[int, str, str]:
