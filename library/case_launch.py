@@ -14,6 +14,9 @@ description:
     module run then makes M(case_wait)'s first poll (RV(wait)), so that a round shorter than that takes one module
     run per host, not two; M(case_wait) polls on while the node runs, and M(case_finish) ends a node that did not
     succeed.
+  - On the controller itself (a local connection, no become, no task environment) its action runs the same
+    command from the controller, without a module process (C(playbooks/action_plugins/case_launch.py)), so that a
+    round there costs no module run at all.
   - The launcher starts the node's ranks and waits for them (bounded by O(timeout_s)), then writes
     C(node_result.json) in O(log_dir); its own output goes to C(launcher.log) there.
   - With O(config_content) (a host that is not the controller), the resolved config goes to C(launch) on its
@@ -190,73 +193,33 @@ cmd:
   elements: str
 """
 
-import json
-from typing import Any
-
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json, wait_outcome
-except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, run_json, wait_outcome
-
-
-def launch_argv(params: dict[str, Any]) -> list[str]:
-    return cli_argv(
-        params["python"], "launch",
-        config=params["config"],
-        log_dir=params["log_dir"],
-        node_rank=params["node_rank"],
-        master_addr=params["master_addr"],
-        master_port=params["master_port"],
-        timeout_s=params["timeout_s"],
-        run_id=params["run_id"],
-        node_name=params["node_name"] or None,
-        nic=params["nic"] or None,
-        rdzv_timeout_s=params["rdzv_timeout_s"],
-        heartbeat_timeout_s=params["heartbeat_timeout_s"],
-        no_monitors=not params["monitors"],
-        monitor_interval_s=params["monitor_interval_s"],
-        detach=True,
-        config_stdin=params["config_content"] is not None,
-        wait_s=params["wait_s"],
+    from ansible.module_utils._perfplay_cli import (
+        LAUNCH_ARGUMENT_SPEC,
+        launch_argv,
+        launch_input,
+        launch_result,
+        run_json,
     )
+except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
+    from module_utils._perfplay_cli import LAUNCH_ARGUMENT_SPEC, launch_argv, launch_input, launch_result, run_json
 
 
 def main() -> None:
-    argument_spec = dict(
-        COMMON_ARGUMENT_SPEC,
-        config=dict(type="path", required=True),
-        config_content=dict(type="dict"),
-        log_dir=dict(type="path", required=True),
-        node_rank=dict(type="int", default=0),
-        master_addr=dict(type="str", default="127.0.0.1"),
-        master_port=dict(type="int", default=0),
-        timeout_s=dict(type="float"),
-        run_id=dict(type="str", required=True),
-        node_name=dict(type="str"),
-        nic=dict(type="str"),
-        rdzv_timeout_s=dict(type="float"),
-        heartbeat_timeout_s=dict(type="float"),
-        monitors=dict(type="bool", default=True),
-        monitor_interval_s=dict(type="float"),
-        env=dict(type="dict", default={}),
-        wait_s=dict(type="float"),
-    )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=LAUNCH_ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     argv = launch_argv(params)
     if module.check_mode:
         module.exit_json(changed=True, started=False, launcher=None, cmd=argv)
-    env = {str(key): str(value) for key, value in params["env"].items()}
-    content = params["config_content"]
+    env, stdin = launch_input(params)
     doc = run_json(module, argv, params["project_dir"], "case_runners launch --detach", environ_update=env,
-                   data=None if content is None else json.dumps(content)).doc
-    if not doc.get("started"):
-        module.fail_json(msg="node %s: %s" % (params["node_rank"], doc.get("reason")), started=False,
-                         launcher=None, log=doc.get("log"), cmd=argv)
-    first = {} if "wait" not in doc else dict(wait=wait_outcome(doc["wait"]))
-    module.exit_json(changed=True, started=True, launcher=doc["launcher"], log=doc["log"], cmd=argv, **first)
+                   data=stdin).doc
+    result = launch_result(params, argv, doc)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -141,6 +141,68 @@ def run_json(module: Any, argv: list[str], project_dir: str, what: str, environ_
     return result
 
 
+# case_launch's options: the module's, and its action's where the node is the controller itself.
+LAUNCH_ARGUMENT_SPEC = dict(
+    COMMON_ARGUMENT_SPEC,
+    config=dict(type="path", required=True),
+    config_content=dict(type="dict"),
+    log_dir=dict(type="path", required=True),
+    node_rank=dict(type="int", default=0),
+    master_addr=dict(type="str", default="127.0.0.1"),
+    master_port=dict(type="int", default=0),
+    timeout_s=dict(type="float"),
+    run_id=dict(type="str", required=True),
+    node_name=dict(type="str"),
+    nic=dict(type="str"),
+    rdzv_timeout_s=dict(type="float"),
+    heartbeat_timeout_s=dict(type="float"),
+    monitors=dict(type="bool", default=True),
+    monitor_interval_s=dict(type="float"),
+    env=dict(type="dict", default={}),
+    wait_s=dict(type="float"),
+)
+
+
+def launch_argv(params: dict[str, Any]) -> list[str]:
+    """``case_runners launch --detach`` of case_launch's (validated) params."""
+    return cli_argv(
+        params["python"], "launch",
+        config=params["config"],
+        log_dir=params["log_dir"],
+        node_rank=params["node_rank"],
+        master_addr=params["master_addr"],
+        master_port=params["master_port"],
+        timeout_s=params["timeout_s"],
+        run_id=params["run_id"],
+        node_name=params["node_name"] or None,
+        nic=params["nic"] or None,
+        rdzv_timeout_s=params["rdzv_timeout_s"],
+        heartbeat_timeout_s=params["heartbeat_timeout_s"],
+        no_monitors=not params["monitors"],
+        monitor_interval_s=params["monitor_interval_s"],
+        detach=True,
+        config_stdin=params["config_content"] is not None,
+        wait_s=params["wait_s"],
+    )
+
+
+def launch_input(params: dict[str, Any]) -> tuple[dict[str, str], str | None]:
+    """(the environment laid over the launch's, its stdin) of case_launch's params."""
+    content = params["config_content"]
+    return ({str(key): str(value) for key, value in params["env"].items()},
+            None if content is None else json.dumps(content))
+
+
+def launch_result(params: dict[str, Any], argv: list[str], doc: dict[str, Any]) -> dict[str, Any]:
+    """case_launch's result from ``launch --detach``'s document: started, with the launcher (and the first poll with
+    wait_s), or ``failed`` with ``msg``."""
+    if not doc.get("started"):
+        return dict(failed=True, msg="node %s: %s" % (params["node_rank"], doc.get("reason")), started=False,
+                    launcher=None, log=doc.get("log"), cmd=argv)
+    first = {} if "wait" not in doc else dict(wait=wait_outcome(doc["wait"]))
+    return dict(changed=True, started=True, launcher=doc["launcher"], log=doc["log"], cmd=argv, **first)
+
+
 def wait_outcome(doc: dict[str, Any]) -> dict[str, Any]:
     """A wait's answer (``case_runners wait``, or the first poll of ``launch --detach --wait-s``) as case_wait's
     result: still running (progress), ended (the node result, the directory when asked for), or ``failed`` with
