@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,29 @@ def load_module(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_action(name: str):
+    """Import playbooks/action_plugins/<name>.py under a private name."""
+    path = REPO / "playbooks" / "action_plugins" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"perfplay_action_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeRun:
+    """Stands in for subprocess.run in an action plugin: answers every call with (rc, stdout, stderr), a dict
+    answer printed as JSON; every call is recorded in ``calls``."""
+
+    def __init__(self, answer: Any, rc: int = 0, stderr: str = ""):
+        self.answer = (rc, json.dumps(answer) if isinstance(answer, dict) else answer, stderr)
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, argv, **kwargs):
+        assert isinstance(argv, list), "argv must be a list, never a shell string"
+        self.calls.append(dict(kwargs, argv=argv))
+        return subprocess.CompletedProcess(argv, *self.answer)
 
 
 Answer = tuple[int, str, str]

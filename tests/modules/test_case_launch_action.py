@@ -4,7 +4,6 @@ the controller's worker with the module's own argv, input and result, without a 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from module_harness import REPO
+from module_harness import REPO, FakeRun, load_action
 from test_case_launch import ARGS, LAUNCHER, STARTED, SUCCESS, ended
 
 FULL = {"config_content": None, "node_rank": 0, "master_addr": "127.0.0.1", "master_port": 0, "node_name": None,
@@ -22,30 +21,11 @@ FULL = {"config_content": None, "node_rank": 0, "master_addr": "127.0.0.1", "mas
         "monitor_interval_s": None, "env": {}, "wait_s": None, **ARGS}
 
 
-def _plugin():
-    path = REPO / "playbooks" / "action_plugins" / "case_launch.py"
-    spec = importlib.util.spec_from_file_location("perfplay_action_case_launch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class FakeRun:
-    def __init__(self, rc, stdout, stderr=""):
-        self.answer = subprocess.CompletedProcess([], rc, stdout, stderr)
-        self.calls = []
-
-    def __call__(self, argv, **kwargs):
-        assert isinstance(argv, list), "argv must be a list, never a shell string"
-        self.calls.append(dict(kwargs, argv=argv))
-        return self.answer
-
-
 def test_a_local_node_is_launched_with_the_module_s_argv_env_and_stdin():
-    run = FakeRun(0, json.dumps(dict(STARTED, wait=ended(SUCCESS))))
+    run = FakeRun(dict(STARTED, wait=ended(SUCCESS)))
     content = {"schema": "perfplay.resolved_config/1", "case": "digits_cnn"}
-    result = _plugin().launch(dict(FULL, env={"NCCL_SOCKET_IFNAME": "ib0"}, wait_s=30.0, config_content=content),
-                              False, run)
+    args = dict(FULL, env={"NCCL_SOCKET_IFNAME": "ib0"}, wait_s=30.0, config_content=content)
+    result = load_action("case_launch").launch(args, False, run)
     assert result["changed"] is True and result["started"] is True and result["launcher"] == LAUNCHER
     assert result["wait"]["finished"] is True and result["wait"]["status"] == "success"
     (call,) = run.calls
@@ -59,18 +39,18 @@ def test_a_local_node_is_launched_with_the_module_s_argv_env_and_stdin():
 
 
 def test_a_local_launch_fails_as_the_module_does():
-    plugin = _plugin()
-    refused = plugin.launch(FULL, False, FakeRun(2, "", "error: --config: no such file"))
+    plugin = load_action("case_launch")
+    refused = plugin.launch(FULL, False, FakeRun("", rc=2, stderr="error: --config: no such file"))
     assert refused["failed"] is True and "without a JSON document" in refused["msg"]
     assert "no such file" in refused["msg"]
-    not_started = plugin.launch(FULL, False, FakeRun(0, json.dumps(dict(STARTED, started=False, launcher=None,
-                                                                         reason="the launcher exited at once"))))
+    not_started = plugin.launch(FULL, False, FakeRun(dict(STARTED, started=False, launcher=None,
+                                                          reason="the launcher exited at once")))
     assert not_started["failed"] is True and not_started["msg"] == "node 0: the launcher exited at once"
 
 
 def test_check_mode_launches_nothing_here_either():
-    run = FakeRun(0, "{}")
-    result = _plugin().launch(FULL, True, run)
+    run = FakeRun("{}")
+    result = load_action("case_launch").launch(FULL, True, run)
     assert result["changed"] is True and result["launcher"] is None and run.calls == []
 
 
@@ -83,7 +63,8 @@ def test_check_mode_launches_nothing_here_either():
     ("community.docker.docker", False, None, False),
 ])
 def test_only_a_node_on_the_controller_as_its_user_skips_the_module(transport, become, environment, here):
-    action = _plugin().ActionModule.__new__(_plugin().ActionModule)
+    plugin = load_action("case_launch").ActionModule
+    action = plugin.__new__(plugin)
     action._connection = SimpleNamespace(transport=transport)
     action._play_context = SimpleNamespace(become=become)
     action._task = SimpleNamespace(environment=environment)

@@ -3,13 +3,12 @@ call carrying every run var, run on the controller without a module process; its
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from module_harness import REPO, FakeCli
+from module_harness import FakeCli, load_action
 
 RESOLVED = {
     "case": "digits_cnn", "case_id": "digits_cnn_CPUx1x1", "vendor": "cpu", "hardware": "CPU",
@@ -42,10 +41,7 @@ def plan_answer(requests, errors=(), cases=(RESOLVED,)):
 def run_plan(args, answer=None, check_mode=False):
     """("exit"|"fail", result, fake_cli): the action's arguments validated as Ansible validates them, then its plan
     with `answer` standing in for case_runners."""
-    spec = importlib.util.spec_from_file_location("perfplay_action_case_plan",
-                                                  REPO / "playbooks" / "action_plugins" / "case_plan.py")
-    plugin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plugin)
+    plugin = load_action("case_plan")
     cli = FakeCli({"plan": answer} if answer else {})
     validated = ArgumentSpecValidator(plugin.ARGUMENT_SPEC).validate(args)
     if validated.error_messages:

@@ -4,7 +4,6 @@ perfplay_attributes (playbooks/doc_fragments/): what is checked is what ansible-
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import runpy
@@ -16,7 +15,7 @@ import pytest
 import yaml
 from ansible.module_utils import basic
 
-from module_harness import REPO, load_module
+from module_harness import REPO, load_action, load_module
 
 MODULES = sorted(path.stem for path in (REPO / "library").glob("*.py"))
 FRAGMENTS = REPO / "playbooks" / "doc_fragments"
@@ -32,14 +31,6 @@ def rendered() -> dict:
     return json.loads(done.stdout)
 
 
-def action_plugin(name):
-    spec = importlib.util.spec_from_file_location(f"perfplay_action_{name}",
-                                                  REPO / "playbooks" / "action_plugins" / f"{name}.py")
-    plugin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plugin)
-    return plugin
-
-
 class _Captured(Exception):
     pass
 
@@ -47,7 +38,7 @@ class _Captured(Exception):
 def argument_spec(module, monkeypatch) -> dict:
     """The module's argument_spec; for a documentation-only module, its action plugin's ARGUMENT_SPEC."""
     if not hasattr(module, "main"):
-        return action_plugin(module.__name__.removeprefix("perfplay_library_")).ARGUMENT_SPEC
+        return load_action(module.__name__.removeprefix("perfplay_library_")).ARGUMENT_SPEC
 
     def capture(self, argument_spec, **kwargs):
         raise _Captured(argument_spec)

@@ -4,14 +4,13 @@ process (tests/unit/test_results.py tests the digest itself)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from module_harness import REPO
+from module_harness import REPO, FakeRun, load_action
 
 ARGS = {"project_dir": "/repo", "python": "/venv/bin/python", "round_dir": "/res/run1/c/round2",
         "config": "/res/run1/c/resolved_config.json", "round": 2, "run_id": "run1", "errors": []}
@@ -23,28 +22,9 @@ COMPACT = {"case_id": "c", "round": 2, "status": "success", "reason": None, "sta
            "mfu": None, "errors": ["node2: unreachable"]}
 
 
-def _plugin():
-    path = REPO / "playbooks" / "action_plugins" / "round_record.py"
-    spec = importlib.util.spec_from_file_location("perfplay_action_round_record", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class FakeRun:
-    def __init__(self, rc, stdout, stderr=""):
-        self.answer = subprocess.CompletedProcess([], rc, stdout, stderr)
-        self.calls = []
-
-    def __call__(self, argv, **kwargs):
-        assert isinstance(argv, list), "argv must be a list, never a shell string"
-        self.calls.append(dict(kwargs, argv=argv))
-        return self.answer
-
-
 def test_records_the_round():
-    run = FakeRun(0, json.dumps({"record": RECORD, "compact": COMPACT}))
-    result = _plugin().record(dict(ARGS, errors=["node2: unreachable"]), False, run)
+    run = FakeRun({"record": RECORD, "compact": COMPACT})
+    result = load_action("round_record").record(dict(ARGS, errors=["node2: unreachable"]), False, run)
     assert result == {"changed": True, "record": RECORD, "compact": COMPACT}
     assert run.calls[0]["argv"] == [
         "/venv/bin/python", "-m", "case_runners", "record", "--round-dir", "/res/run1/c/round2", "--config",
@@ -53,14 +33,14 @@ def test_records_the_round():
 
 
 def test_check_mode_writes_nothing():
-    run = FakeRun(0, "{}")
-    result = _plugin().record(ARGS, True, run)
+    run = FakeRun("{}")
+    result = load_action("round_record").record(ARGS, True, run)
     assert result["changed"] is True and result["record"] == {} and result["compact"] == {}
     assert run.calls == []
 
 
 def test_cli_failure_fails_the_task_with_its_output():
-    result = _plugin().record(ARGS, False, FakeRun(1, "", "Traceback"))
+    result = load_action("round_record").record(ARGS, False, FakeRun("", rc=1, stderr="Traceback"))
     assert result["failed"] is True and result["stderr"] == "Traceback"
     assert result["msg"] == \
         "case_runners record: `-m case_runners record` exited 1 without a JSON document on stdout: Traceback"

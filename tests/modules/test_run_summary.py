@@ -4,14 +4,13 @@ the controller without a module process."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from module_harness import REPO
+from module_harness import REPO, FakeRun, load_action
 from process_helpers import RUN_S
 from record_helpers import resolved, write_resolved
 
@@ -19,31 +18,11 @@ COMMON = {"project_dir": "/repo", "python": "/venv/bin/python", "history_db": No
 SUMMARY = {"schema": "perfplay.run_summary/1", "run_id": "run1", "ok": True, "cases": [], "failed_rounds": []}
 
 
-def _plugin():
-    path = REPO / "playbooks" / "action_plugins" / "run_summary.py"
-    spec = importlib.util.spec_from_file_location("perfplay_action_run_summary", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class FakeRun:
-    """Stands in for subprocess.run: answers every call with (rc, stdout, stderr), a dict printed as JSON."""
-
-    def __init__(self, answer, rc=0, stderr=""):
-        self.answer = (rc, json.dumps(answer) if isinstance(answer, dict) else answer, stderr)
-        self.calls = []
-
-    def __call__(self, argv, **kwargs):
-        assert isinstance(argv, list), "argv must be a list, never a shell string"
-        self.calls.append(dict(kwargs, argv=argv))
-        return subprocess.CompletedProcess(argv, *self.answer)
-
-
 def summarise(answer, check_mode=False, **args):
     run = answer if callable(answer) and not isinstance(answer, FakeRun) else None
     fake = answer if isinstance(answer, FakeRun) else FakeRun(answer)
-    return _plugin().summarise(dict(COMMON, run_dir="/res/run1", **args), check_mode, run or fake), fake
+    plugin = load_action("run_summary")
+    return plugin.summarise(dict(COMMON, run_dir="/res/run1", **args), check_mode, run or fake), fake
 
 
 def test_writes_and_returns_the_summary():
@@ -92,14 +71,14 @@ def test_changed_only_when_it_writes(tmp_path):
     def real(argv, **kwargs):
         return subprocess.run(argv, **kwargs, timeout=RUN_S)
 
-    first = _plugin().summarise(args, False, real)
+    first = load_action("run_summary").summarise(args, False, real)
     assert first["changed"] is True
     assert first["written"] == [str(run_dir / "summary.json"), str(run_dir / "summary.md")]
     assert json.loads((run_dir / "summary.json").read_text()) == first["summary"]
-    second = _plugin().summarise(args, False, real)
+    second = load_action("run_summary").summarise(args, False, real)
     assert (second["changed"], second["written"]) == (False, [])
     (run_dir / "summary.md").write_text("edited\n")
-    third = _plugin().summarise(args, False, real)
+    third = load_action("run_summary").summarise(args, False, real)
     assert third["written"] == [str(run_dir / "summary.md")]
 
 

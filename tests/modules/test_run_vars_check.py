@@ -7,9 +7,9 @@ import time
 
 import yaml
 
-from test_module_docs import action_plugin
+from module_harness import load_action
 
-PLUGIN = action_plugin("run_vars_check")
+PLUGIN = load_action("run_vars_check")
 ARGS = {"pattern": r"^(perfplay_|[A-Z][A-Z0-9_]*$)", "max_values": 10000, "max_depth": 20, "max_chars": 1 << 20}
 
 
