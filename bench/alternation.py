@@ -85,6 +85,14 @@ def judge_added(measured: list[Pair], way: str, baseline: str, target: Target, w
 DEFAULT_PAIRS, QUICK_PAIRS = 3, 1  # alternated pairs of a script's two sides; --quick: the smallest real measurement
 
 
+def add_rounds_option(parser: argparse.ArgumentParser, defaults: str) -> None:
+    """--rounds N: the larger of the two round counts a script runs at (the smaller is ROUNDS[0])."""
+    parser.add_argument("--rounds", type=int, choices=range(2, 101), metavar="N",
+                        help=f"the larger round count each way runs at, 2..100 ({defaults}): a further round's "
+                        f"figure is the difference over N - {ROUNDS[0]} rounds, its noise shrinking as "
+                        f"1/(N - {ROUNDS[0]})")
+
+
 def add_pair_options(parser: argparse.ArgumentParser, sides: str, steps_help: str, steps: tuple[int, int],
                      target: Target, target_help: str) -> None:
     """--steps, --pairs, --quick and --target of a script that alternates `sides` (steps: default, quick)."""
@@ -92,9 +100,7 @@ def add_pair_options(parser: argparse.ArgumentParser, sides: str, steps_help: st
     parser.add_argument("--steps", type=int, help=f"{steps_help} (default {default}, quick {quick})")
     parser.add_argument("--pairs", type=int,
                         help=f"alternated {sides} pairs (default {DEFAULT_PAIRS}, quick {QUICK_PAIRS})")
-    parser.add_argument("--rounds", type=int, choices=range(2, 101), metavar="N",
-                        help=f"the larger round count each way runs at, 2..100 (default {ROUNDS[1]}, quick "
-                        f"{QUICK_ROUNDS[1]}): the per-round figure's noise shrinks as 1/(N - {ROUNDS[0]})")
+    add_rounds_option(parser, f"default {ROUNDS[1]}, quick {QUICK_ROUNDS[1]}")
     parser.add_argument("--quick", action="store_true",
                         help=f"the smallest real measurement: {QUICK_PAIRS} pair of {quick} steps, at "
              f"{QUICK_ROUNDS[0]} and {QUICK_ROUNDS[1]} rounds")

@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.alternation import ROUNDS, add_rounds_option
 from bench.process_tree import run_tree
 from bench.verdict import CANNOT_JUDGE, MISSED, PASS, bounded, judge
 from case_runners.core.cli_io import ArgumentParser
@@ -40,7 +41,6 @@ from tests.integration.playbook_run import checkout_copy
 VENV_BIN = Path(sys.executable).parent
 TARGET_CPU_PER_HOST_ROUND_S = 0.4
 EXIT_CODES = {PASS: 0, MISSED: 1, CANNOT_JUDGE: 2}  # a figure the noise swamps is neither
-ROUNDS = (1, 3)
 QUICK = {"sizes": "2", "repeats": 2, "steps": 2}
 # N hosts' launchers and ranks share this machine's cores: bounds that a loaded machine cannot fail on, as the
 # figure is the controller's CPU, not how soon a missing or silent node is found.
@@ -146,9 +146,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--target-s", type=float, default=TARGET_CPU_PER_HOST_ROUND_S,
                         help=f"controller CPU s per host per further round (default {TARGET_CPU_PER_HOST_ROUND_S})")
-    parser.add_argument("--rounds", type=int, choices=range(2, 101), metavar="N", default=ROUNDS[1],
-                        help=f"the larger round count, 2..100 (default {ROUNDS[1]}): a further round's figure is "
-                        f"the difference over N - {ROUNDS[0]} rounds, its noise shrinking as 1/(N - {ROUNDS[0]})")
+    add_rounds_option(parser, f"default {ROUNDS[1]}")
     parser.add_argument("--quick", action="store_true",
                         help=f"the smallest real measurement: {', '.join(f'{k} {v}' for k, v in QUICK.items())}")
     args = parser.parse_args()
@@ -157,7 +155,7 @@ def main() -> int:
     if os.geteuid() != 0:
         sys.exit("bench/control_plane.py needs root: it makes network namespaces with sshd (tests/cluster/hosts.sh)")
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    round_counts = (ROUNDS[0], args.rounds)
+    round_counts = (ROUNDS[0], args.rounds or ROUNDS[1])
     with tempfile.TemporaryDirectory(prefix="perfplay-bench-cp-") as tmp:
         checkout = checkout_with_scales(sizes, Path(tmp))
         try:
