@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from case_runners.cases.llama import shapes
+from case_runners.cases.llama import data, shapes
 
 FLOPS_CONVENTION = shapes.CONVENTION
 
@@ -20,5 +20,10 @@ def flops_per_sample(params: dict[str, Any]) -> float:
 
 
 def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
-    """(param, message) for each problem (the plan names the file that set the param)."""
+    """(param, message) for each problem (the plan names the file that set the param): the shape's, and a
+    data_split with no held-out part."""
+    try:
+        data.split_weights(params)
+    except ValueError as exc:
+        return [*shapes.plan_problems(params), (data.DATA_SPLIT, str(exc))]
     return shapes.plan_problems(params)

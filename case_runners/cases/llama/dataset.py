@@ -1,5 +1,5 @@
-"""The llama case's data on a rank: token files memory-mapped per their sidecars (data.py), packed into sequences,
-sampled rank by rank; or synthetic tokens.
+"""The llama case's data on a rank: token files memory-mapped per their sidecars (data.py), or a Megatron indexed
+dataset's .bin per its .idx, packed into sequences, sampled rank by rank; or synthetic tokens.
 
 Sample i of a split is tokens[i*seq_len : i*seq_len + seq_len + 1]: input_ids its first seq_len tokens, labels its
 last seq_len (shifted already: compare logits with labels directly; transformers' LlamaForCausalLM(labels=...)
@@ -15,11 +15,42 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from case_runners.cases.llama.data import bin_path, check_data_dir, read_header, size_problem
+from case_runners.cases.llama.data import (
+    INDEX_HEADER,
+    IndexHeader,
+    bin_path,
+    check_data_dir,
+    index_prefixes,
+    indexed_problems,
+    read_header,
+    read_index_header,
+    size_problem,
+    split_token_ranges,
+)
 from case_runners.tasks.training.dist import eval_loader
 
 CHUNK_TOKENS = 1 << 24  # tokens read at a time when a file's ids are checked at open
 SYNTHETIC_SEED_OFFSET = 1  # the synthetic held-out set's seed is seed + this
+
+
+def map_tokens(path: str | Path, dtype: str, first: int, count: int) -> np.ndarray:
+    """`count` little-endian ids of a file from token `first` on, memory-mapped read-only (none: an empty array,
+    numpy cannot map an empty range)."""
+    little = np.dtype(dtype).newbyteorder("<")
+    if count == 0:
+        return np.zeros(0, little)
+    return np.memmap(path, dtype=little, mode="r", offset=first * little.itemsize, shape=(count,))
+
+
+def check_ids(tokens: np.ndarray, path: Path, vocab_size: int) -> None:
+    """ValueError naming the file for an id below 0 or not below vocab_size, read CHUNK_TOKENS at a time."""
+    chunks = [tokens[i:i + CHUNK_TOKENS] for i in range(0, len(tokens), CHUNK_TOKENS)]
+    low = min((int(chunk.min()) for chunk in chunks), default=0) if tokens.dtype.kind == "i" else 0
+    if low < 0:
+        raise ValueError(f"{path}: holds token id {low}, below 0")
+    top = max((int(chunk.max()) for chunk in chunks), default=-1)
+    if top >= vocab_size:
+        raise ValueError(f"{path}: holds token id {top}, not below the vocab_size {vocab_size}")
 
 
 class TokenFile:
@@ -32,24 +63,53 @@ class TokenFile:
         if header is None:
             raise ValueError("; ".join(problems))
         self.path, self.header = bin_path(data_dir, split), header
-        dtype = np.dtype(header["dtype"]).newbyteorder("<")
         wrong_size = size_problem(data_dir, split, header, self.path.stat().st_size)
         if wrong_size:
             raise ValueError(wrong_size)
-        self.tokens = (np.memmap(self.path, dtype=dtype, mode="r") if header["tokens"]
-                       else np.zeros(0, dtype))  # numpy cannot map an empty file
+        self.tokens = map_tokens(self.path, header["dtype"], 0, header["tokens"])
         self.vocab_size = int(vocab_size if vocab_size is not None else header["vocab_size"])
-        top = self.max_token_id()
-        if top >= self.vocab_size:
-            raise ValueError(f"{self.path}: holds token id {top}, not below the vocab_size {self.vocab_size}")
-
-    def max_token_id(self) -> int:
-        """The largest id in the file, read CHUNK_TOKENS at a time (-1 when empty)."""
-        return max((int(self.tokens[i:i + CHUNK_TOKENS].max()) for i in range(0, len(self.tokens), CHUNK_TOKENS)),
-                   default=-1)
+        check_ids(self.tokens, self.path, self.vocab_size)
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+
+class IndexedDataset:
+    """A data dir's Megatron indexed dataset: `parts`, the training and held-out tokens of data.py's split
+    (split_token_ranges), memory-mapped from the .bin. Opening checks the .idx and the .bin's size (data.py), that
+    the sequences lie back to back from byte 0 as the .idx's pointers say, and every id of both parts against
+    `vocab_size`, naming the file."""
+
+    def __init__(self, data_dir: str | Path, params: dict, vocab_size: int) -> None:
+        problems = indexed_problems(data_dir, params)
+        header = read_index_header(index_prefixes(data_dir)[0])[0] if not problems else None
+        if header is None:
+            raise ValueError("; ".join(problems))
+        self.header = header
+        self.check_pointers(header)
+        self.parts = {split: map_tokens(header.bin_path, header.dtype, first, end - first)
+                      for split, (first, end) in split_token_ranges(header, params).items()}
+        for tokens in self.parts.values():
+            check_ids(tokens, header.bin_path, vocab_size)
+
+    @staticmethod
+    def check_pointers(header: IndexHeader) -> None:
+        """ValueError unless every sequence's byte pointer is the sum of the lengths before it x itemsize."""
+        if not header.sequences:
+            return
+        index = np.memmap(header.idx_path, dtype=np.uint8, mode="r")
+        lengths = np.frombuffer(index, dtype="<i4", count=header.sequences, offset=INDEX_HEADER.size)
+        pointers = np.frombuffer(index, dtype="<i8", count=header.sequences, offset=header.pointers_offset())
+        if (lengths < 0).any():
+            first = int(np.flatnonzero(lengths < 0)[0])
+            raise ValueError(f"{header.idx_path}: sequence {first} has length {int(lengths[first])}")
+        expected = np.concatenate(([0], np.cumsum(lengths[:-1], dtype=np.int64))) * header.itemsize
+        wrong = np.flatnonzero(pointers != expected)
+        if wrong.size:
+            first = int(wrong[0])
+            raise ValueError(f"{header.idx_path}: sequence {first} starts at byte {int(pointers[first])} of "
+                             f"{header.bin_path.name}, not {int(expected[first])}: its sequences do not lie back to "
+                             f"back (as megatron-core's IndexedDatasetBuilder writes them)")
 
 
 def synthetic_tokens(count: int, vocab_size: int, seed: int) -> np.ndarray:
@@ -71,23 +131,25 @@ class PackedSequences(Dataset):
         return self.count
 
     def __getstate__(self) -> dict:
-        """A memory map travels to data loader workers as its file, mapped again there (not as a copy)."""
+        """A memory map travels to data loader workers as its file and range, mapped again there (not as a copy): one
+        of map_tokens (a slice of a memory map would keep its parent's offset)."""
         state = dict(self.__dict__)
-        if isinstance(self.tokens, np.memmap):
-            state["tokens"] = (self.tokens.filename, self.tokens.dtype.str)
+        tokens = self.tokens
+        if isinstance(tokens, np.memmap):
+            assert tokens.filename is not None
+            state["tokens"] = (tokens.filename, tokens.dtype.str, tokens.offset // tokens.itemsize, len(tokens))
         return state
 
     def __setstate__(self, state: dict) -> None:
         if isinstance(state["tokens"], tuple):
-            filename, dtype = state["tokens"]
-            state["tokens"] = np.memmap(filename, dtype=np.dtype(dtype), mode="r")
+            state["tokens"] = map_tokens(*state["tokens"])
         self.__dict__.update(state)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         if not 0 <= index < self.count:
             raise IndexError(f"sample {index} of {self.count}")
         start = index * self.seq_len
-        window = torch.from_numpy(np.asarray(self.tokens[start:start + self.seq_len + 1], dtype=np.int64))
+        window = torch.from_numpy(np.array(self.tokens[start:start + self.seq_len + 1], dtype=np.int64))
         return window[:-1], window[1:]
 
 
@@ -134,8 +196,9 @@ def unigram_entropy(tokens: np.ndarray) -> float:
 
 
 def build_datasets(data_dir: str | None, params: dict) -> tuple[PackedSequences, PackedSequences]:
-    """(training, held-out) sequences: the data dir's train.bin and val.bin, checked first; or with synthetic,
-    random ids of vocab_size (synthetic_samples training sequences, eval_samples held-out, seeded by seed)."""
+    """(training, held-out) sequences: the data dir's train.bin and val.bin, or its Megatron indexed dataset's parts
+    per data_split, checked first; or with synthetic, random ids of vocab_size (synthetic_samples training sequences,
+    eval_samples held-out, seeded by seed)."""
     seq_len, vocab = int(params["seq_len"]), int(params["vocab_size"])
     if params.get("synthetic"):
         seed = int(params["seed"])
@@ -147,5 +210,8 @@ def build_datasets(data_dir: str | None, params: dict) -> tuple[PackedSequences,
     if problems:
         raise ValueError("; ".join(problems))
     assert data_dir is not None  # without synthetic, check_data_dir names a missing data_dir
+    if index_prefixes(data_dir):
+        parts = IndexedDataset(data_dir, params, vocab).parts
+        return PackedSequences(parts["train"], seq_len), PackedSequences(parts["val"], seq_len)
     return (PackedSequences(TokenFile(data_dir, "train", vocab).tokens, seq_len),
             PackedSequences(TokenFile(data_dir, "val", vocab).tokens, seq_len))
