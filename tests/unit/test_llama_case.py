@@ -9,19 +9,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from case_runners.cases import llama as llama_hooks
 from case_runners.cases.llama import shapes
 from case_runners.cases.llama.case import TARGET_METRIC, build_case, case_target
+from case_runners.cases.llama.data import SPLITS
+from case_runners.cases.llama.dataset import unigram_entropy
 from case_runners.cases.llama.model import llama_config, load_checkpoint
-from case_runners.cases.llama.prepare import prepare_text
+from case_runners.cases.llama.prepare import BYTES_EOT, prepare_text
 from case_runners.host.data_check import check_data
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank.driver.events import EventLogger
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.tasks.training.case_api import RunContext
+from megatron_indexed import documents, write_indexed
 from process_helpers import REAPED_S, RUN_S
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,12 +119,27 @@ def test_the_data_check_names_the_file(data_dir: Path, tmp_path: Path):
     assert "but its header val.json says" in problems[0]
 
 
-def test_a_short_run_records_tokens_per_second_and_the_flops_convention(data_dir: Path, tmp_path: Path):
+@pytest.fixture(scope="module")
+def megatron_dir(data_dir: Path, tmp_path_factory) -> tuple[Path, list[str]]:
+    """data_dir's documents as one Megatron indexed dataset (uint16, a document a sequence), and the --set of the
+    data_split that holds out the same documents as val.bin."""
+    train, val = (documents(np.fromfile(data_dir / f"{split}.bin", dtype="<u2"), BYTES_EOT) for split in SPLITS)
+    out = tmp_path_factory.mktemp("megatron")
+    write_indexed(out / "code_text_document", train + val)
+    return out, ["--set", f"data_split=[{len(train)}, {len(val)}]"]
+
+
+def test_a_short_run_records_tokens_per_second_and_the_flops_convention(data_dir: Path,
+                                                                         megatron_dir: tuple[Path, list[str]],
+                                                                         tmp_path: Path):
+    """On a Megatron indexed dataset of data_dir's documents (perfplay's own token files run through the playbook:
+    tests/integration/test_llama_playbook.py): the held-out part is val.bin's tokens, its unigram entropy theirs."""
     results = tmp_path / "results"
+    path, extra = megatron_dir
     done = subprocess.run(
-        [sys.executable, "-m", "case_runners", "run", "llama", "--data-dir", str(data_dir), "--results-dir",
+        [sys.executable, "-m", "case_runners", "run", "llama", "--dataset-path", str(path), "--results-dir",
          str(results), "--no-monitors", "--set", "seq_len=32", "--set", "batch_size=4", "--set", "max_steps=3",
-         "--set", "eval_every_steps=0", "--set", "eval_samples=4", "--set", "warmup_steps=1"],
+         "--set", "eval_every_steps=0", "--set", "eval_samples=4", "--set", "warmup_steps=1", *extra],
         cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
     assert done.returncode in (0, 1), done.stderr  # a run short of its target is a valid not_converged result
     record = json.loads(next(results.glob("run*/llama_CPUx1x1/round1/round_record.json")).read_text())
@@ -133,7 +152,9 @@ def test_a_short_run_records_tokens_per_second_and_the_flops_convention(data_dir
     assert "training (throughput in tokens/s)" in done.stdout
     node = next(results.glob("run*/llama_CPUx1x1/round1/*_noderank0"))
     evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
-    assert evaluated["unigram_entropy"] > 0 and evaluated["perplexity"] > 1
+    assert evaluated["perplexity"] > 1
+    val = np.fromfile(data_dir / "val.bin", dtype="<u2")[1:4 * 32 + 1]  # the labels of the 4 evaluated sequences
+    assert unigram_entropy(val) > 0 and evaluated["unigram_entropy"] == pytest.approx(unigram_entropy(val), rel=1e-12)
     log = (node / "rank0.out.log").read_text()
     assert f"nats/token (a model knowing only token frequencies); target: held-out loss <= {case_target()}" in log
 
