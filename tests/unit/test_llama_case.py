@@ -92,6 +92,32 @@ def test_the_model_param_takes_every_shape_and_the_old_7b_name():
         shapes.flops_per_token(shapes.SHAPES["llama2_7b"], 64)
 
 
+def readme_shape_rows() -> dict[str, list[str]]:
+    """The cells of the README's shape table, by model."""
+    rows = {}
+    for line in (REPO / "case_runners/cases/llama/README.md").read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 14 and cells[0].strip("`") in shapes.SHAPES:
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def test_the_readmes_shape_table_is_the_shapes_own_count():
+    """The class, N, parameters, active parameters and FLOPs per token at T of every shape, as shapes.py computes."""
+    def count(n: float) -> str:
+        return f"{n / 1e9:.3f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
+
+    rows = readme_shape_rows()
+    assert list(rows) == list(shapes.SHAPES)
+    for name, cells in rows.items():
+        shape, seq_len = shapes.SHAPES[name], int(cells[12].split("(T ")[1].rstrip(")"))
+        flops = shapes.flops_per_token(shape, seq_len)
+        assert cells[1] == shapes.FAMILIES[shape.family].builder, name
+        assert cells[9:12] == [count(shapes.matmul_weights(shape)), count(shapes.parameters(shape)),
+                               count(shapes.parameters(shape, active=True))], name
+        assert cells[12] == (f"{flops / 1e9:.3g}G" if flops >= 1e9 else f"{flops / 1e6:.3g}M") + f" (T {seq_len})"
+
+
 def test_tiny_moe_flops_per_token_by_hand():
     """N counts the router and the 2 experts a token goes through, not the other 2: tiny_moe is 4 layers of 256,
     8 heads of 32, 4 KV heads, 4 experts of FFN 352, top-2, and a 4096-id head."""
