@@ -16,7 +16,7 @@ import torch
 from case_runners.cases.llama.data import FORMAT_NAME
 from case_runners.cases.llama.generate.model import prompts
 from case_runners.cases.llama.model import build_model, load_checkpoint, save_checkpoint
-from case_runners.cases.llama.shapes import SHAPES
+from case_runners.cases.llama.shapes import FAMILIES, MODEL_CHOICES, shape_of
 from case_runners.core.paths import project_root
 from case_runners.host.data_check import data_problems
 from case_runners.plan.generate import trained_checkpoints
@@ -38,12 +38,14 @@ def plan(*cases: dict, vendor: str = "cpu") -> dict:
     return make_plan({"task": "generate", "vendor": vendor, "cases": list(cases)}, check=True)
 
 
-def test_the_hand_loop_gives_what_transformers_generate_gives():
+@pytest.mark.parametrize("model", ["tiny", "tiny_moe"])
+def test_the_hand_loop_gives_what_transformers_generate_gives(model):
     from transformers import GenerationConfig
 
     torch.manual_seed(0)
-    model = build_model(TINY).eval()
-    ids = prompts(TINY, None, 3, 11)
+    params = {**TINY, "model": model}
+    model = build_model(params).eval()
+    ids = prompts(params, None, 3, 11)
     found = generate(model, ids, 7, lambda: None)
     assert found.tokens.shape == (3, 7) and len(found.tpot_s) == 6 and found.ttft_s > 0
     expected = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=GenerationConfig(
@@ -66,8 +68,11 @@ def test_the_plan_resolves_the_vendors_params_and_refuses_bad_selections_by_name
     (cpu,) = plan({"case": "llama"})["cases"]
     assert (cpu["task"], cpu["case_id"], cpu["params"]["model"]) == ("generate", "llama_generate_CPUx1x1", "tiny")
     assert cpu["provenance"]["dtype"] == "vendor/cpu/cases/llama/generate.yaml"
-    for model in SHAPES:  # the config's choices are the shapes
-        assert plan({"case": "llama", "overrides": {"model": model, "prompt_lens": [8]}})["errors"] == []
+    for model in MODEL_CHOICES:  # the config's choices: the shapes that decode with a KV cache
+        errors = plan({"case": "llama", "overrides": {"model": model, "prompt_lens": [8]}})["errors"]
+        assert errors == [] if FAMILIES[shape_of({"model": model}).family].kv_cache else \
+            any("key 'model': 'baichuan2_13b' is not one of the allowed values (allowed: 1b, 7b, aquila2_34b" in e
+                and "qwen1.5_moe, tiny, tiny_moe)" in e for e in errors), errors
     (h100,) = plan({"case": "llama", "hardware": "H100"}, vendor="nvidia")["cases"]
     assert (h100["params"]["model"], h100["params"]["dtype"], h100["params"]["batch_sizes"],
             h100["params"]["prompt_lens"], h100["params"]["output_lens"]) == ("1b", "bf16", [1, 8], [128, 512], [128])

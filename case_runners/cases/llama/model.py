@@ -1,5 +1,6 @@
-"""The llama model: transformers' LlamaForCausalLM of a shape (shapes.py), built from its config (no download), and
-its checkpoint: a directory with model.safetensors and model.json (the shape's params it was built with).
+"""The llama case's model: the class of its shape's family (shapes.FAMILIES: transformers' LlamaForCausalLM,
+MixtralForCausalLM, Qwen2MoeForCausalLM or GlmForCausalLM, or baichuan.py's) built from the shape (no download),
+and its checkpoint: a directory with model.safetensors and model.json (the shape's params it was built with).
 """
 
 from __future__ import annotations
@@ -8,36 +9,55 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from case_runners.cases.llama.shapes import shape_of
+from case_runners.cases.llama.shapes import FAMILIES, canonical, shape_of
 from case_runners.core import files
 
 if TYPE_CHECKING:  # torch is imported where a model is built: the preflight checks a checkpoint without it
     from torch import nn
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM, PretrainedConfig
 
 WEIGHTS_FILE = "model.safetensors"
 SHAPE_FILE = "model.json"
 SHAPE_PARAMS = ("model", "vocab_size")  # the params that fix a checkpoint's tensors
 
 
-def llama_config(params: dict[str, Any]) -> LlamaConfig:
-    from transformers import LlamaConfig
+def model_config(params: dict[str, Any]) -> PretrainedConfig:
+    """The transformers config of the params' shape (not for the baichuan family, which has no transformers class)."""
+    import transformers
 
     shape = shape_of(params)
-    # attn_implementation is a PretrainedConfig keyword its typed signature leaves out.
-    return LlamaConfig(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
-                       num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
-                       num_key_value_heads=shape.kv_heads, max_position_embeddings=shape.max_positions,
-                       rope_parameters={"rope_type": "default", "rope_theta": shape.rope_theta},
-                       tie_word_embeddings=shape.tied, attn_implementation="sdpa",  # type: ignore[call-arg]
-                       use_cache=False)
+    common: dict[str, Any] = dict(  # attn_implementation: a PretrainedConfig keyword, not in the typed signatures
+        vocab_size=shape.vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads, num_key_value_heads=shape.kv_heads,
+        max_position_embeddings=shape.max_positions,
+        rope_parameters={"rope_type": "default", "rope_theta": shape.rope_theta}, rms_norm_eps=shape.norm_eps,
+        tie_word_embeddings=shape.tied, attn_implementation="sdpa", use_cache=False, pad_token_id=None)
+    if shape.family == "llama":
+        return transformers.LlamaConfig(intermediate_size=shape.intermediate, **common)
+    if shape.family == "mixtral":
+        return transformers.MixtralConfig(intermediate_size=shape.expert_intermediate, num_local_experts=shape.experts,
+                                          num_experts_per_tok=shape.experts_per_token, **common)
+    if shape.family == "qwen2_moe":  # every layer sparse, the top-k weights not renormalised (Qwen1.5-MoE's)
+        return transformers.Qwen2MoeConfig(
+            intermediate_size=shape.shared_intermediate, moe_intermediate_size=shape.expert_intermediate,
+            shared_expert_intermediate_size=shape.shared_intermediate, num_experts=shape.experts,
+            num_experts_per_tok=shape.experts_per_token, decoder_sparse_step=1, mlp_only_layers=[],
+            norm_topk_prob=False, qkv_bias=True, **common)
+    if shape.family == "glm":  # rotary on half of each head (GlmConfig's partial_rotary_factor), q/k/v biases
+        common["rope_parameters"] = {**common["rope_parameters"], "partial_rotary_factor": 0.5}
+        return transformers.GlmConfig(intermediate_size=shape.intermediate, head_dim=shape.head_dim,
+                                      attention_bias=True, **common)
+    raise ValueError(f"model '{params['model']}': family '{shape.family}' has no transformers config")
 
 
 def build_model(params: dict[str, Any]) -> nn.Module:
-    """A freshly initialised LlamaForCausalLM of the params' shape, on the CPU, in fp32."""
-    from transformers import LlamaForCausalLM
+    """A freshly initialised model of the params' shape, on the CPU, in fp32 (on the current default device)."""
+    import transformers
 
-    return LlamaForCausalLM(llama_config(params))
+    if shape_of(params).family == "baichuan":
+        from case_runners.cases.llama.baichuan import BaichuanForCausalLM
+        return BaichuanForCausalLM(shape_of(params))
+    return cast("nn.Module", getattr(transformers, FAMILIES[shape_of(params).family].builder)(model_config(params)))
 
 
 def decoder_layers(model: nn.Module) -> list[nn.Module]:
@@ -46,7 +66,8 @@ def decoder_layers(model: nn.Module) -> list[nn.Module]:
 
 
 def shape_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {key: params[key] for key in SHAPE_PARAMS}
+    """The shape params, the model by its shape's name (an alias's checkpoint is the shape's)."""
+    return {key: canonical(str(params[key])) if key == "model" else params[key] for key in SHAPE_PARAMS}
 
 
 TIED_KEY = "lm_head.weight"  # a tied shape's output head: the input embedding's weights, stored once
@@ -58,7 +79,7 @@ def save_checkpoint(model: nn.Module, directory: str | Path, params: dict[str, A
 
 
 def save_state_dict(state_dict: dict[str, Any], directory: str | Path, params: dict[str, Any]) -> Path:
-    """model.safetensors (a full state dict of LlamaForCausalLM, on the CPU; a tied shape's head left out: it is
+    """model.safetensors (a full state dict of the model, on the CPU; a tied shape's head left out: it is
     the embedding) and model.json (the shape params) into `directory`, each written atomically."""
     from safetensors.torch import save_file
 
@@ -85,6 +106,8 @@ def checkpoint_problems(directory: str | Path, params: dict[str, Any]) -> list[s
     except (OSError, ValueError) as exc:
         return [f"{directory / SHAPE_FILE}: not readable JSON ({exc})"]
     wanted = shape_params(params)
+    if isinstance(saved, dict) and isinstance(saved.get("model"), str):
+        saved = {**saved, "model": canonical(saved["model"])}
     if not isinstance(saved, dict) or any(saved.get(k) != v for k, v in wanted.items()):
         return [f"{directory / SHAPE_FILE}: the checkpoint is of {saved}, the config asks for {wanted}"]
     return []
