@@ -146,48 +146,44 @@ checked:
   type: bool
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
+    from ansible.module_utils._perfplay_cli import (
+        HOST_CHECK_ARGUMENT_SPEC,
+        HOST_CHECK_REQUEST_KEYS,
+        cli_argv,
+        host_check_result,
+        host_check_without_venv,
+        request_file,
+        run_json,
+    )
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
-    from module_utils._perfplay_cli import COMMON_ARGUMENT_SPEC, cli_argv, request_file, run_json
+    from module_utils._perfplay_cli import (
+        HOST_CHECK_ARGUMENT_SPEC,
+        HOST_CHECK_REQUEST_KEYS,
+        cli_argv,
+        host_check_result,
+        host_check_without_venv,
+        request_file,
+        run_json,
+    )
 
 
 def main() -> None:
-    argument_spec = dict(
-        COMMON_ARGUMENT_SPEC,
-        vendor=dict(type="str", required=True),
-        nproc=dict(type="int", default=0),
-        device_count=dict(type="int"),
-        cases=dict(type="list", elements="dict", default=[]),
-        master_port=dict(type="int"),
-        master_addr=dict(type="str", default=""),
-        results_dir=dict(type="path"),
-        min_free_bytes=dict(type="int", default=0),
-        nic=dict(type="str", default=""),
-        requirements=dict(type="list", elements="str", default=[]),
-    )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=HOST_CHECK_ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
-    if params["requirements"] and params["python"] and not os.path.exists(params["python"]):  # pip makes it
-        module.exit_json(changed=False, ok=False, problems=["the venv (%s does not exist)" % params["python"]],
-                         python=None, hostname=None, devices={}, data=[], master_port=None,
-                         unmet=list(dict.fromkeys(params["requirements"])), checked=False)
-    request = {key: params[key] for key in ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr",
-                                            "results_dir", "min_free_bytes", "nic", "requirements")}
+    answer = host_check_without_venv(params)
+    if answer is not None:
+        module.exit_json(**answer)
+    request = {key: params[key] for key in HOST_CHECK_REQUEST_KEYS}
     with request_file(request, "perfplay-host-check-") as request_path:
         argv = cli_argv(params["python"], "host-check", request=request_path)
         result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)
-    doc = result.doc
-    for warning in doc.get("warnings") or []:  # shown by the play, never fatal
-        module.warn("%s: %s" % (doc.get("hostname"), warning))
-    module.exit_json(changed=False, ok=bool(doc.get("ok")), problems=list(doc.get("problems") or []),
-                     python=doc.get("python"), hostname=doc.get("hostname"), devices=doc.get("devices") or {},
-                     data=doc.get("data") or [], master_port=doc.get("master_port"), unmet=list(doc.get("unmet") or []),
-                     checked=bool(doc.get("checked")))
+    answer, warnings = host_check_result(result.doc)
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(**answer)
 
 
 if __name__ == "__main__":

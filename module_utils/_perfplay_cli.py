@@ -141,6 +141,53 @@ def run_json(module: Any, argv: list[str], project_dir: str, what: str, environ_
     return result
 
 
+# Where a node's command may run from the controller's own process (an action plugin) instead of a module: the
+# node is this machine (a local connection), as this user (no become), in this environment (no task environment).
+LOCAL_TRANSPORTS = ("local", "ansible.builtin.local")
+
+
+def runs_on_the_controller(transport: str, become: bool, environment: Any) -> bool:
+    """Whether what the module would run on the node, the controller can run itself, with the same effect."""
+    return transport in LOCAL_TRANSPORTS and not become and not environment
+
+
+# host_check_info's options: the module's, and its action's where the host is the controller itself.
+HOST_CHECK_ARGUMENT_SPEC = dict(
+    COMMON_ARGUMENT_SPEC,
+    vendor=dict(type="str", required=True),
+    nproc=dict(type="int", default=0),
+    device_count=dict(type="int"),
+    cases=dict(type="list", elements="dict", default=[]),
+    master_port=dict(type="int"),
+    master_addr=dict(type="str", default=""),
+    results_dir=dict(type="path"),
+    min_free_bytes=dict(type="int", default=0),
+    nic=dict(type="str", default=""),
+    requirements=dict(type="list", elements="str", default=[]),
+)
+HOST_CHECK_REQUEST_KEYS = ("vendor", "nproc", "device_count", "cases", "master_port", "master_addr", "results_dir",
+                           "min_free_bytes", "nic", "requirements")
+
+
+def host_check_without_venv(params: dict[str, Any]) -> dict[str, Any] | None:
+    """host_check_info's answer when the venv's python does not exist yet (pip makes it): every requirements file is
+    unmet; ``None`` when there is a python to ask."""
+    if not (params["requirements"] and params["python"] and not os.path.exists(params["python"])):
+        return None
+    return dict(changed=False, ok=False, problems=["the venv (%s does not exist)" % params["python"]], python=None,
+                hostname=None, devices={}, data=[], master_port=None,
+                unmet=list(dict.fromkeys(params["requirements"])), checked=False)
+
+
+def host_check_result(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(host_check_info's result, its warnings) from ``host-check``'s document; a warning is shown, never fatal."""
+    warnings = ["%s: %s" % (doc.get("hostname"), warning) for warning in doc.get("warnings") or []]
+    return dict(changed=False, ok=bool(doc.get("ok")), problems=list(doc.get("problems") or []),
+                python=doc.get("python"), hostname=doc.get("hostname"), devices=doc.get("devices") or {},
+                data=doc.get("data") or [], master_port=doc.get("master_port"), unmet=list(doc.get("unmet") or []),
+                checked=bool(doc.get("checked"))), warnings
+
+
 # case_launch's options: the module's, and its action's where the node is the controller itself.
 LAUNCH_ARGUMENT_SPEC = dict(
     COMMON_ARGUMENT_SPEC,

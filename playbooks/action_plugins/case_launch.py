@@ -26,7 +26,6 @@ def _load_cli() -> Any:
 
 
 CLI = _load_cli()
-LOCAL = ("local", "ansible.builtin.local")
 
 
 def launch(args: dict[str, Any], check_mode: bool,
@@ -60,5 +59,5 @@ class ActionModule(ActionBase):
 
     def _on_the_controller(self) -> bool:
         """The node is this machine, as this user, in this environment: what the module would run, this runs."""
-        return (self._connection.transport in LOCAL and not self._play_context.become
-                and not self._task.environment)
+        return CLI.runs_on_the_controller(self._connection.transport, self._play_context.become,
+                                          self._task.environment)
