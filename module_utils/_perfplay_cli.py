@@ -147,8 +147,11 @@ LOCAL_TRANSPORTS = ("local", "ansible.builtin.local")
 
 
 def runs_on_the_controller(transport: str, become: bool, environment: Any) -> bool:
-    """Whether what the module would run on the node, the controller can run itself, with the same effect."""
-    return transport in LOCAL_TRANSPORTS and not become and not environment
+    """Whether what the module would run on the node, the controller can run itself, with the same effect.
+
+    ``environment`` is the task's, a list of one entry per level that has one (``[{}]`` when none has).
+    """
+    return transport in LOCAL_TRANSPORTS and not become and not any(environment or ())
 
 
 # host_check_info's options: the module's, and its action's where the host is the controller itself.

@@ -53,6 +53,12 @@ def load_action(name: str):
     return module
 
 
+def module_ran(verbose_output: str, name: str) -> bool:
+    """Whether ``ansible -vvv``'s output shows library/<name>.py run as a module: its "Using module file" line, which
+    a pipelined run prints too (the AnsiballZ file name appears only without pipelining)."""
+    return f"Using module file {REPO / 'library' / name}.py" in verbose_output
+
+
 class FakeRun:
     """Stands in for subprocess.run in an action plugin: answers every call with (rc, stdout, stderr), a dict
     answer printed as JSON; every call is recorded in ``calls``."""

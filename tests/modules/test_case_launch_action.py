@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from module_harness import REPO, FakeRun, load_action
+from module_harness import REPO, FakeRun, load_action, module_ran
 from test_case_launch import ARGS, LAUNCHER, STARTED, SUCCESS, ended
 
 FULL = {"config_content": None, "node_rank": 0, "master_addr": "127.0.0.1", "master_port": 0, "node_name": None,
@@ -57,6 +57,7 @@ def test_check_mode_launches_nothing_here_either():
 @pytest.mark.parametrize("transport, become, environment, here", [
     ("local", False, None, True),
     ("ansible.builtin.local", False, [], True),
+    ("local", False, [{}], True),  # what Ansible passes when no level sets an environment
     ("ssh", False, None, False),
     ("local", True, None, False),  # another user
     ("local", False, [{"HTTP_PROXY": "http://proxy:3128"}], False),  # the module would run with it
@@ -85,8 +86,8 @@ def test_through_ansible_the_controller_launches_without_a_module_and_another_ho
     args = dict(ARGS, python=sys.executable, project_dir=str(REPO))
     here = _ansible(["localhost"], args, tmp_path)
     assert here.returncode == 0, here.stdout + here.stderr
-    assert "AnsiballZ_case_launch" not in here.stdout + here.stderr
+    assert not module_ran(here.stdout + here.stderr, "case_launch"), here.stdout
     assert '"--detach"' in here.stdout
     # become is the same machine as another user: the module's way, shipped and run
     there = _ansible(["localhost", "-b", "--become-method", "su", "--become-user", "root"], args, tmp_path)
-    assert "AnsiballZ_case_launch" in there.stdout + there.stderr, there.stdout + there.stderr
+    assert module_ran(there.stdout + there.stderr, "case_launch"), there.stdout + there.stderr
