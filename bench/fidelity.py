@@ -4,7 +4,7 @@ Alternates a harness run (`python -m case_runners run CASE`, no monitors) and a 
 judges the median of the pairs' ratios harness / bare by bench/verdict.py, with their spread, each process's wall and
 CPU time and the load average. Target: within 2 %. --case picks the pair:
 - resnet50 (default): the bare loop is the case's own model, optimizer, loss and train loader, N optimizer steps,
-  each step's compute timed with perf_counter;
+  each step's compute timed with perf_counter, at the thread count the harness's rank ran at;
 - llama: the tiny shape (seq_len 256, batch 16: the cpu vendor's config) against a bare transformers loop written
   plainly here (llama_bare_loop), at the thread count the harness's rank ran at (its round record's
   environment.threads).
@@ -115,8 +115,9 @@ def llama_bare_loop(p: dict[str, Any], steps: int, threads: int) -> dict[str, An
             "parameters": sum(w.numel() for w in model.parameters())}
 
 
-def resnet50_bare(steps: int) -> tuple[float, Timing]:
-    """The bare loop, in a fresh process with the same thread count as the harness's single rank."""
+def resnet50_bare(steps: int, threads: int) -> tuple[dict[str, Any], Timing]:
+    """The bare loop, in a fresh process at the thread count the harness's single rank ran at (OMP_NUM_THREADS too):
+    its samples/s ("p") and thread count."""
     code = f"""
 import json, time, torch
 from case_runners.cases.resnet50.case import build_case
@@ -124,7 +125,7 @@ from case_runners.rank.driver.events import EventLogger
 from case_runners.plan.run_plan import make_plan
 from case_runners.tasks.training.case_api import RunContext
 import tempfile, pathlib
-torch.set_num_threads(os.cpu_count() or 1)
+torch.set_num_threads({threads})
 config = make_plan({{"vendor": "cpu", "cases": [{{"case": "resnet50", "overrides": {OVERRIDES!r}}}]}},
                    check=True)["cases"][0]
 params = config["params"]
@@ -146,12 +147,12 @@ for step in range({steps}):
     if sched is not None:
         sched.step()
     compute += time.perf_counter() - t0
-print(json.dumps({{"p": {steps} * bs / compute}}))
+print(json.dumps({{"p": {steps} * bs / compute, "threads": torch.get_num_threads()}}))
 """
-    proc, timing = run_timed([sys.executable, "-c", "import os\n" + code])
+    proc, timing = run_timed([sys.executable, "-c", code], {**os.environ, "OMP_NUM_THREADS": str(threads)})
     if proc.returncode != 0:
         sys.exit(f"bare loop failed:\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])["p"], timing
+    return json.loads(proc.stdout.strip().splitlines()[-1]), timing
 
 
 @dataclass(frozen=True)
@@ -167,8 +168,12 @@ class Pair:
 
 
 def _resnet50_harness(steps: int, results: Path) -> tuple[float, dict[str, Any], int, Timing]:
-    record, timing = harness_round("resnet50", OVERRIDES, steps, results)
-    return record.metrics["p_core"], record.params, 0, timing  # its bare loop sets its own threads
+    return harness_at_threads("resnet50", OVERRIDES, steps, results)
+
+
+def _resnet50_bare(_params: dict[str, Any], steps: int, threads: int) -> tuple[float, Timing]:
+    measured, timing = resnet50_bare(steps, threads)
+    return measured["p"], timing
 
 
 def _llama_harness(steps: int, results: Path) -> tuple[float, dict[str, Any], int, Timing]:
@@ -181,8 +186,8 @@ def _llama_bare(params: dict[str, Any], steps: int, threads: int) -> tuple[float
 
 
 PAIRS = {
-    "resnet50": Pair(STEPS, "samples/s", _resnet50_harness, lambda _params, steps, _threads: resnet50_bare(steps),
-                     "resnet50 (64 px, batch 16, {steps} steps, CPU)", "harness p_core / bare loop"),
+    "resnet50": Pair(STEPS, "samples/s", _resnet50_harness, _resnet50_bare,
+                     "resnet50 (64 px, batch 16, {steps} steps, {threads} threads, CPU)", "harness p_core / bare loop"),
     "llama": Pair(LLAMA_STEPS, "tokens/s", _llama_harness, _llama_bare,
                   "llama tiny (seq_len 256, batch 16, {steps} steps, {threads} threads, CPU)",
                   "harness p_core / bare transformers loop"),

@@ -237,3 +237,13 @@ def test_fidelity_pairs_are_the_cases_it_names(capsys):
         fidelity.main(["--case", "vit", "--quick"])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "--case: invalid choice: 'vit'" in err and "'llama', 'resnet50'" in err
+
+
+def test_fidelity_resnet50_bare_loop_runs_at_the_harness_s_threads():
+    """The resnet50 pair's bare loop set torch's threads to every core whatever the harness's rank ran at: with
+    OMP_NUM_THREADS=1 exported the pair compared a 1-thread rank with a 2-thread loop. It runs at the threads it is
+    given (one real step)."""
+    from bench import fidelity
+
+    measured, timing = fidelity.resnet50_bare(steps=1, threads=1)
+    assert measured["threads"] == 1 and measured["p"] > 0 and timing.cpu > 0
