@@ -11,16 +11,13 @@ bench/verdict.py, with their spread, each process's wall and CPU time and the lo
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.alternation import Timing, add_pair_options, pair_sizes, run_timed
-from bench.fidelity import harness_round
+from bench.alternation import add_pair_options, pair_sizes
+from bench.fidelity import bare_process, harness_at_threads
 from bench.verdict import LoadWatch, bounded, judge, summary
 from case_runners.core.cli_io import ArgumentParser
 
@@ -71,26 +68,6 @@ def bare_loop(p: dict[str, Any], steps: int, threads: int) -> dict[str, Any]:
             "parameters": sum(w.numel() for w in model.parameters())}
 
 
-def bare(params: dict[str, Any], steps: int, threads: int) -> tuple[dict[str, Any], Timing]:
-    """bare_loop in a fresh process at `threads` torch threads (OMP_NUM_THREADS too, as the rank's)."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    code = ("import json, sys\nfrom bench.fidelity_image import bare_loop\n"
-            "print(json.dumps(bare_loop(json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))")
-    proc, timing = run_timed([sys.executable, "-c", code, json.dumps(params), str(steps), str(threads)], env)
-    if proc.returncode != 0:
-        sys.exit(f"bare loop failed:\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1]), timing
-
-
-def harness(steps: int, results: Path) -> tuple[float, dict[str, Any], int, Timing]:
-    """The harness's p_core, its resolved params, and the thread count its rank 0 ran at."""
-    record, timing = harness_round(CASE, OVERRIDES, steps, results)
-    intra_op = getattr(getattr(record.environment, "threads", None), "intra_op", None)
-    if not intra_op:
-        sys.exit(f"the harness's round record has no thread count (environment.threads): {record.reason}")
-    return record.metrics["p_core"], record.params, int(intra_op), timing
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     add_pair_options(parser, "harness/bare", "optimizer steps per process", STEPS, bounded(1 - TARGET, 1 + TARGET),
@@ -107,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
             # The harness goes first in the first pair: the bare loop takes its params and thread count from it.
             for kind in (("harness", "bare") if pair % 2 == 0 else ("bare", "harness")):
                 if kind == "harness":
-                    values[kind], params, threads, timing = harness(steps, Path(tmp))
+                    values[kind], params, threads, timing = harness_at_threads(CASE, OVERRIDES, steps, Path(tmp))
                 else:
-                    measured, timing = bare(params, steps, threads)
+                    measured, timing = bare_process("bench.fidelity_image:bare_loop", params, steps, threads)
                     values[kind] = measured["p"]
                 load.sample()
                 print(f"pair {pair + 1} {kind:7s}: {values[kind]:8.2f} samples/s ({timing.wall:.1f} s wall, "

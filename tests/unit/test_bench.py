@@ -204,3 +204,46 @@ def test_fidelity_image_bare_loop_trains_the_case_s_model_at_the_harness_s_threa
     case = build_case(params, RunContext(0, 0, 1, torch.device("cpu"), None, None))  # type: ignore[arg-type]
     with torch.device("meta"):
         assert measured["parameters"] == sum(w.numel() for w in case.build_model().parameters())
+
+
+def test_fidelity_llama_pair_resolves_and_its_bare_loop_trains_the_case_s_model():
+    """bench/fidelity.py --case llama (its quick pair trains the case for real: too slow for CI): the harness's
+    overrides resolve, and the bare transformers loop, written apart from the case, builds the model the case trains
+    (the same parameters) at the harness's shape and the threads it is given, and times real steps (tokens/s)."""
+    import torch
+
+    from bench import fidelity
+    from case_runners.cases.llama.case import build_case
+    from case_runners.tasks.training.case_api import RunContext
+    from record_helpers import resolved
+
+    assert resolved("llama", overrides={**fidelity.LLAMA_OVERRIDES, "max_steps": 2})["params"]["seq_len"] == 256
+    params = resolved("llama", overrides={**fidelity.LLAMA_OVERRIDES, "seq_len": 8, "batch_size": 2, "max_steps": 2,
+                                          "warmup_steps": 1})["params"]
+    threads = torch.get_num_threads()  # the process's: the loop sets it
+    measured = fidelity.llama_bare_loop(params, steps=2, threads=threads)
+    assert measured["p"] > 0 and measured["threads"] == threads
+    case = build_case(params, RunContext(0, 0, 1, torch.device("cpu"), None, None))  # type: ignore[arg-type]
+    with torch.device("meta"):
+        assert measured["parameters"] == sum(w.numel() for w in case.build_model().parameters())
+
+
+def test_fidelity_pairs_are_the_cases_it_names(capsys):
+    """--case picks the pair; another name is refused with the allowed ones before anything runs."""
+    from bench import fidelity
+
+    assert set(fidelity.PAIRS) == {"resnet50", "llama"}
+    with pytest.raises(SystemExit) as exit_info:
+        fidelity.main(["--case", "vit", "--quick"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--case: invalid choice: 'vit'" in err and "'llama', 'resnet50'" in err
+
+
+def test_fidelity_resnet50_bare_loop_runs_at_the_harness_s_threads():
+    """The resnet50 pair's bare loop set torch's threads to every core whatever the harness's rank ran at: with
+    OMP_NUM_THREADS=1 exported the pair compared a 1-thread rank with a 2-thread loop. It runs at the threads it is
+    given (one real step)."""
+    from bench import fidelity
+
+    measured, timing = fidelity.resnet50_bare(steps=1, threads=1)
+    assert measured["threads"] == 1 and measured["p"] > 0 and timing.cpu > 0
