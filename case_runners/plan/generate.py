@@ -97,11 +97,12 @@ def trained_checkpoints(cases: list[ResolvedConfig]) -> list[ConfigError]:
     for at, config in enumerate(cases):
         if config.task_name != GENERATE or config.params.get("checkpoint") != TRAINED:
             continue
-        shape = importlib.import_module(CASE_MODULE.format(case=config.case)).SHAPE_PARAMS
-        wanted = {key: config.params.get(key) for key in shape}
+        module = importlib.import_module(CASE_MODULE.format(case=config.case))
+        wanted = {key: config.params.get(key) for key in module.SHAPE_PARAMS}
         said = ", ".join(f"{key} {shown(value)}" for key, value in wanted.items())
+        same = getattr(module, "shape_params", dict)  # the case's own comparison (a model named by an alias)
         trainings = [c for c in cases[:at] if c.task_name == TRAINING and c.case == config.case
-                     and all(c.params.get(key) == value for key, value in wanted.items())]
+                     and same({key: c.params.get(key) for key in wanted}) == same(wanted)]
         if not trainings:
             errors.append(ConfigError(
                 f"'trained' loads the checkpoint of this run's earlier {config.case} training selection of {said}, "

@@ -109,6 +109,10 @@ def test_trained_needs_an_earlier_training_of_the_same_model_that_saves_its_chec
     assert trained_checkpoints([wanted, training]) and wanted.checkpoint_case is ABSENT  # a later one does not count
     training.params["save_checkpoint"] = True
     assert trained_checkpoints([training, other, wanted]) == [] and wanted.checkpoint_case == "llama_CPUx1x1"
+    # a model named by an alias is its shape: a 7b training's checkpoint is the llama2_7b generate's
+    wanted.checkpoint_case = ABSENT
+    training.params["model"], wanted.params["model"] = "7b", "llama2_7b"
+    assert trained_checkpoints([training, other, wanted]) == [] and wanted.checkpoint_case == "llama_CPUx1x1"
 
 
 def test_a_round_pools_the_ranks_samples_and_sums_their_tokens_per_s():

@@ -12,6 +12,7 @@ from typing import Any
 from case_runners.cases.llama.data import FORMAT, read_header, split_problems
 from case_runners.cases.llama.model import SHAPE_PARAMS as SHAPE_PARAMS  # what a trained checkpoint must agree on
 from case_runners.cases.llama.model import checkpoint_problems as checkpoint_problems  # (directory, params) -> [..]
+from case_runners.cases.llama.model import shape_params as shape_params  # params -> those, an alias resolved
 from case_runners.cases.llama.shapes import shape_of
 
 PROMPT_SPLIT = "val"  # the token file prompts are cut from
