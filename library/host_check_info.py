@@ -151,21 +151,17 @@ from ansible.module_utils.basic import AnsibleModule
 try:
     from ansible.module_utils._perfplay_cli import (
         HOST_CHECK_ARGUMENT_SPEC,
-        HOST_CHECK_REQUEST_KEYS,
-        cli_argv,
+        host_check_command,
         host_check_result,
         host_check_without_venv,
-        request_file,
         run_json,
     )
 except ImportError:  # imported as a plain file by the module tests, which put the checkout on sys.path
     from module_utils._perfplay_cli import (
         HOST_CHECK_ARGUMENT_SPEC,
-        HOST_CHECK_REQUEST_KEYS,
-        cli_argv,
+        host_check_command,
         host_check_result,
         host_check_without_venv,
-        request_file,
         run_json,
     )
 
@@ -176,9 +172,7 @@ def main() -> None:
     answer = host_check_without_venv(params)
     if answer is not None:
         module.exit_json(**answer)
-    request = {key: params[key] for key in HOST_CHECK_REQUEST_KEYS}
-    with request_file(request, "perfplay-host-check-") as request_path:
-        argv = cli_argv(params["python"], "host-check", request=request_path)
+    with host_check_command(params) as argv:
         result = run_json(module, argv, params["project_dir"], "case_runners host-check", check_rc=True)
     answer, warnings = host_check_result(result.doc)
     for warning in warnings:

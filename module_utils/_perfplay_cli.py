@@ -172,6 +172,14 @@ HOST_CHECK_REQUEST_KEYS = ("vendor", "nproc", "device_count", "cases", "master_p
                            "min_free_bytes", "nic", "requirements")
 
 
+@contextlib.contextmanager
+def host_check_command(params: dict[str, Any]) -> Iterator[list[str]]:
+    """``host-check``'s argv for host_check_info's params, its request in a temporary file while the context lasts."""
+    request = {key: params[key] for key in HOST_CHECK_REQUEST_KEYS}
+    with request_file(request, "perfplay-host-check-") as request_path:
+        yield cli_argv(params["python"], "host-check", request=request_path)
+
+
 def host_check_without_venv(params: dict[str, Any]) -> dict[str, Any] | None:
     """host_check_info's answer when the venv's python does not exist yet (pip makes it): every requirements file is
     unmet; ``None`` when there is a python to ask."""

@@ -32,9 +32,7 @@ def host_check(args: dict[str, Any],
     answer = CLI.host_check_without_venv(args)
     if answer is not None:
         return answer
-    request = {key: args[key] for key in CLI.HOST_CHECK_REQUEST_KEYS}
-    with CLI.request_file(request, "perfplay-host-check-") as request_path:
-        argv = CLI.cli_argv(args["python"], "host-check", request=request_path)
+    with CLI.host_check_command(args) as argv:
         done = run(argv, cwd=args["project_dir"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
                    check=False)
     result = CLI.CliResult(argv, done.returncode, done.stdout, done.stderr)
