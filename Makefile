@@ -21,8 +21,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt requirements.txt requirements
 	$(PIP) --no-deps --no-build-isolation --editable .
 	touch $@
 
+# DS_BUILD_OPS=0: the deepspeed stack's sdist builds without its C++ ops (tasks/training/stacks/deepspeed.py).
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(PIP) -r requirements-dev.txt
+	DS_BUILD_OPS=0 $(PIP) -r requirements-dev.txt
 	touch $@
 
 ## check-python: PYTHON is at least pyproject's requires-python, or one line says which to set
