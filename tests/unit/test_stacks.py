@@ -143,6 +143,38 @@ def test_the_deepspeed_config_is_built_from_the_runs_params(tmp_path: Path):
         "bf16": {"enabled": True}, "fp16": {"enabled": False}}
 
 
+def test_one_rank_trains_through_the_engine_in_a_group_of_its_own(tmp_path: Path, monkeypatch):
+    """perfplay runs one rank without a process group: the stack makes a one-rank group (and sets the LOCAL_RANK
+    DeepSpeed asserts), and the engine's backward and step train the model."""
+    import torch.distributed as dist
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "extensions"))
+    monkeypatch.setenv("LOCAL_RANK", "0")  # restored (to absent) after the test
+    monkeypatch.delenv("LOCAL_RANK")
+    assert not dist.is_initialized()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    before = model.weight.detach().clone()
+    ctx = AdapterContext(device=torch.device("cpu"), rank=0, local_rank=0, world_size=1,
+                         params={"batch_size": 3, "zero_stage": 2}, precision="fp32", amp=False, amp_dtype=None,
+                         max_grad_norm=1.0, case=None,  # type: ignore[arg-type]
+                         log=EventLogger(tmp_path, 0, 10, stream=None))
+    try:
+        optimizer, scheduler = ds_stack.create_optimizer(
+            model, ctx, lambda: (torch.optim.AdamW(model.parameters(), lr=0.1), None))
+        engine = ds_stack.model_to_ddp(model, ctx)
+        assert dist.get_world_size() == 1 and engine.module is model and scheduler is None
+        assert type(optimizer).__name__ == "DeepSpeedZeroOptimizer"
+        ds_stack.backward(1, engine(torch.ones(3, 4)).square().mean(), optimizer, None, ctx)
+        ds_stack.update_model_params(1, optimizer, None, None, ctx)
+        assert not torch.equal(model.weight.detach(), before)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        ds_stack._ENGINES.clear()
+    assert not (tmp_path / "extensions").exists(), "no C++ op was built"
+
+
 # -- real runs: pytorch and deepspeed, two ranks each ----------------------------------------------------------------
 
 SHAPE = ["--set", "seq_len=32", "--set", "batch_size=4", "--set", "max_steps=6", "--set", "log_freq=1",

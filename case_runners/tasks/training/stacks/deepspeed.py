@@ -12,6 +12,7 @@ same weights as the pytorch stack.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -57,9 +58,11 @@ def _no_shm_op_on_cpu() -> None:
 
 
 def _one_rank_group(ctx: AdapterContext) -> None:
-    """DeepSpeed's engine needs a process group: at one rank, a group of one (no rendezvous, no port)."""
+    """DeepSpeed's engine needs a process group: at one rank, a group of one (no rendezvous, no port); and
+    LOCAL_RANK in the environment (deepspeed/runtime/engine.py asserts it), which the rank's environment has."""
     import torch.distributed as dist
 
+    os.environ.setdefault("LOCAL_RANK", str(ctx.local_rank))
     if ctx.world_size == 1 and not dist.is_initialized():
         backend = dist.Backend.default_device_backend_map.get(ctx.device.type, "gloo")
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
