@@ -1,8 +1,10 @@
 """The torchtitan stack (tasks/training/stacks/torchtitan.py) on the llama case's tiny shape: torchtitan's llama3 model
 built from the case's model computes the case model's logits (its q/k RoPE permutation and every weight mapped);
 three steps of the real trainer through the stack's points give the losses of the pytorch stack (the trainer's own
-code) from the same seed; two gloo ranks through torchtitan's FSDP2 (model_to_ddp's path) give the loss and
-gradient of one rank on the two ranks' batches together; what the stack cannot run is refused by name."""
+code) from the same seed; on two gloo ranks, torchtitan's FSDP2 (create_optimizer, model_to_ddp, backward) gives
+the loss and gradient of one rank on both ranks' batches, and the trainer on it the pytorch stack's DDP losses;
+what the stack cannot run is refused by name. The ranks are forked from the test process: a fresh process would
+spend most of its time importing torch, transformers and torchtitan again."""
 
 from __future__ import annotations
 
@@ -104,20 +106,23 @@ def test_the_converted_model_computes_the_case_models_logits(tmp_path):
     assert (got - expected).abs().max().item() <= LOGITS_TOL
 
 
-def run_trainer(work_dir: Path, adapter: TrainerAdapter | None) -> tuple[list[float], dict[str, Any]]:
-    """(step losses, result) of a real trainer run of the llama case, 1 rank, the stack's points or the trainer's."""
+def run_trainer(work_dir: Path, adapter: TrainerAdapter | None, rank: int = 0, world_size: int = 1
+                ) -> dict[str, Any]:
+    """A real trainer run of the llama case on one rank of world_size, with the stack's points or the trainer's
+    own code: its step losses and result. The data is one batch per rank."""
     seed_everything(SEED)
-    case, actx = context(work_dir)
-    trainer = Trainer(case, params(), case.ctx, Target(metric=TARGET_METRIC, value=0.0, higher_is_better=False),
+    data = {"synthetic_samples": world_size * BATCH, "eval_samples": world_size * BATCH}
+    case, _ = context(work_dir, rank, world_size, **data)
+    trainer = Trainer(case, params(**data), case.ctx, Target(metric=TARGET_METRIC, value=0.0, higher_is_better=False),
                       **({"adapter": adapter} if adapter else {}))
     result = trainer.run().to_json()
-    events = read_events(work_dir / "logs" / "rank0.events.jsonl")
-    return [e["value"]["loss"] for e in events if e["event"] == "STEP_END"], result
+    events = read_events(work_dir / "logs" / f"rank{rank}.events.jsonl")
+    return {"losses": [e["value"]["loss"] for e in events if e["event"] == "STEP_END"], "result": result}
 
 
 def test_three_trainer_steps_through_the_points_give_the_pytorch_stacks_losses(tmp_path):
-    pytorch, standard = run_trainer(tmp_path / "pytorch", None)
-    titan, result = run_trainer(tmp_path / "torchtitan", stack_adapter())
+    pytorch_run, titan_run = run_trainer(tmp_path / "pytorch", None), run_trainer(tmp_path / "titan", stack_adapter())
+    (pytorch, standard), (titan, result) = [(run["losses"], run["result"]) for run in (pytorch_run, titan_run)]
     assert len(pytorch) == len(titan) == STEPS
     assert pytorch[0] - pytorch[-1] > 100 * LOSS_TOL  # it learns, far beyond the tolerance
     assert max(abs(a - b) for a, b in zip(pytorch, titan)) <= LOSS_TOL, (pytorch, titan)
@@ -156,7 +161,8 @@ def point_steps(case: Any, actx: AdapterContext, batches: list[tuple[torch.Tenso
 
 
 def rank_main(out: str, rank: int) -> None:
-    """One of the two ranks: point_steps on its half of the batches, into out/rank<R>.json."""
+    """One of the two ranks: point_steps on its half of the batches, then the trainer on each stack, into
+    out/rank<R>.json."""
     import torch.distributed as dist
 
     from case_runners.rank.dist import shutdown_distributed
@@ -164,8 +170,10 @@ def rank_main(out: str, rank: int) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
         seed_everything(SEED)
-        case, actx = context(Path(out), rank, 2)
-        result = point_steps(case, actx, fixed_batches(2))
+        case, actx = context(Path(out) / "points", rank, 2)
+        result: dict[str, Any] = {"points": point_steps(case, actx, fixed_batches(2))}
+        for name, adapter in (("pytorch", None), ("torchtitan", stack_adapter())):
+            result[name] = run_trainer(Path(out) / name, adapter, rank, 2)
         (Path(out) / f"rank{rank}.json").write_text(json.dumps(result))
     finally:
         shutdown_distributed()
@@ -179,14 +187,17 @@ def fork_rank(out: str, rank: int, port: int) -> None:
     rank_main(out, rank)
 
 
-def test_two_gloo_ranks_through_torchtitans_fsdp_train_as_one_rank_on_both_batches(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """rank_main on two gloo ranks, each a process forked from this one (killed if it does not end)."""
     import torchtitan.models.llama3  # noqa: F401 - before the fork, so that the ranks inherit it
     from transformers import LlamaForCausalLM  # noqa: F401 - as torchtitan
 
-    procs = [multiprocessing.get_context("fork").Process(target=fork_rank, args=(str(tmp_path), rank, port))
+    out = tmp_path_factory.mktemp("two_ranks")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [multiprocessing.get_context("fork").Process(target=fork_rank, args=(str(out), rank, port))
              for rank in range(2)]
     try:
         for proc in procs:
@@ -199,17 +210,29 @@ def test_two_gloo_ranks_through_torchtitans_fsdp_train_as_one_rank_on_both_batch
                 proc.kill()
                 proc.join(timeout=REAPED_S)
     assert [p.exitcode for p in procs] == [0, 0]  # a rank's traceback is in the test's captured output
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
 
+
+def test_two_gloo_ranks_through_torchtitans_fsdp_train_as_one_rank_on_both_batches(two_ranks, tmp_path):
     seed_everything(SEED)  # one rank, the same model, on the two ranks' batches as one
-    case, actx = context(tmp_path / "one")
+    case, actx = context(tmp_path)
     both = fixed_batches(2)
     one = point_steps(case, actx, [(torch.cat([b[0] for b in both]), torch.cat([b[1] for b in both]))])
     assert one["losses"][0] - one["losses"][-1] > 100 * LOSS_TOL
-    for got in ranks:
+    for got in (rank["points"] for rank in two_ranks):
         assert max(abs(a - b) for a, b in zip(got["losses"], one["losses"])) <= LOSS_TOL, (got, one)
         # the gradients summed over the ranks of the loss over the ranks: Adam's update would hide a factor 2
         assert max(abs(a - b) / b for a, b in zip(got["norms"], one["norms"])) <= LOSS_TOL, (got, one)
+
+
+def test_two_ranks_of_the_trainer_on_torchtitans_fsdp_give_the_pytorch_stacks_ddp_losses(two_ranks):
+    for rank in two_ranks:
+        pytorch, titan = rank["pytorch"], rank["torchtitan"]
+        assert len(titan["losses"]) == STEPS and pytorch["losses"][0] - pytorch["losses"][-1] > 100 * LOSS_TOL
+        assert max(abs(a - b) for a, b in zip(pytorch["losses"], titan["losses"])) <= LOSS_TOL, (pytorch, titan)
+        assert abs(pytorch["result"]["final_metric"] - titan["result"]["final_metric"]) <= LOSS_TOL
+        assert titan["result"]["adapted"] == ["backward", "convert_model", "create_optimizer", "model_to_ddp"]
+        assert titan["result"]["samples"] == pytorch["result"]["samples"] == 2 * STEPS * BATCH * SEQ
 
 
 @pytest.mark.parametrize(("overrides", "key"), [({"data_parallel": "fsdp"}, "data_parallel"),
