@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from case_runners.cases.llama.case import TARGET_METRIC, build_case
-from case_runners.cases.llama.model import build_model
+from case_runners.cases.llama.model import build_model, model_config
 from case_runners.core.errors import ConfigError
 from case_runners.plan.config.shared_params import TRAINER_PARAMS
 from case_runners.rank.driver.events import EventLogger, read_events
@@ -91,14 +91,27 @@ def fixed_batches(ranks: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(part[:, :-1], part[:, 1:]) for part in tokens.split(BATCH)]
 
 
-def test_the_converted_model_computes_the_case_models_logits(tmp_path):
+# The tiny shape as it is, and untied with 2 KV heads, 1b's RoPE theta and another norm eps (the other branches of
+# the mapping: its own head, k's permutation over fewer heads).
+VARIANTS = {"tiny": {}, "untied": {"tie_word_embeddings": False, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
+                                   "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_converted_model_computes_the_case_models_logits(tmp_path, variant):
+    import transformers
+
     torch.manual_seed(SEED)
-    case, actx = context(tmp_path)
-    model = case.build_model()
+    _, actx = context(tmp_path)
+    config = model_config(PARAMS)
+    for key, value in VARIANTS[variant].items():
+        setattr(config, key, value)
+    model = transformers.LlamaForCausalLM(config)
     converted = stack.convert_model(model, actx)
     assert type(converted.decoder).__module__.startswith("torchtitan.models.llama3")
     assert sum(p.numel() for p in converted.parameters()) == sum(p.numel() for p in model.parameters())
-    assert converted.decoder.lm_head.weight is converted.decoder.tok_embeddings.weight  # tied, as the shape is
+    tied = converted.decoder.lm_head.weight is converted.decoder.tok_embeddings.weight
+    assert tied == config.tie_word_embeddings == (variant == "tiny")
     input_ids, _ = fixed_batches(1)[0]
     with torch.no_grad():
         expected, got = model(input_ids=input_ids).logits, converted(input_ids=input_ids).logits
