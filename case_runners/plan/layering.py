@@ -26,7 +26,7 @@ from case_runners.plan.config.constraints import Constraint, declare_params
 from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S
 from case_runners.plan.config.selection import BOUNDS, FUNCTIONAL, Selection
 from case_runners.plan.config.shared_params import DDP, SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
-from case_runners.plan.config.stacks import PYTORCH, STACK_PARAMS, STACKS, STACKS_KEY, stack_of
+from case_runners.plan.config.stacks import PYTORCH, STACK_FIXED, STACK_PARAMS, STACKS, STACKS_KEY, stack_of
 from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.types import to_float
 from case_runners.plan.config.yaml_io import load_mapping
@@ -121,6 +121,11 @@ def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dic
         errors.append(ConfigError(f"the {framework} stack partitions the model its own way (its params, "
                                   f"plan/config/stacks.py): leave data_parallel {DDP}", key="data_parallel",
                                   file=provenance.get("data_parallel", base_file), allowed=[DDP]))
+    for name, why in STACK_FIXED.get(framework, {}).items():
+        default = TRAINER_PARAMS[name]["default"]
+        if params.get(name, default) != default:
+            errors.append(ConfigError(f"the {framework} stack cannot run it: {why}", key=name,
+                                      file=provenance.get(name, base_file), allowed=[default]))
     return errors
 
 

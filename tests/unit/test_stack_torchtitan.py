@@ -21,19 +21,23 @@ import torch
 
 from case_runners.cases.llama.case import TARGET_METRIC, build_case
 from case_runners.cases.llama.model import build_model, model_config
-from case_runners.core.errors import ConfigError
+from case_runners.core.paths import project_root
+from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.shared_params import TRAINER_PARAMS
+from case_runners.plan.layering import resolve
 from case_runners.rank.driver.events import EventLogger, read_events
 from case_runners.records.resolved import Target
 from case_runners.tasks.training.adapter import POINTS, AdapterContext, TrainerAdapter
 from case_runners.tasks.training.case_api import RunContext
 from case_runners.tasks.training.trainer import Trainer, seed_everything
+from case_runners.vendors.description import load_vendor
 from process_helpers import REAPED_S, RUN_S
 
 pytest.importorskip("torchtitan")  # in CI (CI=true) a skip fails the suite: CI installs torchtitan
 
 from case_runners.tasks.training.stacks import torchtitan as stack  # noqa: E402 - needs torchtitan
 
+REPO = project_root()
 STACK_FILE = "case_runners/tasks/training/stacks/torchtitan.py"
 SEQ, BATCH, STEPS, SEED = 32, 4, 3, 1234
 # The tiny shape (8 heads over 4 KV heads, tied embedding) with a small vocab; one synthetic batch, trained on again
@@ -251,11 +255,16 @@ def test_two_ranks_of_the_trainer_on_torchtitans_fsdp_give_the_pytorch_stacks_dd
 @pytest.mark.parametrize(("overrides", "key"), [({"data_parallel": "fsdp"}, "data_parallel"),
                                                  ({"activation_checkpointing": True}, "activation_checkpointing"),
                                                  ({"save_checkpoint": True}, "save_checkpoint")])
-def test_what_the_stack_cannot_run_is_refused_by_name(tmp_path, overrides, key):
-    case, actx = context(tmp_path, 0, 2, **overrides)
-    with pytest.raises(ConfigError) as error:
-        stack.convert_model(build_model(PARAMS), actx)
-    assert error.value.key == key and f"key '{key}'" in str(error.value)
+def test_what_the_stack_cannot_run_is_refused_by_name_before_any_host(overrides, key):
+    """At plan time (plan/config/stacks.py STACK_FIXED and data_parallel), naming the key, the file and the value
+    allowed."""
+    selections, errors = parse_selections([{"case": "llama", "framework": "torchtitan", "nproc": 2,
+                                            "overrides": overrides}])
+    assert not errors
+    config, problems = resolve(selections[0], load_vendor("cpu", REPO), REPO)
+    assert config is None and len(problems) == 1, problems
+    assert problems[0].key == key and problems[0].file == "run overrides (perfplay_cases[0].overrides)"
+    assert problems[0].allowed == ["ddp" if key == "data_parallel" else "False"]
 
 
 def test_a_model_torchtitans_llama3_cannot_reproduce_is_refused(tmp_path):

@@ -1,6 +1,6 @@
 """Training stacks (plan/config/stacks.py): selecting one by the case key's framework, its params and vendor
-configs, and the deepspeed stack trained for real: two ranks of the llama tiny shape on pytorch and on deepspeed
-(ZeRO 2) from the same seed and data, whose loss curves `compare` aligns, and which catches a wrong lr."""
+configs, and the stacks trained for real: two ranks of the llama tiny shape on pytorch, on deepspeed (ZeRO 2) and on
+torchtitan from the same seed and data, whose loss curves `compare` aligns, and which catches a wrong lr."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import torch
 from case_runners.cases.llama.prepare import prepare_text
 from case_runners.cli.main import main as cli
 from case_runners.core.paths import project_root
+from case_runners.host.requirements import pins_answer
 from case_runners.launch.container.image import image_spec, write_context
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.layering import resolve, vendor_config_path
@@ -32,6 +33,7 @@ from process_helpers import RUN_S
 
 REPO = project_root()
 STACK_PIN = "case_runners/tasks/training/stacks/deepspeed-requirements.txt"
+TITAN_PINS = "case_runners/tasks/training/stacks/torchtitan-requirements.txt"
 
 
 def resolved(key_or_item: str | dict, root: Path = REPO) -> tuple[object, list[str]]:
@@ -56,16 +58,16 @@ def test_the_framework_field_picks_a_stack_the_case_lists():
 
 
 @pytest.mark.parametrize("key, allowed", [
-    ("llama:megatron:CPU:1:2:1", "(allowed: deepspeed, pytorch, pytorch_<version>)"),
-    ("llama:deepspeed_0.19:CPU:1:2:1", "(allowed: deepspeed, pytorch, pytorch_<version>)"),
+    ("llama:megatron:CPU:1:2:1", "(allowed: deepspeed, pytorch, pytorch_<version>, torchtitan)"),
+    ("llama:deepspeed_0.19:CPU:1:2:1", "(allowed: deepspeed, pytorch, pytorch_<version>, torchtitan)"),
     ("resnet50:deepspeed:CPU:1:1:1", "(allowed: pytorch, pytorch_<version>)")])
 def test_a_framework_the_case_does_not_run_on_names_the_key_the_file_and_the_allowed_ones(key: str, allowed: str):
     config, errors = resolved(key)
     assert config is None and len(errors) == 1
     assert errors[0].startswith("run vars: key 'perfplay_cases[0].framework': unknown framework")
     assert errors[0].endswith(allowed)
-    assert ("is written for pytorch and the stacks case_runners/cases/llama/config.yaml lists (deepspeed)" in errors[0]
-            ) == key.startswith("llama")
+    lists = "is written for pytorch and the stacks case_runners/cases/llama/config.yaml lists (deepspeed, torchtitan)"
+    assert (lists in errors[0]) == key.startswith("llama")
 
 
 def test_a_stack_param_for_another_stack_or_out_of_range_is_refused_naming_the_key_and_the_file(tmp_path: Path):
@@ -197,8 +199,8 @@ def stack_runs(tmp_path_factory) -> dict[str, Path]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(extensions)}
     found = {}
     for name, extra in (("both", []), ("wrong_lr", ["--set", "lr=0.03"])):
-        keys = ["llama:pytorch:CPU:1:2:1", "llama:deepspeed:CPU:1:2:1"] if name == "both" else \
-            ["llama:deepspeed:CPU:1:2:1"]
+        keys = ["llama:pytorch:CPU:1:2:1", "llama:deepspeed:CPU:1:2:1", "llama:torchtitan:CPU:1:2:1"] \
+            if name == "both" else ["llama:deepspeed:CPU:1:2:1"]
         results = root / name
         done = subprocess.run([sys.executable, "-m", "case_runners", "run", *keys, "--dataset-path", str(data),
                                "--results-dir", str(results), "--no-monitors", *SHAPE, *extra], cwd=REPO, env=env,
@@ -206,11 +208,12 @@ def stack_runs(tmp_path_factory) -> dict[str, Path]:
         assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: short of the target
         (found[name],) = results.glob("run*")
     return {"pytorch": found["both"] / "llama_CPUx1x2", "deepspeed": found["both"] / "llama_deepspeed_CPUx1x2",
+            "torchtitan": found["both"] / "llama_torchtitan_CPUx1x2",
             "wrong_lr": found["wrong_lr"] / "llama_deepspeed_CPUx1x2", "extensions": extensions}
 
 
 def test_both_stacks_record_tokens_per_second_mfu_and_loss(stack_runs: dict[str, Path]):
-    for name in ("pytorch", "deepspeed"):
+    for name in ("pytorch", "deepspeed", "torchtitan"):
         record = json.loads((stack_runs[name] / "round1" / "round_record.json").read_text())
         assert record["framework"] == name and record["status"] in ("success", "not_converged")
         assert record["throughput"]["unit"] == "tokens/s" and record["throughput"]["total"] > 0
@@ -222,10 +225,16 @@ def test_both_stacks_record_tokens_per_second_mfu_and_loss(stack_runs: dict[str,
             assert rank0["optimizer"] == "DeepSpeedZeroOptimizer" and rank0["standard_optimizer"] == "AdamW"
             assert rank0["adapted"] == ["backward", "create_optimizer", "model_to_ddp", "update_model_params"]
             assert rank0["versions"]["deepspeed"] == "0.19.8"
+        if name == "torchtitan":  # its FSDP2 over the two ranks, the case's AdamW
+            assert rank0["optimizer"] == "AdamW" and rank0["versions"]["torchtitan"] == "0.3.0"
+            assert rank0["adapted"] == ["backward", "convert_model", "create_optimizer", "model_to_ddp"]
 
 
 def test_compare_aligns_the_stacks_loss_curves_and_catches_a_wrong_lr(stack_runs: dict[str, Path], capsys):
     assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["deepspeed"])]) == 0
+    out = capsys.readouterr().out
+    assert "6 aligned steps (1..6)" in out and "PASS" in out
+    assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["torchtitan"])]) == 0
     out = capsys.readouterr().out
     assert "6 aligned steps (1..6)" in out and "PASS" in out
     assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["wrong_lr"])]) == 2  # refused: lr differs
@@ -238,3 +247,19 @@ def test_a_cpu_deepspeed_run_builds_no_cpp_op(stack_runs: dict[str, Path]):
     """deepspeed.initialize would JIT-compile deepspeed_shm_comm (2-3 minutes) into TORCH_EXTENSIONS_DIR."""
     built = list(stack_runs["extensions"].rglob("*")) if stack_runs["extensions"].exists() else []
     assert not [p for p in built if "deepspeed_shm_comm" in p.name], built
+
+
+def test_the_torchtitan_pins_go_in_without_their_declared_dependencies(tmp_path: Path):
+    """torchtitan declares its trainer's dependencies (datasets, wandb, ...), which would move perfplay's pinned tree:
+    its pins list what the stack imports, and the plan marks the file for pip's --no-deps (host_needs no_deps, which
+    the playbook's install reads); the host check's advice says so too."""
+    plan = make_plan({"vendor": "cpu", "cases": ["llama:torchtitan:CPU:1:2", "llama:deepspeed:CPU:1:2"],
+                      "hosts": ["localhost"], "results_dir": str(tmp_path / "results")})
+    assert plan["ok"], plan["errors"]
+    need = plan["host_needs"]["localhost"]
+    assert need["requirements"] == [TITAN_PINS, STACK_PIN] and need["no_deps"] == [TITAN_PINS]
+    project = tmp_path / "project"
+    (project / TITAN_PINS).parent.mkdir(parents=True)
+    (project / TITAN_PINS).write_text("torchtitan==0.0.1\n")  # a version no venv has
+    (advice,) = pins_answer([TITAN_PINS], project)["problems"]
+    assert f"-m pip install --no-deps -r {project / TITAN_PINS}" in advice

@@ -25,8 +25,22 @@ STACK_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
     # which its six vendors run as is; baichuan2_13b's reference is 1 (training/benchmarks/baichuan2_13b/
     # deepspeed/ds_config.json), iluvatar runs it at 3, metax at 2.
     "deepspeed": {"zero_stage": {"type": "int", "min": 0, "max": 3, "default": 3}},
+    # torchtitan's parallelism on this stack is its FSDP2 over the ranks (stacks/torchtitan.py): no params yet.
+    "torchtitan": {},
 }
+# The stacks whose pins are installed without their declared dependencies (pip --no-deps): torchtitan 0.3.0 declares
+# its trainer's (datasets, wandb, ...), which the stack never imports and which would move perfplay's pinned tree.
+NO_DEPS = ("torchtitan",)
 STACKS = tuple(STACK_PARAMS)  # the built-in stacks
+# The trainer params a stack cannot run other than at their default: {stack: {param: why}} (a plan error names it).
+# Every stack but pytorch also keeps data_parallel at ddp: it partitions the model its own way.
+STACK_FIXED: dict[str, dict[str, str]] = {
+    "torchtitan": {
+        "activation_checkpointing": "the case's activation checkpointing wraps transformers' layers, not "
+                                    "torchtitan's model",
+        "save_checkpoint": "the case's checkpoint is transformers' model, not torchtitan's",
+    },
+}
 
 
 def stack_of(param: str) -> str | None:
@@ -42,3 +56,9 @@ def stack_folder(framework: str) -> str:
 def requirements_file(framework: str) -> str:
     """The stack's pin file, relative to the project root (it need not exist: pytorch has none)."""
     return f"{STACK_DIR}/{framework}-requirements.txt"
+
+
+def installs_without_deps(requirements: str) -> bool:
+    """Whether pip installs this requirements file (relative to the project root) with --no-deps: a NO_DEPS stack's
+    pins, which list every package the stack imports."""
+    return requirements in {requirements_file(stack) for stack in NO_DEPS}

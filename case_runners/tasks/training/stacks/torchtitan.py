@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import torch
 from torch import nn
 
-from case_runners.core.errors import ConfigError, PerfplayError
-from case_runners.plan.config.shared_params import FSDP, TrainerParams
+from case_runners.core.errors import PerfplayError
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -68,19 +67,6 @@ def _import_torchtitan() -> None:
     except ImportError as exc:
         raise PerfplayError(f"the {STACK} stack needs torchtitan=={VERSION} and what it imports on the host ({exc}): "
                             f"case_runners/cases/llama/README.md, section torchtitan") from exc
-
-
-def _refused(ctx: AdapterContext) -> None:
-    """What the trainer would do around this stack's model that it cannot run: a clear error, before any step."""
-    params = TrainerParams.from_params(ctx.params)
-    if params.data_parallel == FSDP and ctx.world_size > 1:
-        raise ConfigError(f"the {STACK} stack shards the model with torchtitan's own FSDP2 (apply_fsdp_to_decoder) "
-                          f"under data_parallel 'ddp'; the trainer's fully_shard of the case's units cannot shard "
-                          f"torchtitan's model", key="data_parallel", allowed=["ddp"])
-    for key in ("activation_checkpointing", "save_checkpoint"):
-        if getattr(params, key):
-            raise ConfigError(f"the {STACK} stack cannot do it: the case's {key} works on transformers' model, not "
-                              f"torchtitan's", key=key, allowed=[False])
 
 
 def _check_llama(config: PretrainedConfig) -> None:
@@ -135,7 +121,6 @@ def _titan_config(config: PretrainedConfig) -> Any:
 def convert_model(model: nn.Module, ctx: AdapterContext) -> nn.Module:
     """torchtitan's Llama3Model of the case model's shape, holding the case model's weights (on the CPU)."""
     _import_torchtitan()
-    _refused(ctx)
     from torchtitan.models.llama3 import Llama3StateDictAdapter
 
     config = _titan_config(model.config)  # type: ignore[arg-type] # a transformers model's config
