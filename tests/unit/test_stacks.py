@@ -25,7 +25,7 @@ from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.layering import resolve, vendor_config_path
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank.driver.events import EventLogger
-from case_runners.tasks.training.adapter import AdapterContext
+from case_runners.tasks.training.adapter import AdapterContext, AdapterError, TrainerAdapter
 from case_runners.tasks.training.stacks import deepspeed as ds_stack
 from case_runners.vendors.description import load_vendor
 from case_runners.views.catalogue.build import build_catalogue
@@ -175,6 +175,31 @@ def test_one_rank_trains_through_the_engine_in_a_group_of_its_own(tmp_path: Path
             dist.destroy_process_group()
         ds_stack._ENGINES.clear()
     assert not (tmp_path / "extensions").exists(), "no C++ op was built"
+
+
+def test_a_checkpoint_on_deepspeed_is_refused_before_any_host():
+    _, errors = resolved({"case": "llama", "framework": "deepspeed", "nproc": 2,
+                          "overrides": {"save_checkpoint": True}})
+    assert errors == ["run overrides (perfplay_cases[0].overrides): key 'save_checkpoint': the deepspeed stack cannot "
+                      "run it: the trainer saves the module's state_dict, which ZeRO-3 partitions into empty shards; "
+                      "DeepSpeed's own checkpoint is not written yet (allowed: False)"]
+
+
+def test_a_vendors_create_optimizer_over_a_stack_tunes_the_stacks_pair():
+    """The vendor's standard() is the stack's create_optimizer over the case's pair: on deepspeed, the engine is
+    still made (and a failure beneath names the stack's file)."""
+    def stack_point(model, ctx, standard):
+        return "engine(" + standard()[0] + ")", None
+
+    def vendor_point(model, ctx, standard):
+        return standard()[0] + " tuned", None
+
+    stack = TrainerAdapter(None, {}, stack="s", stack_points={"create_optimizer": stack_point},
+                           stack_shown="case_runners/tasks/training/stacks/s.py")
+    vendor = TrainerAdapter("extern/trainer_adapter.py", {"create_optimizer": vendor_point}).under(stack)
+    assert vendor.call("create_optimizer", "model", "ctx", lambda: ("AdamW", None)) == ("engine(AdamW) tuned", None)
+    with pytest.raises(AdapterError, match=r"stacks/s.py: create_optimizer\(\) raised ZeroDivisionError"):
+        vendor.call("create_optimizer", "model", "ctx", lambda: (str(1 / 0), None))
 
 
 # -- real runs: pytorch and deepspeed, two ranks each ----------------------------------------------------------------

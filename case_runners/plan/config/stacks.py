@@ -35,6 +35,10 @@ STACKS = tuple(STACK_PARAMS)  # the built-in stacks
 # The trainer params a stack cannot run other than at their default: {stack: {param: why}} (a plan error names it).
 # Every stack but pytorch also keeps data_parallel at ddp: it partitions the model its own way.
 STACK_FIXED: dict[str, dict[str, str]] = {
+    "deepspeed": {
+        "save_checkpoint": "the trainer saves the module's state_dict, which ZeRO-3 partitions into empty shards; "
+                           "DeepSpeed's own checkpoint is not written yet",
+    },
     "torchtitan": {
         "activation_checkpointing": "the case's activation checkpointing wraps transformers' layers, not "
                                     "torchtitan's model",

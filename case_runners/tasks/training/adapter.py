@@ -43,7 +43,8 @@ precision ("fp32", "tf32", "fp16" or "bf16"), amp, amp_dtype (the autocast torch
 case (the standard case: ctx.case.train_step(model, batch) is its forward) and log (the rank's EventLogger).
 
 A built-in stack (tasks/training/stacks/<name>.py, the run's framework: deepspeed) is a module of the same points;
-a vendor's adapter lies over it, its points replacing the stack's.
+a vendor's adapter lies over it, its points replacing the stack's (its create_optimizer's standard() is then the
+stack's pair).
 
 The trainer keeps what makes results comparable: zero_grad, every synchronize and timer, evaluation, the stop
 conditions. train_step, backward and update_model_params run inside the timed step (p_core). step: 1-based.
@@ -179,16 +180,29 @@ class TrainerAdapter:
         where it raised."""
         self._called.add(name)
         vendors = name in self.points
+        if vendors and name == "create_optimizer" and name in self.stack_points:
+            # the vendor's standard() is the stack's pair (DeepSpeed's engine is made there), not the case's
+            model, ctx, standard = args
+            args = (model, ctx, lambda: self.call_stack(name, model, ctx, standard))
+        if not vendors:
+            return self.call_stack(name, *args)
         try:
-            return (self.points if vendors else self.stack_points)[name](*args)
+            return self.points[name](*args)
         except PerfplayError:
             raise
         except Exception as exc:  # noqa: BLE001 - the vendor's code failed: say which point and where
-            if not vendors:
-                raise AdapterError(f"{self.stack_shown}: {name}() raised {last_line(exc)}") from exc
             where = _where(exc, self._folder, self._root, self.shown)
             raise AdapterError(f"{self.shown}: {name}() raised {last_line(exc)}{f' (at {where})' if where else ''}"
                                ) from exc
+
+    def call_stack(self, name: str, *args: Any) -> Any:
+        """The stack's point, beneath the vendor's; its failure names the stack's file."""
+        try:
+            return self.stack_points[name](*args)
+        except PerfplayError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - say which point of which stack
+            raise AdapterError(f"{self.stack_shown}: {name}() raised {last_line(exc)}") from exc
 
 
 STANDARD = TrainerAdapter()  # no adapter: the trainer's own code everywhere
