@@ -21,8 +21,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt requirements.txt requirements
 	$(PIP) --no-deps --no-build-isolation --editable .
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(PIP) -r requirements-dev.txt
+# The torchtitan stack's pins go in without their declared dependencies (case_runners/plan/config/stacks.py NO_DEPS).
+TITAN_PINS := case_runners/tasks/training/stacks/torchtitan-requirements.txt
+# DS_BUILD_OPS=0: the deepspeed stack's sdist builds without its C++ ops (tasks/training/stacks/deepspeed.py).
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt $(TITAN_PINS)
+	DS_BUILD_OPS=0 $(PIP) -r requirements-dev.txt
+	$(PIP) --no-deps -r $(TITAN_PINS)
 	touch $@
 
 ## check-python: PYTHON is at least pyproject's requires-python, or one line says which to set

@@ -259,11 +259,13 @@ host_needs:
   description:
     - Per host of the run, the most processes a round puts on it, the cases it takes part in, whether it
       is node 0 of a multi-node round (it then hosts the rendezvous on the master port), the images
-      (refs) its rounds run in, and the vendor cases' requirements files (relative to the checkout) its rounds
-      need.
+      (refs) its rounds run in, the vendor cases' requirements files (relative to the checkout) its rounds
+      need, and (no_deps) those of them pip installs without their packages' dependencies (a stack's pins that
+      list all it imports).
   returned: success
   type: dict
-  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2], master: false, images: [], requirements: []}}
+  sample: {localhost: {nproc: 2, case_ids: [digits_cnn_CPUx1x2], master: false, images: [], requirements: [],
+                       no_deps: []}}
 run_vars:
   description:
     - The run vars, checked, converted to their types and with their defaults (C(case_runners/plan/run_vars.py)).

@@ -13,6 +13,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from case_runners.plan.config.stacks import installs_without_deps
+
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)")
 
 
@@ -81,8 +83,9 @@ def pins_answer(files: list[str], root: Path) -> dict[str, Any]:
             unmet.append(name)
         wrong = check["missing"] + check["mismatched"]
         if wrong:
+            no_deps = " --no-deps" if installs_without_deps(name) else ""
             problems.append(f"{name}: this Python ({sys.executable}) lacks {', '.join(wrong)}: install them with "
-                            f"{sys.executable} -m pip install -r {root / name} (the playbook does)")
+                            f"{sys.executable} -m pip install{no_deps} -r {root / name} (the playbook does)")
         if check["unpinned"]:
             warnings.append(f"{name}: {', '.join(check['unpinned'])} not a name==version pin: not checked")
     return {"unmet": unmet, "problems": problems, "warnings": warnings}

@@ -6,6 +6,10 @@ which are `run_only` (only a run override may set them, for a smoke test: they c
 that changes one is non-standard: plan/config/standard.py). Its optional `functional:` block is the small, short shape
 of the functional check (a selection's `functional: true`), laid under the run's overrides. Values stay within
 their ranges. Every violation names the key and the file it came from.
+
+Its optional `stacks:` lists the built-in stacks it runs on besides pytorch (plan/config/stacks.py): the selection's
+framework picks one, whose vendor configs are in the vendor case's <stack>/ folder and whose params (zero_stage)
+are vendor-mutable; another stack's params are the plan's error when a layer sets one, and are not resolved.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
 from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S
 from case_runners.plan.config.selection import BOUNDS, FUNCTIONAL, Selection
-from case_runners.plan.config.shared_params import SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
+from case_runners.plan.config.shared_params import DDP, SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
+from case_runners.plan.config.stacks import PYTORCH, STACK_FIXED, STACK_PARAMS, STACKS, STACKS_KEY, stack_of
 from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.types import to_float
 from case_runners.plan.config.yaml_io import load_mapping
@@ -35,6 +40,7 @@ from case_runners.records.resolved import (
 )
 from case_runners.records.schema import ABSENT
 from case_runners.vendors.description import VendorDescription, vendor_info
+from case_runners.vendors.layout import vendor_config_dir
 
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
@@ -51,6 +57,10 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
         if not isinstance(base.get(key), kind):
             raise ConfigError(f"must be a {kind.__name__}", key=key, file=shown)
     base["params"], base["mutable"], base["run_only"] = _with_trainer_params(base, shown)
+    base[STACKS_KEY] = _stacks(base, shown)
+    for stack in base[STACKS_KEY]:  # each stack's params, vendor-mutable
+        base["params"] = {**STACK_PARAMS[stack], **base["params"]}
+        base["mutable"] = [*base["mutable"], *STACK_PARAMS[stack]]
     for listed in ("mutable", "run_only"):
         unknown = sorted(set(base[listed]) - set(base["params"]), key=str)
         if unknown:
@@ -70,6 +80,53 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
     base["params"], base["constraints"] = declare_params(base["params"], file=shown, prefix="params.")
     base[FUNCTIONAL] = _functional_block(base, shown)
     return base, shown
+
+
+def _stacks(base: dict[str, Any], shown: str) -> list[str]:
+    """The case's `stacks:` (none when absent): built-in stacks, each once, pytorch implicit."""
+    stacks = base.get(STACKS_KEY) or []
+    if not isinstance(stacks, list) or not all(isinstance(s, str) for s in stacks):
+        raise ConfigError("must be a list of built-in stacks", key=STACKS_KEY, file=shown, allowed=STACKS)
+    for stack in stacks:
+        if stack not in STACKS or stacks.count(stack) > 1:
+            why = "is listed twice" if stack in STACKS else f"is not a built-in stack ({PYTORCH} is implicit)"
+            raise ConfigError(why, key=f"{STACKS_KEY}.{stack}", file=shown, allowed=STACKS)
+    own = sorted(name for name in base["params"] if stack_of(name))
+    if own:
+        raise ConfigError("is a stack's param: case_runners/plan/config/stacks.py declares it once",
+                          key=f"params.{own[0]}", file=shown)
+    return list(stacks)
+
+
+def frameworks(base: dict[str, Any]) -> list[str]:
+    """The frameworks a loaded case base runs on: its own (pytorch) first, then its stacks."""
+    return [base.get("framework", PYTORCH), *base[STACKS_KEY]]
+
+
+def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dict[str, Any], base_file: str,
+                   framework: str) -> list[ConfigError]:
+    """Another stack's params set by a layer (an error each, naming the key and the file), then dropped from params
+    and provenance: only their stack reads them. Another stack than pytorch shards with its own params, so
+    data_parallel stays ddp."""
+    errors = []
+    for name in [name for name in params if stack_of(name) not in (None, framework)]:
+        if provenance.get(name, base_file) != base_file:
+            errors.append(ConfigError(f"is a param of the {stack_of(name)} stack, and this selection runs on "
+                                      f"{framework}: set it in the {stack_of(name)} stack's configs only", key=name,
+                                      file=provenance[name],
+                                      allowed=[p for p in params if stack_of(p) == framework] or None))
+        del params[name]
+        provenance.pop(name, None)
+    if framework != PYTORCH and params.get("data_parallel", DDP) != DDP:
+        errors.append(ConfigError(f"the {framework} stack partitions the model its own way (its params, "
+                                  f"plan/config/stacks.py): leave data_parallel {DDP}", key="data_parallel",
+                                  file=provenance.get("data_parallel", base_file), allowed=[DDP]))
+    for name, why in STACK_FIXED.get(framework, {}).items():
+        default = TRAINER_PARAMS[name]["default"]
+        if params.get(name, default) != default:
+            errors.append(ConfigError(f"the {framework} stack cannot run it: {why}", key=name,
+                                      file=provenance.get(name, base_file), allowed=[default]))
+    return errors
 
 
 def _functional_block(base: dict[str, Any], shown: str) -> dict[str, Any]:
@@ -150,7 +207,8 @@ def hook_problems(hooks: ModuleType, params: dict[str, Any], provenance: dict[st
 
 
 def vendor_config_path(root: Path, vendor: str, sel: Selection) -> Path:
-    return root / "vendor" / vendor / "cases" / sel.case / f"{sel.config_name}.yaml"
+    """The vendor's config of the selection: its framework's folder (vendors/layout.py vendor_config_dir)."""
+    return vendor_config_dir(root, vendor, sel.case, sel.framework) / f"{sel.config_name}.yaml"
 
 
 def choose_hardware(sel: Selection, vendor: VendorDescription, root: Path) -> ConfigError | None:
@@ -176,11 +234,13 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
         base, base_file = load_case_base(sel.case, root)
     except ConfigError as exc:
         return None, [exc]
-    framework = base.get("framework", "pytorch")
-    if sel.framework != framework:
+    own, *stacks = frameworks(base)
+    if sel.framework not in (own, *stacks) or (sel.framework_version and sel.framework != own):
+        also = f" and the stacks {base_file} lists ({', '.join(stacks)})" if stacks else ""
         return None, [ConfigError(f"unknown framework '{sel.framework_key}': case '{sel.case}' is written for "
-                                  f"{framework}", key=f"{sel.source}.framework", file=RUN_VARS_FILE,
-                                  allowed=[framework, f"{framework}_<version>"])]
+                                  f"{own}{also}",
+                                  key=f"{sel.source}.framework", file=RUN_VARS_FILE,
+                                  allowed=[own, f"{own}_<version>", *stacks])]
     vendor_file = vendor_config_path(root, vendor.name, sel)
     if not vendor_file.is_file():
         available = sorted(p.stem.removeprefix("config_") for p in vendor_file.parent.glob("config_*.yaml"))
@@ -204,6 +264,7 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     apply_layer(params, provenance, sel.overrides, constraints=base["constraints"],
                 allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
                 errors=errors)
+    errors += stack_problems(params, provenance, base, base_file, sel.framework)
     counted = base.get("flops_per_sample") == FLOPS_COUNTED  # rank 0 counts them at the run's shape
     try:
         flops = 0.0 if counted else to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from case_runners.core.errors import ConfigError
+from case_runners.plan.config.stacks import installs_without_deps
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.schema import ABSENT
 
@@ -38,8 +39,8 @@ def expand_rounds(cases: list[ResolvedConfig], hosts: list[str], master_port: in
 def host_needs(rounds: list[dict[str, Any]], hosts: list[str],
                cases: list[ResolvedConfig]) -> dict[str, dict[str, Any]]:
     """Per host: the most processes a round puts on it, the cases it takes part in, whether it is node 0 of a
-    multi-node round (it then serves the rendezvous), the images its rounds run in and the vendor cases'
-    requirements files they need."""
+    multi-node round (it then serves the rendezvous), the images its rounds run in, the vendor cases'
+    requirements files they need and, of those, the ones pip installs without their dependencies (no_deps)."""
     needs: dict[str, dict[str, Any]] = {
         host: {"nproc": 0, "case_ids": [], "master": False, "images": [], "requirements": []} for host in hosts}
     by_id = {case.case_id: case for case in cases}
@@ -57,4 +58,6 @@ def host_needs(rounds: list[dict[str, Any]], hosts: list[str],
                 need["images"].append(image)
             wanted = [] if case.requirements is ABSENT else case.requirements
             need["requirements"] += [r for r in wanted if r not in need["requirements"]]
+    for need in needs.values():
+        need["no_deps"] = [r for r in need["requirements"] if installs_without_deps(r)]
     return needs

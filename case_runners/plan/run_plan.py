@@ -200,7 +200,8 @@ def _configs(checked: CheckedRequest, vendor: VendorDescription,
             errors += [ConfigError(p) for p in check_adapter_source(root, config.vendor, config.case)]
         # The vendor case's pip requirements (also installed into the host venv with the host runtime).
         config.requirements = [str(p.relative_to(root)) for p in
-                               case_requirements(root, config.vendor, config.case, config.task_name)]
+                               case_requirements(root, config.vendor, config.case, config.task_name,
+                                                 config.framework)]
         cases.append(config)
     return cases, errors
 

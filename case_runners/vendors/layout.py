@@ -3,8 +3,8 @@
 vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
 vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,
 vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml (the case's generate task),
-environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers)
-and csrc/setup.py.
+environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers),
+csrc/setup.py and <stack>/config_<HW>x<nnodes>x<nproc>.yaml (a built-in stack's configs: plan/config/stacks.py).
 Stdlib only.
 """
 
@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from case_runners.plan.config.resolved import INFERENCE
+from case_runners.plan.config.stacks import PYTORCH, requirements_file, stack_folder
 
 VENDOR_FILE = "vendor.yaml"
 RUNTIME_FILE = "runtime.py"
@@ -45,6 +46,13 @@ def vendor_case_dir(root: Path, vendor: str, case: str) -> Path:
     return vendor_dir(root, vendor) / "cases" / case
 
 
+def vendor_config_dir(root: Path, vendor: str, case: str, framework: str = PYTORCH) -> Path:
+    """Where a vendor case's training configs for a framework are: the case folder (pytorch), or its stack's
+    subfolder."""
+    folder = vendor_case_dir(root, vendor, case)
+    return folder / stack_folder(framework) if stack_folder(framework) else folder
+
+
 def env_file(root: Path, vendor: str, case: str) -> Path | None:
     """The vendor case's environment_variables.sh, sourced before its ranks start (host and container)."""
     path = vendor_case_dir(root, vendor, case) / ENV_FILE
@@ -55,15 +63,17 @@ def adapter_file(root: Path, vendor: str, case: str) -> Path:
     return vendor_case_dir(root, vendor, case) / EXTERN_DIR / ADAPTER_FILE
 
 
-def case_requirements(root: Path, vendor: str, case: str, task: str | None) -> list[Path]:
-    """The requirements files of a case of `task` (training when None), in install order: the standard case's
-    requirements.txt (case_runners/cases/<case>/[inference/]requirements.txt), which
-    vendor/<v>/cases/<case>/<v>_requirements.txt replaces when present (a vendor that needs other pins), then the
-    vendor case's requirements.txt."""
+def case_requirements(root: Path, vendor: str, case: str, task: str | None,
+                      framework: str = PYTORCH) -> list[Path]:
+    """The requirements files of a case of `task` (training when None) on `framework`, in install order: the
+    standard case's requirements.txt (case_runners/cases/<case>/[inference/]requirements.txt), which
+    vendor/<v>/cases/<case>/<v>_requirements.txt replaces when present (a vendor that needs other pins), the
+    stack's pins (plan/config/stacks.py requirements_file), then the vendor case's requirements.txt."""
     standard = root / "case_runners" / "cases" / case
     if task == INFERENCE:
         standard /= "inference"  # the folder of the case's inference pipeline
     case_dir = vendor_case_dir(root, vendor, case)
     replacement = case_dir / f"{vendor}_requirements.txt"
-    found = [replacement if replacement.is_file() else standard / "requirements.txt", case_dir / "requirements.txt"]
+    found = [replacement if replacement.is_file() else standard / "requirements.txt",
+             root / requirements_file(framework), case_dir / "requirements.txt"]
     return [f for f in found if f.is_file()]

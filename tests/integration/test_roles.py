@@ -5,11 +5,14 @@ no play reads another play's registered result through hostvars."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 from jinja2 import Environment, nodes
+from packaging.utils import canonicalize_name
 
 from playbook_run import REPO, run_playbook
 
@@ -140,3 +143,22 @@ def test_a_role_called_without_its_arguments_stops_at_the_argument_spec(tmp_path
     for name, text in expected.items():
         assert errors[name]["msg"].startswith("Validation of arguments failed:"), errors[name]
         assert text in errors[name]["msg"], errors[name]
+
+
+def test_runtime_host_installs_a_no_deps_file_without_its_packages_dependencies(tmp_path: Path):
+    """A stack's pins that list everything it imports (plan/config/stacks.py NO_DEPS, the plan's host_needs no_deps)
+    go in with pip's --no-deps: tyro comes without docstring_parser, which it declares."""
+    (tmp_path / "pins.txt").write_text("tyro==1.0.17\n")
+    venv = tmp_path / "venv"
+    playbook = tmp_path / "install.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "runtime_host"},
+         "vars": {"runtime_host_project_dir": str(tmp_path), "runtime_host_venv": str(venv),
+                  "runtime_host_python": sys.executable, "runtime_host_copy_project": False,
+                  "runtime_host_install": ["pins.txt"], "runtime_host_no_deps": ["pins.txt"]}}]}], sort_keys=False))
+    run = run_playbook(REPO, str(playbook), timeout=600)
+    assert run.rc == 0, run.output[-3000:]
+    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
+                            capture_output=True, text=True, check=True, timeout=300)
+    names = {canonicalize_name(item["name"]) for item in json.loads(listed.stdout)}
+    assert "tyro" in names and "docstring-parser" not in names, names

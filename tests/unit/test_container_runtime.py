@@ -80,7 +80,7 @@ def test_bad_image_settings_name_the_key_and_the_allowed_values():
     with pytest.raises(ConfigError) as no_dockerfile:
         image_spec(REPO, load_vendor("cpu"), "paddle", {})
     assert "vendor 'cpu' has no vendor/cpu/docker_image/paddle/Dockerfile" in str(no_dockerfile.value)
-    assert "(allowed: pytorch)" in str(no_dockerfile.value)
+    assert "(allowed: deepspeed, pytorch)" in str(no_dockerfile.value)
 
 
 def test_the_build_context_stages_requirements_ca_bundle_and_local_wheels(tmp_path: Path):

@@ -182,9 +182,11 @@ def test_rounds_and_host_needs_of_a_created_run(tmp_path, port):
     assert Path(result["rounds"][0]["config"]).is_file()
     assert result["host_needs"] == {
         "a": {"nproc": 2, "case_ids": ["digits_cnn_CPUx2x1", "digits_cnn_CPUx1x2"], "master": True, "images": [],
-              "requirements": []},
-        "b": {"nproc": 1, "case_ids": ["digits_cnn_CPUx2x1"], "master": False, "images": [], "requirements": []},
-        "c": {"nproc": 0, "case_ids": [], "master": False, "images": [], "requirements": []}}
+              "requirements": [], "no_deps": []},
+        "b": {"nproc": 1, "case_ids": ["digits_cnn_CPUx2x1"], "master": False, "images": [], "requirements": [],
+              "no_deps": []},
+        "c": {"nproc": 0, "case_ids": [], "master": False, "images": [], "requirements": [],
+              "no_deps": []}}
 
 
 def test_check_mode_expands_the_rounds_without_a_config(tmp_path):

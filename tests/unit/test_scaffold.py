@@ -19,8 +19,9 @@ from case_runners.core.paths import project_root
 from case_runners.monitors.base import DEVICE_FIELDS
 from case_runners.monitors.loader import load_vendor_monitor_class
 from case_runners.plan.config.benchmarks import BENCHMARKS, COLLECTIVE, PAIR, peak_for
+from case_runners.plan.config.stacks import PYTORCH, stack_of
 from case_runners.plan.config.yaml_io import load_mapping
-from case_runners.plan.layering import load_case_base
+from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.vendors.check.structure import check_structure
 from case_runners.vendors.description import load_vendor
@@ -91,9 +92,15 @@ def acme(project: Path, capsys) -> Path:
 
 # -- new-vendor ------------------------------------------------------------------------------------------------
 
+def case_configs(project: Path, hardware: str) -> set[str]:
+    """The 1x1 configs new-vendor writes: each case's, and one per stack the case lists, in the stack's folder."""
+    return {f"cases/{case}/{stack + '/' if stack != PYTORCH else ''}config_{hardware}x1x1.yaml"
+            for case in list_cases(project) for stack in frameworks(load_case_base(case, project)[0])}
+
+
 def test_new_vendor_writes_every_file_and_says_so(acme: Path, capsys) -> None:
     folder = acme / "vendor" / "acme"
-    expected = VENDOR_FILES | {f"cases/{case}/config_X100x1x1.yaml" for case in list_cases(acme)}
+    expected = VENDOR_FILES | case_configs(acme, "X100")
     assert files_under(folder) == expected
     assert [p.name for p in (acme / "vendor").iterdir() if p.name.startswith(".")] == []  # no staging left
     assert os.access(folder / "docker_image/pytorch/pytorch_install.sh", os.X_OK)
@@ -137,7 +144,7 @@ def test_new_vendor_printed_each_file(project: Path, capsys) -> None:
                             str(project))
     assert code == 0
     written = {line.removeprefix("wrote vendor/acme/") for line in out.splitlines() if line.startswith("wrote ")}
-    assert written == VENDOR_FILES | {f"cases/{case}/config_ACMEx1x1.yaml" for case in list_cases(project)}
+    assert written == VENDOR_FILES | case_configs(project, "ACME")
 
 
 def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
@@ -160,11 +167,14 @@ def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
 def test_the_config_comment_lists_exactly_the_keys_the_plan_allows(acme: Path) -> None:
     """The 1x1 config's "only these keys" comment: the case's mutable params and the trainer's (batch size, amp,
     workers, which its TODO names), as the plan's one definition (load_case_base) has them."""
-    for case in list_cases(acme):
-        lines = (acme / f"vendor/acme/cases/{case}/config_X100x1x1.yaml").read_text().splitlines()
+    for relative in case_configs(acme, "X100"):
+        case, *stack = Path(relative).parts[1:-1]  # cases/<case>/[<stack>/]config_X100x1x1.yaml
+        lines = (acme / "vendor/acme" / relative).read_text().splitlines()
         start = next(i for i, line in enumerate(lines) if line.startswith("# Only these keys may be set here"))
         listed = " ".join(line.removeprefix("#").strip() for line in lines[start + 1:] if line.startswith("#   "))
-        assert listed.split(", ") == load_case_base(case, acme)[0]["mutable"], case
+        framework = stack[0] if stack else PYTORCH  # the trainer's, the case's and its stack's params
+        assert listed.split(", ") == [key for key in load_case_base(case, acme)[0]["mutable"]
+                                      if stack_of(key) in (None, framework)], relative
         assert {"batch_size", "amp", "num_workers"} <= set(listed.split(", ")), case
 
 

@@ -1,7 +1,8 @@
 """The docker image of a (vendor, framework): tagged by a hash of its inputs, built only when the tag is absent.
 
 Inputs: every file of vendor/<vendor>/docker_image/<framework>/ (Dockerfile, <framework>_install.sh, ...),
-perfplay's requirements-case.txt and the base image. Where pip fetches from (index, find-links, CA bundle)
+perfplay's requirements-case.txt, a built-in stack's pins (case_runners/tasks/training/stacks/<stack>-requirements.txt,
+staged as perfplay/<stack>-requirements.txt) and the base image. Where pip fetches from (index, find-links, CA bundle)
 is transport, not content, and is left out of the tag: pointing a build at a mirror does not rebuild.
 
 The build context is the vendor's folder plus perfplay/ holding requirements-case.txt, the CA bundle
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 
 from case_runners.core.errors import RUN_VARS_FILE, ConfigError, PerfplayError
 from case_runners.core.paths import display_path
+from case_runners.plan.config.stacks import requirements_file
 from case_runners.vendors.container_options import BUILD_KEYS
 
 CASE_REQUIREMENTS = "requirements-case.txt"
@@ -32,6 +34,13 @@ LOG_TAIL = 30
 
 def image_dir(root: Path, vendor: str, framework: str) -> Path:
     return root / "vendor" / vendor / "docker_image" / framework
+
+
+def staged_requirements(root: Path, framework: str) -> list[tuple[Path, str]]:
+    """(file, its name under perfplay/) of the pins the image installs: the cases', and the stack's where it has
+    any."""
+    stack = root / requirements_file(framework)
+    return [(root / CASE_REQUIREMENTS, CASE_REQUIREMENTS)] + ([(stack, stack.name)] if stack.is_file() else [])
 
 
 def _input_files(folder: Path) -> list[Path]:
@@ -75,7 +84,9 @@ def image_spec(root: Path, vendor: ImageVendor, framework: str,
     # An empty value stays (the same settings merge to the same result on the building host) and is not passed.
     digest = hashlib.sha256()
     hash_tree(digest, folder)
-    digest.update(b"requirements\0" + (root / CASE_REQUIREMENTS).read_bytes() + b"\0")
+    for path, name in staged_requirements(root, framework):  # the cases' under its old key: the same tags
+        key = "requirements" if name == CASE_REQUIREMENTS else name
+        digest.update(f"{key}\0".encode() + path.read_bytes() + b"\0")
     digest.update(f"base_image\0{settings.get('base_image', '')}".encode())
     name = f"perfplay-{vendor.name}-{framework}".lower()
     tag = digest.hexdigest()[:TAG_CHARS]
@@ -112,7 +123,8 @@ def write_context(root: Path, spec: dict[str, Any], out: Any) -> None:
     with tarfile.open(fileobj=out, mode="w") as tar:
         for path in _input_files(folder):
             tar.add(path, arcname=str(path.relative_to(folder)), recursive=False)
-        tar.add(root / CASE_REQUIREMENTS, arcname=f"{STAGED}/{CASE_REQUIREMENTS}")
+        for path, name in staged_requirements(root, spec["framework"]):
+            tar.add(path, arcname=f"{STAGED}/{name}")
         if ca:
             tar.add(ca, arcname=f"{STAGED}/ca.crt")
         if wheels:

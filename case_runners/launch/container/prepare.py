@@ -24,6 +24,7 @@ from case_runners.core import files
 from case_runners.core.errors import PerfplayError
 from case_runners.host.requirements import check_requirements
 from case_runners.launch.container.image import hash_tree
+from case_runners.plan.config.stacks import installs_without_deps
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendors.layout import ENV_FILE, case_requirements, vendor_case_dir
 
@@ -82,13 +83,15 @@ def prepare(config: ResolvedConfig, config_path: Path, project_dir: Path, log_di
         sourced = os.environ.get("PERFPLAY_ENV_FILE")
         log.write(f"environment: {'sourced ' + sourced if sourced else f'no {ENV_FILE}'}\n")
         _use_site(site)  # what an earlier round installed counts as installed
-        for requirements in case_requirements(project_dir, config.vendor, config.case, config.task_name):
+        for requirements in case_requirements(project_dir, config.vendor, config.case, config.task_name,
+                                              config.framework):
             check = check_requirements(requirements)
             if check["satisfied"]:
                 log.write(f"requirements: {requirements.relative_to(project_dir)} already satisfied\n")
             else:
                 log.write(f"requirements: installing {', '.join(check['missing'] + check['mismatched'])}\n")
-                _run([sys.executable, "-m", "pip", "install", "--no-input", "--progress-bar", "off",
+                no_deps = ["--no-deps"] if installs_without_deps(str(requirements.relative_to(project_dir))) else []
+                _run([sys.executable, "-m", "pip", "install", "--no-input", "--progress-bar", "off", *no_deps,
                       "--target", str(site), "-r", str(requirements)], log, f"pip install -r {requirements}")
         _use_site(site)  # what was installed just now: the check imports the vendor's modules
         _check_runtime(config_path, site, log)

@@ -22,6 +22,7 @@ from typing import Any
 from case_runners.core.errors import MAX_NAME_CHARS, RUN_VARS_FILE, ConfigError, path_too_long, shown, too_long
 from case_runners.plan.config.constraints import make_constraint
 from case_runners.plan.config.resolved import INFERENCE, TASKS, TRAINING
+from case_runners.plan.config.stacks import stack_folder
 from case_runners.plan.config.yaml_io import VALUE_LIMIT, load_yaml
 
 FUNCTIONAL = "functional"  # a selection's key, and the block of a case's config that it applies
@@ -67,7 +68,8 @@ class Selection:
 
     @property
     def case_id(self) -> str:
-        infix = "" if self.task == TRAINING else f"_{self.task}"  # resnet50_inference_A100x1x1, gemm_base_A100x1x1
+        # resnet50_inference_A100x1x1, gemm_base_A100x1x1; a stack's training: llama_deepspeed_CPUx1x2
+        infix = f"_{self.task}" if self.task != TRAINING else stack_folder(self.framework) and f"_{self.framework}"
         return f"{self.case}{infix}_{self.hardware}x{self.nnodes}x{self.nproc}"
 
 

@@ -42,6 +42,10 @@ ctx, an AdapterContext (read-only): device, rank, local_rank, world_size, params
 precision ("fp32", "tf32", "fp16" or "bf16"), amp, amp_dtype (the autocast torch dtype, or None), max_grad_norm,
 case (the standard case: ctx.case.train_step(model, batch) is its forward) and log (the rank's EventLogger).
 
+A built-in stack (tasks/training/stacks/<name>.py, the run's framework: deepspeed) is a module of the same points;
+a vendor's adapter lies over it, its points replacing the stack's (its create_optimizer's standard() is then the
+stack's pair).
+
 The trainer keeps what makes results comparable: zero_grad, every synchronize and timer, evaluation, the stop
 conditions. train_step, backward and update_model_params run inside the timed step (p_core). step: 1-based.
 
@@ -140,17 +144,27 @@ def package_name(vendor: str, case: str) -> str:
 
 
 class TrainerAdapter:
-    """A loaded adapter: the points it defines, called by the trainer; shown: its file (None: the standard code)."""
+    """A loaded adapter: the points it defines, called by the trainer; shown: its file (None: the standard code).
+    Under it, a built-in stack's points (tasks/training/stacks/): stack, its name, and stack_shown, its file."""
 
     def __init__(self, shown: str | None = None, points: Mapping[str, Callable] | None = None,
-                 folder: Path | None = None, root: Path | None = None) -> None:
+                 folder: Path | None = None, root: Path | None = None, *, stack: str | None = None,
+                 stack_points: Mapping[str, Callable] | None = None, stack_shown: str | None = None) -> None:
         self.shown, self.points = shown, dict(points or {})
         self._folder, self._root = folder, root
+        self.stack, self.stack_points, self.stack_shown = stack, dict(stack_points or {}), stack_shown
         self._called: set[str] = set()
+
+    def under(self, stack: TrainerAdapter) -> TrainerAdapter:
+        """This (vendor's) adapter over a stack's points: where both define a point, this one's is called."""
+        if stack.stack is None:
+            return self
+        return TrainerAdapter(self.shown, self.points, self._folder, self._root, stack=stack.stack,
+                              stack_points=stack.stack_points, stack_shown=stack.stack_shown)
 
     @property
     def defined(self) -> list[str]:
-        """The points the adapter defines."""
+        """The points the adapter defines (not its stack's)."""
         return sorted(self.points)
 
     @property
@@ -159,11 +173,19 @@ class TrainerAdapter:
         return sorted(self._called)
 
     def __contains__(self, name: str) -> bool:
-        return name in self.points
+        return name in self.points or name in self.stack_points
 
     def call(self, name: str, *args: Any) -> Any:
-        """The vendor's point; its failure becomes an AdapterError naming the point, the file and where it raised."""
+        """The vendor's point, else the stack's; its failure becomes an AdapterError naming the point, the file and
+        where it raised."""
         self._called.add(name)
+        vendors = name in self.points
+        if vendors and name == "create_optimizer" and name in self.stack_points:
+            # the vendor's standard() is the stack's pair (DeepSpeed's engine is made there), not the case's
+            model, ctx, standard = args
+            args = (model, ctx, lambda: self.call_stack(name, model, ctx, standard))
+        if not vendors:
+            return self.call_stack(name, *args)
         try:
             return self.points[name](*args)
         except PerfplayError:
@@ -172,6 +194,15 @@ class TrainerAdapter:
             where = _where(exc, self._folder, self._root, self.shown)
             raise AdapterError(f"{self.shown}: {name}() raised {last_line(exc)}{f' (at {where})' if where else ''}"
                                ) from exc
+
+    def call_stack(self, name: str, *args: Any) -> Any:
+        """The stack's point, beneath the vendor's; its failure names the stack's file."""
+        try:
+            return self.stack_points[name](*args)
+        except PerfplayError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - say which point of which stack
+            raise AdapterError(f"{self.stack_shown}: {name}() raised {last_line(exc)}") from exc
 
 
 STANDARD = TrainerAdapter()  # no adapter: the trainer's own code everywhere

@@ -1,6 +1,7 @@
 """A training rank's task (the rank runtime runs it: case_runners/rank/worker.py).
 
-Loads the vendor's extern/ adapter (tasks/training/adapter.py) where the vendor case has one, joins the process group,
+Loads the vendor's extern/ adapter (tasks/training/adapter.py) where the vendor case has one, over the points of the
+stack the config names (tasks/training/stacks/; none for pytorch), joins the process group,
 builds the case and trains; the trainer writes the events (and through them the rank's dllogger stream,
 rank/driver/dllogger.py), the rank runtime the result.
 """
@@ -8,6 +9,7 @@ rank/driver/dllogger.py), the rank runtime the result.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import sys
 from collections.abc import Callable
@@ -43,6 +45,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     from case_runners.rank.start import start_rank
     from case_runners.tasks.training.adapter import load_adapter
     from case_runners.tasks.training.case_api import RunContext
+    from case_runners.tasks.training.stacks import load_stack
     from case_runners.tasks.training.trainer import Trainer, seed_everything
     from case_runners.vendors.description import DEFAULT_AMP_DTYPE
 
@@ -50,10 +53,13 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     params = config.params
     trainer_params = TrainerParams.from_params(params, f"{config_path}: params")
     runtime, device = start_rank(config, env)
-    adapter = load_adapter(config.vendor, config.case)  # after the vendor's imports, before the case
+    # after the vendor's imports, before the case; the vendor's points over its stack's (tasks/training/stacks/)
+    adapter = load_adapter(config.vendor, config.case).under(load_stack(config.framework))
     runtime.allow_tf32(trainer_params.tf32)
     backend = runtime.dist_backend
     versions = runtime.versions()
+    if adapter.stack is not None:  # the stack's package, at the version it runs
+        versions[adapter.stack] = importlib.metadata.version(adapter.stack)
     log.event(ev.SUBMIT_INFO, {"vendor": config.vendor, "case": config.case,
                                "case_id": config.case_id, "config_path": config_path,
                                "run_id": os.environ.get("PERFPLAY_RUN_ID"), "device": str(device),

@@ -184,7 +184,9 @@ class Trainer:
                 else self.precision.grad_scaler()
             log.event(ev.MODEL_TO_FP16, {"autocast_dtype": self.precision.name, "grad_scaler": self.scaler is not None})
         self.model = model
-        if self.ctx.world_size > 1 and not self.fsdp:
+        # A stack's model_to_ddp wraps at one rank too (deepspeed's engine trains).
+        stack_wraps = adapter.stack is not None and "model_to_ddp" in adapter.stack_points
+        if (self.ctx.world_size > 1 or stack_wraps) and not self.fsdp:
             stop_request.check("init (DDP)")
             if "model_to_ddp" in adapter:
                 self.model = self._adapted("model_to_ddp", model, actx, check=torch.nn.Module)
@@ -193,7 +195,8 @@ class Trainer:
 
                 ids = [device.index] if device.type != "cpu" and device.index is not None else None
                 self.model = DDP(model, device_ids=ids)
-            log.event(ev.MODEL_TO_DDP, {"world_size": self.ctx.world_size, "wrapper": "ddp", "units": 1})
+            log.event(ev.MODEL_TO_DDP, {"world_size": self.ctx.world_size, "wrapper": adapter.stack or "ddp",
+                                        "units": 1})
         self.sync()
         self.init_time = time.perf_counter() - t0
         log.event(ev.INIT_END, {"init_time": self.init_time})

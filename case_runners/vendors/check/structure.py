@@ -16,8 +16,10 @@ from case_runners.launch.env_file import syntax_problem
 from case_runners.plan.base import base_suite, vendor_base
 from case_runners.plan.config.resolved import BASE, GENERATE
 from case_runners.plan.config.selection import parse_selections
+from case_runners.plan.config.stacks import PYTORCH, STACKS
 from case_runners.plan.generate import generate_cases
 from case_runners.plan.inference_config import note_warnings
+from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.tasks.training.adapter import adapter_source
 from case_runners.vendors.check.findings import Finding, error, ok, warning
@@ -152,6 +154,8 @@ def _case(vendor: str, info: VendorDescription, folder: Path, root: Path) -> lis
         match = CONFIG_NAME.match(path.name)
         if match:
             found += _config(vendor, info, folder.name, path, match, root)
+        elif path.is_dir() and path.name in STACKS:
+            found += _stack_configs(vendor, info, folder.name, path, root)
         elif path.name.startswith("config_"):
             found.append(error(display_path(path, root), "is not named config_<HW>x<nnodes>x<nproc>.yaml"))
         elif path.name not in allowed and not path.name.startswith("."):
@@ -177,7 +181,28 @@ def _env_file(path: Path, root: Path) -> list[Finding]:
     return [error(shown, problem)] if problem else [ok(shown, "parses in bash (bash -n)")]
 
 
-def _config(vendor: str, info: VendorDescription, case: str, path: Path, match: re.Match, root: Path) -> list[Finding]:
+def _stack_configs(vendor: str, info: VendorDescription, case: str, folder: Path, root: Path) -> list[Finding]:
+    """A built-in stack's subfolder of a vendor case: its config_<HW>x<N>x<P>.yaml files, each resolved on the stack,
+    where the case lists the stack in its config.yaml."""
+    shown = display_path(folder, root)
+    stacks = frameworks(load_case_base(case, root)[0])[1:] if case in list_cases() else []
+    if folder.name not in stacks:
+        return [error(shown, f"case '{case}' does not run on the {folder.name} stack (its config.yaml stacks: "
+                             f"{', '.join(stacks) or 'none'})")]
+    found: list[Finding] = []
+    for path in sorted(folder.iterdir()):
+        match = CONFIG_NAME.match(path.name)
+        if match:
+            found += _config(vendor, info, case, path, match, root, folder.name)
+        elif not path.name.startswith("."):
+            found.append(error(display_path(path, root), "is not named config_<HW>x<nnodes>x<nproc>.yaml (a stack's "
+                                                         "folder holds its configs only)"))
+    return found or [warning(shown, f"holds no config_<HW>x<nnodes>x<nproc>.yaml: the {folder.name} stack has no "
+                                    f"config here")]
+
+
+def _config(vendor: str, info: VendorDescription, case: str, path: Path, match: re.Match, root: Path,
+            framework: str = PYTORCH) -> list[Finding]:
     shown = display_path(path, root)
     hardware, nnodes, nproc = match["hardware"], int(match["nnodes"]), int(match["nproc"])
     if hardware not in info.hardware:
@@ -185,7 +210,7 @@ def _config(vendor: str, info: VendorDescription, case: str, path: Path, match: 
                              f"(allowed: {', '.join(info.hardware)})")]
     if nnodes < 1 or nproc < 1:
         return [error(shown, "nnodes and nproc must be at least 1")]
-    selection = {"case": case, "hardware": hardware, "nnodes": nnodes, "nproc": nproc}
+    selection = {"case": case, "framework": framework, "hardware": hardware, "nnodes": nnodes, "nproc": nproc}
     return _resolves(root, {"vendor": vendor, "cases": [selection]}, shown)
 
 

@@ -6,7 +6,8 @@
     runtime.py                          the hook's points, commented, with torch's defaults named
     monitor.py                          a monitor that runs (None readings) with the library calls to fill
     docker_image/pytorch/               Dockerfile and pytorch_install.sh (the cpu vendor's pattern)
-    cases/<case>/config_<HW>x1x1.yaml   per standard training case: the case's defaults, mutable keys only
+    cases/<case>/config_<HW>x1x1.yaml   per standard training case: the case's defaults, mutable keys only; a
+                                        stack's (cases/<case>/<stack>/config_<HW>x1x1.yaml) per stack it lists
     README.md                           chip, software stack, results beside NVIDIA's, adaptations
 """
 
@@ -22,7 +23,8 @@ import yaml
 from case_runners.cases import list_cases
 from case_runners.core.paths import display_path, project_root
 from case_runners.plan.config.benchmarks import BENCHMARKS
-from case_runners.plan.layering import load_case_base
+from case_runners.plan.config.stacks import PYTORCH, stack_of
+from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.vendors.layout import (
     BASE_FILE,
     HARDWARE,
@@ -30,7 +32,7 @@ from case_runners.vendors.layout import (
     MONITOR_FILE,
     RUNTIME_FILE,
     VENDOR_FILE,
-    vendor_case_dir,
+    vendor_config_dir,
     vendor_dir,
 )
 from case_runners.vendors.runtime import NAME as TORCH_NAME
@@ -57,17 +59,18 @@ def _default(value: Any) -> Any:
     return value.get("default") if isinstance(value, dict) else value
 
 
-def case_config(base: dict[str, Any], case: str, hardware: str) -> str:
-    """vendor/<vendor>/cases/<case>/config_<HW>x1x1.yaml from the case's resolved base (plan.layering.load_case_base):
-    the starter keys at their defaults, every key the plan lets a vendor config set (the case's mutable params and
-    the trainer's) listed."""
-    mutable = [str(key) for key in base.get("mutable") or []]
+def case_config(base: dict[str, Any], case: str, hardware: str, framework: str = PYTORCH) -> str:
+    """vendor/<vendor>/cases/<case>/[<stack>/]config_<HW>x1x1.yaml from the case's resolved base
+    (plan.layering.load_case_base): the starter keys at their defaults, every key the plan lets a vendor config of
+    the framework set (the case's mutable params, the trainer's and the stack's) listed."""
+    mutable = [str(key) for key in base.get("mutable") or [] if stack_of(str(key)) in (None, framework)]
     params = base.get("params") or {}
     settings = [f"{key}: {json.dumps(_default(params[key]))}" for key in STARTER_KEYS
                 if key in mutable and key in params]
     listed = textwrap.wrap(", ".join(mutable) or "(none)", width=112, initial_indent="#   ",
                            subsequent_indent="#   ")
-    return render("vendor/case_config.yaml.tmpl", case=case, hardware=hardware, mutable="\n".join(listed),
+    shown = case if framework == PYTORCH else f"{case} on the {framework} stack"
+    return render("vendor/case_config.yaml.tmpl", case=shown, hardware=hardware, mutable="\n".join(listed),
                   settings="\n".join(settings) or "{}")
 
 
@@ -144,6 +147,8 @@ def vendor_texts(name: str, device: str, backend: str, hardware: str, root: Path
                             results="\n".join(case_results(bases[case], case, hardware) for case in cases)),
     }
     for case in cases:
-        config_file = vendor_case_dir(root, name, case).relative_to(target) / f"config_{hardware}x1x1.yaml"
-        files[str(config_file)] = case_config(bases[case], case, hardware)
+        for framework in frameworks(bases[case]):  # pytorch's in the case folder, a stack's in its subfolder
+            config_file = vendor_config_dir(root, name, case, framework).relative_to(target) / \
+                f"config_{hardware}x1x1.yaml"
+            files[str(config_file)] = case_config(bases[case], case, hardware, framework)
     return files

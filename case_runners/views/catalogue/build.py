@@ -1,7 +1,8 @@
 """The catalogue document (`perfplay.case_catalogue/1`, what `perfplay cases --json` prints), found with the
 discovery each task's planning uses:
 
-- training: the cases (list_cases) and each vendor case folder's config_<HW>x<nnodes>x<nproc>.yaml (CONFIG_NAME);
+- training: the cases (list_cases) and each vendor case folder's config_<HW>x<nnodes>x<nproc>.yaml (CONFIG_NAME), an
+  entry per stack the case runs on (pytorch's configs in the folder, a stack's in its <stack>/ subfolder);
 - inference: the cases with inference/configurations.yaml, on the vendors where the case's config resolves (with
   the vendor's <vendor>_configurations.yaml, or without one where the vendor has the engine of the case's
   compiler), for every hardware of the vendor's table at 1x1 (an inference round's only scale);
@@ -23,14 +24,15 @@ from case_runners.plan.base import base_suite, benchmark_config_path
 from case_runners.plan.config.benchmarks import BENCHMARKS
 from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, TASKS, TRAINING
 from case_runners.plan.config.selection import parse_selections
+from case_runners.plan.config.stacks import PYTORCH
 from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.generate import GENERATE_DIR, generate_cases
 from case_runners.plan.inference_config import inference_cases, resolve_inference, vendor_overrides_path
-from case_runners.plan.layering import load_case_base
+from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.records.resolved import Target
 from case_runners.records.schema import Document, choices
 from case_runners.vendors.description import VendorDescription, load_vendor, vendor_names
-from case_runners.vendors.layout import CONFIG_NAME, GENERATE_FILE, vendor_case_dir
+from case_runners.vendors.layout import CONFIG_NAME, GENERATE_FILE, vendor_case_dir, vendor_config_dir
 
 SCALE = "{nnodes}x{nproc}"
 # An inference case has no description of its own: its model is its training case's.
@@ -58,6 +60,7 @@ class Entry(Document):
     description: str  # the first sentence of the case's description
     target: Target | None  # a training case's; null for the other tasks
     vendors: list[VendorConfigs]  # only the vendors that have configs for it
+    framework: str = PYTORCH  # a training entry's stack (plan/config/stacks.py); pytorch for the other tasks
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -92,9 +95,9 @@ def _everywhere(vendor: VendorDescription) -> dict[str, set[str]]:
     return {hw: {SCALE.format(nnodes=1, nproc=1)} for hw in vendor.hardware}
 
 
-def _training(root: Path, case: str, vendor: VendorDescription) -> dict[str, set[str]]:
+def _training(root: Path, case: str, vendor: VendorDescription, framework: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
-    folder = vendor_case_dir(root, vendor.name, case)
+    folder = vendor_config_dir(root, vendor.name, case, framework)
     for path in sorted(folder.glob("config_*.yaml")):
         if match := CONFIG_NAME.match(path.name):
             found.setdefault(match["hardware"], set()).add(SCALE.format(nnodes=int(match["nnodes"]),
@@ -128,15 +131,17 @@ def _base(root: Path, benchmark: str, vendor: VendorDescription) -> dict[str, se
 def _entries(root: Path, vendors: list[VendorDescription]) -> list[Entry]:
     entries = []
 
-    def add(task: str, case: str, description: Any, target: Target | None, found: Any) -> None:
+    def add(task: str, case: str, description: Any, target: Target | None, found: Any,
+            framework: str = PYTORCH) -> None:
         listed = [c for c in (_configs(v, found(v)) for v in vendors) if c]
         entries.append(Entry(task=task, case=case, description=first_sentence(description), target=target,
-                             vendors=listed))
+                             vendors=listed, framework=framework))
 
     for case in list_cases(root):
         base, shown = load_case_base(case, root)
-        add(TRAINING, case, base.get("description"), Target.from_json(base["target"], shown),
-            lambda v, c=case: _training(root, c, v))
+        for framework in frameworks(base):
+            add(TRAINING, case, base.get("description"), Target.from_json(base["target"], shown),
+                lambda v, c=case, f=framework: _training(root, c, v, f), framework)
     for case in inference_cases(root):
         add(INFERENCE, case, INFERENCE_DESCRIPTION.format(case=case), None, lambda v, c=case: _inference(root, c, v))
     for name in BENCHMARKS:

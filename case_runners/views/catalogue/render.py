@@ -7,6 +7,7 @@ from pathlib import Path
 from case_runners.core.text import text_columns
 from case_runners.plan.base import BENCHMARKS_DIR
 from case_runners.plan.config.resolved import BASE, TASKS
+from case_runners.plan.config.stacks import PYTORCH
 from case_runners.views.catalogue.build import Catalogue, Entry, VendorConfigs
 
 PAGE = "docs/catalogue.md"
@@ -19,6 +20,11 @@ def target_text(entry: Entry) -> str:
     if entry.target is None:
         return "-"
     return f"{entry.target.metric} {'≥' if entry.target.higher_is_better else '≤'} {entry.target.value:g}"
+
+
+def case_text(entry: Entry) -> str:
+    """The case, with its stack where it is not pytorch as a case key names it: llama:deepspeed."""
+    return entry.case if entry.framework == PYTORCH else f"{entry.case}:{entry.framework}"
 
 
 def configs_text(configs: VendorConfigs | None) -> str:
@@ -35,7 +41,7 @@ def _cells(catalogue: Catalogue, entry: Entry) -> list[str]:
 
 def render_text(catalogue: Catalogue) -> str:
     header = ["task", "case", "target", *catalogue.vendors, "description"]
-    rows = [[e.task, e.case, target_text(e), *_cells(catalogue, e), e.description] for e in catalogue.entries]
+    rows = [[e.task, case_text(e), target_text(e), *_cells(catalogue, e), e.description] for e in catalogue.entries]
     return "\n".join(text_columns(header, rows))
 
 
@@ -56,7 +62,8 @@ def render_markdown(catalogue: Catalogue, root: Path) -> str:
              f"<!-- Generated: `{COMMAND}` rewrites this page; a test fails when it is out of date. -->", "",
              "Every case per task, with the hardware and scales (`nnodes`x`nproc`) each vendor has configs for "
              "(`perfplay cases`; `--json` for the document, `--vendor V` for one vendor). Training: the vendor case "
-             "folder's `config_<HW>x<nnodes>x<nproc>.yaml`; inference: where the case's configuration resolves on the "
+             "folder's `config_<HW>x<nnodes>x<nproc>.yaml` (a stack's, `case:stack`, in its `<stack>/` subfolder); "
+             "inference: where the case's configuration resolves on the "
              "vendor (with its `<vendor>_configurations.yaml`, or the standard one where the vendor has the engine "
              "of its compiler); generate: the vendor's `generate.yaml` for the case; both hold for every hardware "
              "of the vendor's table, at 1x1. Base: the scales of the vendor's base suite. "
@@ -70,7 +77,7 @@ def render_markdown(catalogue: Catalogue, root: Path) -> str:
                   "|---|---|---|" + "---|" * len(catalogue.vendors)]
         for entry in entries:
             link = _readme(root, entry)
-            name = f"[`{entry.case}`]({link})" if link else f"`{entry.case}`"
+            name = f"[`{case_text(entry)}`]({link})" if link else f"`{case_text(entry)}`"
             cells = [name, _md(entry.description), _md(target_text(entry)), *map(_md, _cells(catalogue, entry))]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

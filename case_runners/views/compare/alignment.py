@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.stacks import stack_of
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import TrainingRoundRecord
 
@@ -63,15 +64,18 @@ def align(reference: Mapping[int, float], candidate: Mapping[int, float], from_s
 
 
 def workload(config: ResolvedConfig, record: TrainingRoundRecord) -> dict[str, Any]:
-    """What a round computes: its case, world size, precision and params (less NOT_WORKLOAD). The vendor, the
-    hardware, the framework's version and the data's path are what a comparison is for, or where it runs."""
+    """What a round computes: its case, world size, precision and params (less NOT_WORKLOAD and a stack's params).
+    The vendor, the hardware, the framework (the stack) and its version and the data's path are what a comparison
+    is for, or where it runs."""
     return {CASE: config.case, WORLD_SIZE: config.nnodes * config.nproc, PRECISION: record.metrics["precision"],
             **workload_params(config)}
 
 
 def workload_params(config: ResolvedConfig) -> dict[str, Any]:
-    """The params that change what a round computes (all but NOT_WORKLOAD), by name."""
-    return {key: value for key, value in sorted(config.params.items()) if key not in NOT_WORKLOAD}
+    """The params that change what a round computes, by name: all but NOT_WORKLOAD and a stack's (how the stack
+    runs it, as zero_stage: plan/config/stacks.py)."""
+    return {key: value for key, value in sorted(config.params.items())
+            if key not in NOT_WORKLOAD and stack_of(key) is None}
 
 
 _MISSING = object()

@@ -1,0 +1,68 @@
+"""The training stacks, declared once: the pytorch trainer every training case runs on (the default), and the
+built-in stacks a case lists in its config.yaml (`stacks: [deepspeed]`), each with the params only it reads.
+
+A case key's framework field picks the stack (`llama:deepspeed:CPU:1:2:1`; the mapping form's `framework:`). A
+built-in stack is a module of trainer adapter points, case_runners/tasks/training/stacks/<name>.py; its pins, where
+it has any, are case_runners/tasks/training/stacks/<name>-requirements.txt, which only a run on that stack
+installs. A stack's params are vendor-mutable params of every case that lists the stack; a vendor config or a run
+override that sets one for another stack is a plan error. Its vendor configs are
+vendor/<vendor>/cases/<case>/<stack>/config_<HW>x<N>x<P>.yaml (FlagPerf's <case>-<stack>/config/), pytorch's are
+vendor/<vendor>/cases/<case>/config_<HW>x<N>x<P>.yaml. Stdlib only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PYTORCH = "pytorch"  # the trainer's own stack, implicit in every training case
+STACKS_KEY = "stacks"  # the key of a case's config.yaml that lists the built-in stacks it runs on
+STACK_DIR = "case_runners/tasks/training/stacks"
+
+# Each built-in stack's params: {name: range and default} (plan/config/constraints.py).
+STACK_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
+    # ZeRO's stage (0: data parallel only; 1: optimizer state, 2: + gradients, 3: + parameters partitioned). The
+    # default is FlagPerf's chatglm3_6b (training/benchmarks/chatglm3_6b/deepspeed/ds_config.json, "stage": 3),
+    # which its six vendors run as is; baichuan2_13b's reference is 1 (training/benchmarks/baichuan2_13b/
+    # deepspeed/ds_config.json), iluvatar runs it at 3, metax at 2.
+    "deepspeed": {"zero_stage": {"type": "int", "min": 0, "max": 3, "default": 3}},
+    # torchtitan's parallelism on this stack is its FSDP2 over the ranks (stacks/torchtitan.py): no params yet.
+    "torchtitan": {},
+}
+# The stacks whose pins are installed without their declared dependencies (pip --no-deps): torchtitan 0.3.0 declares
+# its trainer's (datasets, wandb, ...), which the stack never imports and which would move perfplay's pinned tree.
+NO_DEPS = ("torchtitan",)
+STACKS = tuple(STACK_PARAMS)  # the built-in stacks
+# The trainer params a stack cannot run other than at their default: {stack: {param: why}} (a plan error names it).
+# Every stack but pytorch also keeps data_parallel at ddp: it partitions the model its own way.
+STACK_FIXED: dict[str, dict[str, str]] = {
+    "deepspeed": {
+        "save_checkpoint": "the trainer saves the module's state_dict, which ZeRO-3 partitions into empty shards; "
+                           "DeepSpeed's own checkpoint is not written yet",
+    },
+    "torchtitan": {
+        "activation_checkpointing": "the case's activation checkpointing wraps transformers' layers, not "
+                                    "torchtitan's model",
+        "save_checkpoint": "the case's checkpoint is transformers' model, not torchtitan's",
+    },
+}
+
+
+def stack_of(param: str) -> str | None:
+    """The built-in stack whose param this is (None: not a stack param)."""
+    return next((stack for stack, params in STACK_PARAMS.items() if param in params), None)
+
+
+def stack_folder(framework: str) -> str:
+    """The vendor case's subfolder of a framework's configs: '' for pytorch, the stack's name for a stack."""
+    return "" if framework == PYTORCH else framework
+
+
+def requirements_file(framework: str) -> str:
+    """The stack's pin file, relative to the project root (it need not exist: pytorch has none)."""
+    return f"{STACK_DIR}/{framework}-requirements.txt"
+
+
+def installs_without_deps(requirements: str) -> bool:
+    """Whether pip installs this requirements file (relative to the project root) with --no-deps: a NO_DEPS stack's
+    pins, which list every package the stack imports."""
+    return requirements in {requirements_file(stack) for stack in NO_DEPS}

@@ -1,0 +1,171 @@
+"""The torchtitan stack: the llama case trained on torchtitan's llama3 model and its FSDP2, by perfplay's trainer.
+
+torchtitan's: the model (torchtitan.models.llama3's Llama3Model, its blocks, fused QKV projection and complex RoPE,
+attention through torch's scaled_dot_product_attention), its HF weight mapping (Llama3StateDictAdapter.from_hf,
+which reverses the q/k RoPE permutation: torchtitan rotates adjacent pairs, transformers rotates halves) and its
+data parallelism (torchtitan.distributed.fsdp.apply_fsdp_to_decoder: each block, the embedding, the norm with the
+head (one unit with the embedding where it is tied) and the root as FSDP2 units, gradients summed, not averaged).
+perfplay's: the shape (read from the case's transformers config, so both stacks build the same network), the
+weights (the case's freshly built model's, loaded into torchtitan's: a pytorch-stack and a torchtitan run start
+from the same point), the data, the loss and samples (the case's own train_step and evaluate run on the model this
+stack builds), the optimizer and schedule (the case's AdamW, decaying the matrices only, and its cosine schedule;
+torchtitan's default AdamW decays every parameter and its schedule decays linearly), the loop, timing and
+precision.
+
+torchtitan's Trainer is not used: it cannot run without an accelerator (it sets a CUDA device at start), and the
+loop is what perfplay keeps comparable. Its default attention (flex) has no backward on a CPU and its varlen
+attention needs flash kernels; scaled_dot_product_attention runs everywhere (causal over the whole sequence, as
+transformers' attention in the pytorch stack is).
+
+Points, in the order the trainer calls them:
+    convert_model      the case's LlamaForCausalLM -> torchtitan's Llama3Model of the same shape and weights
+    create_optimizer   with several ranks, first shards the model as torchtitan does (FSDP2 must shard before the
+                       optimizer is made: fully_shard replaces the parameters), then the case's own optimizer
+    model_to_ddp       the model create_optimizer sharded, as it is (torchtitan has no DDP: its data parallelism
+                       is FSDP2 at any degree)
+    backward           the loss over the ranks (FSDP sums the gradients under torchtitan's settings), backward
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+import torch
+from torch import nn
+
+from case_runners.core.errors import PerfplayError
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
+    from case_runners.tasks.training.adapter import AdapterContext
+
+STACK = "torchtitan"
+VERSION = "0.3.0"  # the torchtitan whose API the model and helpers below use
+MESH_DIM = "fsdp"  # torchtitan's name for the data-parallel shard dimension of its device mesh
+
+
+class TitanOutput(NamedTuple):
+    """What the case's train_step and evaluate read from a forward: the logits (a tuple: FSDP and DDP find it)."""
+    logits: torch.Tensor
+
+
+class TitanCausalLM(nn.Module):
+    """torchtitan's decoder behind the interface the case calls: model(input_ids=...).logits."""
+
+    def __init__(self, decoder: nn.Module) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, input_ids: torch.Tensor) -> TitanOutput:
+        return TitanOutput(self.decoder(input_ids))  # positions None: 0..L-1 of every sequence, causal attention
+
+
+def _import_torchtitan() -> None:
+    try:
+        import torchtitan  # noqa: F401
+    except ImportError as exc:
+        raise PerfplayError(f"the {STACK} stack needs torchtitan=={VERSION} and what it imports on the host ({exc}): "
+                            f"case_runners/cases/llama/README.md, section torchtitan") from exc
+
+
+def _check_llama(config: PretrainedConfig) -> None:
+    """The transformers config must be one torchtitan's llama3 model can reproduce exactly."""
+    model_type = getattr(config, "model_type", None)
+    rope = dict(getattr(config, "rope_parameters", None) or {})
+    problems = []
+    if model_type != "llama":
+        problems.append(f"model type '{model_type}' (allowed: llama; torchtitan's llama3 model is a dense llama)")
+    if rope.get("rope_type", "default") != "default":
+        problems.append(f"RoPE type '{rope.get('rope_type')}' (allowed: default)")
+    for key in ("attention_bias", "mlp_bias"):
+        if getattr(config, key, False):
+            problems.append(f"{key} true (allowed: false)")
+    if getattr(config, "hidden_act", "silu") != "silu":
+        problems.append(f"hidden_act '{config.hidden_act}' (allowed: silu)")
+    if getattr(config, "head_dim", None) not in (None, config.hidden_size // config.num_attention_heads):
+        problems.append(f"head_dim {config.head_dim} (allowed: hidden_size / num_attention_heads)")
+    if problems:
+        raise PerfplayError(f"the {STACK} stack cannot build this model: {'; '.join(problems)}")
+
+
+def _titan_config(config: PretrainedConfig) -> Any:
+    """torchtitan's Llama3Model.Config of the shape of a transformers LlamaConfig (the case's, model.py's
+    model_config): the same hidden size, layers, heads, KV heads, FFN size, vocab, RoPE theta, norm eps, context and
+    tying; attention by scaled_dot_product_attention. Parameter init is left out: the case's weights are loaded."""
+    from torchtitan.models.common import ComplexRoPE, Embedding, Linear, RMSNorm, ScaledDotProductAttention
+    from torchtitan.models.common.config_utils import make_ffn_config, make_gqa_config
+    from torchtitan.models.llama3 import Llama3Model
+    from torchtitan.models.llama3.model import Llama3TransformerBlock
+
+    _check_llama(config)
+    dim, heads, vocab, eps = config.hidden_size, config.num_attention_heads, config.vocab_size, config.rms_norm_eps
+    rope = ComplexRoPE.Config(dim=dim // heads, max_seq_len=config.max_position_embeddings,
+                              theta=float(config.rope_parameters["rope_theta"]), scaling="none")
+    layers = [Llama3TransformerBlock.Config(
+        attention_norm=RMSNorm.Config(normalized_shape=dim, eps=eps),
+        ffn_norm=RMSNorm.Config(normalized_shape=dim, eps=eps),
+        attention=make_gqa_config(dim=dim, n_heads=heads, n_kv_heads=config.num_key_value_heads,
+                                  wqkv_param_init={}, wo_param_init={},
+                                  inner_attention=ScaledDotProductAttention.Config(), fuse_qkv=True, rope=rope),
+        feed_forward=make_ffn_config(dim=dim, hidden_dim=config.intermediate_size, w1_param_init={},
+                                     w2w3_param_init={}),
+    ) for _ in range(config.num_hidden_layers)]
+    return Llama3Model.Config(
+        dim=dim, vocab_size=vocab, enable_weight_tying=bool(config.tie_word_embeddings), layers=layers,
+        tok_embeddings=Embedding.Config(num_embeddings=vocab, embedding_dim=dim),
+        norm=RMSNorm.Config(normalized_shape=dim, eps=eps),
+        lm_head=Linear.Config(in_features=dim, out_features=vocab))
+
+
+def convert_model(model: nn.Module, ctx: AdapterContext) -> nn.Module:
+    """torchtitan's Llama3Model of the case model's shape, holding the case model's weights (on the CPU)."""
+    _import_torchtitan()
+    from torchtitan.models.llama3 import Llama3StateDictAdapter
+
+    config = _titan_config(model.config)  # type: ignore[arg-type] # a transformers model's config
+    decoder = config.build()
+    try:
+        state = Llama3StateDictAdapter(config, None).from_hf(dict(model.state_dict()))
+    except KeyError as exc:
+        raise PerfplayError(f"the {STACK} stack has no torchtitan name for the case model's weight {exc}") from exc
+    decoder.load_state_dict(state, strict=True)
+    return TitanCausalLM(decoder)
+
+
+def _sharded(ctx: AdapterContext) -> bool:
+    return ctx.world_size > 1
+
+
+def create_optimizer(model: nn.Module, ctx: AdapterContext, standard: Any) -> tuple[Any, Any]:
+    """With several ranks, torchtitan's FSDP2 over a 1-D mesh of the ranks (fp32 parameters and reductions: the
+    trainer's autocast is the precision), then the case's optimizer and schedule over the sharded parameters."""
+    if _sharded(ctx):
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import FSDPModule
+        from torchtitan.distributed.fsdp import apply_fsdp_to_decoder
+
+        decoder = cast("TitanCausalLM", model).decoder  # convert_model's
+        mesh = init_device_mesh(ctx.device.type, (ctx.world_size,), mesh_dim_names=(MESH_DIM,))
+        apply_fsdp_to_decoder(decoder, mesh, param_dtype=torch.float32, reduce_dtype=torch.float32,
+                              pp_enabled=False)
+        if dist.get_backend() == dist.Backend.GLOO:
+            # torchtitan sets FSDP's gradient divide factor to 1, which reduce-scatters with PREMUL_SUM: gloo has
+            # none. A plain SUM gives the same gradients (backward divides the loss by the ranks instead).
+            for module in decoder.modules():
+                if isinstance(module, FSDPModule):
+                    module.set_force_sum_reduction_for_comms(True)
+    return standard()
+
+
+def model_to_ddp(model: nn.Module, ctx: AdapterContext) -> nn.Module:
+    """The model create_optimizer sharded: no DDP around it (torchtitan's data parallelism is FSDP2)."""
+    return model
+
+
+def backward(step: int, loss: torch.Tensor, optimizer: Any, scaler: Any, ctx: AdapterContext) -> None:
+    """loss.backward(), the loss divided by the ranks when sharded: torchtitan's FSDP sums the ranks' gradients,
+    so each rank's share of the mean is its loss / world_size (the trainer's DDP averages instead)."""
+    scaled = loss / ctx.world_size if _sharded(ctx) else loss
+    (scaler.scale(scaled) if scaler is not None else scaled).backward()
