@@ -8,6 +8,7 @@ import subprocess
 from case_runners.core.processes import identify
 from case_runners.launch import waiting
 from case_runners.records.names import FAILED
+from process_helpers import REAPED_S
 
 
 def test_a_wait_sleeps_no_poll_once_the_launcher_has_ended(tmp_path, monkeypatch):
@@ -21,6 +22,6 @@ def test_a_wait_sleeps_no_poll_once_the_launcher_has_ended(tmp_path, monkeypatch
         answer = waiting.wait(tmp_path, "run-a", ident, for_s=60)
     finally:
         launcher.kill()
-        launcher.wait()
+        launcher.wait(timeout=REAPED_S)
     assert answer["finished"] and answer["status"] == FAILED  # `sleep` writes no node result
     assert not [s for s in slept if s >= waiting.POLL_S], slept
