@@ -22,6 +22,7 @@ from case_runners.records.node import NODE_RESULT, NodeResult
 from case_runners.records.schema import RecordError, read_json
 
 POLL_S = 0.2  # without a pidfd
+EXITED_S = 0.005  # with one: its exit signalled, the next look at /proc finds it a zombie (or gone) at once
 LOG_TAIL_LINES = 5
 
 
@@ -92,8 +93,10 @@ def wait(log_dir: Path, run_id: str, launcher: ProcessId, for_s: float, started_
                 return {"finished": False, "status": RUNNING, "reason": None, "node_result": None, "for_s": for_s,
                         "progress": {**state, "elapsed_s": elapsed, "timeout_s": timeout_s},
                         "line": line(state, elapsed, timeout_s)}
-            if exit_fd is None or select.select([exit_fd], [], [], left)[0]:
-                time.sleep(min(POLL_S, left))  # polling; or ended and not yet a zombie to is_same
+            if exit_fd is None:
+                time.sleep(min(POLL_S, left))
+            elif select.select([exit_fd], [], [], left)[0]:
+                time.sleep(min(EXITED_S, left))  # ended: look again now, not a poll later
     finally:
         if exit_fd is not None:
             os.close(exit_fd)
