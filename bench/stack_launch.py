@@ -15,12 +15,13 @@ pair, so a host that drifts favours no stack. Each run's figures, from the bench
 - the round: the whole command's wall and CPU time (its process tree, bench/process_tree.py).
 Per stack: the median and spread over the pairs of each, and each pair's difference and ratio against that pair's
 pytorch run; the load average. Target: each stack's time to first step at most 10 s over pytorch's, judged by
-bench/verdict.py on the pairs' differences. Why 10 s: on the 2-core development host (3 pairs at load 4-7),
-pytorch's first step came 11-15 s after the command, deepspeed's 2.7-4.8 s after pytorch's (median 4.1 s: its
-engine's set-up, in init) and torchtitan's 1.6-6.2 s after (median 1.9 s), a one-off that does not grow with the
-steps. What a user should expect is a few seconds; a stack past 10 s over pytorch nearly doubles the launch of a
-short check (check-vendor --functional, a CI smoke run) and is a set-up gone wrong, such as deepspeed JIT-building its
-shm comm op (2-3 minutes; tests/unit/test_stacks.py), not noise.
+bench/verdict.py on the pairs' differences. Why 10 s: on the 2-core development host (two runs of 3 pairs, at load
+4-7), pytorch's first step came 10-18 s after the command, deepspeed's a median 2.9-4.1 s after pytorch's (its
+engine's set-up, in init: 2-4 s more) and torchtitan's 1.8-1.9 s after, each pair's difference within -3..+5 s of
+it as the load moved, a one-off that does not grow with the steps. What a user should expect is a few seconds; a
+stack past 10 s over pytorch nearly doubles the launch of a short check (check-vendor --functional, a CI smoke run)
+and is a set-up gone wrong, such as deepspeed JIT-building its shm comm op (2-3 minutes; tests/unit/test_stacks.py),
+not noise.
 --quick: one pair of 2 steps, the smallest real measurement (which one pair cannot judge).
 """
 
