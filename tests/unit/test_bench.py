@@ -247,3 +247,72 @@ def test_fidelity_resnet50_bare_loop_runs_at_the_harness_s_threads():
 
     measured, timing = fidelity.resnet50_bare(steps=1, threads=1)
     assert measured["threads"] == 1 and measured["p"] > 0 and timing.cpu > 0
+
+
+def test_stack_launch_times_the_first_step_from_the_command_s_start(monkeypatch, tmp_path):
+    """bench/stack_launch.py's figures of one run, from rank 0's events as the rank's EventLogger writes them (its
+    clock set): time to first step is STEP_END of step 1 minus the command's start, not step 2's, nor from
+    INIT_START; init is INIT_END's init_time."""
+    from bench import stack_launch
+    from case_runners.rank.driver import events as ev
+    from case_runners.rank.driver.events import EventLogger, read_events
+
+    started = 1000.0
+    clock = iter([started + s for s in (4.0, 5.0, 11.0, 11.2, 11.5, 11.6, 11.9)])
+    monkeypatch.setattr(ev.time, "time", lambda: next(clock))
+    with EventLogger(tmp_path, 0, log_freq=1, stream=None) as log:
+        log.event(ev.SUBMIT_INFO)
+        log.event(ev.INIT_START)
+        log.event(ev.INIT_END, {"init_time": 5.98})
+        for step in (1, 2):
+            log.event(ev.STEP_BEGIN, step=step)
+            log.event(ev.STEP_END, {"loss": 5.0}, step=step)
+    monkeypatch.undo()
+    events = read_events(tmp_path / "rank0.events.jsonl")
+    run = stack_launch.launch_figures(events, started, wall=17.0, cpu=13.0)
+    assert (run.first_step, run.before_init, run.init, run.wall, run.cpu) == (11.5, 5.0, 5.98, 17.0, 13.0)
+    assert round(run.step1, 3) == 0.3
+    with pytest.raises(ValueError, match="no STEP_END event of step 1 in rank 0's events"):
+        stack_launch.launch_figures([e for e in events if e["event"] != ev.STEP_END], started, 17.0, 13.0)
+
+
+def launches(first_steps: dict[str, tuple[float, ...]]) -> list[dict]:
+    """Pairs of stack_launch runs whose times to first step are given, stack by stack; the other figures fixed."""
+    from bench.stack_launch import Launch
+
+    pairs = len(next(iter(first_steps.values())))
+    return [{stack: Launch(first_step=times[i], before_init=5.0, init=6.0, step1=0.3, wall=times[i] + 5,
+                           cpu=times[i]) for stack, times in first_steps.items()} for i in range(pairs)]
+
+
+def test_stack_launch_judges_each_stack_against_its_own_pair_s_pytorch_run(capsys):
+    """Each stack's time to first step minus its pair's pytorch run: pytorch's own varies from pair to pair (a host
+    that slows down), deepspeed is 12 s over it in every pair (past the 10 s target: MISSED), torchtitan 2 s (PASS);
+    one stack short of PASS fails the script. A difference the noise swamps is never a PASS."""
+    from bench import stack_launch
+
+    target = bounded(high=stack_launch.TARGET_OVER_PYTORCH_S)
+    measured = launches({"pytorch": (12.0, 20.0, 14.0), "deepspeed": (24.0, 32.0, 26.0),
+                         "torchtitan": (14.0, 22.0, 16.0)})
+    deepspeed, torchtitan = stack_launch.judge_stacks(measured, ["deepspeed", "torchtitan"], target)
+    assert (deepspeed.verdict, deepspeed.median, deepspeed.exit_code) == (MISSED, 12.0, 1)
+    assert (torchtitan.verdict, torchtitan.median, torchtitan.exit_code) == (PASS, 2.0, 0)
+    out = capsys.readouterr().out
+    assert "time to first step minus pytorch's: median 12.00 s (min..max 12.00..12.00)" in out
+    assert "over pytorch's: median 1.86x (min..max 1.60..2.00)" in out  # deepspeed's ratios: 24/12, 32/20, 26/14
+    assert "the round (CPU) minus pytorch's: median 2.00 CPU s" in out  # torchtitan's, CPU beside wall
+    assert "deepspeed time to first step over pytorch's (wall): median 12.00 s" in out and f"{MISSED}: target <= 10" \
+        in out
+    noisy = launches({"pytorch": (12.0, 12.0, 12.0), "deepspeed": (13.0, 30.0, 14.0)})
+    (result,) = stack_launch.judge_stacks(noisy, ["deepspeed"], target)
+    assert result.verdict == CANNOT_JUDGE
+
+
+def test_stack_launch_refuses_a_stack_llama_does_not_run_on(capsys):
+    from bench import stack_launch
+
+    with pytest.raises(SystemExit) as exit_info:
+        stack_launch.main(["--stacks", "megatron", "--quick"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--stacks: invalid choice: 'megatron'" in err
+    assert "'deepspeed', 'torchtitan'" in err
