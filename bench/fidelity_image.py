@@ -151,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{timing.cpu:.1f} s CPU; {sides[kind].shown})", flush=True)
             ratios.append(values["harness"] / values["bare"])
             cpu_ratios.append(sides["bare"].cpu_s / sides["harness"].cpu_s)
+            print(f"pair {pair + 1}: harness / bare {ratios[-1]:.4f}, by CPU seconds a step {cpu_ratios[-1]:.4f}",
+                  flush=True)
     print(f"\n{CASE} ({OVERRIDES['image_size']} px, batch {OVERRIDES['batch_size']}, {steps} steps, {threads} "
           f"threads, CPU), {pairs} pairs: harness p_core / bare transformers loop {summary(ratios, fmt='.4f')}")
     rank, bare = seen["harness"], seen["bare"]

@@ -47,9 +47,13 @@ def descendants(pid: int) -> list[int]:
     found, queue = [], [pid]
     while queue:
         parent = queue.pop(0)
-        for task in Path(f"/proc/{parent}/task").glob("*"):
+        try:  # a process (or thread) that ends while it is read has no children
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
             try:
-                children = [int(c) for c in (task / "children").read_text().split()]
+                children = [int(c) for c in Path(f"/proc/{parent}/task/{task}/children").read_text().split()]
             except OSError:
                 continue
             found += children

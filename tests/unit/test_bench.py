@@ -330,3 +330,31 @@ def test_the_rank_s_steps_window_is_its_train_start_to_its_first_evaluation(tmp_
     ev.events_path(node, 0).write_text("".join(json.dumps({"event": name, "value": {}, "metadata": {"time_ms": ms}})
                                                + "\n" for name, ms in lines))
     assert fidelity_image.rank_window(tmp_path) == (2.0, 9.5)
+
+
+
+# A process that starts short-lived children (`true`) one after another for argv[1] seconds.
+SPAWNING = """
+import subprocess, sys, time
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    subprocess.run(["true"])
+"""
+
+
+def test_the_watch_s_process_tree_skips_processes_that_end_while_it_is_read():
+    """A process that ended between the read of its parent's children and the read of its own tasks made the watch's
+    thread raise (FileNotFoundError on /proc/<pid>/task) and the bench stop ('the rank was not seen running'), as
+    it did mid-run. Walked over and over while children come and go: never an error."""
+    from bench.process_watch import descendants
+
+    spawner = subprocess.Popen([sys.executable, "-c", SPAWNING, "1.5"])
+    try:
+        walks = 0
+        while spawner.poll() is None:
+            descendants(os.getpid())
+            walks += 1
+    finally:
+        spawner.kill()
+        spawner.wait(timeout=TIMEOUT_S)
+    assert walks > 0
