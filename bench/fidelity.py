@@ -40,32 +40,41 @@ LLAMA_OVERRIDES = {"synthetic": True, "num_workers": 0, "log_freq": 1000, "eval_
                    "synthetic_samples": 256}
 
 
-def harness_round(case: str, overrides: dict[str, Any], steps: int, results: Path) -> tuple[RoundRecord, Timing]:
-    """`python -m case_runners run CASE` (no monitors) with the overrides and max_steps: its round record."""
+def harness_round(case: str, overrides: dict[str, Any], steps: int, results: Path,
+                  env: dict[str, str] | None = None) -> tuple[RoundRecord, Path, Timing]:
+    """`python -m case_runners run CASE` (no monitors) with the overrides and max_steps, in `env` (None: this
+    process's): its round record, the record's round directory and its timing."""
     sets = [f"--set={k}={json.dumps(v)}" for k, v in {**overrides, "max_steps": steps}.items()]
     proc, timing = run_timed([sys.executable, "-m", "case_runners", "run", case, "--no-monitors",
-                             "--results-dir", str(results), *sets])
+                             "--results-dir", str(results), *sets], env)
     if proc.returncode not in (0, 1):  # 1: not converged, expected for a short synthetic run
         sys.exit(f"harness run failed:\n{proc.stdout}\n{proc.stderr}")
     (record,) = sorted(results.glob(f"run*/{case}_*/round1/{RECORD_NAME}"), key=os.path.getmtime)[-1:]
-    return RoundRecord.load(record), timing
+    return RoundRecord.load(record), record.parent, timing
+
+
+def rank_threads(record: RoundRecord) -> int:
+    """The thread count the round's rank 0 ran at (its environment.threads); exits when the record lacks it."""
+    intra_op = getattr(getattr(record.environment, "threads", None), "intra_op", None)
+    if not intra_op:
+        sys.exit(f"the harness's round record has no thread count (environment.threads): {record.reason}")
+    return int(intra_op)
 
 
 def harness_at_threads(case: str, overrides: dict[str, Any], steps: int,
                        results: Path) -> tuple[float, dict[str, Any], int, Timing]:
     """The harness's p_core, its resolved params, and the thread count its rank 0 ran at."""
-    record, timing = harness_round(case, overrides, steps, results)
-    intra_op = getattr(getattr(record.environment, "threads", None), "intra_op", None)
-    if not intra_op:
-        sys.exit(f"the harness's round record has no thread count (environment.threads): {record.reason}")
-    return record.metrics["p_core"], record.params, int(intra_op), timing
+    record, _, timing = harness_round(case, overrides, steps, results)
+    return record.metrics["p_core"], record.params, rank_threads(record), timing
 
 
-def bare_process(loop: str, params: dict[str, Any], steps: int, threads: int) -> tuple[dict[str, Any], Timing]:
-    """`loop` ("module:function", called with the harness's params, steps and threads) in a fresh process at
-    `threads` torch threads (OMP_NUM_THREADS too, as the rank's): what it returns, and its timing."""
+def bare_process(loop: str, params: dict[str, Any], steps: int, threads: int,
+                 env: dict[str, str] | None = None) -> tuple[dict[str, Any], Timing]:
+    """`loop` ("module:function", called with the harness's params, steps and threads) in a fresh process, in `env`
+    (None: this process's) at `threads` torch threads (OMP_NUM_THREADS too, as the rank's): what it returns, and its
+    timing."""
     module, function = loop.split(":")
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    env = {**(os.environ if env is None else env), "OMP_NUM_THREADS": str(threads)}
     code = (f"import json, sys\nfrom {module} import {function}\n"
             f"print(json.dumps({function}(json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))")
     proc, timing = run_timed([sys.executable, "-c", code, json.dumps(params), str(steps), str(threads)], env)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -201,6 +202,8 @@ def test_fidelity_image_bare_loop_trains_the_case_s_model_at_the_harness_s_threa
     threads = torch.get_num_threads()  # the process's: the loop sets it
     measured = fidelity_image.bare_loop(params, steps=2, threads=threads)
     assert measured["p"] > 0 and measured["threads"] == threads
+    start, end = measured["window"]  # where the page-fault watch counts its steps' faults
+    assert start < end
     case = build_case(params, RunContext(0, 0, 1, torch.device("cpu"), None, None))  # type: ignore[arg-type]
     with torch.device("meta"):
         assert measured["parameters"] == sum(w.numel() for w in case.build_model().parameters())
@@ -316,3 +319,111 @@ def test_stack_launch_refuses_a_stack_llama_does_not_run_on(capsys):
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "--stacks: invalid choice: 'megatron'" in err
     assert "'deepspeed', 'torchtitan'" in err
+
+
+# "Training steps" in small: each mallocs 12 blocks of 8 MiB, writes them, frees them all; the last STEPS_WATCHED
+# steps and BUSY_S of CPU in a window it prints, with a pause on either side so that the watch samples the process
+# before and after it.
+ALLOCATING = """
+import ctypes, json, sys, time
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+def step():
+    blocks = [libc.malloc(8 << 20) for _ in range(12)]
+    for block in blocks:
+        ctypes.memset(block, 1, 8 << 20)
+    for block in blocks:
+        libc.free(ctypes.c_void_p(block))
+for _ in range(3):
+    step()
+time.sleep(0.5)
+start = time.time()
+for _ in range(int(sys.argv[1])):
+    step()
+busy = time.process_time() + float(sys.argv[2])
+while time.process_time() < busy:
+    pass
+end = time.time()
+time.sleep(0.5)
+print(json.dumps([start, end]))
+"""
+STEPS_WATCHED = 4
+BUSY_S = 0.3
+PAGES_A_STEP = 12 * (8 << 20) // 4096
+
+
+@pytest.mark.parametrize("mode", ["fixed", "default"])
+def test_the_malloc_control_keeps_freed_heap_mapped_and_the_watch_sees_its_faults(mode):
+    """bench/fidelity_image.py's --malloc: glibc's own malloc gives a step's freed heap back to the OS and the next
+    step page-faults all of it back in (the noise the fidelity pairs showed), the fixed settings keep it mapped; the
+    watch counts those faults and the CPU time in the watched process from outside and reads the settings in its
+    environment."""
+    from bench.malloc_control import SETTINGS, malloc_env, unmet
+    from bench.process_watch import ProcessWatch
+
+    env = malloc_env(mode, {**os.environ, "MALLOC_TOP_PAD_": "0"})  # an inherited setting does not leak into default
+    assert (env.get("MALLOC_TOP_PAD_"), unmet(mode, env)) == (SETTINGS["MALLOC_TOP_PAD_"] if mode == "fixed" else None,
+                                                              None)
+    with ProcessWatch(lambda argv: ALLOCATING in argv) as watch:
+        done = subprocess.run([sys.executable, "-c", ALLOCATING, str(STEPS_WATCHED), str(BUSY_S)],
+                              capture_output=True, text=True, check=True, timeout=TIMEOUT_S, env=env)
+    assert unmet(mode, watch.environ) is None, watch.environ
+    used = watch.between(*json.loads(done.stdout))
+    assert BUSY_S - 0.02 <= used.cpu_s < 3 * BUSY_S, used  # CPU time (10 ms ticks), not wall: the same when loaded
+    faults = used.faults / STEPS_WATCHED
+    if mode == "fixed":
+        assert faults < PAGES_A_STEP / 20, faults
+    else:
+        assert faults > PAGES_A_STEP / 2, faults
+
+
+def test_fidelity_image_malloc_modes_are_named_and_another_is_refused(capsys):
+    from bench import fidelity_image
+
+    with pytest.raises(SystemExit) as exit_info:
+        fidelity_image.main(["--malloc", "jemalloc", "--quick"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--malloc: invalid choice: 'jemalloc'" in err and "'fixed', 'default'" in err
+
+
+def test_the_rank_s_steps_window_is_its_train_start_to_its_first_evaluation(tmp_path):
+    """fidelity_image counts the rank's faults from its TRAIN_START to the end of its last step, when its evaluation
+    begins (then TRAIN_END), from rank 0's events."""
+    from bench import fidelity_image
+    from case_runners.rank.driver import events as ev
+
+    node = tmp_path / "localhost_noderank0"
+    node.mkdir()
+    lines = [(ev.INIT_START, 1000), (ev.TRAIN_START, 2000), (ev.EPOCH_END, 9000), (ev.EVALUATE_BEGIN, 9500),
+             (ev.EVALUATE, 9900), (ev.EVALUATE_BEGIN, 11000), (ev.TRAIN_END, 12000)]
+    ev.events_path(node, 0).write_text("".join(json.dumps({"event": name, "value": {}, "metadata": {"time_ms": ms}})
+                                               + "\n" for name, ms in lines))
+    assert fidelity_image.rank_window(tmp_path) == (2.0, 9.5)
+
+
+
+# A process that starts short-lived children (`true`) one after another for argv[1] seconds.
+SPAWNING = """
+import subprocess, sys, time
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    subprocess.run(["true"])
+"""
+
+
+def test_the_watch_s_process_tree_skips_processes_that_end_while_it_is_read():
+    """A process that ended between the read of its parent's children and the read of its own tasks made the watch's
+    thread raise (FileNotFoundError on /proc/<pid>/task) and the bench stop ('the rank was not seen running'), as
+    it did mid-run. Walked over and over while children come and go: never an error."""
+    from bench.process_watch import descendants
+
+    spawner = subprocess.Popen([sys.executable, "-c", SPAWNING, "1.5"])
+    try:
+        walks = 0
+        while spawner.poll() is None:
+            descendants(os.getpid())
+            walks += 1
+    finally:
+        spawner.kill()
+        spawner.wait(timeout=TIMEOUT_S)
+    assert walks > 0
