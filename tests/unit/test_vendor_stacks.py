@@ -1,8 +1,9 @@
 """A vendor's own training stack (vendors/vendor_stacks.py): its stack.yaml checked, naming the key, the file and the
 allowed values; selected by the case key's framework field with its params vendor-mutable for that selection only,
 its configs in the vendor case's <stack>/ folder and its pins joining the case's; check-vendor's findings; and the
-test chip's stack run through `run` (tasks/training/vendor_stack.py): its program trains from perfplay's inputs,
-perfplay measures its stream, a stream without a field fails the rank naming it, a stop is forwarded."""
+rank's side (tasks/training/vendor_stack.py): a stream without a field is refused naming it, a failing program's
+exit code and last lines are kept, a stop is forwarded. The test chip's stack trains through the playbook in
+tests/integration/test_new_chip.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -18,20 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.cases.llama.prepare import prepare_text
 from case_runners.cli.main import main as cli
 from case_runners.core.errors import ConfigError, PerfplayError
-from case_runners.core.paths import PROJECT_ENV, project_root
+from case_runners.core.paths import project_root
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.layering import resolve
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank import stop_request
-from case_runners.rank.driver.dllogger import metric_series, read_dllogger
 from case_runners.tasks.training import vendor_stack
 from case_runners.vendors.description import load_vendor
 from case_runners.vendors.vendor_stacks import load_stack
-from process_helpers import RUN_S
-from testchip import chip_project
 
 REPO = project_root()
 STACK_YAML = """\
@@ -176,61 +172,22 @@ def test_check_vendor_checks_the_stack_folder_and_its_configs(project: Path, cap
 
 # -- the rank: the stack's program runs, perfplay measures ---------------------------------------------------------
 
-RUN_SHAPE = ["--set", "seq_len=32", "--set", "max_steps=6", "--set", "log_freq=1", "--set", "eval_every_steps=0",
-             "--set", "eval_samples=8", "--set", "warmup_steps=1"]
+def stack_stream(steps: int = 6) -> list[str]:
+    """A stream as a stack writes it (tests/vendor_testchip/stacks/tinytrain/train.py): a line per step, then the
+    evaluation."""
+    def line(step: int, data: dict) -> str:
+        return "DLLL " + json.dumps({"timestamp": 1.0e9 + step, "elapsedtime": step, "datetime": None, "type": "LOG",
+                                     "step": [1, step], "data": data})
 
-
-@pytest.fixture(scope="session")
-def stack_run(tmp_path_factory) -> Path:
-    """The test chip's own stack (tests/vendor_testchip/stacks/tinytrain) training the llama tiny shape through
-    `run`: 2 ranks, 6 steps (its config_TC1x1x2.yaml). The case's directory."""
-    root = tmp_path_factory.mktemp("vendor_stack")
-    project = chip_project(root / "project")
-    src = root / "text"
-    src.mkdir()
-    for i in range(8):
-        (src / f"doc{i}.py").write_text("".join(f"def f{i}_{k}(x):\n    return x * {k} + {i}\n" for k in range(40)))
-    prepare_text(src, root / "data", "bytes", held_out=0.25, log=lambda line: None)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", PROJECT_ENV: str(project)}
-    done = subprocess.run([sys.executable, "-m", "case_runners", "run", "llama:tinytrain:TC1:1:2:1", "--vendor",
-                           "testchip", "--dataset-path", str(root / "data"), "--results-dir", str(root / "results"),
-                           "--no-monitors", *RUN_SHAPE], cwd=REPO, env=env, capture_output=True, text=True,
-                          check=False, timeout=RUN_S)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: short of the target
-    (run_dir,) = (root / "results").glob("run*")
-    return run_dir / "llama_tinytrain_TC1x1x2"
-
-
-def test_the_stacks_program_trains_and_the_round_is_measured_as_any(stack_run: Path):
-    case = stack_run
-    record = json.loads((case / "round1" / "round_record.json").read_text())
-    assert record["framework"] == "tinytrain" and record["status"] in ("success", "not_converged")
-    assert record["throughput"]["unit"] == "tokens/s" and record["throughput"]["total"] > 0
-    assert record["mfu"]["basis"] == "p_core" and record["mfu"]["flops_per_sample"] > 0
-    assert record["metrics"]["samples"] == 6 * 2 * 4 * 32  # tokens: steps x ranks x batch x seq_len
-    node = next((case / "round1").glob("*_noderank0"))
-    rank0 = json.loads((node / "rank0.result.json").read_text())
-    assert rank0["status"] in ("success", "not_converged") and rank0["steps"] == 6
-    assert 0 < rank0["final_metric"] < 5.6  # the program's held-out loss, below a uniform guess over 257 bytes
-    assert rank0["optimizer"] == "tinytrain (the stack's own)" and rank0["standard_optimizer"] == "AdamW"
-    stack_lines = [e for e in read_dllogger(node / "rank0.stack.dllogger.json") if "train.loss" in e.data]
-    assert rank0["core_time"] == pytest.approx(sum(e.data["step_time"] for e in stack_lines))
-    assert rank0["p_core"] == pytest.approx(6 * 8 * 32 / rank0["core_time"])
-    own = metric_series(read_dllogger(node / "rank0.dllogger.json"), "train.loss")  # perfplay's own stream
-    assert own == [((1, e.step[1]), e.data["train.loss"]) for e in stack_lines]
-    inputs = json.loads((node / "rank1.stack_inputs.json").read_text())
-    assert inputs["model"]["hidden"] == 256 and inputs["seq_len"] == 32 and inputs["rank"] == 1
-    assert (inputs["global_batch"], inputs["batch_per_rank"], inputs["max_steps"]) == (8, 4, 6)
-    assert inputs["stack_params"] == {"omit": ""} and inputs["stream"] == str(node / "rank1.stack.dllogger.json")
-    assert inputs["schedule"] == {"lr": 0.003, "warmup_steps": 1, "decay": "cosine", "min_lr": 0.0,
-                                  "decay_steps": 6}
+    return [*(line(s, {"train.loss": 8.0 - s, "step_time": 0.5, "samples": 256, "train.lr": 0.003})
+              for s in range(1, steps + 1)), line(steps, {"eval.held_out_loss": 3.9, "eval_time": 0.1})]
 
 
 @pytest.mark.parametrize("omit", ["train.loss", "step_time", "samples"])
-def test_a_stream_that_lacks_a_field_fails_naming_it(stack_run: Path, tmp_path: Path, omit: str):
-    """The stream of the run above passes; with a field left out of its third step line (the test stack's param
-    omit leaves one out of every line), without its evaluation or a step, it is refused naming what it lacks."""
-    lines = (next((stack_run / "round1").glob("*_noderank0")) / "rank0.stack.dllogger.json").read_text().splitlines()
+def test_a_stream_that_lacks_a_field_fails_naming_it(tmp_path: Path, omit: str):
+    """A whole stream passes; with a field left out of its third step line (the test stack's param omit leaves one
+    out of every line), without its evaluation or a step, it is refused naming what it lacks."""
+    lines = stack_stream()
     stream = tmp_path / "rank0.stack.dllogger.json"
     stream.write_text("\n".join(lines) + "\n")
     steps, evals = vendor_stack.read_stream(stream, "held_out_loss", 6)
