@@ -20,11 +20,11 @@ import pytest
 
 from case_runners.cli.main import main as cli
 from case_runners.core.errors import ConfigError, PerfplayError
-from case_runners.core.paths import project_root
+from case_runners.core.paths import PROJECT_ENV, project_root
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.layering import resolve
 from case_runners.plan.run_plan import make_plan
-from case_runners.rank import stop_request
+from case_runners.rank import stop_request, worker
 from case_runners.tasks.training import vendor_stack
 from case_runners.vendors.description import load_vendor
 from case_runners.vendors.vendor_stacks import load_stack
@@ -204,6 +204,41 @@ def test_a_stream_that_lacks_a_field_fails_naming_it(tmp_path: Path, omit: str):
         with pytest.raises(PerfplayError) as raised:
             vendor_stack.read_stream(stream, "held_out_loss", 6)
         assert str(raised.value) == f"{stream}: {message}"
+
+
+FAKE_PROGRAM = """\
+import json, os, sys, time
+inputs = json.load(open(os.environ["PERFPLAY_STACK_INPUTS"]))
+with open(inputs["stream"], "w") as stream:
+    for step in range(1, inputs["max_steps"] + 1):
+        data = {"train.loss": 2.0, "samples": inputs["global_batch"] * inputs["seq_len"]}
+        stream.write("DLLL " + json.dumps({"timestamp": time.time(), "elapsedtime": 0, "type": "LOG",
+                                           "step": [1, step], "data": data}) + "\\n")
+print("trained", inputs["max_steps"], "steps on", inputs["model"]["name"])
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("exit_code, reason", [
+    (0, "rank0.stack.dllogger.json: the line of step [1, 1] lacks step_time (a step line needs numbers train.loss, "
+        "step_time, samples: tasks/training/vendor_stack.py); the mega stack's last output:\ntrained 3 steps on tiny"),
+    (3, "the mega stack's command exited with 3: ")])
+def test_a_rank_whose_program_fails_or_writes_a_stream_without_a_field_fails_naming_it(
+        project: Path, tmp_path: Path, monkeypatch, exit_code: int, reason: str):
+    """The rank (worker.main, in this process) runs the stack's command and fails naming what the stream lacks, or
+    the program's exit code, with the program's last lines."""
+    (project / "vendor/cpu/stacks/mega/train.py").write_text(FAKE_PROGRAM)
+    (project / SHOWN).write_text(STACK_YAML.replace("--tp-from-inputs", f"\"{exit_code}\""))
+    monkeypatch.setenv(PROJECT_ENV, str(project))
+    config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2, "overrides": {"max_steps": 3}},
+                              project)
+    assert errors == []
+    path = tmp_path / "resolved_config.json"
+    path.write_text(json.dumps(config.to_json()))
+    assert worker.main(str(path), str(tmp_path / "logs")) == 1
+    result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
+    assert result["status"] == "failed" and reason in result["reason"]
+    assert result["reason"].endswith("trained 3 steps on tiny")
 
 
 def test_a_failing_program_names_its_exit_code_and_a_stop_is_forwarded(tmp_path: Path, monkeypatch):
