@@ -9,7 +9,9 @@ their ranges. Every violation names the key and the file it came from.
 
 Its optional `stacks:` lists the built-in stacks it runs on besides pytorch (plan/config/stacks.py): the selection's
 framework picks one, whose vendor configs are in the vendor case's <stack>/ folder and whose params (zero_stage)
-are vendor-mutable; another stack's params are the plan's error when a layer sets one, and are not resolved.
+are vendor-mutable; another stack's params are the plan's error when a layer sets one, and are not resolved. The
+framework may also name one of the vendor's own stacks whose `cases` list the case (vendors/vendor_stacks.py): its
+vendor configs are in the same <stack>/ folder, its params vendor-mutable for that selection only.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from case_runners.records.resolved import (
 from case_runners.records.schema import ABSENT
 from case_runners.vendors.description import VendorDescription, vendor_info
 from case_runners.vendors.layout import vendor_config_dir
+from case_runners.vendors.vendor_stacks import VendorStack, stacks_for_case
 
 
 def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
@@ -101,6 +104,36 @@ def _stacks(base: dict[str, Any], shown: str) -> list[str]:
 def frameworks(base: dict[str, Any]) -> list[str]:
     """The frameworks a loaded case base runs on: its own (pytorch) first, then its stacks."""
     return [base.get("framework", PYTORCH), *base[STACKS_KEY]]
+
+
+def choose_framework(sel: Selection, base: dict[str, Any], base_file: str, vendor: str,
+                     root: Path) -> VendorStack | None:
+    """The selection's framework checked against the loaded case base's (its own and built-in stacks) and the
+    vendor's own stacks for the case, read only when it names neither; a vendor stack's params joined to the base
+    (with_vendor_stack) and the stack returned. ConfigError naming the key and the allowed frameworks."""
+    own, *stacks = frameworks(base)
+    if sel.framework in (own, *stacks) and (not sel.framework_version or sel.framework == own):
+        return None
+    theirs = stacks_for_case(root, vendor, sel.case)
+    if sel.framework not in theirs or sel.framework_version:
+        also = f" and the stacks {base_file} lists ({', '.join(stacks)})" if stacks else ""
+        raise ConfigError(f"unknown framework '{sel.framework_key}': case '{sel.case}' is written for {own}{also}",
+                          key=f"{sel.source}.framework", file=RUN_VARS_FILE,
+                          allowed=[own, f"{own}_<version>", *stacks, *theirs])
+    with_vendor_stack(base, theirs[sel.framework])
+    return theirs[sel.framework]
+
+
+def with_vendor_stack(base: dict[str, Any], stack: VendorStack) -> None:
+    """A loaded case base with the vendor stack's params (vendors/vendor_stacks.py), vendor-mutable for this
+    selection only; ConfigError for one the case or the trainer already has."""
+    taken = sorted(set(stack.params) & set(base["params"]))
+    if taken:
+        raise ConfigError(f"is already a param of case '{base.get('case')}' (or the trainer's): a stack's params are "
+                          f"its own", key=f"params.{taken[0]}", file=stack.shown)
+    base["params"] = {**base["params"], **stack.params}
+    base["constraints"] = {**base["constraints"], **stack.constraints}
+    base["mutable"] = [*base["mutable"], *stack.params]
 
 
 def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dict[str, Any], base_file: str,
@@ -234,13 +267,10 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
         base, base_file = load_case_base(sel.case, root)
     except ConfigError as exc:
         return None, [exc]
-    own, *stacks = frameworks(base)
-    if sel.framework not in (own, *stacks) or (sel.framework_version and sel.framework != own):
-        also = f" and the stacks {base_file} lists ({', '.join(stacks)})" if stacks else ""
-        return None, [ConfigError(f"unknown framework '{sel.framework_key}': case '{sel.case}' is written for "
-                                  f"{own}{also}",
-                                  key=f"{sel.source}.framework", file=RUN_VARS_FILE,
-                                  allowed=[own, f"{own}_<version>", *stacks])]
+    try:
+        vendor_stack = choose_framework(sel, base, base_file, vendor.name, root)
+    except ConfigError as exc:
+        return None, [exc]
     vendor_file = vendor_config_path(root, vendor.name, sel)
     if not vendor_file.is_file():
         available = sorted(p.stem.removeprefix("config_") for p in vendor_file.parent.glob("config_*.yaml"))
@@ -251,6 +281,8 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     errors: list[ConfigError] = []
     params = dict(base["params"])
     provenance = {key: base_file for key in params}
+    if vendor_stack is not None:
+        provenance.update(dict.fromkeys(vendor_stack.params, vendor_stack.shown))
     vendor_shown = display_path(vendor_file, root)
     try:
         apply_layer(params, provenance, load_mapping(vendor_file, root), constraints=base["constraints"],

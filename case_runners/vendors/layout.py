@@ -4,7 +4,9 @@ vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite a
 vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,
 vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml (the case's generate task),
 environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers),
-csrc/setup.py and <stack>/config_<HW>x<nnodes>x<nproc>.yaml (a built-in stack's configs: plan/config/stacks.py).
+csrc/setup.py and <stack>/config_<HW>x<nnodes>x<nproc>.yaml (a stack's configs: a built-in stack's,
+plan/config/stacks.py, or the vendor's own); the vendor's own stacks, stacks/<name>/stack.yaml and requirements.txt
+(vendors/vendor_stacks.py).
 Stdlib only.
 """
 
@@ -24,6 +26,9 @@ GENERATE_FILE = "generate.yaml"  # per case: the params of the case's generate t
 ENV_FILE = "environment_variables.sh"
 EXTERN_DIR = "extern"
 ADAPTER_FILE = "trainer_adapter.py"
+STACKS_DIR = "stacks"  # the vendor's own stacks: stacks/<name>/
+STACK_FILE = "stack.yaml"
+STACK_REQUIREMENTS = "requirements.txt"
 # A hardware name (a vendor.yaml hardware key, the <HW> of config files; FlagPerf's names too: BI-V100, 9100, a
 # vendor.yaml key written as a YAML string).
 HARDWARE_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
@@ -40,6 +45,10 @@ def vendor_dir(root: Path, vendor: str) -> Path:
 def vendor_engines(root: Path, vendor: str) -> list[str]:
     """The compilers of a vendor: vendor/<vendor>/engines/<compiler>.py."""
     return sorted(p.stem for p in (vendor_dir(root, vendor) / "engines").glob("*.py") if p.stem != "__init__")
+
+
+def stacks_dir(root: Path, vendor: str) -> Path:
+    return vendor_dir(root, vendor) / STACKS_DIR
 
 
 def vendor_case_dir(root: Path, vendor: str, case: str) -> Path:
@@ -68,7 +77,8 @@ def case_requirements(root: Path, vendor: str, case: str, task: str | None,
     """The requirements files of a case of `task` (training when None) on `framework`, in install order: the
     standard case's requirements.txt (case_runners/cases/<case>/[inference/]requirements.txt), which
     vendor/<v>/cases/<case>/<v>_requirements.txt replaces when present (a vendor that needs other pins), the
-    stack's pins (plan/config/stacks.py requirements_file), then the vendor case's requirements.txt."""
+    stack's pins (a built-in stack's, plan/config/stacks.py requirements_file, or the vendor stack's
+    stacks/<name>/requirements.txt), then the vendor case's requirements.txt."""
     standard = root / "case_runners" / "cases" / case
     if task == INFERENCE:
         standard /= "inference"  # the folder of the case's inference pipeline
@@ -76,4 +86,6 @@ def case_requirements(root: Path, vendor: str, case: str, task: str | None,
     replacement = case_dir / f"{vendor}_requirements.txt"
     found = [replacement if replacement.is_file() else standard / "requirements.txt",
              root / requirements_file(framework), case_dir / "requirements.txt"]
+    if framework != PYTORCH:  # a vendor stack's pins, where the framework is one (built-in ones have no such folder)
+        found.insert(2, stacks_dir(root, vendor) / framework / STACK_REQUIREMENTS)
     return [f for f in found if f.is_file()]

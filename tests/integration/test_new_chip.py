@@ -1,7 +1,8 @@
 """A new chip is a folder: the test chip (tests/vendor_testchip/, not shipped) is scaffolded with new-vendor, filled in
 as a vendor engineer fills the TODO(vendor) lines, passes check-vendor --functional, trains digits_cnn 1x2 to
 convergence through ansible-playbook run_case.yml on its own backend (testccl), device probe and extern adapter, and
-runs its base suite (its base.yaml) through the playbook with no code, each figure against its vendor.yaml peak."""
+runs its base suite (its base.yaml) through the playbook with no code, each figure against its vendor.yaml peak; and
+trains the llama case on its own training stack (stacks/tinytrain) through the playbook."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from case_runners.cases.llama.prepare import prepare_text
 from case_runners.plan.config.benchmarks import peak_for
 from case_runners.plan.config.resolved import BASE
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.yaml_io import load_mapping
+from case_runners.rank.driver.dllogger import metric_series, read_dllogger
 from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
 from testchip import PEAK_BF16, fill_hardware
 
@@ -84,6 +87,48 @@ def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, result
     assert "testchip adapter: backward" in log and "replaces: " + ", ".join(ADAPTED) in log
     assert "kernel cache /tmp/testchip-kernels" in log, "its environment_variables.sh applies in the host runtime"
     assert record["monitors"][node.name]["testchip"]["samples"] > 0, "the chip's own monitor ran"
+
+
+def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_cleanup(checkout, results_dir, tmp_path):
+    """The chip's own stack (stacks/tinytrain: its program trains the llama tiny shape from perfplay's inputs and
+    writes the stream) on two ranks, as any case: the monitors sample, the round is recorded from the stream, no
+    pid file or program is left."""
+    src = tmp_path / "text"
+    src.mkdir()
+    for i in range(8):
+        (src / f"doc{i}.py").write_text("".join(f"def f{i}_{k}(x):\n    return x * {k} + {i}\n" for k in range(40)))
+    prepare_text(src, tmp_path / "data", "bytes", held_out=0.25, log=lambda line: None)
+    run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
+        "perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir), "perfplay_run_id": "newchip-stack",
+        "perfplay_cases": [{"case": "llama", "framework": "tinytrain", "nproc": 2, "data_dir": str(tmp_path / "data"),
+                            "overrides": {"seq_len": 32, "max_steps": 6, "log_freq": 1, "eval_every_steps": 0,
+                                          "eval_samples": 8, "warmup_steps": 1}}]}), env={"OMP_NUM_THREADS": "1"})
+    assert run.rc == 0, run.output[-3000:]
+    round_dir = results_dir / "newchip-stack" / "llama_tinytrain_TC1x1x2" / "round1"
+    record = json.loads((round_dir / "round_record.json").read_text())
+    assert record["framework"] == "tinytrain" and record["status"] in ("success", "not_converged")
+    assert record["throughput"]["unit"] == "tokens/s" and record["metrics"]["samples"] == 6 * 2 * 4 * 32
+    assert record["mfu"]["basis"] == "p_core" and record["mfu"]["flops_per_sample"] > 0
+    (node,) = [p for p in round_dir.iterdir() if p.is_dir()]
+    assert record["monitors"][node.name]["testchip"]["samples"] > 0, "the chip's monitor sampled the round"
+    rank0 = json.loads((node / "rank0.result.json").read_text())
+    assert rank0["steps"] == 6 and 0 < rank0["final_metric"] < 5.6  # the program's held-out loss: below a uniform
+    assert rank0["optimizer"] == "tinytrain (the stack's own)" and rank0["standard_optimizer"] == "AdamW"  # guess
+    stack_lines = [e for e in read_dllogger(node / "rank0.stack.dllogger.json") if "train.loss" in e.data]
+    assert rank0["core_time"] == pytest.approx(sum(e.data["step_time"] for e in stack_lines))  # p_core: its steps
+    assert rank0["p_core"] == pytest.approx(6 * 8 * 32 / rank0["core_time"])
+    own = metric_series(read_dllogger(node / "rank0.dllogger.json"), "train.loss")  # perfplay's own stream
+    assert own == [((1, e.step[1]), e.data["train.loss"]) for e in stack_lines]
+    inputs = json.loads((node / "rank1.stack_inputs.json").read_text())
+    assert inputs["model"]["hidden"] == 256 and inputs["seq_len"] == 32 and inputs["rank"] == 1
+    assert (inputs["global_batch"], inputs["batch_per_rank"], inputs["max_steps"]) == (8, 4, 6)
+    assert inputs["stack_params"] == {"omit": ""} and inputs["stream"] == str(node / "rank1.stack.dllogger.json")
+    assert inputs["schedule"] == {"lr": 0.003, "warmup_steps": 1, "decay": "cosine", "min_lr": 0.0,
+                                  "decay_steps": 6}
+    assert list(results_dir.rglob("*.pid")) == []
+    left = subprocess.run(["pgrep", "-f", str(checkout / "vendor/testchip/stacks/tinytrain")], capture_output=True,
+                          text=True, check=False)
+    assert left.stdout == "", "no program of the stack outlives its round"
 
 
 def test_the_device_probe_bounds_nproc_before_any_rank_starts(checkout, results_dir):

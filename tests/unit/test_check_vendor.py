@@ -12,7 +12,7 @@ from case_runners.cli import main as cli
 from case_runners.core.paths import project_root
 from case_runners.plan.config.benchmarks import BENCHMARKS, ONE
 from case_runners.vendors.check.run import check_vendor
-from testchip import fill_hardware
+from testchip import chip_project
 
 OVERLAY = project_root() / "tests" / "vendor_testchip"
 
@@ -20,21 +20,7 @@ OVERLAY = project_root() / "tests" / "vendor_testchip"
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """A project copy with vendor/testchip scaffolded and filled in (tests/vendor_testchip)."""
-    root = tmp_path / "project"
-    ignore = shutil.ignore_patterns("__pycache__")
-    for folder in ("case_runners", "vendor"):
-        shutil.copytree(project_root() / folder, root / folder, ignore=ignore)
-    shutil.copy(project_root() / "requirements-case.txt", root)
-    assert cli.main(["new-vendor", "testchip", "--device", "cpu", "--backend", "testccl", "--hardware", "TC1",
-                     "--root", str(root)]) == 0
-    vendor = root / "vendor" / "testchip"
-    shutil.copy(OVERLAY / "runtime.py", vendor)
-    shutil.copy(OVERLAY / "monitor.py", vendor)
-    shutil.copytree(OVERLAY / "cases", vendor / "cases", dirs_exist_ok=True)
-    shutil.copytree(OVERLAY / "engines", vendor / "engines")
-    shutil.copy(OVERLAY / "base.yaml", vendor)
-    fill_hardware(vendor)
-    return root
+    return chip_project(tmp_path / "project")
 
 
 def lines(root: Path, name: str = "testchip") -> list[str]:

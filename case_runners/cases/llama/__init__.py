@@ -2,11 +2,13 @@
 its check and its preparation from a text tree are in data.py, dataset.py and prepare.py.
 
 The plan's hooks (standard library only: plan/layering.py imports this package): FLOPs per sample (a token) of
-the params' shape and sequence length, their convention, and what the shape cannot hold.
+the params' shape and sequence length, their convention, and what the shape cannot hold; and the inputs a vendor
+stack trains from (stack_inputs: tasks/training/vendor_stack.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from case_runners.cases.llama import data, shapes
@@ -27,3 +29,32 @@ def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
     except ValueError as exc:
         return [*shapes.plan_problems(params), (data.DATA_SPLIT, str(exc))]
     return shapes.plan_problems(params)
+
+
+def stack_inputs(params: dict[str, Any], data_dir: str | None) -> dict[str, Any]:
+    """What a vendor stack (tasks/training/vendor_stack.py) needs of the case to train the same workload: the shape
+    (shapes.py, one definition: every field of the named shape with the params' vocab), seq_len, the data (its dir
+    and format: perfplay's token files, or a Megatron indexed dataset's prefix and data_split), the optimizer and
+    the lr schedule (case.py build_optimizer: AdamW, weight decay on the matrices only, linear warmup then cosine
+    decay to 0 at max_steps) and the held-out sequences evaluated at the end."""
+    shape = shapes.shape_of(params)
+    prefixes = data.index_prefixes(data_dir) if data_dir else []
+    return {
+        "model": {"name": shapes.canonical(str(params["model"])),
+                  **{k: v for k, v in dataclasses.asdict(shape).items() if k != "description"},
+                  "head_dim": shape.head_dim},
+        "seq_len": int(params["seq_len"]),
+        "data": {"dir": data_dir,
+                 "format": "megatron_indexed" if prefixes else data.FORMAT_NAME,
+                 "prefix": str(prefixes[0]) if prefixes else None,
+                 "data_split": list(data.split_weights(params)) if prefixes else None},
+        "optimizer": {"name": "AdamW", "weight_decay": float(params["weight_decay"]),
+                      "weight_decay_on": "matrices (parameters of 2 or more dimensions)",
+                      "betas": [float(params["adam_beta1"]), float(params["adam_beta2"])],
+                      "eps": float(params["adam_eps"]), "max_grad_norm": float(params["max_grad_norm"])},
+        "schedule": {"lr": float(params["lr"]), "warmup_steps": int(params["warmup_steps"]), "decay": "cosine",
+                     "min_lr": 0.0, "decay_steps": int(params["max_steps"])},
+        "eval": {"samples": int(params["eval_samples"]), "metric": "held_out_loss",
+                 "what": "the mean cross-entropy (nats per token) over the first eval.samples sequences of the "
+                         "held-out split"},
+    }

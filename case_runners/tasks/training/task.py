@@ -1,7 +1,8 @@
 """A training rank's task (the rank runtime runs it: case_runners/rank/worker.py).
 
-Loads the vendor's extern/ adapter (tasks/training/adapter.py) where the vendor case has one, over the points of the
-stack the config names (tasks/training/stacks/; none for pytorch), joins the process group,
+A vendor's own stack runs its program (tasks/training/vendor_stack.py). Else: loads the vendor's extern/ adapter
+(tasks/training/adapter.py) where the vendor case has one, over the points of the built-in stack the config names
+(tasks/training/stacks/; none for pytorch), joins the process group,
 builds the case and trains; the trainer writes the events (and through them the rank's dllogger stream,
 rank/driver/dllogger.py), the rank runtime the result.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.stacks import PYTORCH, STACKS
 from case_runners.rank import stop_request
 from case_runners.rank.driver import events as ev
 from case_runners.rank.driver.dllogger import TrainingStream
@@ -38,6 +40,10 @@ def load_case_builder(case: str) -> Callable[[dict[str, Any], RunContext], Train
 def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
     """Train one rank; the fields of its result (records/rank.py TrainingRankResult) but rank, world_size and
     e2e_time."""
+    if config.framework not in (PYTORCH, *STACKS):  # a vendor's own stack: its program trains
+        from case_runners.tasks.training import vendor_stack
+
+        return vendor_stack.run(config, config_path, log, env)
     import torch
 
     from case_runners.plan.config.shared_params import TrainerParams

@@ -32,12 +32,15 @@ from case_runners.vendors.layout import (
     EXTERN_DIR,
     GENERATE_FILE,
     MONITOR_FILE,
+    STACK_FILE,
     VENDOR_FILE,
     adapter_file,
+    stacks_dir,
     vendor_dir,
 )
 from case_runners.vendors.plugin_source import Point, source_arity
 from case_runners.vendors.scaffold import README_SECTIONS, missing_sections, smallest_selection
+from case_runners.vendors.vendor_stacks import load_stack, stack_names, stacks_for_case
 
 README = "README.md"
 REQUIRED = (VENDOR_FILE, README, MONITOR_FILE, "docker_image/pytorch/Dockerfile",
@@ -73,8 +76,29 @@ def check_structure(name: str, root: Path) -> list[Finding]:
     cases = sorted(p for p in (folder / "cases").iterdir() if p.is_dir()) if (folder / "cases").is_dir() else []
     if not cases:
         found.append(error(f"{shown}/cases", "adapts no case: add vendor/<vendor>/cases/<case>/config_<HW>x1x1.yaml"))
+    found += _vendor_stacks(name, root)
     for case in cases:
         found += _case(name, vendor, case, root)
+    return found
+
+
+def _vendor_stacks(vendor: str, root: Path) -> list[Finding]:
+    """The vendor's own stacks (vendors/vendor_stacks.py): each stack.yaml loads, and the cases it lists exist."""
+    found: list[Finding] = []
+    for name in stack_names(root, vendor):
+        shown = display_path(stacks_dir(root, vendor) / name / STACK_FILE, root)
+        try:
+            stack = load_stack(root, vendor, name)
+        except ConfigError as exc:
+            found.append(error(exc.file or shown, str(exc).removeprefix(f"{exc.file}: ")))
+            continue
+        unknown = [case for case in stack.cases if case not in list_cases()]
+        if unknown:
+            found.append(error(shown, f"key 'cases': unknown case '{unknown[0]}' (allowed: {', '.join(list_cases())})"))
+            continue
+        pins = " and its requirements.txt" if stack.requirements else ""
+        found.append(ok(shown, f"runs {', '.join(stack.cases)}: {' '.join(stack.command)}{pins}; params "
+                               f"{', '.join(stack.params) or 'none'}"))
     return found
 
 
@@ -154,7 +178,7 @@ def _case(vendor: str, info: VendorDescription, folder: Path, root: Path) -> lis
         match = CONFIG_NAME.match(path.name)
         if match:
             found += _config(vendor, info, folder.name, path, match, root)
-        elif path.is_dir() and path.name in STACKS:
+        elif path.is_dir() and (path.name in STACKS or path.name in stack_names(root, vendor)):
             found += _stack_configs(vendor, info, folder.name, path, root)
         elif path.name.startswith("config_"):
             found.append(error(display_path(path, root), "is not named config_<HW>x<nnodes>x<nproc>.yaml"))
@@ -186,6 +210,11 @@ def _stack_configs(vendor: str, info: VendorDescription, case: str, folder: Path
     where the case lists the stack in its config.yaml."""
     shown = display_path(folder, root)
     stacks = frameworks(load_case_base(case, root)[0])[1:] if case in list_cases() else []
+    if folder.name not in stacks and folder.name in stack_names(root, vendor):  # the vendor's own
+        try:
+            stacks.extend(stacks_for_case(root, vendor, case))
+        except ConfigError:  # _vendor_stacks names it
+            return []
     if folder.name not in stacks:
         return [error(shown, f"case '{case}' does not run on the {folder.name} stack (its config.yaml stacks: "
                              f"{', '.join(stacks) or 'none'})")]

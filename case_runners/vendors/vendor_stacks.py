@@ -1,0 +1,146 @@
+"""A vendor's own training stacks: vendor/<vendor>/stacks/<name>/stack.yaml, loaded and checked.
+
+A vendor stack is the vendor's training program (FlagPerf's in_container cases: a Megatron fork in the vendor's
+image). perfplay launches it per rank as it launches any rank, hands it the inputs that make runs comparable and
+measures what it writes (tasks/training/vendor_stack.py). Its folder:
+
+    stack.yaml         name (the folder's), description, cases it runs (e.g. [llama]), command (an argv list run
+                       per rank like a torchrun worker: relative paths are the folder's files, {python} the rank's
+                       Python), params (its own, vendor-mutable where it runs: {name: {default: ..., <range>}} as
+                       plan/config/constraints.py declares them)
+    requirements.txt   optional: its pins, installed with the case's
+    ...                its own code
+
+A case key's framework field names it (`llama:<name>:...`). Every bad key, type or path is a ConfigError naming the
+key, the file and the allowed values. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+from case_runners.core.errors import ConfigError
+from case_runners.core.paths import display_path
+from case_runners.plan.config.constraints import Constraint, declare_params
+from case_runners.plan.config.stacks import PYTORCH, STACKS
+from case_runners.plan.config.yaml_io import load_mapping
+from case_runners.vendors.layout import STACK_FILE, STACK_REQUIREMENTS, stacks_dir
+
+PYTHON = "{python}"  # in a command: the rank's Python (sys.executable)
+PLACEHOLDERS = (PYTHON,)
+KEYS = ("name", "description", "cases", "command", "params")
+REQUIRED = ("name", "cases", "command")
+# A framework field: no ':' or '-', and no '_<digits>' (selection.py reads that as a version)
+NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)*$")
+NAME_RULE = "lower-case words of letters and digits joined by _, each starting with a letter"
+PLACEHOLDER = re.compile(r"\{[^}]*\}")
+
+
+@dataclasses.dataclass(frozen=True)
+class VendorStack:
+    """A checked stack.yaml."""
+
+    name: str
+    dir: Path  # vendor/<vendor>/stacks/<name>
+    shown: str  # its stack.yaml, as messages name it
+    description: str
+    cases: tuple[str, ...]
+    command: tuple[str, ...]  # as written: {python} and paths relative to dir (argv() resolves them)
+    params: dict[str, Any]  # its params' defaults
+    constraints: dict[str, Constraint]
+
+    @property
+    def requirements(self) -> Path | None:
+        """Its requirements.txt, where it has one."""
+        path = self.dir / STACK_REQUIREMENTS
+        return path if path.is_file() else None
+
+    def argv(self, python: str) -> list[str]:
+        """The command to run: {python} the rank's Python, an argument naming a file of the folder its absolute
+        path."""
+        return [python if arg == PYTHON else str(self.dir / arg) if _in_folder(self.dir, arg) else arg
+                for arg in self.command]
+
+
+def stack_names(root: Path, vendor: str) -> list[str]:
+    """The vendor's stack folders (each with a stack.yaml or not: load_stack says what is wrong)."""
+    folder = stacks_dir(root, vendor)
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) \
+        if folder.is_dir() else []
+
+
+def vendor_stacks(root: Path, vendor: str) -> dict[str, VendorStack]:
+    """Every stack of the vendor, loaded; ConfigError for the first that is not right."""
+    return {name: load_stack(root, vendor, name) for name in stack_names(root, vendor)}
+
+
+def stacks_for_case(root: Path, vendor: str, case: str) -> dict[str, VendorStack]:
+    """The vendor's stacks that run the case (their `cases` list it)."""
+    return {name: stack for name, stack in vendor_stacks(root, vendor).items() if case in stack.cases}
+
+
+def load_stack(root: Path, vendor: str, name: str) -> VendorStack:
+    """vendor/<vendor>/stacks/<name>/stack.yaml, checked; ConfigError naming the key, the file, the allowed values."""
+    folder = stacks_dir(root, vendor) / name
+    path = folder / STACK_FILE
+    shown = display_path(path, root)
+    if not path.is_file():
+        raise ConfigError(f"is missing: a vendor stack's folder needs its {STACK_FILE}", file=shown)
+    data = load_mapping(path, root)
+    unknown = sorted(set(data) - set(KEYS), key=str)
+    if unknown:
+        raise ConfigError("unknown key", key=str(unknown[0]), file=shown, allowed=KEYS)
+    missing = [key for key in REQUIRED if key not in data]
+    if missing:
+        raise ConfigError("is missing", key=missing[0], file=shown, allowed=KEYS)
+    if data["name"] != name:
+        raise ConfigError(f"{data['name']!r} is not the stack's folder name", key="name", file=shown, allowed=[name])
+    if not NAME.match(name) or name == PYTORCH or name in STACKS:
+        why = "is a built-in stack's name" if name in (PYTORCH, *STACKS) else f"is not a stack name ({NAME_RULE})"
+        raise ConfigError(why, key="name", file=shown, allowed=[NAME_RULE, f"not {', '.join((PYTORCH, *STACKS))}"])
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigError("must be a string", key="description", file=shown)
+    cases = data["cases"]
+    if not isinstance(cases, list) or not cases or not all(isinstance(c, str) and c for c in cases):
+        raise ConfigError("must be a non-empty list of case names", key="cases", file=shown, allowed=["[llama]"])
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        raise ConfigError("must be a mapping of params to {default: ..., <range>}", key="params", file=shown)
+    defaults, constraints = declare_params(params, file=shown, prefix="params.")
+    return VendorStack(name=name, dir=folder, shown=shown, description=description, cases=tuple(cases),
+                       command=tuple(_command(data["command"], folder, shown)), params=defaults,
+                       constraints=constraints)
+
+
+def _command(command: Any, folder: Path, shown: str) -> list[str]:
+    """An argv list: strings, the first {python} or a file of the folder; placeholders {python} only; an argument
+    that is a relative path (with a '/' or a file suffix) a file of the folder."""
+    rule = f"a list of strings, the first {PYTHON} or a file of {folder.name}/ (e.g. [{PYTHON}, train.py])"
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
+        raise ConfigError("must be a non-empty argv list", key="command", file=shown, allowed=[rule])
+    for i, arg in enumerate(command):
+        key = f"command[{i}]"
+        for placeholder in PLACEHOLDER.findall(arg):
+            if placeholder not in PLACEHOLDERS or arg != placeholder:
+                raise ConfigError(f"{arg!r}: {placeholder} is not a placeholder (a whole argument)", key=key,
+                                  file=shown, allowed=PLACEHOLDERS)
+        if arg == PYTHON or arg.startswith("-") or Path(arg).is_absolute():
+            continue
+        path_like = "/" in arg or Path(arg).suffix in (".py", ".sh")
+        if (path_like or i == 0) and not _in_folder(folder, arg):
+            raise ConfigError(f"{arg!r} is not a file of the stack's folder ({folder.name}/)", key=key, file=shown,
+                              allowed=sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                                             if p.is_file() and p.name != STACK_FILE)[:20])
+    return command
+
+
+def _in_folder(folder: Path, arg: str) -> bool:
+    """Whether a relative argument names a file inside the folder (not above it)."""
+    if Path(arg).is_absolute() or arg.startswith("-"):
+        return False
+    path = (folder / arg).resolve()
+    return path.is_file() and path.is_relative_to(folder.resolve())
