@@ -8,6 +8,9 @@ CPU time and the load average. Target: within 2 %. --case picks the pair:
 - llama: the tiny shape (seq_len 256, batch 16: the cpu vendor's config) against a bare transformers loop written
   plainly here (llama_bare_loop), at the thread count the harness's rank ran at (its round record's
   environment.threads).
+Both sides run with the same glibc malloc settings (--malloc fixed, the default; bench/malloc_control.py), as
+bench/fidelity_image.py's do: with glibc's own (--malloc default) each step page-faults back in the heap the step
+before gave back, in a number each process's history sets (llama tiny: 65-99 thousand faults a step).
 --quick: one pair of 3 steps (llama: 2), the smallest real measurement (which one pair cannot judge).
 """
 
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.alternation import Timing, add_pair_options, pair_sizes, run_timed
+from bench.malloc_control import MODE_SHOWN, add_malloc_option, malloc_env
 from bench.verdict import LoadWatch, bounded, judge, summary
 from case_runners.core.cli_io import ArgumentParser
 from case_runners.records.round import RECORD_NAME, RoundRecord
@@ -211,7 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     add_pair_options(parser, "harness/bare", f"optimizer steps per process (llama: default {LLAMA_STEPS[0]}, quick "
                      f"{LLAMA_STEPS[1]}); resnet50's", STEPS, bounded(1 - TARGET, 1 + TARGET),
                      f"LOW..HIGH harness/bare ratio (default {1 - TARGET:g}..{1 + TARGET:g})")
+    add_malloc_option(parser)
     args = parser.parse_args(argv)
+    # Both sides' processes inherit this process's environment (`case_runners run` -> launcher -> rank, as
+    # bench/fidelity_image.py shows from /proc): the same glibc malloc settings on both (bench/malloc_control.py).
+    settings = malloc_env(args.malloc)
+    os.environ.clear()
+    os.environ.update(settings)
     pair_of = PAIRS[args.case]
     steps, pairs = pair_sizes(args, pair_of.steps)
     ratios: list[float] = []
@@ -233,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             ratios.append(values["harness"] / values["bare"])
     print(f"\n{pair_of.shown.format(steps=steps, threads=threads)}, {pairs} pairs: {pair_of.what} "
           f"{summary(ratios, fmt='.4f')}")
+    print(f"malloc {args.malloc} on both sides ({MODE_SHOWN[args.malloc]})")
     print(load.line())
     result = judge(ratios, args.target)
     print(result.line("fidelity: harness / bare", fmt=".4f"))

@@ -427,3 +427,33 @@ def test_the_watch_s_process_tree_skips_processes_that_end_while_it_is_read():
         spawner.kill()
         spawner.wait(timeout=TIMEOUT_S)
     assert walks > 0
+
+
+@pytest.mark.parametrize("mode", ["fixed", "default"])
+def test_fidelity_runs_both_sides_of_every_pair_under_the_malloc_mode(mode, monkeypatch, capsys):
+    """bench/fidelity.py's sides are processes that inherit its environment: the mode's settings are in it, or none
+    of them (even one exported before) with --malloc default."""
+    from bench import fidelity
+    from bench.alternation import Timing
+    from bench.malloc_control import SETTINGS
+
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "4096")  # exported by the user: default removes it, fixed replaces it
+    seen: list[dict[str, str | None]] = []
+
+    def bare(params, steps, threads):
+        seen.append({name: os.environ.get(name) for name in SETTINGS})
+        return 1.0, Timing(0.0, 0.0)
+
+    def harness(steps, results):
+        return bare({}, steps, 1)[0], {}, 1, Timing(0.0, 0.0)
+
+    fake = fidelity.Pair((1, 1), "samples/s", harness, bare, "fake ({steps} steps, {threads} threads)", "ratio")
+    monkeypatch.setitem(fidelity.PAIRS, "resnet50", fake)
+    try:
+        fidelity.main(["--malloc", mode, "--pairs", "1", "--quick"])
+    finally:
+        os.environ.pop("MALLOC_MMAP_THRESHOLD_", None)  # main set them in this process's environment for its sides
+        os.environ.pop("MALLOC_TOP_PAD_", None)
+    expected = {name: (str(value) if mode == "fixed" else None) for name, value in SETTINGS.items()}
+    assert seen == [expected, expected], seen
+    assert f"malloc {mode} on both sides" in capsys.readouterr().out
