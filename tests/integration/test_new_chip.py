@@ -23,6 +23,7 @@ from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.rank.driver.dllogger import metric_series, read_dllogger
 from playbook_run import REPO, checkout_copy, flat, launched_anything, run_playbook
+from process_helpers import SHORT_S
 from testchip import PEAK_BF16, fill_hardware
 
 OVERLAY = REPO / "tests" / "vendor_testchip"
@@ -127,7 +128,7 @@ def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_clea
                                   "decay_steps": 6}
     assert list(results_dir.rglob("*.pid")) == []
     left = subprocess.run(["pgrep", "-f", str(checkout / "vendor/testchip/stacks/tinytrain")], capture_output=True,
-                          text=True, check=False)
+                          text=True, check=False, timeout=SHORT_S)
     assert left.stdout == "", "no program of the stack outlives its round"
 
 
