@@ -28,6 +28,13 @@ _BATCH = {"type": "int", "min": 1, "max": 65_536}  # per rank
 _PATH = {"type": "str", "max_length": 4096}
 
 AMP_DTYPES = ("fp16", "bf16")  # what amp autocasts to: fp16 trains with a GradScaler, bf16 without
+
+
+def precision_name(amp: bool, amp_dtype: str, tf32: bool) -> str:
+    """What a training round computes in, the name MFU's peak is taken at: amp_dtype with amp, else tf32 or fp32."""
+    if amp:
+        return amp_dtype
+    return "tf32" if tf32 else "fp32"
 DDP, FSDP = "ddp", "fsdp"  # data_parallel: DistributedDataParallel, or FSDP2's fully_shard (plan/config/parallel.py)
 
 

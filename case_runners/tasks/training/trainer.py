@@ -31,7 +31,7 @@ import torch
 
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import CHECKPOINT_DIR
-from case_runners.plan.config.shared_params import FSDP, TrainerParams
+from case_runners.plan.config.shared_params import FSDP, TrainerParams, precision_name
 from case_runners.rank import stop_request
 from case_runners.rank.driver import events as ev
 from case_runners.records import names
@@ -64,9 +64,7 @@ class Precision:
 
     @property
     def name(self) -> str:
-        if self.amp:
-            return self.amp_dtype
-        return "tf32" if self.tf32 else "fp32"
+        return precision_name(self.amp, self.amp_dtype, self.tf32)
 
     @property
     def dtype(self) -> torch.dtype | None:

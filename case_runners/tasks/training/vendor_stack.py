@@ -44,6 +44,7 @@ from typing import IO, Any, cast
 from case_runners.core import files
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import project_root
+from case_runners.plan.config.shared_params import precision_name
 from case_runners.rank import stop_request
 from case_runners.rank.driver import events as ev
 from case_runners.rank.driver.dllogger import (
@@ -79,10 +80,10 @@ def stream_path(log_dir: Path, rank: int) -> Path:
 
 
 def precision(params: dict[str, Any], vendor_amp_dtype: str) -> str:
-    """What the round computes in (the trainer's Precision.name): the amp dtype with amp, else tf32 or fp32."""
-    if params.get("amp"):
-        return str(params.get("amp_dtype") or vendor_amp_dtype)
-    return "tf32" if params.get("tf32") else "fp32"
+    """What the round computes in, as the trainer's Precision.name: the amp dtype (the vendor's where the params
+    leave it "") with amp, else tf32 or fp32."""
+    return precision_name(bool(params.get("amp")), str(params.get("amp_dtype") or vendor_amp_dtype),
+                          bool(params.get("tf32")))
 
 
 def stack_inputs(config: ResolvedConfig, stack: VendorStack, env: DistEnv, log_dir: Path) -> dict[str, Any]:
