@@ -37,10 +37,9 @@ from case_runners.views.compare.runs import (
     regressions,
 )
 from case_runners.views.compare.runs_cli import OPTION
-from testchip import fill_hardware
+from testchip import chip_project
 
 REPO = project_root()
-OVERLAY = REPO / "tests" / "vendor_testchip"
 # Half the batch where the per-step overhead (bf16 autocast's casts, a logged step) outweighs the compute: the
 # smallest sizes, where it is about half the samples/s (measured on two cores), a direction a loaded machine does not
 # turn round. lr 0.002: steps of one or two samples diverge at the case's 0.05.
@@ -132,25 +131,10 @@ def _run(results: Path, *args: str, env: dict[str, str] = ENV) -> Path:
     return run_dir
 
 
-def _testchip_project(root: Path) -> Path:
-    """A project copy with vendor/testchip scaffolded and filled in (tests/vendor_testchip), as a vendor has it."""
-    for folder in ("case_runners", "vendor"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "requirements-case.txt", root)
-    assert cli.main(["new-vendor", "testchip", "--device", "cpu", "--backend", "testccl", "--hardware", "TC1",
-                     "--root", str(root)]) == 0
-    vendor = root / "vendor" / "testchip"
-    for name in ("runtime.py", "monitor.py"):
-        shutil.copy(OVERLAY / name, vendor)
-    shutil.copytree(OVERLAY / "cases", vendor / "cases", dirs_exist_ok=True)
-    fill_hardware(vendor)
-    return root
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("compare_runs")
-    project = _testchip_project(root / "project")
+    project = chip_project(root / "project")
     return {
         "full": _run(root / "full", *DIGITS, "--step", str(STEPS), "--batch-size", str(BATCH), "--repeat", "2"),
         "half": _run(root / "half", *DIGITS, "--step", str(STEPS), "--batch-size", str(BATCH // 2)),
