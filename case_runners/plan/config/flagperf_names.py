@@ -30,6 +30,7 @@ class Name:
     perfplay: str | None  # None: no counterpart
     note: str
     files: tuple[str, ...] = ()  # (run settings) the FlagPerf files that set it
+    role: str = ""  # (LLM params) what it is in the global batch or the run's length, computed with the others
 
 
 _ALL = (TEST_CONF, HOST_YAML)
@@ -148,15 +149,134 @@ ADAPTER_POINTS: tuple[Name, ...] = (
 )
 AUTOCAST = "autocast"  # a FlagPerf adapter that uses torch.<device>.amp.autocast maps to this point
 
-# FlagPerf case name -> perfplay's, where it is the same model (training or inference).
+# FlagPerf case name -> perfplay's, where it is the same model (training or inference). FlagPerf's LLMs map to their
+# model case, named by the llama case's shape (cases/llama/shapes.py SHAPES): LLM_MODELS, a part of this table.
+LLM_MODELS: dict[str, str] = {"llama2_7b": "llama2_7b", "llama3_8B": "llama3_8b", "llama2_70B": "llama2_70b",
+                              "llama3_70B": "llama3_70b", "aquila2_7b": "aquila2_7b",
+                              "aquila2_7B_container": "aquila2_7b", "aquila2_34B_container": "aquila2_34b",
+                              "aquila2_70B_container": "aquila2_70b", "mixtral_8x7B": "mixtral_8x7b",
+                              "qwen1.5_MoE": "qwen1.5_moe", "chatglm3_6b": "chatglm3_6b",
+                              "baichuan2_13b": "baichuan2_13b"}
 CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert", "mobilenetv2": "mobilenetv2",
                               "vit": "vit", "efficientnet": "efficientnet", "swin_transformer": "swin_transformer",
-                              "bigtransfer": "bigtransfer", "detr": "detr"}
+                              "bigtransfer": "bigtransfer", "detr": "detr", **LLM_MODELS}
+
+# FlagPerf's LLM training frameworks (the <framework> of training/<vendor>/<case>-<framework>/) and the stack a config
+# of each becomes (plan/config/stacks.py): deepspeed is a built-in stack; the others are Megatron forks a vendor
+# brings as a vendor stack (vendor/<vendor>/stacks/<name>/stack.yaml, vendors/vendor_stacks.py), megatron being no
+# built-in stack.
+VENDOR_STACK = "vendor/<vendor>/stacks/<name>/"
+LLM_FRAMEWORKS: tuple[Name, ...] = (
+    Name("deepspeed", "deepspeed", "the built-in stack; zero_stage from the folder's ds_config.json"),
+    Name("megatron-deepspeed", VENDOR_STACK, "Megatron-DeepSpeed: a vendor stack"),
+    Name("megatron", VENDOR_STACK, "Megatron-LM (megatron-core) in the vendor's image: a vendor stack"),
+    Name("flagscale", VENDOR_STACK, "FlagScale, BAAI's Megatron fork: a vendor stack"),
+    Name("in_container", VENDOR_STACK, "the Megatron fork (FlagScale) the vendor's image carries: a vendor stack; "
+         "<case>-in_container/config.py laid over training/benchmarks/<case>/in_container/config.py, as FlagPerf "
+         "does"),
+)
+DS_CONFIG = "ds_config.json"  # a deepspeed folder's DeepSpeed config (config/ds_config.json), its keys dotted below
+# The parallelism params a vendor stack takes under these names (its stack.yaml params) where it has them; a built-in
+# stack has none of them (deepspeed's is zero_stage).
+STACK_PARALLELISM = ("tensor_parallel", "pipeline_parallel", "micro_batch", "recompute")
+# The roles of LLM_PARAMS' rows computed together: batch_size = the global batch (given, or micro x accumulation x
+# data-parallel ranks) / ranks; max_steps = the steps, or the tokens / seq_len / the global batch.
+GLOBAL, MICRO, ACCUMULATION, STEPS, TOKENS = "global", "micro", "accumulation", "steps", "tokens"
+_GLOBAL = "the global batch (sequences per optimizer step): batch_size = it / ranks (nnodes x nproc)"
+_MICRO = "the micro batch per rank: the vendor stack's micro_batch; the global batch is micro x accumulation x " \
+         "data-parallel ranks (ranks / (TP x PP))"
+_DATA = "the data is perfplay's: the selection's data_dir (the llama case reads Megatron's .bin/.idx as they are)"
+_PEAK = "the chip's peak is vendor.yaml's hardware flops; perfplay's FLOPs per token give MFU"
+_HOME = "where the vendor's stack lives in its image: the vendor stack's command (stack.yaml)"
+_SCALE = "FlagScale's own launcher settings: its train yaml (outside FlagPerf's tree) holds the parallelism, " \
+         "a vendor stack runs it"
+
+# The names of FlagPerf's LLM configs (config_<HW>x<N>x<P>.py of the frameworks above, in_container's config.py, the
+# keys of a deepspeed folder's ds_config.json) and perfplay's: the model case's params, the stack's (zero_stage,
+# STACK_PARALLELISM) or none.
+LLM_PARAMS: tuple[Name, ...] = (
+    Name("seqlength", "seq_len", "tokens per sequence"),
+    Name("SEQLENGTH", "seq_len", "tokens per sequence (in_container)"),
+    Name("GLOBAL_BATCHSIZE", "batch_size", f"{_GLOBAL} (in_container)", role=GLOBAL),
+    Name("gbs", "batch_size", _GLOBAL, role=GLOBAL),
+    Name("batchsize", "batch_size", f"deepspeed: the micro batch per rank, x its ds_config.json's "
+         f"gradient_accumulation_steps = batch_size (perfplay steps every batch: the same global batch); the "
+         f"others: {_MICRO}", role=MICRO),
+    Name("localbs", "micro_batch", f"{_MICRO}; Megatron's global batch is its script's --global-batch-size",
+         role=MICRO),
+    Name("MICRO_BATCHSIZE", "micro_batch", f"{_MICRO} (in_container)", role=MICRO),
+    Name("accumulate_steps", "batch_size", "gradient accumulation: the global batch is micro x it x data-parallel "
+         "ranks; perfplay's trainer steps every batch", role=ACCUMULATION),
+    Name("gradient_accumulation_steps", "batch_size", f"({DS_CONFIG}) the same as accumulate_steps", role=ACCUMULATION),
+    Name("train_steps", "max_steps", "the run's optimizer steps", role=STEPS),
+    Name("steps", "max_steps", "the run's optimizer steps (FlagScale)", role=STEPS),
+    Name("TRAINING_TOKENS", "max_steps", "tokens / seq_len = FlagPerf's --train-samples; / the global batch = "
+         "max_steps, rounded up (in_container)", role=TOKENS),
+    Name("train_tokens", "max_steps", "tokens / seq_len = samples; / the global batch = max_steps, rounded up",
+         role=TOKENS),
+    Name("tensor_parallel", "tensor_parallel", "TP: a vendor stack's param"),
+    Name("TENSOR_PARALLEL", "tensor_parallel", "TP: a vendor stack's param (in_container)"),
+    Name("pipeline_parallel", "pipeline_parallel", "PP: a vendor stack's param"),
+    Name("PIPELINE_PARALLEL", "pipeline_parallel", "PP: a vendor stack's param (in_container)"),
+    Name("recompute", "recompute", "activation recomputation: a vendor stack's param"),
+    Name("gradient_checkpointing_enable", "activation_checkpointing", "the trainer's"),
+    Name("zero_optimization.stage", "zero_stage", f"({DS_CONFIG}) the deepspeed stack's ZeRO stage"),
+    Name("precision", "amp_dtype", "bf16 or fp16, with amp: true"),
+    Name("bf16.enabled", "amp_dtype", f"({DS_CONFIG}) bf16, with amp: true"),
+    Name("fp16.enabled", "amp_dtype", f"({DS_CONFIG}) fp16, with amp: true"),
+    Name("epochs", None, "FlagPerf's passes over its data file: the run stops at max_steps (the model case's)"),
+    Name("flashattn", None, "the attention kernel is the stack's (it owns the kernels)"),
+    Name("padlength", None, "sequences are seq_len tokens of the flat data, never padded"),
+    Name("theoryflops", None, _PEAK),
+    Name("flops_16bit", None, _PEAK),
+    Name("flops", None, _PEAK),
+    Name("FLOPS_DIR", None, _PEAK),
+    Name("tokenizer_path", None, _DATA),
+    Name("tokenizer", None, _DATA),
+    Name("datafilename", None, _DATA),
+    Name("dataset", None, _DATA),
+    Name("DATA_DIR", None, _DATA),
+    Name("DATASET", None, _DATA),
+    Name("megatron_path", None, _HOME),
+    Name("mixtral_iluvatar_path", None, _HOME),
+    Name("FLAGSCALE_HOME", None, _HOME),
+    Name("scale_parent", None, _HOME),
+    Name("scale_home", None, _HOME),
+    Name("scale_download_cmd", None, _HOME),
+    Name("scale_install_cmd", None, _HOME),
+    Name("scale_conf_dir", None, _SCALE),
+    Name("configyaml", None, _SCALE),
+    Name("trainyaml", None, _SCALE),
+    Name("datasetyaml", None, _SCALE),
+    Name("cmds", None, _SCALE),
+    Name("flagscale_chip_type", None, _SCALE),
+    Name("flagscale_ssh_port", None, _SCALE),
+    Name("ckpt", None, "a continued training's checkpoint: perfplay's model cases train from the seed"),
+    Name("load_ckpt_dir", None, "a continued training's checkpoint: perfplay's model cases train from the seed"),
+    Name("prompt", None, "llava's prompts: not a case perfplay has"),
+    Name("energon_locate_cmd", None, "llava's data: not a case perfplay has"),
+    Name("SSH_PORT", None, "the inventory's ansible_port (cluster_conf.py's SSH_PORT)"),
+    Name("net_cmd", None, "the vendor's network environment: vendor/<vendor>/cases/<case>/environment_variables.sh"),
+    Name("env_cmd", None, "the vendor's environment: vendor/<vendor>/cases/<case>/environment_variables.sh"),
+    Name("BKCL_SOCKET_IFNAME", None, "the vendor's network environment: environment_variables.sh"),
+    Name("WORLD_SIZE", None, "ranks are the selection's nnodes x nproc, set by perfplay's launcher"),
+    Name("DP_SIZE", None, "data-parallel ranks: ranks / (TP x PP), the stack's"),
+    Name("NUM_MICROBATCHES", None, "micro batches per step: the global batch / (micro batch x data-parallel ranks), "
+         "the stack's"),
+    Name("train_micro_batch_size_per_gpu", None, f"({DS_CONFIG}) the config's batchsize is the micro batch"),
+    Name("train_batch_size", None, f"({DS_CONFIG}) the global batch: batchsize x accumulation x ranks"),
+)
 
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}
 _PARAMS = {n.flagperf: n for n in PARAMS}
 _ADAPTER_POINTS = {n.flagperf: n for n in ADAPTER_POINTS}
+_LLM_PARAMS = {n.flagperf: n for n in LLM_PARAMS}
+
+
+def llm_param(name: str) -> Name | None:
+    """The row of a name of FlagPerf's LLM configs (a ds_config.json key dotted: zero_optimization.stage)."""
+    return _LLM_PARAMS.get(name)
 
 
 def adapter_point(name: str) -> Name | None:

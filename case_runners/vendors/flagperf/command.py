@@ -38,7 +38,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                                                "perfplay's: inventory, run vars, vendor configs; report each item")
     p.add_argument("path", help="a FlagPerf checkout, or one of its config files (test_conf.py, cluster_conf.py, "
                                 "inference/configs/host.yaml, training/<vendor>/<case>-<framework>/config/"
-                                "config_<HW>x<N>x<P>.py)")
+                                "config_<HW>x<N>x<P>.py, training/<vendor>/<case>-in_container/config.py)")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"the folder to write into (default: ./{DEFAULT_OUT}); "
                                                       f"'.' in a perfplay checkout puts vendor configs in place")
     p.add_argument("--force", action="store_true", help="replace files that exist (default: keep them)")

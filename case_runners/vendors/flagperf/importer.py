@@ -8,6 +8,8 @@ the vendor configs training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<
   run vars for `-e @FILE`;
 - vendor/<vendor>/cases/<case>/config_<HW>x<N>x<P>.yaml: the params plan/config/flagperf_names.py maps, checked against
   the case; beside it the case folder's environment_variables.sh and requirements.txt (vendor_folder.py);
+- vendor/<vendor>/cases/<model>/<stack>/config_<HW>x<N>x<P>.yaml from the configs of FlagPerf's LLM stacks
+  (<case>-{megatron,megatron-deepspeed,deepspeed,flagscale}/config/, <case>-in_container/config.py): llm_configs.py;
 - vendor/<vendor>/ for a FlagPerf vendor perfplay lacks: the new-vendor scaffold filled from FlagPerf's tree
   (vendor_facts.py, vendor_folder.py); a vendor perfplay has is compared with its vendor.yaml instead.
 
@@ -35,6 +37,7 @@ from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.inference_config import inference_cases
 from case_runners.plan.layering import load_case_base
 from case_runners.vendors.description import load_vendor, vendor_names
+from case_runners.vendors.flagperf.llm_configs import LlmConfig, llm_case, models_line
 from case_runners.vendors.flagperf.pyconfig import PyConfig, read_config
 from case_runners.vendors.flagperf.report import MAPPED, NONE, READ, SKIPPED, Output, Report, write
 from case_runners.vendors.flagperf.sources import NOT_VENDORS, VENDOR_CONFIG, Sources, find_sources
@@ -65,6 +68,7 @@ class Importer:
         self.vendors = vendor_names(root)
         self.skipped_seen: set[str] = set()  # a sibling file's statements, reported once
         self.case_dirs: dict[tuple[str, str], Path] = {}  # (vendor, perfplay case): its FlagPerf case folder
+        self.llm_outputs: dict[str, LlmConfig] = {}  # an LLM config's output path: the config that writes it
         # vendor: the run settings that are its vendor.yaml's (VENDOR_SETTINGS), with their source
         self.vendor_settings: dict[str, list[dict[str, tuple[Any, str]]]] = {}  # one dict per settings file
         # vendor: the same settings as test_conf.py's comments list them (for a vendor no settings file names)
@@ -100,6 +104,8 @@ class Importer:
             self._host_yaml(sources.host_yaml)
         for path in sources.vendor_configs:
             self._vendor_config(path)
+        for path in sources.in_container_configs:
+            self.llm_config(path, path.resolve().parts[-3], path.resolve().parts[-2], None)
         for (vendor, case), case_dir in sorted(self.case_dirs.items()):
             self.report.outputs += set_up_outputs(self.report, case_dir, vendor, case, self.shown)
             list_adapter(self.report, case_dir, vendor, case, self.shown)
@@ -133,6 +139,10 @@ class Importer:
 
     def _case_of(self, case_dir: str) -> tuple[str | None, str]:
         """perfplay's case for a FlagPerf vendor case folder <model>-<framework>, or None and why not."""
+        llm = llm_case(case_dir)
+        if llm is not None:
+            return llm[0], "" if llm[0] else f"perfplay has no model case '{llm[1]}' (FlagPerf's LLMs it has: " \
+                                               f"{models_line()})"
         model, _, framework = case_dir.rpartition("-")
         if not model:
             return None, f"{case_dir} is not <case>-<framework>"
@@ -149,7 +159,7 @@ class Importer:
                          inference: bool) -> tuple[list[str], int | None] | None:
         """Map a test_conf.py or cluster_conf.py into run_vars; its hosts (HOSTS, SSH_PORT), if it names them."""
         shown = self.shown(path)
-        config = self._read_python(path, shown)
+        config = self.read_python(path, shown)
         hosts = self._settings(config.values, config.where, run_vars, inference)
         self._settings_file(shown, TRAINING_VARS, INVENTORY)
         return hosts
@@ -251,7 +261,7 @@ class Importer:
             run_vars["perfplay_cases"] = {}
             self.report.add(NONE, name, f"{shown} names no CASES: {EMPTY_CASES}")
         why = "" if run_vars["perfplay_cases"] else f". It names no case perfplay has: {EMPTY_CASES}"
-        self._output(name, f"Run vars from FlagPerf {shown}{what}{why}", run_vars)
+        self.output(name, f"Run vars from FlagPerf {shown}{what}{why}", run_vars)
 
     def _port(self, value: Any, source: str, target: str) -> int | None:
         try:
@@ -346,6 +356,9 @@ class Importer:
         match = VENDOR_CONFIG.fullmatch(path.name)
         assert match is not None  # find_sources took only these
         vendor, case_dir = path.resolve().parts[-4], path.resolve().parts[-3]
+        if llm_case(case_dir) is not None:
+            self.llm_config(path, vendor, case_dir, (match["hw"], int(match["nnodes"]), int(match["nproc"])))
+            return
         case, why = self._case_of(case_dir)
         if case is None:
             self.report.add(NONE, shown, why)
@@ -353,7 +366,7 @@ class Importer:
             return
         base, _ = load_case_base(case, self.root)
         self.case_dirs.setdefault((vendor, case), path.parent.parent)
-        config = self._read_python(path, shown)
+        config = self.read_python(path, shown)
         for sibling in config.siblings:
             self.report.file(sibling, READ, "a sibling a vendor config imports", f"read with {shown}")
         params: dict[str, Any] = {}
@@ -364,14 +377,32 @@ class Importer:
             if target is not None:
                 params[target[0]] = target[1]
         hardware = match["hw"]
+        self.check_hardware(vendor, hardware, shown)
+        out = f"vendor/{vendor}/cases/{case}/config_{hardware}x{match['nnodes']}x{match['nproc']}.yaml"
+        self.output(out, f"{case} on {hardware}, from FlagPerf {shown}", params)
+        self.report.file(shown, MAPPED, "a vendor config", f"-> {out} ({len(params)} params)")
+
+    def check_hardware(self, vendor: str, hardware: str, shown: str) -> None:
+        """Report a config's hardware that a vendor perfplay has does not list."""
         if vendor in self.vendors:
             known = sorted(load_vendor(vendor, self.root).hardware)
             if hardware not in known:
                 self.report.add(NONE, shown, f"hardware {hardware} is not in vendor/{vendor}/vendor.yaml (its "
                                              f"hardware: {', '.join(known)}): add it there before this config runs")
-        out = f"vendor/{vendor}/cases/{case}/config_{hardware}x{match['nnodes']}x{match['nproc']}.yaml"
-        self._output(out, f"{case} on {hardware}, from FlagPerf {shown}", params)
-        self.report.file(shown, MAPPED, "a vendor config", f"-> {out} ({len(params)} params)")
+
+    def llm_config(self, path: Path, vendor: str, case_dir: str, scale: tuple[str, int, int] | None) -> None:
+        """A config of FlagPerf's LLM frameworks (llm_configs.py); `scale` (HW, nnodes, nproc) from its name, None
+        for in_container's config.py."""
+        llm = llm_case(case_dir)
+        assert llm is not None
+        model, name, framework = llm
+        shown = self.shown(path)
+        if model is None:
+            why = f"perfplay has no model case '{name}' (FlagPerf's LLMs it has: {models_line()})"
+            self.report.add(NONE, shown, why)
+            self.report.file(shown, NONE, "a vendor config of a case perfplay does not run", why)
+            return
+        LlmConfig(self, path, vendor, model, name, framework).run(scale)
 
     def _param(self, name: str, value: Any, source: str, case: str,
                base: dict[str, Any]) -> tuple[str, Any] | None:
@@ -381,6 +412,12 @@ class Importer:
             return None
         target = row.perfplay if row is not None else name
         assert target is not None
+        note = row.note if row is not None and row.perfplay != name else ""
+        return self.check_param(target, value, source, case, base, note)
+
+    def check_param(self, target: str, value: Any, source: str, case: str, base: dict[str, Any],
+                    note: str = "") -> tuple[str, Any] | None:
+        """perfplay's param `target` of the loaded case base, checked (mutable, in range) and reported."""
         if target not in base["params"]:
             self.report.add(NONE, source, f"perfplay's {case} has no param {target}")
             return None
@@ -393,11 +430,10 @@ class Importer:
         except ConfigError as exc:
             self.report.add(NONE, source, f"-> {target}: {exc}")
             return None
-        note = f"; {row.note}" if row is not None and row.perfplay != name else ""
-        self.report.add(MAPPED, source, f"-> {target}: {json.dumps(checked)}{note}")
+        self.report.add(MAPPED, source, f"-> {target}: {json.dumps(checked)}{f'; {note}' if note else ''}")
         return target, checked
 
-    def _read_python(self, path: Path, shown: str) -> PyConfig:
+    def read_python(self, path: Path, shown: str) -> PyConfig:
         """The config, its skipped statements reported (a sibling file's once); ConfigError when unreadable."""
         try:
             config = read_config(path, shown)
@@ -463,11 +499,11 @@ class Importer:
             if host.lower() in LOCAL_HOSTS:
                 self.report.add(MAPPED, shown, f"HOSTS {host} -> inventory: ansible_connection: local (this machine)")
         data = {"all": {"children": {"perfplay_hosts": {"hosts": entries, "vars": group_vars}}}}
-        self._output(out, f"The hosts of FlagPerf {shown}, in node order (the first is node 0). The perfplay_* "
+        self.output(out, f"The hosts of FlagPerf {shown}, in node order (the first is node 0). The perfplay_* "
                           f"vars are where perfplay lives on each host (docs/run-vars.md, The hosts): change "
                           f"them as you like", data)
 
-    def _output(self, path: str, what: str, data: dict[str, Any]) -> None:
+    def output(self, path: str, what: str, data: dict[str, Any]) -> None:
         self.report.outputs.append(Output(path, f"{what}.", data))
 
 

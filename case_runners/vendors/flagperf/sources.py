@@ -18,8 +18,9 @@ HOST_SUITES = {"inference": HOST_YAML_DIR, "base": ("base", "configs"), "operati
 VENDOR_CONFIG = re.compile(rf"config_(?P<hw>{HARDWARE_NAME})x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
 NOT_VENDORS = ("benchmarks", "run_benchmarks", "utils")  # folders of training/ that are not a vendor's
 # Where a checkout keeps config files, each of which the report names (read, mapped or skipped, with the reason).
+IN_CONTAINER_GLOB = "training/*/*-in_container/config.py"  # FlagPerf's in_container configs (no config/ folder)
 CONFIG_GLOBS = ("training/run_benchmarks/config/*", "training/*/*/config/**/*", "inference/configs/**/*",
-                "base/configs/*", "operation/configs/*", "generate/host.yaml")
+                "base/configs/*", "operation/configs/*", "generate/host.yaml", IN_CONTAINER_GLOB)
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Sources:
     cluster_conf: Path | None = None
     host_yaml: Path | None = None
     vendor_configs: list[Path] = field(default_factory=list)
+    in_container_configs: list[Path] = field(default_factory=list)  # training/<vendor>/<case>-in_container/config.py
     config_files: list[Path] = field(default_factory=list)  # every config file of the checkout (CONFIG_GLOBS)
     vendors: list[str] = field(default_factory=list)  # the vendor folders training/<vendor>/ to import
 
@@ -43,10 +45,12 @@ def find_sources(path: Path) -> Sources:
         found.host_yaml = _file(path.joinpath(*HOST_YAML_DIR, HOST_YAML))
         found.vendor_configs = sorted(p for p in path.glob("training/*/*/config/config_*.py")
                                       if p.parts[-4] not in NOT_VENDORS and VENDOR_CONFIG.fullmatch(p.name))
+        found.in_container_configs = sorted(p for p in path.glob(IN_CONTAINER_GLOB) if p.parts[-3] not in NOT_VENDORS)
         found.config_files = sorted({p for pattern in CONFIG_GLOBS for p in path.glob(pattern) if p.is_file()})
         found.vendors = sorted(p.name for p in path.glob("training/*") if p.is_dir() and p.name not in NOT_VENDORS
                                and (any(p.glob("*/config")) or (p / f"{p.name}_monitor.py").is_file()))
-        if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs):
+        if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs
+                or found.in_container_configs):
             raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
                               f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
                               f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
@@ -71,8 +75,10 @@ def find_sources(path: Path) -> Sources:
             raise ConfigError(f"{path}: cannot tell its vendor and case: a vendor config is "
                               f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
         return Sources(base=path.resolve().parents[4], vendor_configs=[path], vendors=[parts[-4]])
-    raise ConfigError(f"{path} is not a FlagPerf config: expected {TEST_CONF}, {CLUSTER_CONF}, {HOST_YAML} or "
-                      f"config_<HW>x<N>x<P>.py")
+    if name == "config.py" and parts[-2].endswith("-in_container") and len(parts) >= 4 and parts[-4] == "training":
+        return Sources(base=path.resolve().parents[3], in_container_configs=[path], vendors=[parts[-3]])
+    raise ConfigError(f"{path} is not a FlagPerf config: expected {TEST_CONF}, {CLUSTER_CONF}, {HOST_YAML}, "
+                      f"config_<HW>x<N>x<P>.py or <case>-in_container/config.py")
 
 
 def host_suite(path: Path) -> str:

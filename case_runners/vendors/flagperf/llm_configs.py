@@ -1,0 +1,397 @@
+"""FlagPerf's LLM stack configs as perfplay's model-case configs: training/<vendor>/<case>-<framework>/config/
+config_<HW>x<N>x<P>.py of the frameworks plan/config/flagperf_names.py LLM_FRAMEWORKS lists (with the folder's
+ds_config.json), and <case>-in_container/config.py laid over training/benchmarks/<case>/in_container/config.py.
+
+Each becomes vendor/<vendor>/cases/<model>/<stack>/config_<HW>x<N>x<P>.yaml (model: the shape's name, cases/llama/
+shapes.py): the workload as the model case's params (seq_len; the global batch as batch_size per rank, the global
+batch / ranks; tokens as max_steps), the parallelism as the stack's (deepspeed's zero_stage; a vendor stack's
+tensor_parallel, pipeline_parallel, micro_batch, recompute where its stack.yaml declares them). deepspeed is a
+built-in stack; the others need a vendor stack of the vendor folder that runs the model (or the llama case): without
+one, nothing is written and the report says what stack it needs. Every name is reported (LLM_PARAMS), and every
+value checked against the model case (the llama case with the shape, until the model cases exist) and the stack.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from case_runners.cases.llama.shapes import SHAPES
+from case_runners.core.errors import ConfigError
+from case_runners.plan.config.flagperf_names import (
+    ACCUMULATION,
+    CASE_NAMES,
+    DS_CONFIG,
+    GLOBAL,
+    LLM_FRAMEWORKS,
+    MICRO,
+    STACK_PARALLELISM,
+    STEPS,
+    TOKENS,
+    VENDOR_STACK,
+    llm_param,
+)
+from case_runners.plan.config.stacks import STACK_PARAMS, stack_of
+from case_runners.plan.layering import load_case_base, with_vendor_stack
+from case_runners.vendors.description import load_vendor
+from case_runners.vendors.flagperf.report import MAPPED, NONE, READ
+from case_runners.vendors.flagperf.vendor_facts import hardware_names
+from case_runners.vendors.vendor_stacks import VendorStack, stacks_for_case
+
+if TYPE_CHECKING:
+    from case_runners.vendors.flagperf.importer import Importer
+
+IN_CONTAINER = "in_container"
+IN_CONTAINER_CONFIG = "config.py"  # training/<vendor>/<case>-in_container/config.py
+IN_CONTAINER_NPROC = 8  # training/benchmarks/<case>/in_container/singlenode_run.sh: --nproc_per_node 8
+LLAMA = "llama"  # the case every model case is a shape of
+SCRIPT_FLAGS = {"global_batch": "--global-batch-size", "seq_len": "--seq-length"}  # of a Megatron script, literal
+_FRAMEWORKS = sorted((row.flagperf for row in LLM_FRAMEWORKS), key=len, reverse=True)  # megatron-deepspeed first
+
+
+def llm_case(case_dir: str) -> tuple[str | None, str, str] | None:
+    """(perfplay model or None, FlagPerf case, framework) of an LLM case folder <case>-<framework>; None: not one."""
+    for framework in _FRAMEWORKS:
+        if case_dir.endswith(f"-{framework}"):
+            name = case_dir.removesuffix(f"-{framework}")
+            model = CASE_NAMES.get(name)
+            return (model if model in SHAPES else None), name, framework
+    return None
+
+
+def models_line() -> str:
+    return ", ".join(f"{name} -> {model}" for name, model in CASE_NAMES.items() if model in SHAPES)
+
+
+@dataclass
+class Found:
+    """One config's values by role, each with the source that set it."""
+    values: dict[str, tuple[Any, str]] = field(default_factory=dict)
+
+    def get(self, role: str) -> Any:
+        return self.values[role][0] if role in self.values else None
+
+
+class LlmConfig:
+    """One FlagPerf LLM config mapped (the importer's report and outputs)."""
+
+    def __init__(self, importer: Importer, path: Path, vendor: str, model: str, flagperf_case: str,
+                 framework: str) -> None:
+        self.imp, self.path, self.vendor, self.model = importer, path, vendor, model
+        self.flagperf_case, self.framework = flagperf_case, framework
+        self.shown = importer.shown(path)
+        self.report = importer.report
+        self.base_dir = importer.sources.base / "training" / "benchmarks" / flagperf_case / framework
+        self.stack, self.stack_name, self.needs = self._stack()  # the stack, its folder's name, why none ('')
+
+    def run(self, scale: tuple[str, int, int] | None) -> None:
+        """Map the config; `scale` (HW, nnodes, nproc) from its name, None for in_container's (told from it)."""
+        values, where = self._read()
+        found = Found()
+        case = self.model if self.model in self.imp.cases else LLAMA
+        base, _ = load_case_base(case, self.imp.root)
+        if scale is None:
+            hardware = in_container_hardware(self.imp, self.vendor)
+            nnodes, nproc = in_container_scale(values)
+            self.report.add(MAPPED if hardware and not self.needs else NONE, self.shown,
+                            f"FlagPerf's in_container config names no chip and no scale: {nnodes}x{nproc} (8 ranks a "
+                            f"node as its singlenode_run.sh, the nodes TP x PP needs), on "
+                            f"{hardware or 'no hardware: the vendor names none'} (the vendor's default hardware)")
+        else:
+            hardware, nnodes, nproc = scale
+        if self.stack is not None:
+            with_vendor_stack(base, self.stack)
+        params: dict[str, Any] = {}
+        for name, value in values.items():
+            self._name(name, value, self._source(name, where[name]), found, base, params)
+        seq_len = self._seq_len(found, params)
+        self._batch_and_steps(found, seq_len, nnodes, nproc, base, params)
+        self._write(params, hardware, nnodes, nproc)
+
+    def _name(self, name: str, value: Any, source: str, found: Found, base: dict[str, Any],
+              params: dict[str, Any]) -> None:
+        """One name of the config: reported without a counterpart, kept for the batch and steps (its role), or
+        mapped to the model case's or the stack's param (a name without a row passes as it is, if it is one)."""
+        row = llm_param(name)
+        if row is not None and row.perfplay is None:
+            self.report.add(NONE, source, row.note)
+            return
+        if row is not None and row.role:
+            found.values[row.role] = (value, source)
+            return
+        target = row.perfplay if row is not None and row.perfplay else name
+        found.values[target] = (value, source)
+        if row is not None and target == "amp_dtype":
+            self._precision(name, value, source, base, params)
+        elif (target in STACK_PARALLELISM and target not in base["params"]) or \
+                stack_of(target) not in (None, self.stack_name):
+            self.report.add(NONE, source, f"{target}: {value!r}: {self._why(target)}")
+        else:
+            self._set(target, value, source, base, params, note=row.note if row is not None else "")
+
+    # -- reading ------------------------------------------------------------------------------------------------
+
+    def _read(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The config's names (in_container's over its benchmark's base config), then its ds_config.json's keys."""
+        values: dict[str, Any] = {}
+        where: dict[str, str] = {}
+        if self.framework == IN_CONTAINER:
+            standard = self.base_dir / IN_CONTAINER_CONFIG
+            if standard.is_file():
+                config = self.imp.read_python(standard, self.imp.shown(standard))
+                values.update(config.values)
+                where.update(config.where)
+                self.report.file(self.imp.shown(standard), READ, "the base an in_container config is laid over",
+                                 f"read with {self.shown}")
+        config = self.imp.read_python(self.path, self.shown)
+        for sibling in config.siblings:
+            self.report.file(sibling, READ, "a sibling a vendor config imports", f"read with {self.shown}")
+        values.update(config.values)
+        where.update(config.where)
+        ds_config = self.path.parent / DS_CONFIG
+        if ds_config.is_file() and self.path.name != IN_CONTAINER_CONFIG:
+            shown = self.imp.shown(ds_config)
+            try:
+                data = json.loads(ds_config.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ConfigError(f"cannot be read as JSON ({exc})", file=shown) from None
+            if not isinstance(data, dict):
+                raise ConfigError(f"must be a JSON object, got {type(data).__name__}", file=shown)
+            for key, value in _dotted(data).items():
+                values[key], where[key] = value, shown
+            self.report.file(shown, READ, "a DeepSpeed config of a vendor config's folder", f"read with {self.shown}")
+        return values, where
+
+    def _source(self, name: str, where: str) -> str:
+        if where.startswith(f"{self.shown}:"):
+            return f"{where} {name}"
+        return f"{self.shown} {name} (from {where})"
+
+    def _script(self, flag: str) -> tuple[int, str] | None:
+        """A literal number of the benchmark's Megatron script (`--global-batch-size 512`), with its file:line."""
+        if not self.base_dir.is_dir():
+            return None
+        for script in sorted(self.base_dir.glob("*.sh")):
+            text = script.read_text(encoding="utf-8", errors="replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                match = re.search(rf"{re.escape(flag)}\s+([0-9]+)\b", line)
+                if match and not line.lstrip().startswith("#"):
+                    return int(match[1]), f"{self.imp.shown(script)}:{number} {flag}"
+        return None
+
+    # -- the stack ----------------------------------------------------------------------------------------------
+
+    def _stack(self) -> tuple[VendorStack | None, str, str]:
+        """(the vendor stack or None, the stack folder's name, why none: '' when there is a stack)."""
+        if self.framework in STACK_PARAMS:
+            return None, self.framework, ""
+        if self.vendor not in self.imp.vendors:
+            stacks: dict[str, VendorStack] = {}
+        else:
+            stacks = {**stacks_for_case(self.imp.root, self.vendor, LLAMA),
+                      **stacks_for_case(self.imp.root, self.vendor, self.model)}
+        wanted = self.framework.replace("-", "_")
+        chosen = stacks.get(wanted) or (next(iter(stacks.values())) if len(stacks) == 1 else None)
+        if chosen is not None:
+            return chosen, chosen.name, ""
+        what = f"{VENDOR_STACK.replace('<vendor>', self.vendor)}stack.yaml whose cases list {self.model} (or " \
+               f"{LLAMA}), running FlagPerf's {self.framework} with params {', '.join(STACK_PARALLELISM)}"
+        if stacks:
+            return None, "", f"needs a vendor stack: several run {self.model} ({', '.join(stacks)}) and none is " \
+                             f"named {wanted}: name it so ({what})"
+        return None, "", f"needs a vendor stack: {what}"
+
+    # -- params -------------------------------------------------------------------------------------------------
+
+    def _set(self, target: str, value: Any, source: str, base: dict[str, Any], params: dict[str, Any],
+             note: str = "") -> bool:
+        """One param checked against the model case (and its stack) and kept; reported either way."""
+        mapped = self.imp.check_param(target, value, source, self.model, base, note)
+        if mapped is None:
+            return False
+        params[target] = mapped[1]
+        return True
+
+    def _precision(self, name: str, value: Any, source: str, base: dict[str, Any], params: dict[str, Any]) -> None:
+        """precision 'bf16' | 'fp16', or ds_config.json's bf16.enabled / fp16.enabled: amp with that dtype."""
+        if name.endswith(".enabled"):
+            if value is not True:
+                self.report.add(NONE, source, f"{value!r}: only an enabled precision sets amp_dtype")
+                return
+            value = name.split(".")[0]
+        if self._set("amp_dtype", value, source, base, params, note="with amp: true"):
+            params["amp"] = True
+
+    def _seq_len(self, found: Found, params: dict[str, Any]) -> int | None:
+        """The tokens per sequence: the config's (checked against the shape's context) or the script's."""
+        shape = SHAPES[self.model]
+        seq_len = params.get("seq_len")
+        if seq_len is not None and seq_len > shape.max_positions:
+            self.report.add(NONE, found.values["seq_len"][1], f"seq_len {seq_len} is beyond {self.model}'s context "
+                                                              f"({shape.max_positions} tokens, cases/llama/shapes.py)")
+            del params["seq_len"]
+            return None
+        if seq_len is None:
+            script = self._script(SCRIPT_FLAGS["seq_len"])
+            return script[0] if script else None
+        return int(seq_len)
+
+    def _global_batch(self, found: Found, ranks: int) -> tuple[int, str] | None:
+        """The global batch (sequences per optimizer step) and how it was found, or None (reported)."""
+        explicit = found.get(GLOBAL)
+        if explicit is not None:
+            return _positive(explicit), "FlagPerf's global batch"
+        micro, accumulation = found.get(MICRO), found.get(ACCUMULATION)
+        tp, pp = _positive(found.get("tensor_parallel") or 1), _positive(found.get("pipeline_parallel") or 1)
+        if micro is not None and (accumulation is not None or self.framework == "deepspeed"):
+            accumulation = _positive(accumulation if accumulation is not None else 1)
+            if ranks % (tp * pp):
+                raise ValueError(f"{ranks} ranks are not a multiple of TP {tp} x PP {pp}")
+            data_parallel = ranks // (tp * pp)
+            return (_positive(micro) * accumulation * data_parallel,
+                    f"micro {micro} x accumulation {accumulation} x {data_parallel} data-parallel ranks")
+        script = self._script(SCRIPT_FLAGS["global_batch"])
+        if script is not None:
+            return script[0], script[1]
+        return None
+
+    def _batch_and_steps(self, found: Found, seq_len: int | None, nnodes: int, nproc: int,
+                         base: dict[str, Any], params: dict[str, Any]) -> None:
+        """batch_size = the global batch / ranks; max_steps from steps or tokens; the micro batch as the stack's."""
+        ranks = nnodes * nproc
+        sources = [found.values[role][1] for role in (GLOBAL, MICRO, ACCUMULATION) if role in found.values]
+        glob: tuple[int, str] | None = None
+        try:
+            glob = self._global_batch(found, ranks)
+        except ValueError as exc:
+            self._batch_line(sources, f"batch_size: {exc}")
+        if glob is None:
+            if sources:
+                self._batch_line(sources, "batch_size: no global batch (neither a global batch, nor a micro batch "
+                                          "with its accumulation, nor a --global-batch-size in "
+                                          f"{self.imp.shown(self.base_dir)}/*.sh)")
+        elif glob[0] % ranks:
+            self._batch_line(sources, f"batch_size: the global batch {glob[0]} ({glob[1]}) is not a multiple of the "
+                                      f"{ranks} ranks: perfplay's batch_size is per rank")
+        else:
+            first = sources[0] if sources else glob[1]
+            if self._set("batch_size", glob[0] // ranks, first, base, params,
+                         note=f"the global batch {glob[0]} ({glob[1]}) / {ranks} ranks"):
+                self._batch_line(sources[1:], self.report.items[-1].detail, MAPPED)
+        if MICRO in found.values and self.framework != "deepspeed":
+            micro, source = found.values[MICRO]
+            if "micro_batch" in base["params"]:
+                self._set("micro_batch", micro, source, base, params, note="the vendor stack's")
+            else:
+                self.report.add(NONE, source, f"micro_batch: {micro!r}: {self._why('micro_batch')}")
+        if STEPS in found.values:
+            self._set("max_steps", found.get(STEPS), found.values[STEPS][1], base, params)
+        elif TOKENS in found.values:
+            tokens, source = found.values[TOKENS]
+            if glob is None or seq_len is None:
+                self.report.add(NONE, source, "max_steps: tokens need the sequence length and the global batch")
+            else:
+                samples = _positive(tokens) // seq_len
+                self._set("max_steps", max(1, math.ceil(samples / glob[0])), source, base, params,
+                          note=f"{tokens} tokens / {seq_len} = {samples} samples / global batch {glob[0]}, rounded up")
+
+    def _batch_line(self, sources: list[str], detail: str, status: str = NONE) -> None:
+        for source in sources:
+            self.report.add(status, source, detail)
+
+    def _why(self, param: str) -> str:
+        """Why a stack param has no place in the config."""
+        owner = stack_of(param)
+        if owner is not None and owner != self.stack_name:
+            return f"the {owner} stack's param, and this config is FlagPerf's {self.framework}"
+        if self.needs:
+            return "a vendor stack's param, and no vendor stack runs this config (its 'needs a vendor stack' line)"
+        if self.stack is None:
+            return f"the built-in {self.stack_name} stack has no {param} (its params: " \
+                   f"{', '.join(STACK_PARAMS[self.stack_name]) or 'none'})"
+        return f"vendor stack {self.stack.name} has no param {param} (its params: " \
+               f"{', '.join(self.stack.params) or 'none'}): add it to {self.stack.shown}"
+
+    # -- the output ---------------------------------------------------------------------------------------------
+
+    def _write(self, params: dict[str, Any], hardware: str | None, nnodes: int, nproc: int) -> None:
+        if self.needs:
+            self.report.add(NONE, self.shown, self.needs)
+            self.report.file(self.shown, NONE, f"a vendor config of FlagPerf's {self.framework}: needs a vendor "
+                                               f"stack", f"{self.model}, {len(params)} params mapped, not written")
+            return
+        if hardware is None:
+            self.report.file(self.shown, NONE, "an in_container config whose chip cannot be told",
+                             f"vendor/{self.vendor}/ names no hardware")
+            return
+        self.imp.check_hardware(self.vendor, hardware, self.shown)
+        out = f"vendor/{self.vendor}/cases/{self.model}/{self.stack_name}/config_{hardware}x{nnodes}x{nproc}.yaml"
+        first = self.imp.llm_outputs.get(out)
+        if first is not None:  # two frameworks' configs (megatron and flagscale) of one stack and scale
+            if first.framework.replace("-", "_") == self.stack_name or \
+                    self.framework.replace("-", "_") != self.stack_name:
+                self._same_file(self, first, out)
+                return
+            self._same_file(first, self, out)  # the stack's own framework's config wins
+            self.report.outputs = [o for o in self.report.outputs if o.path != out]
+        self.imp.llm_outputs[out] = self
+        self.imp.output(out, f"{self.model} on {hardware} ({self.stack_name} stack), from FlagPerf {self.shown}",
+                        params)
+        self.report.file(self.shown, MAPPED, f"a vendor config of FlagPerf's {self.framework}",
+                         f"-> {out} ({len(params)} params)")
+
+
+    def _same_file(self, loser: LlmConfig, winner: LlmConfig, out: str) -> None:
+        self.report.files.pop(loser.shown, None)
+        self.report.file(loser.shown, NONE, "a vendor config whose file another framework's config writes",
+                         f"{out} is {winner.shown}'s (FlagPerf's {winner.framework}); import this one alone (its "
+                         f"path) to have it instead")
+
+
+def in_container_scale(values: dict[str, Any]) -> tuple[int, int]:
+    """(nnodes, nproc) of an in_container config: 8 ranks a node (its singlenode_run.sh), as many nodes as TP x PP
+    needs."""
+    tp = values.get("TENSOR_PARALLEL", 1)
+    pp = values.get("PIPELINE_PARALLEL", 1)
+    try:
+        per_model = _positive(tp) * _positive(pp)
+    except ValueError:
+        per_model = 1
+    return max(1, math.ceil(per_model / IN_CONTAINER_NPROC)), IN_CONTAINER_NPROC
+
+
+def in_container_hardware(importer: Importer, vendor: str) -> str | None:
+    """The chip of a vendor's in_container configs (FlagPerf names none): vendor.yaml's default_hardware, or for a
+    vendor perfplay lacks the <HW> its pytorch configs use most."""
+    if vendor in importer.vendors:
+        return load_vendor(vendor, importer.root).default_hardware
+    names = hardware_names(importer.sources.base / "training" / vendor)
+    return names[0] if names else None
+
+
+def _positive(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{value!r} is not a number")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise ValueError(f"{value!r} is not a positive number")
+    return number
+
+
+def _dotted(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A JSON object's leaves by dotted key (zero_optimization.stage)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_dotted(value, f"{name}."))
+        else:
+            out[name] = value
+    return out

@@ -1,0 +1,295 @@
+"""`import-flagperf` on FlagPerf's LLM stack configs (megatron, deepspeed, flagscale, in_container), in small
+FlagPerf-shaped trees the tests write in the real formats: the workload becomes the model case's params (the global
+batch per rank, tokens as steps), the parallelism the stack's (deepspeed's ZeRO stage, a vendor stack's TP, PP and
+micro batch), a config without a stack to run it is reported as needing one, and every name is reported."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from case_runners.cases.llama.shapes import SHAPES
+from case_runners.cli.main import main
+from case_runners.core.paths import project_root
+from case_runners.plan.config.flagperf_names import CASE_NAMES, LLM_FRAMEWORKS, LLM_PARAMS, markdown_table
+from case_runners.plan.run_plan import make_plan
+from case_runners.vendors.flagperf.importer import import_flagperf
+
+ROOT = project_root()
+DOC = ROOT / "docs" / "flagperf-migration.md"
+MEGATRON = "training/nvidia/llama3_8B-megatron/config"
+DEEPSPEED = "training/nvidia/chatglm3_6b-deepspeed/config"
+IN_CONTAINER = "training/nvidia/aquila2_7B_container-in_container"
+# FlagPerf's tree (commit 1b5a0303), where this machine has it; the count test is skipped elsewhere
+FLAGPERF_TREE = Path(os.environ.get("PERFPLAY_FLAGPERF_TREE", "/work/flagperf-tree"))
+
+LLM_TREE = {
+    # as training/nvidia/llama3_8B-megatron/config/config_H100x1x8.py, with a recompute as llama2_70B's
+    f"{MEGATRON}/config_H100x1x8.py": """\
+        tokenizer_path = "llama3_8b_hf"
+        localbs = 1
+        train_steps = 300
+        theoryflops = 989000000000000.0
+        megatron_path = "/workspace/Megatron-LM" # need to be aligned with DockerFile
+        tensor_parallel = 2
+        pipeline_parallel = 1
+        recompute = True
+        """,
+    f"{MEGATRON}/training_adapter.sh": 'echo "[Prompt] nvidia adaption is NULL, for other Vendors"\n',
+    "training/benchmarks/llama3_8B/megatron/pretrain_llama3.sh": """\
+        MODEL_ARGS=" \\
+            --num-layers 32 \\
+            --seq-length 8192 \\
+            --global-batch-size 512 \\
+            --attention-softmax-in-fp32"
+        """,
+    f"{DEEPSPEED}/config_H100x1x8.py": """\
+        seqlength = 4096
+        batchsize = 1
+        datafilename = "openwebtext_chatglm3_100M.npy"
+        theoryflops = 989000000000000.0
+        epochs = 1
+        flashattn = True
+        """,
+    f"{DEEPSPEED}/ds_config.json": """\
+        {
+            "gradient_accumulation_steps": 4,
+            "zero_optimization": {"stage": 2, "overlap_comm": false},
+            "bf16": {"enabled": true}
+        }
+        """,
+    f"{IN_CONTAINER}/config.py": """\
+        SSH_PORT = "60022"
+        net_cmd = "export CUDA_DEVICE_MAX_CONNECTIONS=1"
+        flops_16bit = "312000000000000"
+        TENSOR_PARALLEL = 2
+        """,
+    "training/benchmarks/aquila2_7B_container/in_container/config.py": """\
+        DATA_DIR = "/data/aquila2_pretrain"
+        TRAINING_TOKENS = 1000000000
+        TENSOR_PARALLEL = 1
+        PIPELINE_PARALLEL = 1
+        MICRO_BATCHSIZE = 1
+        GLOBAL_BATCHSIZE = 72
+        SEQLENGTH = 2048
+        """,
+    "training/nvidia/llava1.5_7b-flagscale/config/config_H100x4x8.py": "steps = 30\n",
+}
+
+STACK = """\
+    name: {name}
+    description: FlagPerf's Megatron runs, in the vendor's image
+    cases: [llama]
+    command: ["{{python}}", train.py]
+    params:
+      tensor_parallel: {{default: 1, min: 1, max: 64}}
+      pipeline_parallel: {{default: 1, min: 1, max: 64}}
+      micro_batch: {{default: 1, min: 1, max: 1024}}
+    """
+
+
+def write(base: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return base
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return write(tmp_path / "FlagPerf", LLM_TREE)
+
+
+def checkout(tmp_path: Path, *stacks: str) -> Path:
+    """A checkout's copy (its vendor folders, its cases) with nvidia's vendor stacks of these names."""
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(ROOT / "case_runners")
+    for name in stacks:
+        write(root / "vendor/nvidia/stacks" / name, {"stack.yaml": STACK.format(name=name),
+                                                     "train.py": "raise SystemExit('not run here')\n"})
+    return root
+
+
+def lines(report) -> list[str]:
+    return [str(item) for item in report.items]
+
+
+def load(path: Path):
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def plans(root: Path, model: str, stack: str, config: dict, tmp_path: Path) -> dict:
+    """The imported config as the llama case's (its `model` the shape), planned: the plan's params of the round."""
+    folder = root / "vendor/nvidia/cases/llama" / stack
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config_H100x1x8.yaml").write_text(yaml.safe_dump({"model": model, **config}), encoding="utf-8")
+    result = make_plan({"vendor": "nvidia", "cases": {f"llama:{stack}:H100:1:8:1": str(tmp_path)},
+                        "results_dir": str(tmp_path / "results")}, check=True, root=root)
+    assert result["ok"], result["errors"]
+    return result["cases"][0]["params"]
+
+
+def test_a_deepspeed_config_is_the_deepspeed_stacks_with_the_global_batch_per_rank(tree, tmp_path):
+    """chatglm3_6b-deepspeed: micro 1 x ds_config.json's accumulation 4 is 4 sequences per rank (the global batch of
+    32 on 8 ranks, perfplay stepping every batch), ZeRO stage 2, bf16; every other name reported, and the config is
+    one the plan takes on the llama case at that shape."""
+    root = checkout(tmp_path)
+    report = import_flagperf(tree, root / "out", root=root)
+    text = lines(report)
+    written = load(root / "out/vendor/nvidia/cases/chatglm3_6b/deepspeed/config_H100x1x8.yaml")
+    assert written == {"seq_len": 4096, "zero_stage": 2, "amp_dtype": "bf16", "amp": True, "batch_size": 4}
+    shown = f"{DEEPSPEED}/config_H100x1x8.py"
+    assert f"mapped          {shown}:2 batchsize: -> batch_size: 4; the global batch 32 (micro 1 x accumulation 4 " \
+           f"x 8 data-parallel ranks) / 8 ranks" in text
+    for name in ("datafilename", "theoryflops", "epochs", "flashattn"):
+        assert any(line.startswith(f"no counterpart  {shown}:") and f" {name}: " in line for line in text), name
+    assert f"no counterpart  {shown} zero_optimization.overlap_comm (from {DEEPSPEED}/ds_config.json): perfplay's " \
+           f"chatglm3_6b has no param zero_optimization.overlap_comm" in text
+    assert f"read            {DEEPSPEED}/ds_config.json: a DeepSpeed config of a vendor config's folder: read with " \
+           f"{shown}" in text
+    params = plans(root, "chatglm3_6b", "deepspeed", written, tmp_path)
+    assert {k: params[k] for k in written} == written
+
+
+def test_a_megatron_config_without_a_vendor_stack_is_reported_as_needing_one(tree, tmp_path):
+    """nvidia has no vendor stack: nothing is written for llama3_8B-megatron, the report says what stack it needs,
+    and still maps the workload: the global batch from the benchmark's script per rank, the steps."""
+    out = tmp_path / "out"
+    report = import_flagperf(tree, out)
+    text = lines(report)
+    shown = f"{MEGATRON}/config_H100x1x8.py"
+    assert not (out / "vendor/nvidia/cases/llama3_8b").exists()
+    assert f"no counterpart  {shown}: needs a vendor stack: vendor/nvidia/stacks/<name>/stack.yaml whose cases list " \
+           f"llama3_8b (or llama), running FlagPerf's megatron with params tensor_parallel, pipeline_parallel, " \
+           f"micro_batch, recompute" in text
+    assert f"mapped          {shown}:2 localbs: -> batch_size: 64; the global batch 512 (training/benchmarks/" \
+           f"llama3_8B/megatron/pretrain_llama3.sh:4 --global-batch-size) / 8 ranks" in text
+    assert f"mapped          {shown}:3 train_steps: -> max_steps: 300" in text
+    assert any(line.startswith(f"no counterpart  {shown}:6 tensor_parallel: tensor_parallel: 2: a vendor stack's "
+                               f"param") for line in text)
+    assert f"no counterpart  {shown}: a vendor config of FlagPerf's megatron: needs a vendor stack: llama3_8b, 2 " \
+           f"params mapped, not written" in text
+    llava = "training/nvidia/llava1.5_7b-flagscale/config/config_H100x4x8.py"
+    assert any(line.startswith(f"no counterpart  {llava}: perfplay has no model case 'llava1.5_7b' (FlagPerf's LLMs "
+                               f"it has: ") for line in text)
+
+
+def test_a_megatron_config_becomes_the_vendor_stacks_with_tp_pp_and_micro_batch(tree, tmp_path):
+    """With vendor/nvidia/stacks/megatron/ (TP, PP and micro batch its params), llama3_8B-megatron is its config for
+    the model case; recompute, which the stack does not take, is reported by name; and the plan takes it."""
+    root = checkout(tmp_path, "megatron")
+    report = import_flagperf(tree, root / "out", root=root)
+    shown = f"{MEGATRON}/config_H100x1x8.py"
+    written = load(root / "out/vendor/nvidia/cases/llama3_8b/megatron/config_H100x1x8.yaml")
+    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "batch_size": 64, "micro_batch": 1,
+                       "max_steps": 300}
+    assert f"no counterpart  {shown}:8 recompute: recompute: True: vendor stack megatron has no param recompute " \
+           f"(its params: tensor_parallel, pipeline_parallel, micro_batch): add it to " \
+           f"vendor/nvidia/stacks/megatron/stack.yaml" in lines(report)
+    params = plans(root, "llama3_8b", "megatron", written, tmp_path)
+    assert {k: params[k] for k in written} == written
+
+
+def test_an_in_container_config_is_laid_over_its_benchmarks_and_goes_to_the_one_vendor_stack(tree, tmp_path):
+    """aquila2_7B_container-in_container/config.py over training/benchmarks/.../in_container/config.py, as FlagPerf
+    merges them: TP 2 (the vendor's) on 1x8 of the vendor's default hardware, the global batch 72 as 9 per rank,
+    1e9 tokens of 2048 as 6782 steps of 72; the vendor's only stack for the case runs it."""
+    root = checkout(tmp_path, "flagscale")
+    report = import_flagperf(tree, root / "out", root=root)
+    text = lines(report)
+    written = load(root / "out/vendor/nvidia/cases/aquila2_7b/flagscale/config_A100x1x8.yaml")
+    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "seq_len": 2048, "batch_size": 9,
+                       "micro_batch": 1, "max_steps": 6782}
+    base = "training/benchmarks/aquila2_7B_container/in_container/config.py"
+    assert f"mapped          {IN_CONTAINER}/config.py TRAINING_TOKENS (from {base}:2): -> max_steps: 6782; " \
+           f"1000000000 tokens / 2048 = 488281 samples / global batch 72, rounded up" in text
+    assert f"no counterpart  {IN_CONTAINER}/config.py:2 net_cmd: the vendor's network environment: " \
+           f"vendor/<vendor>/cases/<case>/environment_variables.sh" in text
+    assert f"read            {base}: the base an in_container config is laid over: read with " \
+           f"{IN_CONTAINER}/config.py" in text
+    # one file of it imports the same
+    out = tmp_path / "one"
+    import_flagperf(tree / IN_CONTAINER / "config.py", out, root=root)
+    assert load(out / "vendor/nvidia/cases/aquila2_7b/flagscale/config_A100x1x8.yaml") == written
+
+
+def test_two_frameworks_configs_of_one_file_the_stacks_own_framework_wins(tree, tmp_path):
+    """mixtral_8x7B-flagscale and -megatron on H100x4x8 both go to nvidia's one stack, megatron: its own
+    framework's config is written, the other reported with the file it would have written."""
+    write(tree, {"training/nvidia/mixtral_8x7B-flagscale/config/config_H100x4x8.py": "steps = 30\n",
+                 "training/nvidia/mixtral_8x7B-megatron/config/config_H100x4x8.py":
+                     "localbs = 3\ntrain_steps = 100\ntensor_parallel = 8\npipeline_parallel = 2\ngbs = 1200\n"})
+    root = checkout(tmp_path, "megatron")
+    report = import_flagperf(tree, root / "out", root=root)
+    out = "vendor/nvidia/cases/mixtral_8x7b/megatron/config_H100x4x8.yaml"
+    assert load(root / "out" / out) == {"tensor_parallel": 8, "pipeline_parallel": 2, "micro_batch": 3,
+                                         "max_steps": 100}
+    assert f"no counterpart  training/nvidia/mixtral_8x7B-flagscale/config/config_H100x4x8.py: a vendor config whose " \
+           f"file another framework's config writes: {out} is training/nvidia/mixtral_8x7B-megatron/config/" \
+           f"config_H100x4x8.py's (FlagPerf's megatron); import this one alone (its path) to have it instead" \
+           in lines(report)
+    assert "no counterpart  training/nvidia/mixtral_8x7B-megatron/config/config_H100x4x8.py:5 gbs: batch_size: the " \
+           "global batch 1200 (FlagPerf's global batch) is not a multiple of the 32 ranks: perfplay's batch_size is " \
+           "per rank" in lines(report)
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda t: (t / DEEPSPEED / "ds_config.json").write_text('{"zero_optimization": {"stage": 2,}'),
+     f"error: {DEEPSPEED}/ds_config.json: cannot be read as JSON (Expecting property name"),
+    (lambda t: (t / DEEPSPEED / "ds_config.json").write_text("[1]"),
+     f"error: {DEEPSPEED}/ds_config.json: must be a JSON object, got list"),
+    (lambda t: (t / IN_CONTAINER / "config.py").write_text("TENSOR_PARALLEL = (\n"),
+     f"error: {IN_CONTAINER}/config.py: cannot be read as a Python config"),
+])
+def test_an_unreadable_llm_config_is_exit_2_naming_the_file(tree, tmp_path, capsys, setup, message):
+    setup(tree)
+    out = tmp_path / "out"
+    assert main(["import-flagperf", str(tree), "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_value_out_of_range_is_reported_with_its_file_line_and_key(tree, tmp_path):
+    """TP 0 (the stack's range is 1..64) and a sequence beyond the shape's context: reported by name, not written."""
+    config = tree / MEGATRON / "config_H100x1x8.py"
+    config.write_text(config.read_text().replace("tensor_parallel = 2", "tensor_parallel = 0"))
+    deepspeed = tree / DEEPSPEED / "config_H100x1x8.py"
+    deepspeed.write_text(deepspeed.read_text().replace("seqlength = 4096", "seqlength = 65536"))
+    root = checkout(tmp_path, "megatron")
+    text = lines(import_flagperf(tree, root / "out", root=root))
+    assert any(line.startswith(f"no counterpart  {MEGATRON}/config_H100x1x8.py:6 tensor_parallel: -> "
+                               f"tensor_parallel: ") and "tensor_parallel" in line.split("->", 1)[1] for line in text)
+    assert "tensor_parallel" not in load(root / "out/vendor/nvidia/cases/llama3_8b/megatron/config_H100x1x8.yaml")
+    assert f"no counterpart  {DEEPSPEED}/config_H100x1x8.py:1 seqlength: seq_len 65536 is beyond chatglm3_6b's " \
+           f"context ({SHAPES['chatglm3_6b'].max_positions} tokens, cases/llama/shapes.py)" in text
+
+
+def test_the_llm_tables_are_the_docs_and_name_the_shapes():
+    text = DOC.read_text(encoding="utf-8")
+    for rows in (LLM_FRAMEWORKS, LLM_PARAMS):
+        table = "\n".join(markdown_table(rows, files=False))
+        assert table in text, f"{DOC.name} must show this table (from flagperf_names.py):\n{table}"
+    llms = {name: model for name, model in CASE_NAMES.items() if model in SHAPES}
+    assert set(llms.values()) == {"llama2_7b", "llama3_8b", "llama2_70b", "llama3_70b", "aquila2_7b", "aquila2_34b",
+                                  "aquila2_70b", "mixtral_8x7b", "qwen1.5_moe", "chatglm3_6b", "baichuan2_13b"}
+    for name, model in llms.items():
+        assert f"| `{name}` | `{model}` |" in text, name
+
+
+@pytest.mark.skipif(not (FLAGPERF_TREE / "training").is_dir(), reason="FlagPerf's tree is not on this machine")
+def test_the_count_on_flagperfs_tree(tmp_path):
+    """The counts docs/flagperf-migration.md gives for FlagPerf's LLM configs (its tree at commit 1b5a0303)."""
+    counts = import_flagperf(FLAGPERF_TREE, tmp_path / "out").counts()
+    for line in ("   16 mapped          a vendor config of FlagPerf's deepspeed",
+                 "   21 no counterpart  a vendor config of FlagPerf's in_container: needs a vendor stack",
+                 "   17 no counterpart  a vendor config of FlagPerf's megatron: needs a vendor stack",
+                 "    4 no counterpart  a vendor config of FlagPerf's flagscale: needs a vendor stack",
+                 "    3 no counterpart  a vendor config of FlagPerf's megatron-deepspeed: needs a vendor stack"):
+        assert line in counts, (line, counts)
