@@ -158,6 +158,22 @@ def test_a_deepspeed_config_is_the_deepspeed_stacks_with_the_global_batch_per_ra
     assert {k: params[k] for k in written} == written
 
 
+def test_a_deepspeed_accumulation_the_vendor_leaves_out_is_the_benchmarks(tree, tmp_path):
+    """FlagPerf lays the vendor's ds_config.json over the benchmark's: baichuan2_13b's accumulation 8 stands where
+    the vendor's file sets only the ZeRO stage."""
+    folder = "training/kunlunxin/baichuan2_13b-deepspeed/config"
+    write(tree, {f"{folder}/config_R300x2x8.py": "seqlength = 2048\nbatchsize = 1\n",
+                 f"{folder}/ds_config.json": '{"zero_optimization": {"stage": 1}}',
+                 "training/benchmarks/baichuan2_13b/deepspeed/ds_config.json": '{"gradient_accumulation_steps": 8}'})
+    out = tmp_path / "out"
+    report = import_flagperf(tree / folder / "config_R300x2x8.py", out)
+    assert load(out / "vendor/kunlunxin/cases/baichuan2_13b/deepspeed/config_R300x2x8.yaml") == \
+        {"seq_len": 2048, "zero_stage": 1, "batch_size": 8}
+    assert f"mapped          {folder}/config_R300x2x8.py:2 batchsize: -> batch_size: 8; the global batch 128 " \
+           f"(micro 1 x accumulation 8 (training/benchmarks/baichuan2_13b/deepspeed/ds_config.json) x 16 " \
+           f"data-parallel ranks) / 16 ranks" in lines(report)
+
+
 def test_a_megatron_config_without_a_vendor_stack_is_reported_as_needing_one(tree, tmp_path):
     """nvidia has no vendor stack: nothing is written for llama3_8B-megatron, the report says what stack it needs,
     and still maps the workload: the global batch from the benchmark's script per rank, the steps."""

@@ -155,16 +155,21 @@ class LlmConfig:
         ds_config = self.path.parent / DS_CONFIG
         if ds_config.is_file() and self.path.name != IN_CONTAINER_CONFIG:
             shown = self.imp.shown(ds_config)
-            try:
-                data = json.loads(ds_config.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise ConfigError(f"cannot be read as JSON ({exc})", file=shown) from None
-            if not isinstance(data, dict):
-                raise ConfigError(f"must be a JSON object, got {type(data).__name__}", file=shown)
-            for key, value in _dotted(data).items():
+            for key, value in _dotted(self._json(ds_config)).items():
                 values[key], where[key] = value, shown
             self.report.file(shown, READ, "a DeepSpeed config of a vendor config's folder", f"read with {self.shown}")
         return values, where
+
+    def _json(self, path: Path) -> dict[str, Any]:
+        """A DeepSpeed config; ConfigError naming it when it is not a JSON object."""
+        shown = self.imp.shown(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot be read as JSON ({exc})", file=shown) from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"must be a JSON object, got {type(data).__name__}", file=shown)
+        return data
 
     def _source(self, name: str, where: str) -> str:
         if where.startswith(f"{self.shown}:"):
@@ -247,13 +252,18 @@ class LlmConfig:
             return _positive(explicit), "FlagPerf's global batch"
         micro, accumulation = found.get(MICRO), found.get(ACCUMULATION)
         tp, pp = _positive(found.get("tensor_parallel") or 1), _positive(found.get("pipeline_parallel") or 1)
-        if micro is not None and (accumulation is not None or self.framework == "deepspeed"):
-            accumulation = _positive(accumulation if accumulation is not None else 1)
+        where = ""
+        if accumulation is None and self.framework == "deepspeed":  # FlagPerf lays the vendor's over the benchmark's
+            standard = self._json(self.base_dir / DS_CONFIG) if (self.base_dir / DS_CONFIG).is_file() else {}
+            accumulation = standard.get("gradient_accumulation_steps", 1)
+            where = f" ({self.imp.shown(self.base_dir / DS_CONFIG)})" if standard else ""
+        if micro is not None and accumulation is not None:
+            accumulation = _positive(accumulation)
             if ranks % (tp * pp):
                 raise ValueError(f"{ranks} ranks are not a multiple of TP {tp} x PP {pp}")
             data_parallel = ranks // (tp * pp)
             return (_positive(micro) * accumulation * data_parallel,
-                    f"micro {micro} x accumulation {accumulation} x {data_parallel} data-parallel ranks")
+                    f"micro {micro} x accumulation {accumulation}{where} x {data_parallel} data-parallel ranks")
         script = self._script(SCRIPT_FLAGS["global_batch"])
         if script is not None:
             return script[0], script[1]
