@@ -40,7 +40,7 @@ def generate_problems(case: str, params: dict[str, Any], data_dir: str | None) -
 
 def check_data(config: ResolvedConfig) -> list[str]:
     """data_problems of a resolved case."""
-    return data_problems(config.case, config.params, config.data_dir, config.task_name)
+    return data_problems(config.case_package, config.params, config.data_dir, config.task_name)
 
 
 def check_inference_files(config: ResolvedConfig) -> list[str]:

@@ -12,6 +12,10 @@ framework picks one, whose vendor configs are in the vendor case's <stack>/ fold
 are vendor-mutable; another stack's params are the plan's error when a layer sets one, and are not resolved. The
 framework may also name one of the vendor's own stacks whose `cases` list the case (vendors/vendor_stacks.py): its
 vendor configs are in the same <stack>/ folder, its params vendor-mutable for that selection only.
+
+A model case (cases/<case>/models/<name>.yaml: case_runners/cases/__init__.py) loads its package's base with
+`model` set to its name and the file's params as their defaults; those and `model` become run-only: the standard
+workload a vendor config may not change (it sets the rest: batch_size per rank, precision, sharding).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from case_runners.cases import case_dir, list_cases
+from case_runners.cases import case_dir, case_package, list_cases, model_file
 from case_runners.core.errors import RUN_VARS_FILE, ConfigError, raise_all
 from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
@@ -51,7 +55,8 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
     (plan/config/shared_params.py) it does not give; its "params" are the defaults, "constraints" their ranges, and its
     "mutable" and "run_only" lists the trainer params' and its own. ConfigError for a param without a range or a
     default out of it, a trainer param given its own default again or listed as mutable or run-only again, and a
-    `mutable` or `run_only` entry that is not a param or is in both lists."""
+    `mutable` or `run_only` entry that is not a param or is in both lists. A model case's base is its package's made
+    its own (_with_model)."""
     path = case_dir(case) / "config.yaml"
     shown = display_path(path, root)
     base = load_mapping(path, root)
@@ -82,7 +87,49 @@ def load_case_base(case: str, root: Path) -> tuple[dict[str, Any], str]:
                           "keep it in one", key=f"run_only.{both[0]}", file=shown)
     base["params"], base["constraints"] = declare_params(base["params"], file=shown, prefix="params.")
     base[FUNCTIONAL] = _functional_block(base, shown)
+    model = model_file(case)
+    if model is not None:
+        _with_model(base, case, model, root)
     return base, shown
+
+
+MODEL_PARAM = "model"  # the param a model case fixes to its name
+MODEL_FILE_KEYS = ("description", "params")
+MODEL_FILE, MODEL_PARAMS = "model_file", "model_params"  # a loaded model case's file (as shown) and the params it fixes
+
+
+def _with_model(base: dict[str, Any], case: str, path: Path, root: Path) -> None:
+    """A loaded case base made model case `case`'s, in place: `model` is its name and its file's params their
+    defaults, each checked against its range and now run-only (a vendor config may not change them); its file's
+    description. ConfigError naming the key and the file for anything else."""
+    shown = display_path(path, root)
+    layer = load_mapping(path, root)
+    unknown = sorted(set(layer) - set(MODEL_FILE_KEYS), key=str)
+    if unknown:
+        raise ConfigError("is not a key of a model case's file", key=str(unknown[0]), file=shown,
+                          allowed=MODEL_FILE_KEYS)
+    params = layer.get("params") or {}
+    if not isinstance(params, dict):
+        raise ConfigError("must be a mapping of params to values", key="params", file=shown)
+    if MODEL_PARAM in params or MODEL_PARAM not in base["params"]:
+        why = "is the file's name: leave it out" if MODEL_PARAM in params else \
+            f"case '{base.get('case')}' has no param '{MODEL_PARAM}': it has no model cases"
+        raise ConfigError(why, key=f"params.{MODEL_PARAM}", file=shown)
+    fixed = {MODEL_PARAM: case, **params}
+    errors: list[ConfigError] = []
+    for key, value in fixed.items():
+        if key not in base["params"]:
+            errors.append(ConfigError("unknown config key", key=f"params.{key}", file=shown, allowed=base["params"]))
+            continue
+        try:
+            base["params"][key] = base["constraints"][key].check(value, key=f"params.{key}", file=shown)
+        except ConfigError as exc:
+            errors.append(exc)
+    raise_all(errors)
+    base["mutable"] = [name for name in base["mutable"] if name not in fixed]
+    base["run_only"] = [*base["run_only"], *(name for name in fixed if name not in base["run_only"])]
+    base.update({"case": case, "description": layer.get("description", base.get("description")),
+                 MODEL_FILE: shown, MODEL_PARAMS: list(fixed)})
 
 
 def _stacks(base: dict[str, Any], shown: str) -> list[str]:
@@ -281,6 +328,7 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     errors: list[ConfigError] = []
     params = dict(base["params"])
     provenance = {key: base_file for key in params}
+    provenance.update(dict.fromkeys(base.get(MODEL_PARAMS, []), base.get(MODEL_FILE)))
     if vendor_stack is not None:
         provenance.update(dict.fromkeys(vendor_stack.params, vendor_stack.shown))
     vendor_shown = display_path(vendor_file, root)
@@ -304,7 +352,8 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
             base.get("timeout_s", DEFAULT_CASE_TIMEOUT_S), key="timeout_s", file=base_file)
     except ConfigError as exc:
         errors.append(exc)
-    hooks = case_hooks(sel.case)
+    package = case_package(sel.case)
+    hooks = case_hooks(package)
     if counted and hasattr(hooks, "flops_per_sample"):
         errors.append(ConfigError(f"is {FLOPS_COUNTED}, but the case's package has a flops_per_sample hook: keep one",
                                   key="flops_per_sample", file=base_file))
@@ -322,8 +371,10 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
         case=sel.case, case_id=sel.case_id, framework=sel.framework,
         framework_version=sel.framework_version or ABSENT, vendor=vendor.name, hardware=hardware,
         nnodes=sel.nnodes, nproc=sel.nproc, repeat=sel.repeat, data_dir=sel.data_dir, timeout_s=timeout,
-        sources=[base_file, vendor_shown] + ([f"{base_file} ({FUNCTIONAL})"] if sel.functional else [])
-        + ([overrides_file] if sel.overrides else []), provenance=provenance,
+        package=package if package != sel.case else ABSENT,
+        sources=[base_file, *([base[MODEL_FILE]] if MODEL_FILE in base else []), vendor_shown]
+        + ([f"{base_file} ({FUNCTIONAL})"] if sel.functional else []) + ([overrides_file] if sel.overrides else []),
+        provenance=provenance,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
         flops_per_sample=None if changed or counted else flops,
         flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT),

@@ -88,6 +88,8 @@ class ResolvedConfig(Document):
 
     task: str | Absent = dataclasses.field(default=ABSENT, metadata=choices(*TASKS))  # absent: training
     case: str
+    # A model case's package, whose code runs it (case_runners/cases/<package>/models/<case>.yaml); absent: the case's
+    package: str | Absent = ABSENT
     case_id: str
     framework: str
     framework_version: str | Absent = ABSENT  # of a versioned framework key (pytorch_1.8: 1.8), checked at preflight
@@ -123,6 +125,11 @@ class ResolvedConfig(Document):
     @property
     def task_name(self) -> str:
         return TRAINING if self.task is ABSENT else str(self.task)
+
+    @property
+    def case_package(self) -> str:
+        """The case package whose code runs the case: a model case's package, else the case's own."""
+        return self.case if self.package is ABSENT else str(self.package)
 
     @property
     def throughput_unit(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from case_runners.cases import case_dir, list_cases
+from case_runners.cases import case_dir, code_cases
 from case_runners.core.paths import display_path, project_root
 from case_runners.vendors.scaffold import CASE_README_SECTIONS, missing_sections
 from case_runners.vendors.scaffold.new_case import case_files
@@ -17,7 +17,7 @@ def _problems(shown: str, text: str) -> list[str]:
             for title in missing_sections(text, CASE_README_SECTIONS)]
 
 
-@pytest.mark.parametrize("case", list_cases())
+@pytest.mark.parametrize("case", code_cases())
 def test_every_case_readme_has_the_template_sections(case: str) -> None:
     path = case_dir(case) / "README.md"
     assert _problems(display_path(path, project_root()), path.read_text(encoding="utf-8")) == []

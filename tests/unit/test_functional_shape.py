@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from case_runners.cases import case_dir, list_cases
+from case_runners.cases import case_dir, code_cases
 from case_runners.core.errors import ConfigError
 from case_runners.core.paths import project_root
 from case_runners.plan import layering
@@ -15,7 +15,7 @@ from case_runners.plan.run_plan import make_plan
 from case_runners.rank.stop_request import Checked
 
 ROOT = project_root()
-TRAINING = [c for c in list_cases() if (case_dir(c) / "config.yaml").is_file()]
+TRAINING = [c for c in code_cases() if (case_dir(c) / "config.yaml").is_file()]  # a model case: its package's block
 # Where the shipped vendors' configs give the standard shape: a functional round must be smaller.
 SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_size",),
          "llama": ("eval_samples", "synthetic_samples"), "digits_cnn": (),

@@ -33,9 +33,9 @@ from process_helpers import REAPED_S, RUN_S
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = {"model": "tiny", "vocab_size": 0, "seq_len": 32, "batch_size": 4, "eval_batch_size": 8, "eval_samples": 6,
-         "synthetic_samples": 16, "seed": 5, "synthetic": True, "num_workers": 0, "lr": 1e-3, "weight_decay": 0.1,
-         "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1e-8, "max_grad_norm": 1.0, "warmup_steps": 2,
-         "max_steps": 4}
+         "synthetic_samples": 16, "seed": 5, "synthetic": True, "num_workers": 0, "lr": 1e-3, "lr_min": 0.0,
+         "weight_decay": 0.1, "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1e-8, "max_grad_norm": 1.0,
+         "warmup_steps": 2, "max_steps": 4}
 
 
 def plan(overrides: dict | None = None, data_dir: str | None = None, nproc: int = 1) -> dict:

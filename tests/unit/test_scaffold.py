@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from case_runners.cases import list_cases
+from case_runners.cases import code_cases, list_cases
 from case_runners.cli import main as cli
 from case_runners.core.paths import project_root
 from case_runners.monitors.base import DEVICE_FIELDS
@@ -95,7 +95,7 @@ def acme(project: Path, capsys) -> Path:
 def case_configs(project: Path, hardware: str) -> set[str]:
     """The 1x1 configs new-vendor writes: each case's, and one per stack the case lists, in the stack's folder."""
     return {f"cases/{case}/{stack + '/' if stack != PYTORCH else ''}config_{hardware}x1x1.yaml"
-            for case in list_cases(project) for stack in frameworks(load_case_base(case, project)[0])}
+            for case in code_cases(project) for stack in frameworks(load_case_base(case, project)[0])}
 
 
 def test_new_vendor_writes_every_file_and_says_so(acme: Path, capsys) -> None:
@@ -152,7 +152,7 @@ def test_new_vendor_loads_and_every_case_resolves_at_1x1(acme: Path) -> None:
     assert (vendor.device, vendor.dist_backend, vendor.default_hardware) == ("acme", "accl", "X100")
     assert set(vendor.hardware["X100"]["peak_flops"].values()) == {None}  # to fill: MFU null until then
     assert check_hook_source("acme", acme) == ([], ["versions"])
-    for case in list_cases(acme):
+    for case in code_cases(acme):
         plan = make_plan({"vendor": "acme", "cases": [{"case": case, "hardware": "X100", "nproc": 1}]}, check=True,
                          root=acme)
         assert plan["ok"], plan["errors"]
@@ -217,8 +217,8 @@ def test_new_vendor_base_suite_has_every_benchmark_and_resolves_with_no_code(acm
 def test_new_vendor_readme_has_every_section(acme: Path) -> None:
     text = (acme / "vendor/acme/README.md").read_text()
     assert missing_sections(text) == [] and headings(text) == list(README_SECTIONS)
-    assert headings(text, 3) == list_cases(acme)  # a results table per case
-    for case in list_cases(acme):
+    assert headings(text, 3) == code_cases(acme)  # a results table per case
+    for case in code_cases(acme):
         section = text.split(f"### {case}\n", 1)[1].split("\n#", 1)[0]
         for scale in ("1x1", "1x8", "2x8"):
             assert f"| {scale} | `config_X100x{scale}` |" in section

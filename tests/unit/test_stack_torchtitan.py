@@ -44,7 +44,7 @@ SEQ, BATCH, STEPS, SEED = 32, 4, 3, 1234
 # every step so that the loss falls.
 PARAMS = {"model": "tiny", "vocab_size": 512, "seq_len": SEQ, "batch_size": BATCH, "eval_batch_size": BATCH,
           "eval_samples": BATCH, "synthetic_samples": BATCH, "seed": SEED, "synthetic": True, "num_workers": 0,
-          "lr": 3e-3, "weight_decay": 0.1, "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1e-8,
+          "lr": 3e-3, "lr_min": 0.0, "weight_decay": 0.1, "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1e-8,
           "max_grad_norm": 1.0, "warmup_steps": 1, "max_steps": STEPS, "log_freq": 1, "eval_every_steps": 0,
           "eval_every_epochs": 0}
 # fp32 on the CPU, measured (torch 2.13, torchtitan 0.3.0): torchtitan's logits differ from transformers' by at most

@@ -22,13 +22,17 @@ def flops_per_sample(params: dict[str, Any]) -> float:
 
 
 def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
-    """(param, message) for each problem (the plan names the file that set the param): the shape's, and a
-    data_split with no held-out part."""
+    """(param, message) for each problem (the plan names the file that set the param): the shape's, a data_split
+    with no held-out part, and an lr_min above lr."""
+    problems = shapes.plan_problems(params)
     try:
         data.split_weights(params)
     except ValueError as exc:
-        return [*shapes.plan_problems(params), (data.DATA_SPLIT, str(exc))]
-    return shapes.plan_problems(params)
+        problems.append((data.DATA_SPLIT, str(exc)))
+    if float(params["lr_min"]) > float(params["lr"]):
+        problems.append(("lr_min", f"key 'lr_min' is {params['lr_min']}, above lr ({params['lr']}): the cosine "
+                                   f"decays to it; allowed: 0..{params['lr']}"))
+    return problems
 
 
 def stack_inputs(params: dict[str, Any], data_dir: str | None) -> dict[str, Any]:
@@ -36,7 +40,7 @@ def stack_inputs(params: dict[str, Any], data_dir: str | None) -> dict[str, Any]
     (shapes.py, one definition: every field of the named shape with the params' vocab), seq_len, the data (its dir
     and format: perfplay's token files, or a Megatron indexed dataset's prefix and data_split), the optimizer and
     the lr schedule (case.py build_optimizer: AdamW, weight decay on the matrices only, linear warmup then cosine
-    decay to 0 at max_steps) and the held-out sequences evaluated at the end."""
+    decay to lr_min at max_steps) and the held-out sequences evaluated at the end."""
     shape = shapes.shape_of(params)
     prefixes = data.index_prefixes(data_dir) if data_dir else []
     return {
@@ -53,7 +57,7 @@ def stack_inputs(params: dict[str, Any], data_dir: str | None) -> dict[str, Any]
                       "betas": [float(params["adam_beta1"]), float(params["adam_beta2"])],
                       "eps": float(params["adam_eps"]), "max_grad_norm": float(params["max_grad_norm"])},
         "schedule": {"lr": float(params["lr"]), "warmup_steps": int(params["warmup_steps"]), "decay": "cosine",
-                     "min_lr": 0.0, "decay_steps": int(params["max_steps"])},
+                     "min_lr": float(params["lr_min"]), "decay_steps": int(params["max_steps"])},
         "eval": {"samples": int(params["eval_samples"]), "metric": "held_out_loss",
                  "what": "the mean cross-entropy (nats per token) over the first eval.samples sequences of the "
                          "held-out split"},

@@ -75,14 +75,16 @@ class LlamaCase(TrainingCase):
                                                   num_workers=workers, pin_memory=pin)
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
-        """AdamW, weight decay on the matrices only (not the norms); linear warmup then cosine to 0 at max_steps."""
+        """AdamW, weight decay on the matrices only (not the norms); linear warmup then cosine to lr_min at
+        max_steps."""
         p = self.p
         decay = [w for w in model.parameters() if w.requires_grad and w.ndim >= 2]
         no_decay = [w for w in model.parameters() if w.requires_grad and w.ndim < 2]
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
                                  {"params": no_decay, "weight_decay": 0.0}], lr=float(p["lr"]),
                                 betas=(float(p["adam_beta1"]), float(p["adam_beta2"])), eps=float(p["adam_eps"]))
-        return opt, warmup_schedule(opt, int(p["warmup_steps"]), int(p["max_steps"]), decay="cosine")
+        return opt, warmup_schedule(opt, int(p["warmup_steps"]), int(p["max_steps"]), decay="cosine",
+                                    min_factor=float(p["lr_min"]) / float(p["lr"]))
 
     def set_epoch(self, epoch: int) -> None:
         dist.set_sampler_epoch(self.train_loader, epoch)

@@ -100,8 +100,8 @@ def move_to_device(batch: Any, device: torch.device) -> Any:
 
 
 def warmup_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int,
-                    decay: str = "cosine") -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warmup over `warmup_steps`, then cosine or linear decay to 0 at `total_steps`
+                    decay: str = "cosine", min_factor: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warmup over `warmup_steps`, then cosine or linear decay to min_factor x the peak at `total_steps`
     (constant after warmup when total_steps <= 0 or decay == "constant")."""
     import torch
 
@@ -111,8 +111,7 @@ def warmup_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_s
         if total_steps <= 0 or decay == "constant":
             return 1.0
         progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
-        if decay == "linear":
-            return 1.0 - progress
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
+        left = 1.0 - progress if decay == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
+        return min_factor + (1.0 - min_factor) * left
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

@@ -78,7 +78,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
                      device=device, data_dir=config.data_dir, log=log, runtime=runtime,
                      pin_memory=device.type != "cpu", work_dir=Path(config_path).parent)
-    case = load_case_builder(config.case)(params, ctx)
+    case = load_case_builder(config.case_package)(params, ctx)
     stop_request.check("init (trainer)")
     if config.target is None:
         raise PerfplayError(f"{config_path}: a training case needs a target (key 'target' is null)")

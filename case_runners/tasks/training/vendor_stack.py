@@ -90,7 +90,7 @@ def stack_inputs(config: ResolvedConfig, stack: VendorStack, env: DistEnv, log_d
     """The rank's inputs (the module docstring); the case's part from its stack_inputs hook."""
     import importlib
 
-    hooks = importlib.import_module(f"case_runners.cases.{config.case}")
+    hooks = importlib.import_module(f"case_runners.cases.{config.case_package}")
     if not hasattr(hooks, "stack_inputs"):
         raise PerfplayError(f"case '{config.case}' gives a vendor stack no inputs (its package has no stack_inputs "
                             f"hook): it cannot run on the {stack.name} stack")

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from case_runners.cases import list_cases
+from case_runners.cases import code_cases
 from case_runners.core.paths import display_path, project_root
 from case_runners.plan.config.benchmarks import BENCHMARKS
 from case_runners.plan.config.stacks import PYTORCH, stack_of
@@ -127,7 +127,7 @@ def vendor_texts(name: str, device: str, backend: str, hardware: str, root: Path
     """The files of vendor/<name>/, relative path: text (import-flagperf fills them further from FlagPerf's
     tree); ScaffoldError when the checkout has no standard case."""
     target = vendor_dir(root, name)
-    cases = list_cases(root)
+    cases = code_cases(root)  # not the model cases: a model's configs depend on the chip's memory
     if not cases:
         raise ScaffoldError(f"no standard cases in {display_path(root / 'case_runners' / 'cases', root)}; "
                             f"nothing was written")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from case_runners.cases import model_cases
 from case_runners.core.text import text_columns
 from case_runners.plan.base import BENCHMARKS_DIR
 from case_runners.plan.config.resolved import BASE, TASKS
@@ -46,9 +47,11 @@ def render_text(catalogue: Catalogue) -> str:
 
 
 def _readme(root: Path, entry: Entry) -> str | None:
-    """The case's (a base benchmark's) README as the page links it, where there is one."""
+    """The case's (a base benchmark's) README as the page links it, where there is one: a model case's is its
+    package's."""
     parts = BENCHMARKS_DIR if entry.task == BASE else ("case_runners", "cases")
-    path = root.joinpath(*parts, entry.case, "README.md")
+    folder = entry.case if entry.task == BASE else model_cases(root).get(entry.case, entry.case)
+    path = root.joinpath(*parts, folder, "README.md")
     return f"../{path.relative_to(root).as_posix()}" if path.is_file() else None
 
 
