@@ -161,7 +161,7 @@ def choose_framework(sel: Selection, base: dict[str, Any], base_file: str, vendo
     own, *stacks = frameworks(base)
     if sel.framework in (own, *stacks) and (not sel.framework_version or sel.framework == own):
         return None
-    theirs = stacks_for_case(root, vendor, sel.case)
+    theirs = stacks_for_case(root, vendor, sel.case, case_package(sel.case))
     if sel.framework not in theirs or sel.framework_version:
         also = f" and the stacks {base_file} lists ({', '.join(stacks)})" if stacks else ""
         raise ConfigError(f"unknown framework '{sel.framework_key}': case '{sel.case}' is written for {own}{also}",

@@ -77,9 +77,10 @@ def vendor_stacks(root: Path, vendor: str) -> dict[str, VendorStack]:
     return {name: load_stack(root, vendor, name) for name in stack_names(root, vendor)}
 
 
-def stacks_for_case(root: Path, vendor: str, case: str) -> dict[str, VendorStack]:
-    """The vendor's stacks that run the case (their `cases` list it)."""
-    return {name: stack for name, stack in vendor_stacks(root, vendor).items() if case in stack.cases}
+def stacks_for_case(root: Path, vendor: str, *cases: str) -> dict[str, VendorStack]:
+    """The vendor's stacks that run the case (their `cases` list one of these names: a model case's own, and the
+    case package it runs on, cases.case_package: a stack for `llama` runs llama3_8b)."""
+    return {name: stack for name, stack in vendor_stacks(root, vendor).items() if set(cases) & set(stack.cases)}
 
 
 def load_stack(root: Path, vendor: str, name: str) -> VendorStack:

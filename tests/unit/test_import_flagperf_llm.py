@@ -123,11 +123,11 @@ def load(path: Path):
 
 
 def plans(root: Path, model: str, stack: str, config: dict, tmp_path: Path) -> dict:
-    """The imported config as the llama case's (its `model` the shape), planned: the plan's params of the round."""
-    folder = root / "vendor/nvidia/cases/llama" / stack
+    """The imported config as the model case's vendor config, planned: the plan's params of the round."""
+    folder = root / "vendor/nvidia/cases" / model / stack
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config_H100x1x8.yaml").write_text(yaml.safe_dump({"model": model, **config}), encoding="utf-8")
-    result = make_plan({"vendor": "nvidia", "cases": {f"llama:{stack}:H100:1:8:1": str(tmp_path)},
+    (folder / "config_H100x1x8.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = make_plan({"vendor": "nvidia", "cases": {f"{model}:{stack}:H100:1:8:1": str(tmp_path)},
                         "results_dir": str(tmp_path / "results")}, check=True, root=root)
     assert result["ok"], result["errors"]
     return result["cases"][0]["params"]
@@ -141,8 +141,10 @@ def test_a_deepspeed_config_is_the_deepspeed_stacks_with_the_global_batch_per_ra
     report = import_flagperf(tree, root / "out", root=root)
     text = lines(report)
     written = load(root / "out/vendor/nvidia/cases/chatglm3_6b/deepspeed/config_H100x1x8.yaml")
-    assert written == {"seq_len": 4096, "zero_stage": 2, "amp_dtype": "bf16", "amp": True, "batch_size": 4}
+    assert written == {"zero_stage": 2, "amp_dtype": "bf16", "amp": True, "batch_size": 4}
     shown = f"{DEEPSPEED}/config_H100x1x8.py"
+    assert f"mapped          {shown}:1 seqlength: -> seq_len: 4096, perfplay's chatglm3_6b's standard: nothing to " \
+           "write" in text
     assert f"mapped          {shown}:2 batchsize: -> batch_size: 4; the global batch 32 (micro 1 x accumulation 4 " \
            f"x 8 data-parallel ranks) / 8 ranks" in text
     for name in ("datafilename", "theoryflops", "epochs", "flashattn"):
@@ -165,7 +167,7 @@ def test_a_deepspeed_accumulation_the_vendor_leaves_out_is_the_benchmarks(tree, 
     out = tmp_path / "out"
     report = import_flagperf(tree / folder / "config_R300x2x8.py", out)
     assert load(out / "vendor/kunlunxin/cases/baichuan2_13b/deepspeed/config_R300x2x8.yaml") == \
-        {"seq_len": 2048, "zero_stage": 1, "batch_size": 8}
+        {"zero_stage": 1, "batch_size": 8}
     assert f"mapped          {folder}/config_R300x2x8.py:2 batchsize: -> batch_size: 8; the global batch 128 " \
            f"(micro 1 x accumulation 8 (training/benchmarks/baichuan2_13b/deepspeed/ds_config.json) x 16 " \
            f"data-parallel ranks) / 16 ranks" in lines(report)
@@ -184,11 +186,12 @@ def test_a_megatron_config_without_a_vendor_stack_is_reported_as_needing_one(tre
            f"micro_batch, recompute" in text
     assert f"mapped          {shown}:2 localbs: -> batch_size: 64; the global batch 512 (training/benchmarks/" \
            f"llama3_8B/megatron/pretrain_llama3.sh:4 --global-batch-size) / 8 ranks" in text
-    assert f"mapped          {shown}:3 train_steps: -> max_steps: 300" in text
+    assert f"mapped          {shown}:3 train_steps: -> max_steps: 300, perfplay's llama3_8b's standard: nothing to " \
+           "write" in text
     assert any(line.startswith(f"no counterpart  {shown}:6 tensor_parallel: tensor_parallel: 2: a vendor stack's "
                                f"param") for line in text)
-    assert f"no counterpart  {shown}: a vendor config of FlagPerf's megatron: needs a vendor stack: llama3_8b, 2 " \
-           f"params mapped, not written" in text
+    assert f"no counterpart  {shown}: a vendor config of FlagPerf's megatron: needs a vendor stack: llama3_8b, 1 " \
+           f"param mapped, not written" in text
     llava = "training/nvidia/llava1.5_7b-flagscale/config/config_H100x4x8.py"
     assert any(line.startswith(f"no counterpart  {llava}: perfplay has no model case 'llava1.5_7b' (FlagPerf's LLMs "
                                f"it has: ") for line in text)
@@ -201,8 +204,7 @@ def test_a_megatron_config_becomes_the_vendor_stacks_with_tp_pp_and_micro_batch(
     report = import_flagperf(tree, root / "out", root=root)
     shown = f"{MEGATRON}/config_H100x1x8.py"
     written = load(root / "out/vendor/nvidia/cases/llama3_8b/megatron/config_H100x1x8.yaml")
-    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "batch_size": 64, "micro_batch": 1,
-                       "max_steps": 300}
+    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "batch_size": 64, "micro_batch": 1}
     assert f"no counterpart  {shown}:8 recompute: recompute: True: vendor stack megatron has no param recompute " \
            f"(its params: tensor_parallel, pipeline_parallel, micro_batch): add it to " \
            f"vendor/nvidia/stacks/megatron/stack.yaml" in lines(report)
@@ -213,16 +215,18 @@ def test_a_megatron_config_becomes_the_vendor_stacks_with_tp_pp_and_micro_batch(
 def test_an_in_container_config_is_laid_over_its_benchmarks_and_goes_to_the_one_vendor_stack(tree, tmp_path):
     """aquila2_7B_container-in_container/config.py over training/benchmarks/.../in_container/config.py, as FlagPerf
     merges them: TP 2 (the vendor's) on 1x8 of the vendor's default hardware, the global batch 72 as 9 per rank,
-    1e9 tokens of 2048 as 6782 steps of 72; the vendor's only stack for the case runs it."""
+    1e9 tokens of 2048 as 6782 steps of 72 (reported: not the model case's standard); the vendor's only stack for the
+    case runs it."""
     root = checkout(tmp_path, "flagscale")
     report = import_flagperf(tree, root / "out", root=root)
     text = lines(report)
     written = load(root / "out/vendor/nvidia/cases/aquila2_7b/flagscale/config_A100x1x8.yaml")
-    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "seq_len": 2048, "batch_size": 9,
-                       "micro_batch": 1, "max_steps": 6782}
+    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "batch_size": 9, "micro_batch": 1}
     base = "training/benchmarks/aquila2_7B_container/in_container/config.py"
-    assert f"mapped          {IN_CONTAINER}/config.py TRAINING_TOKENS (from {base}:2): -> max_steps: 6782; " \
-           f"1000000000 tokens / 2048 = 488281 samples / global batch 72, rounded up" in text
+    # the container case's 1e9 tokens are not the model case's standard (FlagPerf's aquila2_7b: 1e8, 678 steps)
+    assert f"no counterpart  {IN_CONTAINER}/config.py TRAINING_TOKENS (from {base}:2): -> max_steps: 6782, not " \
+           f"perfplay's aquila2_7b's standard 678: max_steps is run-only, a vendor config may not set it; 1000000000 " \
+           f"tokens / 2048 = 488281 samples / global batch 72, rounded up" in text
     assert f"no counterpart  {IN_CONTAINER}/config.py:2 net_cmd: the vendor's network environment: " \
            f"vendor/<vendor>/cases/<case>/environment_variables.sh" in text
     assert f"read            {base}: the base an in_container config is laid over: read with " \
@@ -242,8 +246,7 @@ def test_two_frameworks_configs_of_one_file_the_stacks_own_framework_wins(tree, 
     root = checkout(tmp_path, "megatron")
     report = import_flagperf(tree, root / "out", root=root)
     out = "vendor/nvidia/cases/mixtral_8x7b/megatron/config_H100x4x8.yaml"
-    assert load(root / "out" / out) == {"tensor_parallel": 8, "pipeline_parallel": 2, "micro_batch": 3,
-                                         "max_steps": 100}
+    assert load(root / "out" / out) == {"tensor_parallel": 8, "pipeline_parallel": 2, "micro_batch": 3}
     assert f"no counterpart  training/nvidia/mixtral_8x7B-flagscale/config/config_H100x4x8.py: a vendor config whose " \
            f"file another framework's config writes: {out} is training/nvidia/mixtral_8x7B-megatron/config/" \
            f"config_H100x4x8.py's (FlagPerf's megatron); import this one alone (its path) to have it instead" \
@@ -270,7 +273,8 @@ def test_an_unreadable_llm_config_is_exit_2_naming_the_file(tree, tmp_path, caps
 
 
 def test_a_value_out_of_range_is_reported_with_its_file_line_and_key(tree, tmp_path):
-    """TP 0 (the stack's range is 1..64) and a sequence beyond the shape's context: reported by name, not written."""
+    """TP 0 (the stack's range is 1..64) and a sequence length other than the model case's standard: reported by
+    name, not written."""
     config = tree / MEGATRON / "config_H100x1x8.py"
     config.write_text(config.read_text().replace("tensor_parallel = 2", "tensor_parallel = 0"))
     deepspeed = tree / DEEPSPEED / "config_H100x1x8.py"
@@ -280,8 +284,9 @@ def test_a_value_out_of_range_is_reported_with_its_file_line_and_key(tree, tmp_p
     assert any(line.startswith(f"no counterpart  {MEGATRON}/config_H100x1x8.py:6 tensor_parallel: -> "
                                f"tensor_parallel: ") and "tensor_parallel" in line.split("->", 1)[1] for line in text)
     assert "tensor_parallel" not in load(root / "out/vendor/nvidia/cases/llama3_8b/megatron/config_H100x1x8.yaml")
-    assert f"no counterpart  {DEEPSPEED}/config_H100x1x8.py:1 seqlength: seq_len 65536 is beyond chatglm3_6b's " \
-           f"context ({SHAPES['chatglm3_6b'].max_positions} tokens, cases/llama/shapes.py)" in text
+    assert f"no counterpart  {DEEPSPEED}/config_H100x1x8.py:1 seqlength: -> seq_len: 65536, not perfplay's " \
+           f"chatglm3_6b's standard 4096: seq_len is run-only, a vendor config may not set it; tokens per sequence" \
+           in text
 
 
 def test_the_llm_tables_are_the_docs_and_name_the_shapes():

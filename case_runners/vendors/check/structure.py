@@ -9,7 +9,7 @@ import ast
 import re
 from pathlib import Path
 
-from case_runners.cases import list_cases
+from case_runners.cases import case_package, list_cases
 from case_runners.core.errors import ConfigError
 from case_runners.core.paths import display_path
 from case_runners.launch.env_file import syntax_problem
@@ -212,7 +212,7 @@ def _stack_configs(vendor: str, info: VendorDescription, case: str, folder: Path
     stacks = frameworks(load_case_base(case, root)[0])[1:] if case in list_cases() else []
     if folder.name not in stacks and folder.name in stack_names(root, vendor):  # the vendor's own
         try:
-            stacks.extend(stacks_for_case(root, vendor, case))
+            stacks.extend(stacks_for_case(root, vendor, case, case_package(case)))
         except ConfigError:  # _vendor_stacks names it
             return []
     if folder.name not in stacks:

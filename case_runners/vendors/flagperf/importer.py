@@ -422,8 +422,14 @@ class Importer:
             self.report.add(NONE, source, f"perfplay's {case} has no param {target}")
             return None
         if target not in base["mutable"]:
+            if _plain(value) == base["params"][target]:
+                self.report.add(MAPPED, source, f"-> {target}: {json.dumps(_plain(value))}, perfplay's {case}'s "
+                                "standard: nothing to write")
+                return None
             kind = "run-only" if target in base["run_only"] else "immutable"
-            self.report.add(NONE, source, f"{target} is {kind} in perfplay's {case}: a vendor config may not set it")
+            self.report.add(NONE, source, f"-> {target}: {json.dumps(_plain(value))}, not perfplay's {case}'s standard "
+                            f"{json.dumps(base['params'][target])}: {target} is {kind}, a vendor config may not set it"
+                            f"{f'; {note}' if note else ''}")
             return None
         try:
             checked = base["constraints"][target].check(_plain(value), key=target, file=f"perfplay's {case}")

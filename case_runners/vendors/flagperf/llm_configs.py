@@ -108,7 +108,7 @@ class LlmConfig:
         params: dict[str, Any] = {}
         for name, value in values.items():
             self._name(name, value, self._source(name, where[name]), found, base, params)
-        seq_len = self._seq_len(found, params)
+        seq_len = self._seq_len(found, params, base)
         self._batch_and_steps(found, seq_len, nnodes, nproc, base, params)
         self._write(params, hardware, nnodes, nproc)
 
@@ -197,8 +197,7 @@ class LlmConfig:
         if self.vendor not in self.imp.vendors:
             stacks: dict[str, VendorStack] = {}
         else:
-            stacks = {**stacks_for_case(self.imp.root, self.vendor, LLAMA),
-                      **stacks_for_case(self.imp.root, self.vendor, self.model)}
+            stacks = stacks_for_case(self.imp.root, self.vendor, LLAMA, self.model)
         wanted = self.framework.replace("-", "_")
         chosen = stacks.get(wanted) or (next(iter(stacks.values())) if len(stacks) == 1 else None)
         if chosen is not None:
@@ -231,10 +230,13 @@ class LlmConfig:
         if self._set("amp_dtype", value, source, base, params, note="with amp: true"):
             params["amp"] = True
 
-    def _seq_len(self, found: Found, params: dict[str, Any]) -> int | None:
-        """The tokens per sequence: the config's (checked against the shape's context) or the script's."""
+    def _seq_len(self, found: Found, params: dict[str, Any], base: dict[str, Any]) -> int | None:
+        """The tokens per sequence: the config's (checked against the shape's context; not written where it is the
+        model case's standard) or the script's."""
         shape = SHAPES[self.model]
         seq_len = params.get("seq_len")
+        if seq_len is None and found.get("seq_len") is not None and found.get("seq_len") == base["params"]["seq_len"]:
+            seq_len = found.get("seq_len")
         if seq_len is not None and seq_len > shape.max_positions:
             self.report.add(NONE, found.values["seq_len"][1], f"seq_len {seq_len} is beyond {self.model}'s context "
                                                               f"({shape.max_positions} tokens, cases/llama/shapes.py)")
@@ -331,8 +333,9 @@ class LlmConfig:
     def _write(self, params: dict[str, Any], hardware: str | None, nnodes: int, nproc: int) -> None:
         if self.needs:
             self.report.add(NONE, self.shown, self.needs)
+            mapped = f"{len(params)} param{'s' * (len(params) != 1)} mapped"
             self.report.file(self.shown, NONE, f"a vendor config of FlagPerf's {self.framework}: needs a vendor "
-                                               f"stack", f"{self.model}, {len(params)} params mapped, not written")
+                                               f"stack", f"{self.model}, {mapped}, not written")
             return
         if hardware is None:
             self.report.file(self.shown, NONE, "an in_container config whose chip cannot be told",
