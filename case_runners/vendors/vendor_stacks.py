@@ -7,7 +7,10 @@ measures what it writes (tasks/training/vendor_stack.py). Its folder:
     stack.yaml         name (the folder's), description, cases it runs (e.g. [llama]), command (an argv list run
                        per rank like a torchrun worker: relative paths are the folder's files, {python} the rank's
                        Python), params (its own, vendor-mutable where it runs: {name: {default: ..., <range>}} as
-                       plan/config/constraints.py declares them)
+                       plan/config/constraints.py declares them), log_parser (optional: for a program that prints
+                       its own log instead of writing perfplay's stream, a built-in parser's name, LOG_PARSERS, or
+                       a .py file of the folder defining PARSER_FUNCTION(line, inputs):
+                       tasks/training/log_parsers.py)
     requirements.txt   optional: its pins, installed with the case's
     ...                its own code
 
@@ -17,6 +20,7 @@ key, the file and the allowed values. Stdlib only.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from pathlib import Path
@@ -31,12 +35,15 @@ from case_runners.vendors.layout import STACK_FILE, STACK_REQUIREMENTS, stacks_d
 
 PYTHON = "{python}"  # in a command: the rank's Python (sys.executable)
 PLACEHOLDERS = (PYTHON,)
-KEYS = ("name", "description", "cases", "command", "params")
+KEYS = ("name", "description", "cases", "command", "params", "log_parser")
 REQUIRED = ("name", "cases", "command")
 # A framework field: no ':' or '-', and no '_<digits>' (selection.py reads that as a version)
 NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)*$")
 NAME_RULE = "lower-case words of letters and digits joined by _, each starting with a letter"
 PLACEHOLDER = re.compile(r"\{[^}]*\}")
+MEGATRON = "megatron"  # Megatron-LM's training log (and its forks': FlagScale, vendors' in_container images)
+LOG_PARSERS = (MEGATRON,)  # the built-in log parsers (tasks/training/log_parsers.py)
+PARSER_FUNCTION = "parse_line"  # a parser file's function: (line, inputs) -> the stream's events, or None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +58,7 @@ class VendorStack:
     command: tuple[str, ...]  # as written: {python} and paths relative to dir (argv() resolves them)
     params: dict[str, Any]  # its params' defaults
     constraints: dict[str, Constraint]
+    log_parser: str | None = None  # a built-in parser's name or a .py file of dir; None: the program writes the stream
 
     @property
     def requirements(self) -> Path | None:
@@ -113,7 +121,34 @@ def load_stack(root: Path, vendor: str, name: str) -> VendorStack:
     defaults, constraints = declare_params(params, file=shown, prefix="params.")
     return VendorStack(name=name, dir=folder, shown=shown, description=description, cases=tuple(cases),
                        command=tuple(_command(data["command"], folder, shown)), params=defaults,
-                       constraints=constraints)
+                       constraints=constraints, log_parser=_log_parser(data.get("log_parser"), folder, shown))
+
+
+def _log_parser(value: Any, folder: Path, shown: str) -> str | None:
+    """A built-in parser's name, or a .py file of the folder whose top level defines PARSER_FUNCTION with two
+    parameters (read, not run); None where the key is absent."""
+    if value is None:
+        return None
+    allowed = [*LOG_PARSERS, f"a .py file of {folder.name}/ defining {PARSER_FUNCTION}(line, inputs)"]
+    if not isinstance(value, str) or not value:
+        raise ConfigError("must be a parser's name or a file", key="log_parser", file=shown, allowed=allowed)
+    if value in LOG_PARSERS:
+        return value
+    if Path(value).suffix != ".py" or not _in_folder(folder, value):
+        raise ConfigError(f"{value!r} is neither a built-in parser nor a .py file of the stack's folder "
+                          f"({folder.name}/)", key="log_parser", file=shown, allowed=allowed)
+    path = folder / value
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{value!r} is not Python: {exc}", key="log_parser", file=shown, allowed=allowed) from None
+    function = next((node for node in tree.body if isinstance(node, ast.FunctionDef)
+                     and node.name == PARSER_FUNCTION), None)
+    if function is None or len(function.args.posonlyargs + function.args.args) != 2:
+        why = "defines no" if function is None else "does not define its"
+        raise ConfigError(f"{value!r} {why} top-level function {PARSER_FUNCTION}(line, inputs)", key="log_parser",
+                          file=shown, allowed=allowed)
+    return value
 
 
 def _command(command: Any, folder: Path, shown: str) -> list[str]:

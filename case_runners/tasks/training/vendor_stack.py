@@ -26,6 +26,12 @@ that exits non-zero, fails the rank naming what was missing and the program's la
 From it: samples (global) = the sum of the steps'; rank_samples = samples / world_size (the rank's share, so that a
 node's ranks sum to its throughput); core_time = the sum of step_time; train_time from the first step's start
 (its line's timestamp less its step_time) to the last line's timestamp; init_time from the launch to that start.
+
+A stack with a `log_parser` (a program that prints its own log, as Megatron does) does not write the stream: the
+rank parses each line of the program's output as it arrives (tasks/training/log_parsers.py) and writes the stream
+itself, at the same path, timestamped by the rank's clock (the program runs with PYTHONUNBUFFERED=1 so that its
+lines arrive when printed), keeps the raw output as rank<R>.stack.log, and reports what the parser matched and
+skipped on the rank's stderr. A parser that matches no line fails the rank naming the stack and the parser.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -61,6 +68,7 @@ from case_runners.rank.env import THREADS_ENV, DistEnv, omp_num_threads
 from case_runners.records import names
 from case_runners.records.rank import TrainerResult
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.tasks.training.log_parsers import LogReader, load_parser
 from case_runners.vendors.vendor_stacks import VendorStack, load_stack
 
 INPUTS_ENV = "PERFPLAY_STACK_INPUTS"
@@ -77,6 +85,11 @@ def inputs_path(log_dir: Path, rank: int) -> Path:
 
 def stream_path(log_dir: Path, rank: int) -> Path:
     return log_dir / f"rank{rank}.stack.dllogger.json"
+
+
+def raw_log_path(log_dir: Path, rank: int) -> Path:
+    """A log-parser stack's output as it printed it."""
+    return log_dir / f"rank{rank}.stack.log"
 
 
 def precision(params: dict[str, Any], vendor_amp_dtype: str) -> str:
@@ -128,22 +141,43 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     log.add_sink(TrainingStream(log.log_dir, env.rank, config.target, config.params))  # rank<R>.dllogger.json
     log.event(ev.LAUNCH_TRAINING, {"case": config.case, "stack": stack.name})
     launched = time.time()
-    code, tail = _run_command(argv, stack.dir, {**os.environ, INPUTS_ENV: str(inputs_path(log_dir, env.rank))})
+    child_env = {**os.environ, INPUTS_ENV: str(inputs_path(log_dir, env.rank))}
+    reader = None
+    if stack.log_parser is not None:
+        reader = LogReader(stack, load_parser(stack), inputs, raw_log_path(log_dir, env.rank))
+        child_env["PYTHONUNBUFFERED"] = "1"
+    try:
+        code, tail = _run_command(argv, stack.dir, child_env, reader.line if reader else None)
+    finally:
+        if reader:
+            reader.close()
     said = "\n".join(tail)
+    parsed = ""
+    if reader:
+        parsed = f" ({reader.report()})"
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"perfplay: {reader.report()}\n")
     if code != 0:
-        raise PerfplayError(f"the {stack.name} stack's command exited with {code}: {' '.join(argv)}; its last "
-                            f"output:\n{said}")
+        raise PerfplayError(f"the {stack.name} stack's command exited with {code}: {' '.join(argv)}{parsed}; its "
+                            f"last output:\n{said}")
+    try:
+        if reader:
+            reader.check()  # its message says what the parser made of the output
+    except PerfplayError as exc:
+        raise PerfplayError(f"{exc}; the {stack.name} stack's last output:\n{said}") from None
     try:
         steps, evals = read_stream(stream, config.target.metric, int(config.params["max_steps"]))
     except PerfplayError as exc:
-        raise PerfplayError(f"{exc}; the {stack.name} stack's last output:\n{said}") from None
+        raise PerfplayError(f"{exc}{parsed}; the {stack.name} stack's last output:\n{said}") from None
     case_optimizer = (inputs.get("optimizer") or {}).get("name")
     return _reemit(steps, evals, config, env, log, launched, stack, case_optimizer).to_json() | {"versions": {}}
 
 
-def _run_command(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[str]]:
-    """Run the program, its output (stdout and stderr) passed on to the rank's stderr; a stop request (a signal or
-    the round's deadline) forwarded to it, Stopped raised once it ended. (exit code, its last lines)."""
+def _run_command(argv: list[str], cwd: Path, env: dict[str, str],
+                 on_line: Callable[[str], None] | None = None) -> tuple[int, list[str]]:
+    """Run the program, its output (stdout and stderr) passed on to the rank's stderr and each line, without its
+    newline, to on_line; a stop request (a signal or the round's deadline) forwarded to it, Stopped raised once it
+    ended. (exit code, its last lines)."""
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     try:
         child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -151,7 +185,7 @@ def _run_command(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, 
     except OSError as exc:
         raise PerfplayError(f"cannot start the stack's command {argv}: {exc}") from None
     assert child.stdout is not None
-    reader = threading.Thread(target=_pass_on, args=(child.stdout, tail), daemon=True)
+    reader = threading.Thread(target=_pass_on, args=(child.stdout, tail, on_line), daemon=True)
     reader.start()
     try:
         while child.poll() is None:
@@ -181,9 +215,11 @@ def _stop(child: subprocess.Popen, stopped: stop_request.Stopped) -> None:
         child.wait()
 
 
-def _pass_on(out: IO[str], tail: collections.deque[str]) -> None:
+def _pass_on(out: IO[str], tail: collections.deque[str], on_line: Callable[[str], None] | None) -> None:
     for line in out:
         tail.append(line.rstrip("\n"))
+        if on_line is not None:
+            on_line(line.rstrip("\n"))
         with contextlib.suppress(OSError):
             sys.stderr.write(line)
             sys.stderr.flush()
