@@ -10,7 +10,10 @@ measures what it writes (tasks/training/vendor_stack.py). Its folder:
                        plan/config/constraints.py declares them), log_parser (optional: for a program that prints
                        its own log instead of writing perfplay's stream, a built-in parser's name, LOG_PARSERS, or
                        a .py file of the folder defining PARSER_FUNCTION(line, inputs):
-                       tasks/training/log_parsers.py)
+                       tasks/training/log_parsers.py), log_file (optional, with a log_parser: the file the program
+                       writes its log to, parsed instead of its output; LOG_FILE_PLACEHOLDERS {log_dir}, the rank's
+                       log directory, and {rank} stand in it; a relative path is the stack folder's, the program's
+                       working directory; the inputs' `log_file` says where it is)
     requirements.txt   optional: its pins, installed with the case's
     ...                its own code
 
@@ -35,7 +38,7 @@ from case_runners.vendors.layout import STACK_FILE, STACK_REQUIREMENTS, stacks_d
 
 PYTHON = "{python}"  # in a command: the rank's Python (sys.executable)
 PLACEHOLDERS = (PYTHON,)
-KEYS = ("name", "description", "cases", "command", "params", "log_parser")
+KEYS = ("name", "description", "cases", "command", "params", "log_parser", "log_file")
 REQUIRED = ("name", "cases", "command")
 # A framework field: no ':' or '-', and no '_<digits>' (selection.py reads that as a version)
 NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)*$")
@@ -44,6 +47,8 @@ PLACEHOLDER = re.compile(r"\{[^}]*\}")
 MEGATRON = "megatron"  # Megatron-LM's training log (and its forks': FlagScale, vendors' in_container images)
 LOG_PARSERS = (MEGATRON,)  # the built-in log parsers (tasks/training/log_parsers.py)
 PARSER_FUNCTION = "parse_line"  # a parser file's function: (line, inputs) -> the stream's events, or None
+LOG_DIR, RANK = "{log_dir}", "{rank}"
+LOG_FILE_PLACEHOLDERS = (LOG_DIR, RANK)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +64,13 @@ class VendorStack:
     params: dict[str, Any]  # its params' defaults
     constraints: dict[str, Constraint]
     log_parser: str | None = None  # a built-in parser's name or a .py file of dir; None: the program writes the stream
+    log_file: str | None = None  # as written, placeholders and all (log_path() resolves it); None: its output
+
+    def log_path(self, log_dir: Path, rank: int) -> Path | None:
+        """The log file of a rank whose log directory is log_dir, where the stack declares one."""
+        if self.log_file is None:
+            return None
+        return self.dir / self.log_file.replace(LOG_DIR, str(log_dir)).replace(RANK, str(rank))
 
     @property
     def requirements(self) -> Path | None:
@@ -121,7 +133,25 @@ def load_stack(root: Path, vendor: str, name: str) -> VendorStack:
     defaults, constraints = declare_params(params, file=shown, prefix="params.")
     return VendorStack(name=name, dir=folder, shown=shown, description=description, cases=tuple(cases),
                        command=tuple(_command(data["command"], folder, shown)), params=defaults,
-                       constraints=constraints, log_parser=_log_parser(data.get("log_parser"), folder, shown))
+                       constraints=constraints, log_parser=_log_parser(data.get("log_parser"), folder, shown),
+                       log_file=_log_file(data.get("log_file"), data.get("log_parser"), shown))
+
+
+def _log_file(value: Any, parser: Any, shown: str) -> str | None:
+    """A path, its placeholders LOG_FILE_PLACEHOLDERS only; declared with a log_parser."""
+    if value is None:
+        return None
+    rule = f"a path, with {LOG_DIR} (the rank's log directory) and {RANK} where they stand, e.g. {LOG_DIR}/megatron.log"
+    if not isinstance(value, str) or not value:
+        raise ConfigError("must be a path", key="log_file", file=shown, allowed=[rule])
+    for placeholder in PLACEHOLDER.findall(value):
+        if placeholder not in LOG_FILE_PLACEHOLDERS:
+            raise ConfigError(f"{value!r}: {placeholder} is not a placeholder", key="log_file", file=shown,
+                              allowed=LOG_FILE_PLACEHOLDERS)
+    if parser is None:
+        raise ConfigError("is read by the stack's log_parser, which it lacks", key="log_file", file=shown,
+                          allowed=[*LOG_PARSERS, f"a .py file defining {PARSER_FUNCTION}(line, inputs)"])
+    return value
 
 
 def _log_parser(value: Any, folder: Path, shown: str) -> str | None:

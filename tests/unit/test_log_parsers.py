@@ -13,7 +13,7 @@ import pytest
 from case_runners.core.errors import PerfplayError
 from case_runners.rank.driver.dllogger import LogEntry, read_dllogger
 from case_runners.tasks.training import vendor_stack
-from case_runners.tasks.training.log_parsers import PARSERS, LogReader, megatron
+from case_runners.tasks.training.log_parsers import PARSERS, Follower, LogReader, megatron
 from case_runners.vendors.vendor_stacks import LOG_PARSERS, VendorStack
 
 INPUTS = {"seq_len": 2048, "eval": {"metric": "held_out_loss"}}
@@ -164,3 +164,25 @@ def test_a_parser_that_matches_nothing_or_fails_fails_naming_the_stack_and_the_p
         reader.check()
     assert str(raised.value) == ("the mega stack's log parser megatron failed: TypeError: returned {'step': 'one', "
                                  "'data': {}}, not {'step': <int >= 1 or None>, 'data': {...}} (line 1: 'step 1')")
+
+
+def test_a_declared_log_file_is_followed_as_written_and_its_absence_named(tmp_path: Path):
+    """The Follower hands on each complete line of a file that appears after it started, and at stop() the rest, a
+    last line without its newline too; a log file the program never wrote fails the rank naming it."""
+    log, got = tmp_path / "megatron.log", []
+    follower = Follower(log, got.append)
+    follower.start()
+    try:
+        with open(log, "w", encoding="utf-8") as out:
+            out.write("first\nsecond\nthi")
+            out.flush()
+            out.write("rd")
+    finally:
+        follower.stop()
+    assert got == ["first", "second", "third"]
+    reader = LogReader(megatron_stack(tmp_path), megatron, {**INPUTS, "stream": str(tmp_path / "stream")},
+                       tmp_path / "rank0.stack.log", tmp_path / "never.log")
+    reader.close()
+    with pytest.raises(PerfplayError, match=r"^the mega stack's log parser megatron: the program wrote no "
+                                            r"\S+/never.log \(the stack's log_file\)$"):
+        reader.check()

@@ -105,10 +105,15 @@ def test_the_stacks_requirements_join_the_cases(project: Path):
 @pytest.mark.parametrize("edit, message", [
     (lambda t: t.replace("name: mega", "name: other"),
      "key 'name': 'other' is not the stack's folder name (allowed: mega)"),
-    (lambda t: t + "log_file: megatron.log\n",
-     "key 'log_file': unknown key (allowed: cases, command, description, log_parser, name, params)"),
+    (lambda t: t + "log_format: megatron\n",
+     "key 'log_format': unknown key (allowed: cases, command, description, log_file, log_parser, name, params)"),
     (lambda t: t.replace("cases: [llama]\n", ""),
-     "key 'cases': is missing (allowed: cases, command, description, log_parser, name, params)"),
+     "key 'cases': is missing (allowed: cases, command, description, log_file, log_parser, name, params)"),
+    (lambda t: t + "log_parser: megatron\nlog_file: '{log_dir}/megatron_{node}.log'\n",
+     "key 'log_file': '{log_dir}/megatron_{node}.log': {node} is not a placeholder (allowed: {log_dir}, {rank})"),
+    (lambda t: t + "log_file: '{log_dir}/megatron.log'\n",
+     "key 'log_file': is read by the stack's log_parser, which it lacks (allowed: a .py file defining "
+     "parse_line(line, inputs), megatron)"),
     (lambda t: t + "log_parser: megatron_lm\n",
      "key 'log_parser': 'megatron_lm' is neither a built-in parser nor a .py file of the stack's folder (mega/) "
      "(allowed: a .py file of mega/ defining parse_line(line, inputs), megatron)"),
@@ -289,13 +294,16 @@ def test_a_failing_program_names_its_exit_code_and_a_stop_is_forwarded(tmp_path:
 # -- a stack that prints its own log: its parser makes the stream ---------------------------------------------------
 
 PRINTING_PROGRAM = """\
-import json, os
+import json, os, sys
 inputs = json.load(open(os.environ["PERFPLAY_STACK_INPUTS"]))
-print("building the model")
+log = open(inputs["log_file"], "w") if inputs["log_file"] else sys.stdout
+if inputs["log_file"]:
+    print("step=9 loss=1.0 ms=1 sequences=1: its output, not its log")
+print("building the model", file=log)
 for step in range(1, inputs["max_steps"] + 1):
-    print(f"step={step} loss={8.0 - step} ms=250 sequences={inputs['global_batch']}", flush=True)
-print("step=oops")
-print("held-out loss 4.5")
+    print(f"step={step} loss={8.0 - step} ms=250 sequences={inputs['global_batch']}", file=log, flush=True)
+print("step=oops", file=log)
+print("held-out loss 4.5", file=log)
 """
 PARSER_FILE = """\
 def parse_line(line, inputs):
@@ -312,12 +320,13 @@ def parse_line(line, inputs):
 """
 
 
-def run_rank(project: Path, tmp_path: Path, monkeypatch, log_parser: str) -> dict:
-    """The mega stack, its program PRINTING_PROGRAM and `log_parser: <log_parser>`, one rank of 3 steps run by
-    worker.main in this process: its result."""
+def run_rank(project: Path, tmp_path: Path, monkeypatch, log_parser: str, log_file: str = "") -> dict:
+    """The mega stack, its program PRINTING_PROGRAM and `log_parser: <log_parser>` (and log_file), one rank of 3
+    steps run by worker.main in this process: its result."""
     (project / "vendor/cpu/stacks/mega/train.py").write_text(PRINTING_PROGRAM)
     (project / "vendor/cpu/stacks/mega/parse.py").write_text(PARSER_FILE)
-    (project / SHOWN).write_text(STACK_YAML.replace(", --tp-from-inputs", "") + f"log_parser: {log_parser}\n")
+    (project / SHOWN).write_text(STACK_YAML.replace(", --tp-from-inputs", "") + f"log_parser: {log_parser}\n"
+                                 + (f"log_file: '{log_file}'\n" if log_file else ""))
     monkeypatch.setenv(PROJECT_ENV, str(project))
     config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
                                "overrides": {"max_steps": 3, "seq_len": 16}}, project)
@@ -328,10 +337,13 @@ def run_rank(project: Path, tmp_path: Path, monkeypatch, log_parser: str) -> dic
     return json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
 
 
-def test_a_stack_with_its_own_parser_is_measured_from_its_log(project: Path, tmp_path: Path, monkeypatch, capsys):
-    """parse.py reads the program's lines: the rank's result is the steps' (samples in tokens: the global batch's
-    sequences x seq_len), the stream is written from them, the raw log kept, the malformed line reported."""
-    result = run_rank(project, tmp_path, monkeypatch, "parse.py")
+@pytest.mark.parametrize("log_file", ["", "{log_dir}/mega{rank}.log"])
+def test_a_stack_with_its_own_parser_is_measured_from_its_log(project: Path, tmp_path: Path, monkeypatch, capsys,
+                                                              log_file: str):
+    """parse.py reads the program's lines (its output, or the log file the stack declares and the inputs name):
+    the rank's result is the steps' (samples in tokens: the global batch's sequences x seq_len), the stream is
+    written from them, the raw log kept, the malformed line reported."""
+    result = run_rank(project, tmp_path, monkeypatch, "parse.py", log_file)
     assert result["status"] in ("success", "not_converged"), result.get("reason")
     assert (result["world_size"], result["steps"], result["samples"], result["final_metric"]) == (1, 3, 3 * 4 * 16, 4.5)
     assert result["core_time"] == pytest.approx(0.75) and result["p_core"] == pytest.approx(3 * 4 * 16 / 0.75)
@@ -339,7 +351,8 @@ def test_a_stack_with_its_own_parser_is_measured_from_its_log(project: Path, tmp
     steps, _ = vendor_stack.read_stream(logs / "rank0.stack.dllogger.json", "held_out_loss", 3)
     assert [e.data["train.loss"] for e in steps] == [7.0, 6.0, 5.0]
     assert (logs / "rank0.stack.log").read_text().splitlines()[0] == "building the model"
-    assert f"perfplay: the mega stack's log parser parse.py: 4 event(s) from 6 line(s) of output (kept in " \
+    source = logs / "mega0.log" if log_file else "output"
+    assert f"perfplay: the mega stack's log parser parse.py: 4 event(s) from 6 line(s) of {source} (kept in " \
            f"{logs / 'rank0.stack.log'}); 1 malformed line(s) skipped, the first line 5: lacks loss=: 'step=oops'" \
            in capsys.readouterr().err
 

@@ -14,13 +14,16 @@ parser and the line. The built-in parsers are PARSERS (their names: vendors/vend
 stack's own is a .py file of its folder defining parse_line (vendors/vendor_stacks.py PARSER_FUNCTION).
 
 LogReader writes each event to the stream as a `DLLL` line when its line arrives, timestamped by the rank's own
-clock, and keeps the program's raw output beside it (rank<R>.stack.log).
+clock, and keeps the program's raw output beside it (rank<R>.stack.log). Where the stack declares a log_file, the
+lines are that file's, followed as the program writes it (Follower), not its output's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,8 @@ from case_runners.vendors.vendor_stacks import LOG_PARSERS, MEGATRON, PARSER_FUN
 Parser = Callable[[str, Mapping[str, Any]], Any]
 EPOCH = 1  # a parsed step's epoch in the stream: Megatron counts iterations, not epochs
 QUOTE_CHARS = 160  # of a malformed line, in its report
+POLL_S = 0.2  # how often a followed log file is read for new lines
+JOIN_S = 10.0  # a follower's time to read the rest once the program ended
 
 # Megatron-LM's training line, megatron/training/training.py training_log() (NVIDIA/Megatron-LM at d98e8a6, as
 # FlagPerf's training/benchmarks/llama3_8B/megatron/run_pretraining.py and mixtral_8x7B/flagscale reads it: the
@@ -117,8 +122,9 @@ class LogReader:
     """The program's output, a line at a time (line(), from the thread that reads it): kept raw, parsed, and each
     event written to the stream at once. Then check() says what the parser made of it."""
 
-    def __init__(self, stack: VendorStack, parse: Parser, inputs: Mapping[str, Any], raw: Path) -> None:
-        self.stack, self.parse, self.inputs, self.raw = stack, parse, inputs, raw
+    def __init__(self, stack: VendorStack, parse: Parser, inputs: Mapping[str, Any], raw: Path,
+                 log_file: Path | None = None) -> None:
+        self.stack, self.parse, self.inputs, self.raw, self.log_file = stack, parse, inputs, raw, log_file
         self.stream = Path(inputs["stream"])
         self._raw = files.open_text(raw)
         self._stream = JSONStream(self.stream)
@@ -168,7 +174,8 @@ class LogReader:
 
     def report(self) -> str:
         """What the parser made of the output, in a line."""
-        said = f"{self.name}: {self.events} event(s) from {self.lines} line(s) of output (kept in {self.raw})"
+        said = (f"{self.name}: {self.events} event(s) from {self.lines} line(s) of "
+                f"{self.log_file or 'output'} (kept in {self.raw})")
         if self.malformed:
             number, text, why = self.malformed[0]
             said += (f"; {len(self.malformed)} malformed line(s) skipped, the first line {number}: {why}: "
@@ -179,9 +186,50 @@ class LogReader:
         """PerfplayError where the parser failed or matched no line."""
         if self.crash is not None:
             raise PerfplayError(f"{self.name} failed: {self.crash}")
+        if self.log_file is not None and not self.log_file.is_file():
+            raise PerfplayError(f"{self.name}: the program wrote no {self.log_file} (the stack's log_file)")
         if not self.events:
             raise PerfplayError(f"{self.report()}: it matched no line: is the program's log in its format?")
 
 
 def _quote(text: str) -> str:
     return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "...")
+
+
+class Follower:
+    """A file another process writes, read a complete line at a time on a thread of its own (tail -f) from start()
+    to stop(), which reads the rest (a last line without its newline too)."""
+
+    def __init__(self, path: Path, on_line: Callable[[str], None]) -> None:
+        self.path, self.on_line = path, on_line
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=JOIN_S)
+
+    def _run(self) -> None:
+        handle = None
+        partial = ""
+        try:
+            while True:
+                done = self._done.is_set()  # before the read: a stop() after it still gets the last lines
+                if handle is None:
+                    with contextlib.suppress(OSError):
+                        handle = open(self.path, encoding="utf-8", errors="replace")  # noqa: SIM115 - held open
+                if handle is not None:
+                    *lines, partial = (partial + handle.read()).split("\n")
+                    for line in lines:
+                        self.on_line(line)
+                if done:
+                    if partial:
+                        self.on_line(partial)
+                    return
+                self._done.wait(POLL_S)
+        finally:
+            if handle is not None:
+                handle.close()

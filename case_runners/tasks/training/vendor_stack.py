@@ -10,7 +10,8 @@ The rank joins no process group and does not touch the device: the program does 
 The inputs (the case's stack_inputs hook gives the workload's part: model shape, seq_len, data, optimizer,
 schedule, eval): schema, case, stack, rank, world_size, local_rank, global_batch (sequences per optimizer step
 over all ranks), batch_per_rank, max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params
-(its stack.yaml params as resolved), params (all of the round's, for reference) and stream.
+(its stack.yaml params as resolved), params (all of the round's, for reference), stream and log_file (where a
+log-parser stack declares one: the file the program writes its log to; else null).
 
 The stream (`stream` in the inputs; not rank<R>.dllogger.json, which is perfplay's) is perfplay's dllogger format
 (rank/driver/dllogger.py), `DLLL {json}` lines:
@@ -28,8 +29,9 @@ node's ranks sum to its throughput); core_time = the sum of step_time; train_tim
 (its line's timestamp less its step_time) to the last line's timestamp; init_time from the launch to that start.
 
 A stack with a `log_parser` (a program that prints its own log, as Megatron does) does not write the stream: the
-rank parses each line of the program's output as it arrives (tasks/training/log_parsers.py) and writes the stream
-itself, at the same path, timestamped by the rank's clock (the program runs with PYTHONUNBUFFERED=1 so that its
+rank parses each line of the program's output (or of its `log_file`, `log_file` in the inputs, followed as it is
+written) as it arrives (tasks/training/log_parsers.py) and writes the stream itself, at the same path, timestamped
+by the rank's clock (the program runs with PYTHONUNBUFFERED=1 so that its
 lines arrive when printed), keeps the raw output as rank<R>.stack.log, and reports what the parser matched and
 skipped on the rank's stderr. A parser that matches no line fails the rank naming the stack and the parser.
 """
@@ -68,7 +70,7 @@ from case_runners.rank.env import THREADS_ENV, DistEnv, omp_num_threads
 from case_runners.records import names
 from case_runners.records.rank import TrainerResult
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.tasks.training.log_parsers import LogReader, load_parser
+from case_runners.tasks.training.log_parsers import Follower, LogReader, load_parser
 from case_runners.vendors.vendor_stacks import VendorStack, load_stack
 
 INPUTS_ENV = "PERFPLAY_STACK_INPUTS"
@@ -116,7 +118,8 @@ def stack_inputs(config: ResolvedConfig, stack: VendorStack, env: DistEnv, log_d
             "seed": int(p["seed"]), "log_freq": int(p["log_freq"]),
             "precision": precision(p, config.vendor_info.amp_dtype),
             "stack_params": {name: p[name] for name in stack.params}, "params": p,
-            "stream": str(stream_path(log_dir, env.rank))}
+            "stream": str(stream_path(log_dir, env.rank)),
+            "log_file": str(stack.log_path(log_dir, env.rank)) if stack.log_file else None}
 
 
 def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
@@ -142,13 +145,20 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     log.event(ev.LAUNCH_TRAINING, {"case": config.case, "stack": stack.name})
     launched = time.time()
     child_env = {**os.environ, INPUTS_ENV: str(inputs_path(log_dir, env.rank))}
-    reader = None
+    reader = follower = None
+    log_file = stack.log_path(log_dir, env.rank)
     if stack.log_parser is not None:
-        reader = LogReader(stack, load_parser(stack), inputs, raw_log_path(log_dir, env.rank))
+        reader = LogReader(stack, load_parser(stack), inputs, raw_log_path(log_dir, env.rank), log_file)
         child_env["PYTHONUNBUFFERED"] = "1"
+        if log_file is not None:
+            log_file.unlink(missing_ok=True)  # an earlier round's
+            follower = Follower(log_file, reader.line)
+            follower.start()
     try:
-        code, tail = _run_command(argv, stack.dir, child_env, reader.line if reader else None)
+        code, tail = _run_command(argv, stack.dir, child_env, reader.line if reader and not follower else None)
     finally:
+        if follower:
+            follower.stop()
         if reader:
             reader.close()
     said = "\n".join(tail)
