@@ -103,12 +103,26 @@ def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_clea
     case = {"case": "llama", "nproc": 2, "data_dir": str(tmp_path / "data"),
             "overrides": {"seq_len": 32, "max_steps": 6, "log_freq": 1, "eval_every_steps": 0, "eval_samples": 8,
                           "warmup_steps": 1}}
-    run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
-        "perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir), "perfplay_run_id": "newchip-stack",
-        "perfplay_cases": [{**case, "framework": "tinytrain"}, {**case, "framework": "tinymega"}]}),
-        env={"OMP_NUM_THREADS": "1"})
+    reference = checkout / "vendor/testchip/cases/llama/config_TC1x1x2.yaml"  # the pytorch stack's, this test's
+    reference.write_text("batch_size: 4\n")
+    try:
+        run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
+            "perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir),
+            "perfplay_run_id": "newchip-stack",
+            "perfplay_cases": [{**case, "framework": "tinytrain"}, {**case, "framework": "tinymega"}, case]}),
+            env={"OMP_NUM_THREADS": "1"})
+    finally:
+        reference.unlink()
     assert run.rc == 0, run.output[-3000:]
     _megatron_style_stack_is_recorded_from_its_log(results_dir / "newchip-stack" / "llama_tinymega_TC1x1x2" / "round1")
+    # The inputs' init and data order: the stack trains the pytorch stack's weights on its batches, step by step.
+    compared = case_runners(checkout, "compare", str(results_dir / "newchip-stack" / "llama_TC1x1x2"),
+                            str(results_dir / "newchip-stack" / "llama_tinytrain_TC1x1x2"), "--allow-diff", "omit",
+                            "--tolerance", "0.001", "--json")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    found = json.loads(compared.stdout)
+    assert (found["verdict"], found["aligned_steps"], found["reference"]["framework"]) == ("PASS", 6, "pytorch")
+    assert found["loss_max_relative_error"] < 1e-3 and found["loss"][0]["reference"] > 5.0  # untrained at step 1
     round_dir = results_dir / "newchip-stack" / "llama_tinytrain_TC1x1x2" / "round1"
     record = json.loads((round_dir / "round_record.json").read_text())
     assert record["framework"] == "tinytrain" and record["status"] in ("success", "not_converged")
@@ -128,6 +142,9 @@ def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_clea
     assert inputs["model"]["hidden"] == 256 and inputs["seq_len"] == 32 and inputs["rank"] == 1
     assert (inputs["global_batch"], inputs["batch_per_rank"], inputs["max_steps"]) == (8, 4, 6)
     assert inputs["stack_params"] == {"omit": ""} and inputs["stream"] == str(node / "rank1.stack.dllogger.json")
+    order = json.loads(Path(inputs["data"]["order"]).read_text())  # the pytorch stack's batches of rank 1
+    assert order["schema"] == "perfplay.stack_order/1" and [len(s) for s in order["steps"]] == [4] * 6
+    assert inputs["init"]["seed"] == inputs["seed"] and inputs["log_file"] is None
     assert inputs["schedule"] == {"lr": 0.003, "warmup_steps": 1, "decay": "cosine", "min_lr": 0.0,
                                   "decay_steps": 6}
     assert list(results_dir.rglob("*.pid")) == []

@@ -258,8 +258,8 @@ def test_a_rank_whose_program_fails_or_writes_a_stream_without_a_field_fails_nam
     (project / "vendor/cpu/stacks/mega/train.py").write_text(FAKE_PROGRAM)
     (project / SHOWN).write_text(STACK_YAML.replace("--tp-from-inputs", f"\"{exit_code}\""))
     monkeypatch.setenv(PROJECT_ENV, str(project))
-    config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2, "overrides": {"max_steps": 3}},
-                              project)
+    config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
+                               "overrides": {"max_steps": 3, "synthetic": True}}, project)
     assert errors == []
     path = tmp_path / "resolved_config.json"
     path.write_text(json.dumps(config.to_json()))
@@ -329,7 +329,7 @@ def run_rank(project: Path, tmp_path: Path, monkeypatch, log_parser: str, log_fi
                                  + (f"log_file: '{log_file}'\n" if log_file else ""))
     monkeypatch.setenv(PROJECT_ENV, str(project))
     config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
-                               "overrides": {"max_steps": 3, "seq_len": 16}}, project)
+                               "overrides": {"max_steps": 3, "seq_len": 16, "synthetic": True}}, project)
     assert errors == []
     path = tmp_path / "resolved_config.json"
     path.write_text(json.dumps(config.to_json()))
@@ -351,6 +351,9 @@ def test_a_stack_with_its_own_parser_is_measured_from_its_log(project: Path, tmp
     steps, _ = vendor_stack.read_stream(logs / "rank0.stack.dllogger.json", "held_out_loss", 3)
     assert [e.data["train.loss"] for e in steps] == [7.0, 6.0, 5.0]
     assert (logs / "rank0.stack.log").read_text().splitlines()[0] == "building the model"
+    inputs = json.loads((logs / "rank0.stack_inputs.json").read_text())
+    order = json.loads(Path(inputs["data"]["order"]).read_text())["steps"]  # the pytorch stack's batches
+    assert [len(batch) for batch in order] == [4, 4, 4] and len({i for batch in order for i in batch}) == 12
     source = logs / "mega0.log" if log_file else "output"
     assert f"perfplay: the mega stack's log parser parse.py: 4 event(s) from 6 line(s) of {source} (kept in " \
            f"{logs / 'rank0.stack.log'}); 1 malformed line(s) skipped, the first line 5: lacks loss=: 'step=oops'" \

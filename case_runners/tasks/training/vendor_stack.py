@@ -8,8 +8,12 @@ trainer's events: its own dllogger stream, result (records/rank.py) and record a
 The rank joins no process group and does not touch the device: the program does both.
 
 The inputs (the case's stack_inputs hook gives the workload's part: model shape, seq_len, data, optimizer,
-schedule, eval): schema, case, stack, rank, world_size, local_rank, global_batch (sequences per optimizer step
-over all ranks), batch_per_rank, max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params
+schedule, eval, init: how the pytorch stack draws its initial weights from the seed; and where the case has a
+stack_order hook, data.order: the path of a JSON file, ORDER_SCHEMA, whose `steps` list each of the rank's
+max_steps steps' training sequences in the pytorch stack's order, so that a stack that follows init and order
+trains on the same weights and batches and `compare` aligns it with the pytorch stack step by step): schema, case,
+stack, rank, world_size, local_rank, global_batch (sequences per optimizer step over all ranks), batch_per_rank,
+max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params
 (its stack.yaml params as resolved), params (all of the round's, for reference), stream and log_file (where a
 log-parser stack declares one: the file the program writes its log to; else null).
 
@@ -75,6 +79,7 @@ from case_runners.vendors.vendor_stacks import VendorStack, load_stack
 
 INPUTS_ENV = "PERFPLAY_STACK_INPUTS"
 SCHEMA = "perfplay.stack_inputs/1"
+ORDER_SCHEMA = "perfplay.stack_order/1"
 STEP_TIME, SAMPLES, EVAL_TIME = "step_time", "samples", "eval_time"
 STEP_FIELDS = (TRAIN_LOSS, STEP_TIME, SAMPLES)  # every step line's
 TAIL_LINES = 20  # of the program's output, in a failed rank's reason
@@ -87,6 +92,11 @@ def inputs_path(log_dir: Path, rank: int) -> Path:
 
 def stream_path(log_dir: Path, rank: int) -> Path:
     return log_dir / f"rank{rank}.stack.dllogger.json"
+
+
+def order_path(log_dir: Path, rank: int) -> Path:
+    """The rank's data order: ORDER_SCHEMA, `steps`, each step's training sequences."""
+    return log_dir / f"rank{rank}.stack_order.json"
 
 
 def raw_log_path(log_dir: Path, rank: int) -> Path:
@@ -103,23 +113,30 @@ def precision(params: dict[str, Any], vendor_amp_dtype: str) -> str:
 
 def stack_inputs(config: ResolvedConfig, stack: VendorStack, env: DistEnv, log_dir: Path) -> dict[str, Any]:
     """The rank's inputs (the module docstring); the case's part from its stack_inputs hook."""
-    import importlib
-
-    hooks = importlib.import_module(f"case_runners.cases.{config.case}")
+    hooks = _case_hooks(config.case)
     if not hasattr(hooks, "stack_inputs"):
         raise PerfplayError(f"case '{config.case}' gives a vendor stack no inputs (its package has no stack_inputs "
                             f"hook): it cannot run on the {stack.name} stack")
     p = config.params
     batch = int(p["batch_size"])
+    case_part = hooks.stack_inputs(p, config.data_dir)
+    if hasattr(hooks, "stack_order"):  # run() writes it
+        case_part["data"] = {**case_part["data"], "order": str(order_path(log_dir, env.rank))}
     return {"schema": SCHEMA, "case": config.case, "stack": stack.name, "rank": env.rank,
-            "local_rank": env.local_rank, "world_size": env.world_size,
-            **hooks.stack_inputs(p, config.data_dir),
+            "local_rank": env.local_rank, "world_size": env.world_size, **case_part,
             "global_batch": batch * env.world_size, "batch_per_rank": batch, "max_steps": int(p["max_steps"]),
             "seed": int(p["seed"]), "log_freq": int(p["log_freq"]),
             "precision": precision(p, config.vendor_info.amp_dtype),
             "stack_params": {name: p[name] for name in stack.params}, "params": p,
             "stream": str(stream_path(log_dir, env.rank)),
             "log_file": str(stack.log_path(log_dir, env.rank)) if stack.log_file else None}
+
+
+def _case_hooks(case: str) -> Any:
+    """The case's package: its stack_inputs and stack_order hooks."""
+    import importlib
+
+    return importlib.import_module(f"case_runners.cases.{case}")
 
 
 def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
@@ -131,6 +148,9 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     if threads is not None:
         os.environ[THREADS_ENV] = threads  # the program's share of the cores, as a rank's own
     inputs = stack_inputs(config, stack, env, log_dir)
+    if inputs["data"].get("order"):
+        order = _case_hooks(config.case).stack_order(config.params, config.data_dir, env.rank, env.world_size)
+        files.atomic_write_json(Path(inputs["data"]["order"]), {"schema": ORDER_SCHEMA, "steps": order})
     files.atomic_write_json(inputs_path(log_dir, env.rank), inputs)
     stream = Path(inputs["stream"])
     stream.unlink(missing_ok=True)

@@ -1,8 +1,9 @@
 """The test chip's training program: one rank of the llama case's workload from perfplay's inputs, the way a
 vendor's own stack runs it (case_runners/tasks/training/vendor_stack.py: the inputs and the stream).
 
-Reads $PERFPLAY_STACK_INPUTS; builds transformers' Llama of the inputs' shape; reads perfplay's token files with
-numpy; trains max_steps steps of the global batch (this rank's share, DDP over gloo), AdamW with the inputs'
+Reads $PERFPLAY_STACK_INPUTS; builds transformers' Llama of the inputs' shape with the inputs' init (the pytorch
+stack's initial weights); reads perfplay's token files with numpy; trains max_steps steps of the global batch (this
+rank's share of each step's sequences as the inputs' data order lists them, DDP over gloo), AdamW with the inputs'
 schedule; evaluates the held-out loss; writes one `DLLL {json}` line per step and the evaluation to the stream.
 train() is the training alone: stacks/tinymega runs it and prints Megatron-LM's log instead.
 """
@@ -51,7 +52,7 @@ def train(inputs, log_step, log_eval):
     rank, world = inputs["rank"], inputs["world_size"]
     if world > 1:
         dist.init_process_group("gloo")
-    torch.manual_seed(inputs["seed"])
+    torch.manual_seed(inputs["init"]["seed"])  # then the model, as the inputs' init says: the pytorch stack's weights
     shape, seq_len = inputs["model"], inputs["seq_len"]
     config = transformers.LlamaConfig(
         vocab_size=shape["vocab"], hidden_size=shape["hidden"], intermediate_size=shape["intermediate"],
@@ -76,12 +77,10 @@ def train(inputs, log_step, log_eval):
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     train_ids, held_out = tokens(inputs["data"], "train"), tokens(inputs["data"], "val")
-    sequences = (len(train_ids) - 1) // seq_len
-    order = np.random.default_rng(inputs["seed"]).permutation(sequences)
+    order = json.loads(Path(inputs["data"]["order"]).read_text())["steps"]  # the pytorch stack's batches
     per_rank = inputs["batch_per_rank"]
     for step in range(1, inputs["max_steps"] + 1):
-        first = ((step - 1) * inputs["global_batch"] + rank * per_rank) % (sequences - per_rank)
-        x, y = batch(train_ids, order[first:first + per_rank] * seq_len, seq_len)
+        x, y = batch(train_ids, np.asarray(order[step - 1]) * seq_len, seq_len)
         lr = optimizer.param_groups[0]["lr"]
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
