@@ -13,9 +13,9 @@ stack_order hook, data.order: the path of a JSON file, ORDER_SCHEMA, whose `step
 max_steps steps' training sequences in the pytorch stack's order, so that a stack that follows init and order
 trains on the same weights and batches and `compare` aligns it with the pytorch stack step by step): schema, case,
 stack, rank, world_size, local_rank, global_batch (sequences per optimizer step over all ranks), batch_per_rank,
-max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params
-(its stack.yaml params as resolved), params (all of the round's, for reference), stream and log_file (where a
-log-parser stack declares one: the file the program writes its log to; else null).
+max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params (its stack.yaml params as
+resolved), params (all of the round's, for reference), stream and log_file (where a log-parser stack declares one:
+the file the program writes its log to; else null).
 
 The stream (`stream` in the inputs; not rank<R>.dllogger.json, which is perfplay's) is perfplay's dllogger format
 (rank/driver/dllogger.py), `DLLL {json}` lines:
@@ -35,9 +35,9 @@ node's ranks sum to its throughput); core_time = the sum of step_time; train_tim
 A stack with a `log_parser` (a program that prints its own log, as Megatron does) does not write the stream: the
 rank parses each line of the program's output (or of its `log_file`, `log_file` in the inputs, followed as it is
 written) as it arrives (tasks/training/log_parsers.py) and writes the stream itself, at the same path, timestamped
-by the rank's clock (the program runs with PYTHONUNBUFFERED=1 so that its
-lines arrive when printed), keeps the raw output as rank<R>.stack.log, and reports what the parser matched and
-skipped on the rank's stderr. A parser that matches no line fails the rank naming the stack and the parser.
+by the rank's clock (the program runs with PYTHONUNBUFFERED=1 so that its lines arrive when printed), keeps the raw
+log as rank<R>.stack.log, and reports what the parser matched and skipped on the rank's stderr. A parser that
+matches no line fails the rank naming the stack and the parser.
 """
 
 from __future__ import annotations
