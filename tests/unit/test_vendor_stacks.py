@@ -191,11 +191,18 @@ def test_check_vendor_checks_the_stack_folder_and_its_configs(project: Path, cap
            "folder (broken/) (allowed: )" in out
     assert "ok: vendor/cpu/stacks/logged/stack.yaml: runs llama: {python} train.py --tp-from-inputs; params tp, " \
            "recompute; its log read by the megatron parser\n" in out
-    (logged / "stack.yaml").write_text(STACK_YAML.replace("name: mega", "name: logged") + "log_parser: parse.py\n")
-    (logged / "parse.py").write_text("def parse_line(line):\n    return None\n")
-    assert cli(["check-vendor", "cpu", "--root", str(project)]) == 1
-    assert "error: vendor/cpu/stacks/logged/stack.yaml: key 'log_parser': 'parse.py' does not define its top-level " \
-           "function parse_line(line, inputs) (allowed: " in capsys.readouterr().out
+
+
+def test_a_parser_file_is_read_for_its_function_not_run(project: Path):
+    """log_parser: parse.py needs a top-level parse_line(line, inputs); the file is parsed (ast), never imported."""
+    folder = project / "vendor/cpu/stacks/mega"
+    (project / SHOWN).write_text(STACK_YAML + "log_parser: parse.py\n")
+    (folder / "parse.py").write_text("raise SystemExit('run')\ndef parse_line(line):\n    return None\n")
+    with pytest.raises(ConfigError, match=r"key 'log_parser': 'parse.py' does not define its top-level function "
+                                          r"parse_line\(line, inputs\) \(allowed: "):
+        load_stack(project, "cpu", "mega")
+    (folder / "parse.py").write_text("raise SystemExit('run')\ndef parse_line(line, inputs):\n    return None\n")
+    assert load_stack(project, "cpu", "mega").log_parser == "parse.py"
 
 
 # -- the rank: the stack's program runs, perfplay measures ---------------------------------------------------------
