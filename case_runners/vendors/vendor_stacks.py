@@ -7,7 +7,13 @@ measures what it writes (tasks/training/vendor_stack.py). Its folder:
     stack.yaml         name (the folder's), description, cases it runs (e.g. [llama]), command (an argv list run
                        per rank like a torchrun worker: relative paths are the folder's files, {python} the rank's
                        Python), params (its own, vendor-mutable where it runs: {name: {default: ..., <range>}} as
-                       plan/config/constraints.py declares them)
+                       plan/config/constraints.py declares them), log_parser (optional: for a program that prints
+                       its own log instead of writing perfplay's stream, a built-in parser's name, LOG_PARSERS, or
+                       a .py file of the folder defining PARSER_FUNCTION(line, inputs):
+                       tasks/training/log_parsers.py), log_file (optional, with a log_parser: the file the program
+                       writes its log to, parsed instead of its output; LOG_FILE_PLACEHOLDERS {log_dir}, the rank's
+                       log directory, and {rank} stand in it; a relative path is the stack folder's, the program's
+                       working directory; the inputs' `log_file` says where it is)
     requirements.txt   optional: its pins, installed with the case's
     ...                its own code
 
@@ -17,6 +23,7 @@ key, the file and the allowed values. Stdlib only.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from pathlib import Path
@@ -31,12 +38,17 @@ from case_runners.vendors.layout import STACK_FILE, STACK_REQUIREMENTS, stacks_d
 
 PYTHON = "{python}"  # in a command: the rank's Python (sys.executable)
 PLACEHOLDERS = (PYTHON,)
-KEYS = ("name", "description", "cases", "command", "params")
+KEYS = ("name", "description", "cases", "command", "params", "log_parser", "log_file")
 REQUIRED = ("name", "cases", "command")
 # A framework field: no ':' or '-', and no '_<digits>' (selection.py reads that as a version)
 NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)*$")
 NAME_RULE = "lower-case words of letters and digits joined by _, each starting with a letter"
 PLACEHOLDER = re.compile(r"\{[^}]*\}")
+MEGATRON = "megatron"  # Megatron-LM's training log (and its forks': FlagScale, vendors' in_container images)
+LOG_PARSERS = (MEGATRON,)  # the built-in log parsers (tasks/training/log_parsers.py)
+PARSER_FUNCTION = "parse_line"  # a parser file's function: (line, inputs) -> the stream's events, or None
+LOG_DIR, RANK = "{log_dir}", "{rank}"
+LOG_FILE_PLACEHOLDERS = (LOG_DIR, RANK)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +63,14 @@ class VendorStack:
     command: tuple[str, ...]  # as written: {python} and paths relative to dir (argv() resolves them)
     params: dict[str, Any]  # its params' defaults
     constraints: dict[str, Constraint]
+    log_parser: str | None = None  # a built-in parser's name or a .py file of dir; None: the program writes the stream
+    log_file: str | None = None  # as written, placeholders and all (log_path() resolves it); None: its output
+
+    def log_path(self, log_dir: Path, rank: int) -> Path | None:
+        """The log file of a rank whose log directory is log_dir, where the stack declares one."""
+        if self.log_file is None:
+            return None
+        return self.dir / self.log_file.replace(LOG_DIR, str(log_dir)).replace(RANK, str(rank))
 
     @property
     def requirements(self) -> Path | None:
@@ -114,7 +134,52 @@ def load_stack(root: Path, vendor: str, name: str) -> VendorStack:
     defaults, constraints = declare_params(params, file=shown, prefix="params.")
     return VendorStack(name=name, dir=folder, shown=shown, description=description, cases=tuple(cases),
                        command=tuple(_command(data["command"], folder, shown)), params=defaults,
-                       constraints=constraints)
+                       constraints=constraints, log_parser=_log_parser(data.get("log_parser"), folder, shown),
+                       log_file=_log_file(data.get("log_file"), data.get("log_parser"), shown))
+
+
+def _log_file(value: Any, parser: Any, shown: str) -> str | None:
+    """A path, its placeholders LOG_FILE_PLACEHOLDERS only; declared with a log_parser."""
+    if value is None:
+        return None
+    rule = f"a path, with {LOG_DIR} (the rank's log directory) and {RANK} where they stand, e.g. {LOG_DIR}/megatron.log"
+    if not isinstance(value, str) or not value:
+        raise ConfigError("must be a path", key="log_file", file=shown, allowed=[rule])
+    for placeholder in PLACEHOLDER.findall(value):
+        if placeholder not in LOG_FILE_PLACEHOLDERS:
+            raise ConfigError(f"{value!r}: {placeholder} is not a placeholder", key="log_file", file=shown,
+                              allowed=LOG_FILE_PLACEHOLDERS)
+    if parser is None:
+        raise ConfigError("is read by the stack's log_parser, which it lacks", key="log_file", file=shown,
+                          allowed=[*LOG_PARSERS, f"a .py file defining {PARSER_FUNCTION}(line, inputs)"])
+    return value
+
+
+def _log_parser(value: Any, folder: Path, shown: str) -> str | None:
+    """A built-in parser's name, or a .py file of the folder whose top level defines PARSER_FUNCTION with two
+    parameters (read, not run); None where the key is absent."""
+    if value is None:
+        return None
+    allowed = [*LOG_PARSERS, f"a .py file of {folder.name}/ defining {PARSER_FUNCTION}(line, inputs)"]
+    if not isinstance(value, str) or not value:
+        raise ConfigError("must be a parser's name or a file", key="log_parser", file=shown, allowed=allowed)
+    if value in LOG_PARSERS:
+        return value
+    if Path(value).suffix != ".py" or not _in_folder(folder, value):
+        raise ConfigError(f"{value!r} is neither a built-in parser nor a .py file of the stack's folder "
+                          f"({folder.name}/)", key="log_parser", file=shown, allowed=allowed)
+    path = folder / value
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{value!r} is not Python: {exc}", key="log_parser", file=shown, allowed=allowed) from None
+    function = next((node for node in tree.body if isinstance(node, ast.FunctionDef)
+                     and node.name == PARSER_FUNCTION), None)
+    if function is None or len(function.args.posonlyargs + function.args.args) != 2:
+        why = "defines no" if function is None else "does not define its"
+        raise ConfigError(f"{value!r} {why} top-level function {PARSER_FUNCTION}(line, inputs)", key="log_parser",
+                          file=shown, allowed=allowed)
+    return value
 
 
 def _command(command: Any, folder: Path, shown: str) -> list[str]:

@@ -93,18 +93,36 @@ def test_it_trains_digits_1x2_to_convergence_on_its_own_backend(checkout, result
 def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_cleanup(checkout, results_dir, tmp_path):
     """The chip's own stack (stacks/tinytrain: its program trains the llama tiny shape from perfplay's inputs and
     writes the stream) on two ranks, as any case: the monitors sample, the round is recorded from the stream, no
-    pid file or program is left."""
+    pid file or program is left. In the same run, its Megatron-style stack (stacks/tinymega: the same training,
+    printing Megatron-LM's log only, `log_parser: megatron`) is recorded from its log."""
     src = tmp_path / "text"
     src.mkdir()
     for i in range(8):
         (src / f"doc{i}.py").write_text("".join(f"def f{i}_{k}(x):\n    return x * {k} + {i}\n" for k in range(40)))
     prepare_text(src, tmp_path / "data", "bytes", held_out=0.25, log=lambda line: None)
-    run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
-        "perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir), "perfplay_run_id": "newchip-stack",
-        "perfplay_cases": [{"case": "llama", "framework": "tinytrain", "nproc": 2, "data_dir": str(tmp_path / "data"),
-                            "overrides": {"seq_len": 32, "max_steps": 6, "log_freq": 1, "eval_every_steps": 0,
-                                          "eval_samples": 8, "warmup_steps": 1}}]}), env={"OMP_NUM_THREADS": "1"})
+    case = {"case": "llama", "nproc": 2, "data_dir": str(tmp_path / "data"),
+            "overrides": {"seq_len": 32, "max_steps": 6, "log_freq": 1, "eval_every_steps": 0, "eval_samples": 8,
+                          "warmup_steps": 1}}
+    reference = checkout / "vendor/testchip/cases/llama/config_TC1x1x2.yaml"  # the pytorch stack's, this test's
+    reference.write_text("batch_size: 4\n")
+    try:
+        run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
+            "perfplay_vendor": "testchip", "perfplay_results_dir": str(results_dir),
+            "perfplay_run_id": "newchip-stack",
+            "perfplay_cases": [{**case, "framework": "tinytrain"}, {**case, "framework": "tinymega"}, case]}),
+            env={"OMP_NUM_THREADS": "1"})
+    finally:
+        reference.unlink()
     assert run.rc == 0, run.output[-3000:]
+    _megatron_style_stack_is_recorded_from_its_log(results_dir / "newchip-stack" / "llama_tinymega_TC1x1x2" / "round1")
+    # The inputs' init and data order: the stack trains the pytorch stack's weights on its batches, step by step.
+    compared = case_runners(checkout, "compare", str(results_dir / "newchip-stack" / "llama_TC1x1x2"),
+                            str(results_dir / "newchip-stack" / "llama_tinytrain_TC1x1x2"), "--allow-diff", "omit",
+                            "--tolerance", "0.001", "--json")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    found = json.loads(compared.stdout)
+    assert (found["verdict"], found["aligned_steps"], found["reference"]["framework"]) == ("PASS", 6, "pytorch")
+    assert found["loss_max_relative_error"] < 1e-3 and found["loss"][0]["reference"] > 5.0  # untrained at step 1
     round_dir = results_dir / "newchip-stack" / "llama_tinytrain_TC1x1x2" / "round1"
     record = json.loads((round_dir / "round_record.json").read_text())
     assert record["framework"] == "tinytrain" and record["status"] in ("success", "not_converged")
@@ -124,12 +142,40 @@ def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_clea
     assert inputs["model"]["hidden"] == 256 and inputs["seq_len"] == 32 and inputs["rank"] == 1
     assert (inputs["global_batch"], inputs["batch_per_rank"], inputs["max_steps"]) == (8, 4, 6)
     assert inputs["stack_params"] == {"omit": ""} and inputs["stream"] == str(node / "rank1.stack.dllogger.json")
+    order = json.loads(Path(inputs["data"]["order"]).read_text())  # the pytorch stack's batches of rank 1
+    assert order["schema"] == "perfplay.stack_order/1" and [len(s) for s in order["steps"]] == [4] * 6
+    assert inputs["init"]["seed"] == inputs["seed"] and inputs["log_file"] is None
     assert inputs["schedule"] == {"lr": 0.003, "warmup_steps": 1, "decay": "cosine", "min_lr": 0.0,
                                   "decay_steps": 6}
     assert list(results_dir.rglob("*.pid")) == []
-    left = subprocess.run(["pgrep", "-f", str(checkout / "vendor/testchip/stacks/tinytrain")], capture_output=True,
+    left = subprocess.run(["pgrep", "-f", str(checkout / "vendor/testchip/stacks")], capture_output=True,
                           text=True, check=False, timeout=SHORT_S)
-    assert left.stdout == "", "no program of the stack outlives its round"
+    assert left.stdout == "", "no program of the stacks outlives its round"
+
+
+def _megatron_style_stack_is_recorded_from_its_log(round_dir: Path) -> None:
+    """tinymega's round: a record with tokens/s and the loss, its stream written by the rank from the program's
+    Megatron lines (kept raw beside it), each step's loss and time as the lines said."""
+    record = json.loads((round_dir / "round_record.json").read_text())
+    assert record["framework"] == "tinymega" and record["status"] in ("success", "not_converged"), record["reason"]
+    assert record["throughput"]["unit"] == "tokens/s" and record["throughput"]["total_p_core"] > 0
+    assert record["metrics"]["samples"] == 6 * 2 * 4 * 32
+    (node,) = [p for p in round_dir.iterdir() if p.is_dir()]
+    rank1 = json.loads((node / "rank1.result.json").read_text())
+    assert rank1["steps"] == 6 and 0 < rank1["final_metric"] < 5.6
+    raw = (node / "rank1.stack.log").read_text().splitlines()
+    printed = [line for line in raw if " iteration " in line and "lm loss: " in line]
+    assert len(printed) == 6
+    steps = [e for e in read_dllogger(node / "rank1.stack.dllogger.json") if "train.loss" in e.data]
+    assert [e.step for e in steps] == [(1, s) for s in range(1, 7)]
+    assert [e.data["train.loss"] for e in steps] == [float(line.split("lm loss: ")[1].split(" |")[0])
+                                                     for line in printed]
+    assert rank1["core_time"] == pytest.approx(sum(e.data["step_time"] for e in steps))
+    assert {e.data["samples"] for e in steps} == {8 * 32}, "the global batch size x seq_len"
+    assert metric_series(read_dllogger(node / "rank1.dllogger.json"), "train.loss") == \
+        [((1, e.step[1]), e.data["train.loss"]) for e in steps]
+    assert "perfplay: the tinymega stack's log parser megatron: 7 event(s) from" in \
+        (node / "rank1.out.log").read_text()
 
 
 def test_the_device_probe_bounds_nproc_before_any_rank_starts(checkout, results_dir):

@@ -17,6 +17,7 @@ from case_runners.cases.llama.dataset import (
     TokenFile,
     build_datasets,
     held_out_loader,
+    step_order,
     train_loader,
 )
 from case_runners.cases.llama.prepare import (
@@ -29,6 +30,7 @@ from case_runners.cases.llama.prepare import (
     text_files,
 )
 from case_runners.cli.main import main as cli_main
+from case_runners.tasks.training.dist import set_sampler_epoch
 from process_helpers import SHORT_S
 
 REPO = Path(__file__).resolve().parents[2]
@@ -255,6 +257,20 @@ def test_loaders_cover_the_data_rank_by_rank():
     assert firsts == list(range(0, 48, 4)) and len(batches[0]) == len(batches[1]) == 3
     held = [[int(x[0]) for input_ids, _ in held_out_loader(data, 5, rank, 2) for x in input_ids] for rank in range(2)]
     assert held == [list(range(0, 48, 8)), list(range(4, 48, 8))]
+
+
+def test_a_vendor_stacks_data_order_is_the_batches_the_trainer_draws():
+    """step_order (a vendor stack's inputs: data.order) lists, step by step over three epochs, the sequences of the
+    batches the pytorch stack's train_loader yields each rank with the trainer's epochs (1, 2, ...), the last batch
+    of an epoch short."""
+    data = PackedSequences(np.arange(4 * 11 + 1), seq_len=4)  # 11 sequences: 5 per rank, batches of 2, 2, 1
+    for rank in range(2):
+        loader, drawn = train_loader(data, 2, rank, 2, seed=3), []
+        for epoch in (1, 2, 3):
+            set_sampler_epoch(loader, epoch)
+            drawn += [[int(x[0]) // 4 for x in input_ids] for input_ids, _ in loader]
+        assert step_order(data, 2, rank, 2, seed=3, steps=8) == drawn[:8]
+        assert [len(b) for b in drawn[:8]] == [2, 2, 1, 2, 2, 1, 2, 2] and drawn[:3] != drawn[3:6]
 
 
 def test_synthetic_tokens_are_seeded_and_below_the_vocab():

@@ -105,10 +105,27 @@ def test_the_stacks_requirements_join_the_cases(project: Path):
 @pytest.mark.parametrize("edit, message", [
     (lambda t: t.replace("name: mega", "name: other"),
      "key 'name': 'other' is not the stack's folder name (allowed: mega)"),
-    (lambda t: t + "log_parser: parse.py\n",
-     "key 'log_parser': unknown key (allowed: cases, command, description, name, params)"),
+    (lambda t: t + "log_format: megatron\n",
+     "key 'log_format': unknown key (allowed: cases, command, description, log_file, log_parser, name, params)"),
     (lambda t: t.replace("cases: [llama]\n", ""),
-     "key 'cases': is missing (allowed: cases, command, description, name, params)"),
+     "key 'cases': is missing (allowed: cases, command, description, log_file, log_parser, name, params)"),
+    (lambda t: t + "log_parser: megatron\nlog_file: '{log_dir}/megatron_{node}.log'\n",
+     "key 'log_file': '{log_dir}/megatron_{node}.log': {node} is not a placeholder (allowed: {log_dir}, {rank})"),
+    (lambda t: t + "log_file: '{log_dir}/megatron.log'\n",
+     "key 'log_file': is read by the stack's log_parser, which it lacks (allowed: a .py file defining "
+     "parse_line(line, inputs), megatron)"),
+    (lambda t: t + "log_parser: megatron_lm\n",
+     "key 'log_parser': 'megatron_lm' is neither a built-in parser nor a .py file of the stack's folder (mega/) "
+     "(allowed: a .py file of mega/ defining parse_line(line, inputs), megatron)"),
+    (lambda t: t + "log_parser: [megatron]\n",
+     "key 'log_parser': must be a parser's name or a file (allowed: a .py file of mega/ defining "
+     "parse_line(line, inputs), megatron)"),
+    (lambda t: t + "log_parser: requirements.txt\n",
+     "key 'log_parser': 'requirements.txt' is neither a built-in parser nor a .py file of the stack's folder "
+     "(mega/) (allowed: a .py file of mega/ defining parse_line(line, inputs), megatron)"),
+    (lambda t: t + "log_parser: train.py\n",  # train.py: print('trains')
+     "key 'log_parser': 'train.py' defines no top-level function parse_line(line, inputs) (allowed: a .py file of "
+     "mega/ defining parse_line(line, inputs), megatron)"),
     (lambda t: t.replace("cases: [llama]", "cases: llama"),
      "key 'cases': must be a non-empty list of case names (allowed: [llama])"),
     (lambda t: t.replace('["{python}", train.py, --tp-from-inputs]', '"{python} train.py"'),
@@ -157,17 +174,35 @@ def test_check_vendor_checks_the_stack_folder_and_its_configs(project: Path, cap
     assert cli(["check-vendor", "cpu", "--root", str(project)]) == 0
     out = capsys.readouterr().out
     assert f"ok: {SHOWN}: runs llama: {{python}} train.py --tp-from-inputs and its requirements.txt; params tp, " \
-           f"recompute" in out
+           f"recompute\n" in out
     assert "ok: vendor/cpu/cases/llama/mega/config_CPUx1x2.yaml: resolves (llama_mega_CPUx1x2" in out
     (project / SHOWN).write_text(STACK_YAML.replace("cases: [llama]", "cases: [llama, gpt5]"))
     broken = project / "vendor/cpu/stacks/broken"
     broken.mkdir()
     (broken / "stack.yaml").write_text(STACK_YAML.replace("name: mega", "name: broken"))
+    logged = project / "vendor/cpu/stacks/logged"
+    logged.mkdir()
+    (logged / "stack.yaml").write_text(STACK_YAML.replace("name: mega", "name: logged") + "log_parser: megatron\n")
+    (logged / "train.py").write_text("")
     assert cli(["check-vendor", "cpu", "--root", str(project)]) == 1
     out = capsys.readouterr().out
     assert f"error: {SHOWN}: key 'cases': unknown case 'gpt5' (allowed: " in out
     assert "error: vendor/cpu/stacks/broken/stack.yaml: key 'command[1]': 'train.py' is not a file of the stack's " \
            "folder (broken/) (allowed: )" in out
+    assert "ok: vendor/cpu/stacks/logged/stack.yaml: runs llama: {python} train.py --tp-from-inputs; params tp, " \
+           "recompute; its log read by the megatron parser\n" in out
+
+
+def test_a_parser_file_is_read_for_its_function_not_run(project: Path):
+    """log_parser: parse.py needs a top-level parse_line(line, inputs); the file is parsed (ast), never imported."""
+    folder = project / "vendor/cpu/stacks/mega"
+    (project / SHOWN).write_text(STACK_YAML + "log_parser: parse.py\n")
+    (folder / "parse.py").write_text("raise SystemExit('run')\ndef parse_line(line):\n    return None\n")
+    with pytest.raises(ConfigError, match=r"key 'log_parser': 'parse.py' does not define its top-level function "
+                                          r"parse_line\(line, inputs\) \(allowed: "):
+        load_stack(project, "cpu", "mega")
+    (folder / "parse.py").write_text("raise SystemExit('run')\ndef parse_line(line, inputs):\n    return None\n")
+    assert load_stack(project, "cpu", "mega").log_parser == "parse.py"
 
 
 # -- the rank: the stack's program runs, perfplay measures ---------------------------------------------------------
@@ -230,8 +265,8 @@ def test_a_rank_whose_program_fails_or_writes_a_stream_without_a_field_fails_nam
     (project / "vendor/cpu/stacks/mega/train.py").write_text(FAKE_PROGRAM)
     (project / SHOWN).write_text(STACK_YAML.replace("--tp-from-inputs", f"\"{exit_code}\""))
     monkeypatch.setenv(PROJECT_ENV, str(project))
-    config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2, "overrides": {"max_steps": 3}},
-                              project)
+    config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
+                               "overrides": {"max_steps": 3, "synthetic": True}}, project)
     assert errors == []
     path = tmp_path / "resolved_config.json"
     path.write_text(json.dumps(config.to_json()))
@@ -261,3 +296,82 @@ def test_a_failing_program_names_its_exit_code_and_a_stop_is_forwarded(tmp_path:
     with pytest.raises(stop_request.Stopped, match="terminated by signal SIGTERM"):
         vendor_stack._run_command([sys.executable, "-c", program], tmp_path, dict(os.environ))
     assert got.read_text() == "TERM"
+
+
+# -- a stack that prints its own log: its parser makes the stream ---------------------------------------------------
+
+PRINTING_PROGRAM = """\
+import json, os, sys
+inputs = json.load(open(os.environ["PERFPLAY_STACK_INPUTS"]))
+log = open(inputs["log_file"], "w") if inputs["log_file"] else sys.stdout
+if inputs["log_file"]:
+    print("step=9 loss=1.0 ms=1 sequences=1: its output, not its log")
+print("building the model", file=log)
+for step in range(1, inputs["max_steps"] + 1):
+    print(f"step={step} loss={8.0 - step} ms=250 sequences={inputs['global_batch']}", file=log, flush=True)
+print("step=oops", file=log)
+print("held-out loss 4.5", file=log)
+"""
+PARSER_FILE = """\
+def parse_line(line, inputs):
+    \"\"\"step=<n> loss=<x> ms=<t> sequences=<b>, and the held-out loss.\"\"\"
+    if line.startswith("held-out loss "):
+        return {"step": None, "data": {"eval.held_out_loss": float(line.split()[-1])}}
+    if not line.startswith("step="):
+        return None
+    fields = dict(field.split("=") for field in line.split())
+    if "loss" not in fields:
+        raise ValueError("lacks loss=")
+    return {"step": int(fields["step"]), "data": {"train.loss": float(fields["loss"]),
+            "step_time": float(fields["ms"]) / 1000, "samples": int(fields["sequences"]) * inputs["seq_len"]}}
+"""
+
+
+def run_rank(project: Path, tmp_path: Path, monkeypatch, log_parser: str, log_file: str = "") -> dict:
+    """The mega stack, its program PRINTING_PROGRAM and `log_parser: <log_parser>` (and log_file), one rank of 3
+    steps run by worker.main in this process: its result."""
+    (project / "vendor/cpu/stacks/mega/train.py").write_text(PRINTING_PROGRAM)
+    (project / "vendor/cpu/stacks/mega/parse.py").write_text(PARSER_FILE)
+    (project / SHOWN).write_text(STACK_YAML.replace(", --tp-from-inputs", "") + f"log_parser: {log_parser}\n"
+                                 + (f"log_file: '{log_file}'\n" if log_file else ""))
+    monkeypatch.setenv(PROJECT_ENV, str(project))
+    config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
+                               "overrides": {"max_steps": 3, "seq_len": 16, "synthetic": True}}, project)
+    assert errors == []
+    path = tmp_path / "resolved_config.json"
+    path.write_text(json.dumps(config.to_json()))
+    worker.main(str(path), str(tmp_path / "logs"))
+    return json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
+
+
+@pytest.mark.parametrize("log_file", ["", "{log_dir}/mega{rank}.log"])
+def test_a_stack_with_its_own_parser_is_measured_from_its_log(project: Path, tmp_path: Path, monkeypatch, capsys,
+                                                              log_file: str):
+    """parse.py reads the program's lines (its output, or the log file the stack declares and the inputs name):
+    the rank's result is the steps' (samples in tokens: the global batch's sequences x seq_len), the stream is
+    written from them, the raw log kept, the malformed line reported."""
+    result = run_rank(project, tmp_path, monkeypatch, "parse.py", log_file)
+    assert result["status"] in ("success", "not_converged"), result.get("reason")
+    assert (result["world_size"], result["steps"], result["samples"], result["final_metric"]) == (1, 3, 3 * 4 * 16, 4.5)
+    assert result["core_time"] == pytest.approx(0.75) and result["p_core"] == pytest.approx(3 * 4 * 16 / 0.75)
+    logs = tmp_path / "logs"
+    steps, _ = vendor_stack.read_stream(logs / "rank0.stack.dllogger.json", "held_out_loss", 3)
+    assert [e.data["train.loss"] for e in steps] == [7.0, 6.0, 5.0]
+    assert (logs / "rank0.stack.log").read_text().splitlines()[0] == "building the model"
+    inputs = json.loads((logs / "rank0.stack_inputs.json").read_text())
+    order = json.loads(Path(inputs["data"]["order"]).read_text())["steps"]  # the pytorch stack's batches
+    assert [len(batch) for batch in order] == [4, 4, 4] and len({i for batch in order for i in batch}) == 12
+    source = logs / "mega0.log" if log_file else "output"
+    assert f"perfplay: the mega stack's log parser parse.py: 4 event(s) from 6 line(s) of {source} (kept in " \
+           f"{logs / 'rank0.stack.log'}); 1 malformed line(s) skipped, the first line 5: lacks loss=: 'step=oops'" \
+           in capsys.readouterr().err
+
+
+def test_a_stack_whose_parser_matches_no_line_fails_naming_the_stack_and_the_parser(project: Path, tmp_path: Path,
+                                                                                     monkeypatch):
+    result = run_rank(project, tmp_path, monkeypatch, "megatron")
+    assert result["status"] == "failed"
+    assert result["reason"].startswith(
+        f"the mega stack's log parser megatron: 0 event(s) from 6 line(s) of output (kept in "
+        f"{tmp_path / 'logs' / 'rank0.stack.log'}): it matched no line: is the program's log in its format?; the "
+        f"mega stack's last output:\nbuilding the model\nstep=1 loss=7.0")

@@ -3,7 +3,8 @@ its check and its preparation from a text tree are in data.py, dataset.py and pr
 
 The plan's hooks (standard library only: plan/layering.py imports this package): FLOPs per sample (a token) of
 the params' shape and sequence length, their convention, and what the shape cannot hold; and the inputs a vendor
-stack trains from (stack_inputs: tasks/training/vendor_stack.py).
+stack trains from (stack_inputs: tasks/training/vendor_stack.py), with the pytorch stack's data order (stack_order,
+which reads the data with torch, in the rank).
 """
 
 from __future__ import annotations
@@ -61,4 +62,18 @@ def stack_inputs(params: dict[str, Any], data_dir: str | None) -> dict[str, Any]
         "eval": {"samples": int(params["eval_samples"]), "metric": "held_out_loss",
                  "what": "the mean cross-entropy (nats per token) over the first eval.samples sequences of the "
                          "held-out split"},
+        "init": {"seed": int(params["seed"]),
+                 "what": "the pytorch stack's initial weights: torch.manual_seed(seed), then, before anything else "
+                         "draws from torch's generator, the model built on the CPU in fp32 as transformers' class of "
+                         "the shape's family (LlamaForCausalLM for llama) of its config (model.py model_config)"},
     }
+
+
+def stack_order(params: dict[str, Any], data_dir: str | None, rank: int, world_size: int) -> list[list[int]]:
+    """The training sequences of each of the rank's max_steps steps in the pytorch stack's order (dataset.py
+    step_order): a sequence i is tokens [i * seq_len, (i + 1) * seq_len + 1) of the training split."""
+    from case_runners.cases.llama import dataset
+
+    p = {**params, "vocab_size": shapes.shape_of(params).vocab}  # 0: the shape's own, as case.py reads it
+    train, _ = dataset.build_datasets(data_dir, p)
+    return dataset.step_order(train, int(p["batch_size"]), rank, world_size, int(p["seed"]), int(p["max_steps"]))

@@ -182,6 +182,24 @@ def train_loader(dataset: PackedSequences, batch_size: int, rank: int, world_siz
                       num_workers=num_workers, pin_memory=pin_memory, persistent_workers=num_workers > 0)
 
 
+def step_order(train: PackedSequences, batch_size: int, rank: int, world_size: int, seed: int,
+               steps: int) -> list[list[int]]:
+    """The training sequences (indices of `train`) of each of a rank's first `steps` steps, as train_loader yields
+    them to the trainer: its ShardedSampler set to epoch 1, 2, ... (trainer.py counts epochs from 1), each epoch's
+    indices in batches of batch_size, the last one short."""
+    sampler = ShardedSampler(len(train), rank, world_size, seed)
+    order: list[list[int]] = []
+    epoch = 0
+    while len(order) < steps:
+        epoch += 1
+        sampler.set_epoch(epoch)
+        indices = list(sampler)
+        if not indices:
+            raise ValueError(f"{len(train)} training sequences are fewer than the ranks ({world_size})")
+        order += [indices[i:i + batch_size] for i in range(0, len(indices), batch_size)]
+    return order[:steps]
+
+
 def held_out_loader(dataset: Dataset, batch_size: int, rank: int, world_size: int,
                     num_workers: int = 0, pin_memory: bool = False) -> DataLoader:
     """The held-out samples in order, this rank's unpadded share (every sample counted once over the ranks)."""

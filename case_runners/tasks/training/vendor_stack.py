@@ -8,9 +8,14 @@ trainer's events: its own dllogger stream, result (records/rank.py) and record a
 The rank joins no process group and does not touch the device: the program does both.
 
 The inputs (the case's stack_inputs hook gives the workload's part: model shape, seq_len, data, optimizer,
-schedule, eval): schema, case, stack, rank, world_size, local_rank, global_batch (sequences per optimizer step
-over all ranks), batch_per_rank, max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params
-(its stack.yaml params as resolved), params (all of the round's, for reference) and stream.
+schedule, eval, init: how the pytorch stack draws its initial weights from the seed; and where the case has a
+stack_order hook, data.order: the path of a JSON file, ORDER_SCHEMA, whose `steps` list each of the rank's
+max_steps steps' training sequences in the pytorch stack's order, so that a stack that follows init and order
+trains on the same weights and batches and `compare` aligns it with the pytorch stack step by step): schema, case,
+stack, rank, world_size, local_rank, global_batch (sequences per optimizer step over all ranks), batch_per_rank,
+max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params (its stack.yaml params as
+resolved), params (all of the round's, for reference), stream and log_file (where a log-parser stack declares one:
+the file the program writes its log to; else null).
 
 The stream (`stream` in the inputs; not rank<R>.dllogger.json, which is perfplay's) is perfplay's dllogger format
 (rank/driver/dllogger.py), `DLLL {json}` lines:
@@ -26,6 +31,13 @@ that exits non-zero, fails the rank naming what was missing and the program's la
 From it: samples (global) = the sum of the steps'; rank_samples = samples / world_size (the rank's share, so that a
 node's ranks sum to its throughput); core_time = the sum of step_time; train_time from the first step's start
 (its line's timestamp less its step_time) to the last line's timestamp; init_time from the launch to that start.
+
+A stack with a `log_parser` (a program that prints its own log, as Megatron does) does not write the stream: the
+rank parses each line of the program's output (or of its `log_file`, `log_file` in the inputs, followed as it is
+written) as it arrives (tasks/training/log_parsers.py) and writes the stream itself, at the same path, timestamped
+by the rank's clock (the program runs with PYTHONUNBUFFERED=1 so that its lines arrive when printed), keeps the raw
+log as rank<R>.stack.log, and reports what the parser matched and skipped on the rank's stderr. A parser that
+matches no line fails the rank naming the stack and the parser.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -61,10 +74,12 @@ from case_runners.rank.env import THREADS_ENV, DistEnv, omp_num_threads
 from case_runners.records import names
 from case_runners.records.rank import TrainerResult
 from case_runners.records.resolved import ResolvedConfig
+from case_runners.tasks.training.log_parsers import Follower, LogReader, load_parser
 from case_runners.vendors.vendor_stacks import VendorStack, load_stack
 
 INPUTS_ENV = "PERFPLAY_STACK_INPUTS"
 SCHEMA = "perfplay.stack_inputs/1"
+ORDER_SCHEMA = "perfplay.stack_order/1"
 STEP_TIME, SAMPLES, EVAL_TIME = "step_time", "samples", "eval_time"
 STEP_FIELDS = (TRAIN_LOSS, STEP_TIME, SAMPLES)  # every step line's
 TAIL_LINES = 20  # of the program's output, in a failed rank's reason
@@ -79,6 +94,16 @@ def stream_path(log_dir: Path, rank: int) -> Path:
     return log_dir / f"rank{rank}.stack.dllogger.json"
 
 
+def order_path(log_dir: Path, rank: int) -> Path:
+    """The rank's data order: ORDER_SCHEMA, `steps`, each step's training sequences."""
+    return log_dir / f"rank{rank}.stack_order.json"
+
+
+def raw_log_path(log_dir: Path, rank: int) -> Path:
+    """A log-parser stack's output as it printed it."""
+    return log_dir / f"rank{rank}.stack.log"
+
+
 def precision(params: dict[str, Any], vendor_amp_dtype: str) -> str:
     """What the round computes in, as the trainer's Precision.name: the amp dtype (the vendor's where the params
     leave it "") with amp, else tf32 or fp32."""
@@ -88,22 +113,30 @@ def precision(params: dict[str, Any], vendor_amp_dtype: str) -> str:
 
 def stack_inputs(config: ResolvedConfig, stack: VendorStack, env: DistEnv, log_dir: Path) -> dict[str, Any]:
     """The rank's inputs (the module docstring); the case's part from its stack_inputs hook."""
-    import importlib
-
-    hooks = importlib.import_module(f"case_runners.cases.{config.case_package}")
+    hooks = _case_hooks(config.case_package)
     if not hasattr(hooks, "stack_inputs"):
         raise PerfplayError(f"case '{config.case}' gives a vendor stack no inputs (its package has no stack_inputs "
                             f"hook): it cannot run on the {stack.name} stack")
     p = config.params
     batch = int(p["batch_size"])
+    case_part = hooks.stack_inputs(p, config.data_dir)
+    if hasattr(hooks, "stack_order"):  # run() writes it
+        case_part["data"] = {**case_part["data"], "order": str(order_path(log_dir, env.rank))}
     return {"schema": SCHEMA, "case": config.case, "stack": stack.name, "rank": env.rank,
-            "local_rank": env.local_rank, "world_size": env.world_size,
-            **hooks.stack_inputs(p, config.data_dir),
+            "local_rank": env.local_rank, "world_size": env.world_size, **case_part,
             "global_batch": batch * env.world_size, "batch_per_rank": batch, "max_steps": int(p["max_steps"]),
             "seed": int(p["seed"]), "log_freq": int(p["log_freq"]),
             "precision": precision(p, config.vendor_info.amp_dtype),
             "stack_params": {name: p[name] for name in stack.params}, "params": p,
-            "stream": str(stream_path(log_dir, env.rank))}
+            "stream": str(stream_path(log_dir, env.rank)),
+            "log_file": str(stack.log_path(log_dir, env.rank)) if stack.log_file else None}
+
+
+def _case_hooks(package: str) -> Any:
+    """The case package (cases.case_package: llama for a model case): its stack_inputs and stack_order hooks."""
+    import importlib
+
+    return importlib.import_module(f"case_runners.cases.{package}")
 
 
 def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv) -> dict[str, Any]:
@@ -115,6 +148,9 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     if threads is not None:
         os.environ[THREADS_ENV] = threads  # the program's share of the cores, as a rank's own
     inputs = stack_inputs(config, stack, env, log_dir)
+    if inputs["data"].get("order"):
+        order = _case_hooks(config.case_package).stack_order(config.params, config.data_dir, env.rank, env.world_size)
+        files.atomic_write_json(Path(inputs["data"]["order"]), {"schema": ORDER_SCHEMA, "steps": order})
     files.atomic_write_json(inputs_path(log_dir, env.rank), inputs)
     stream = Path(inputs["stream"])
     stream.unlink(missing_ok=True)
@@ -128,22 +164,50 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     log.add_sink(TrainingStream(log.log_dir, env.rank, config.target, config.params))  # rank<R>.dllogger.json
     log.event(ev.LAUNCH_TRAINING, {"case": config.case, "stack": stack.name})
     launched = time.time()
-    code, tail = _run_command(argv, stack.dir, {**os.environ, INPUTS_ENV: str(inputs_path(log_dir, env.rank))})
+    child_env = {**os.environ, INPUTS_ENV: str(inputs_path(log_dir, env.rank))}
+    reader = follower = None
+    log_file = stack.log_path(log_dir, env.rank)
+    if stack.log_parser is not None:
+        reader = LogReader(stack, load_parser(stack), inputs, raw_log_path(log_dir, env.rank), log_file)
+        child_env["PYTHONUNBUFFERED"] = "1"
+        if log_file is not None:
+            log_file.unlink(missing_ok=True)  # an earlier round's
+            follower = Follower(log_file, reader.line)
+            follower.start()
+    try:
+        code, tail = _run_command(argv, stack.dir, child_env, reader.line if reader and not follower else None)
+    finally:
+        if follower:
+            follower.stop()
+        if reader:
+            reader.close()
     said = "\n".join(tail)
+    parsed = ""
+    if reader:
+        parsed = f" ({reader.report()})"
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"perfplay: {reader.report()}\n")
     if code != 0:
-        raise PerfplayError(f"the {stack.name} stack's command exited with {code}: {' '.join(argv)}; its last "
-                            f"output:\n{said}")
+        raise PerfplayError(f"the {stack.name} stack's command exited with {code}: {' '.join(argv)}{parsed}; its "
+                            f"last output:\n{said}")
+    try:
+        if reader:
+            reader.check()  # its message says what the parser made of the output
+    except PerfplayError as exc:
+        raise PerfplayError(f"{exc}; the {stack.name} stack's last output:\n{said}") from None
     try:
         steps, evals = read_stream(stream, config.target.metric, int(config.params["max_steps"]))
     except PerfplayError as exc:
-        raise PerfplayError(f"{exc}; the {stack.name} stack's last output:\n{said}") from None
+        raise PerfplayError(f"{exc}{parsed}; the {stack.name} stack's last output:\n{said}") from None
     case_optimizer = (inputs.get("optimizer") or {}).get("name")
     return _reemit(steps, evals, config, env, log, launched, stack, case_optimizer).to_json() | {"versions": {}}
 
 
-def _run_command(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[str]]:
-    """Run the program, its output (stdout and stderr) passed on to the rank's stderr; a stop request (a signal or
-    the round's deadline) forwarded to it, Stopped raised once it ended. (exit code, its last lines)."""
+def _run_command(argv: list[str], cwd: Path, env: dict[str, str],
+                 on_line: Callable[[str], None] | None = None) -> tuple[int, list[str]]:
+    """Run the program, its output (stdout and stderr) passed on to the rank's stderr and each line, without its
+    newline, to on_line; a stop request (a signal or the round's deadline) forwarded to it, Stopped raised once it
+    ended. (exit code, its last lines)."""
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     try:
         child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -151,7 +215,7 @@ def _run_command(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, 
     except OSError as exc:
         raise PerfplayError(f"cannot start the stack's command {argv}: {exc}") from None
     assert child.stdout is not None
-    reader = threading.Thread(target=_pass_on, args=(child.stdout, tail), daemon=True)
+    reader = threading.Thread(target=_pass_on, args=(child.stdout, tail, on_line), daemon=True)
     reader.start()
     try:
         while child.poll() is None:
@@ -181,9 +245,11 @@ def _stop(child: subprocess.Popen, stopped: stop_request.Stopped) -> None:
         child.wait()
 
 
-def _pass_on(out: IO[str], tail: collections.deque[str]) -> None:
+def _pass_on(out: IO[str], tail: collections.deque[str], on_line: Callable[[str], None] | None) -> None:
     for line in out:
         tail.append(line.rstrip("\n"))
+        if on_line is not None:
+            on_line(line.rstrip("\n"))
         with contextlib.suppress(OSError):
             sys.stderr.write(line)
             sys.stderr.flush()

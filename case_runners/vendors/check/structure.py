@@ -83,7 +83,8 @@ def check_structure(name: str, root: Path) -> list[Finding]:
 
 
 def _vendor_stacks(vendor: str, root: Path) -> list[Finding]:
-    """The vendor's own stacks (vendors/vendor_stacks.py): each stack.yaml loads, and the cases it lists exist."""
+    """The vendor's own stacks (vendors/vendor_stacks.py): each stack.yaml loads (its log parser a built-in one or a
+    file of its folder defining the parser function), and the cases it lists exist."""
     found: list[Finding] = []
     for name in stack_names(root, vendor):
         shown = display_path(stacks_dir(root, vendor) / name / STACK_FILE, root)
@@ -97,8 +98,9 @@ def _vendor_stacks(vendor: str, root: Path) -> list[Finding]:
             found.append(error(shown, f"key 'cases': unknown case '{unknown[0]}' (allowed: {', '.join(list_cases())})"))
             continue
         pins = " and its requirements.txt" if stack.requirements else ""
+        parser = f"; its log read by the {stack.log_parser} parser" if stack.log_parser else ""
         found.append(ok(shown, f"runs {', '.join(stack.cases)}: {' '.join(stack.command)}{pins}; params "
-                               f"{', '.join(stack.params) or 'none'}"))
+                               f"{', '.join(stack.params) or 'none'}{parser}"))
     return found
 
 
