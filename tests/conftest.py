@@ -24,6 +24,17 @@ def flops_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ[FLOPS_CACHE_ENV] = str(tmp_path_factory.mktemp("flops") / FLOPS_CACHE_FILE)
 
 
+@pytest.fixture(autouse=True)
+def environment_restored() -> Iterator[None]:
+    """os.environ as it was before each test: code a test runs in-process (a rank's start sets OMP_NUM_THREADS)
+    must not reach the processes of the tests after it, whichever pytest worker runs which file (make test: -n 2)."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 @pytest.fixture
 def sleepers() -> Iterator[Sleepers]:
     """sleepers(*argv, code=, run_id=, session=, env=) starts a plain process; all are killed at the end."""

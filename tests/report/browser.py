@@ -5,6 +5,7 @@ exceptions, evaluate an expression, take a full-page screenshot. Debian's `chrom
 from __future__ import annotations
 
 import base64
+import fcntl
 import itertools
 import json
 import os
@@ -21,6 +22,7 @@ from process_helpers import REAPED_S, RUN_S
 
 CHROMIUM = "chromium"
 INSTALL = ["apt-get", "install", "-y", "--no-install-recommends", CHROMIUM]
+INSTALL_LOCK = Path(tempfile.gettempdir()) / "perfplay-chromium-install.lock"
 WAIT_S = 120.0  # how long to wait for Chromium to answer at all before the test fails (not a timing check)
 WIDTH = 1280
 
@@ -30,7 +32,14 @@ def find_chromium() -> str | None:
 
 
 def install_chromium() -> str:
-    """apt-get install Debian's chromium (CI's setup); an AssertionError with apt's output when it cannot."""
+    """apt-get install Debian's chromium (CI's setup); an AssertionError with apt's output when it cannot. One
+    pytest worker at a time (make test runs two): the others wait on a lock, then find it installed."""
+    with open(INSTALL_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return find_chromium() or _apt_install()
+
+
+def _apt_install() -> str:
     for argv in (["apt-get", "update"], INSTALL):
         done = subprocess.run(argv, capture_output=True, text=True, check=False,
                               env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=RUN_S)

@@ -1,6 +1,7 @@
 """`make test` as CI's output shows it (.ci/run runs it): every pytest process lists its slowest tests and prints its
-own wall time, and a failing one still fails the target; the cluster and docker suites run side by side, each one's
-output printed whole. A stand-in Python records each call, so no suite runs."""
+own wall time, and a failing one still fails the target; the unit and report tests run in two workers; the cluster
+and docker suites run side by side, each one's output printed whole. A stand-in Python records each call, so no
+suite runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 from case_runners.core.paths import project_root
 
 REPO = project_root()
-SUITES = ["tests/unit tests/report", "tests/modules tests/integration", "tests/cluster", "tests/docker"]
+# The unit and report tests in two workers, a file per worker at a time (pytest-xdist): CI's 2 cores both busy.
+SUITES = ["-n 2 --dist loadfile tests/unit tests/report", "tests/modules tests/integration", "tests/cluster",
+          "tests/docker"]
 
 
 def make_test(tmp_path: Path, failing: str = "", script: str = "") -> subprocess.CompletedProcess[str]:
