@@ -1,14 +1,10 @@
 """distilbert: the standard model (distilbert-base-uncased's parameters, the README's FLOPs, on the meta device), the
 reader and data check of FlagPerf's SST-2 files (written in that format by tests/sst2_files.py), fine-tuning from
-FlagPerf's checkpoint, the plan's refusal of a width its heads do not divide, a short real run through the direct
-runner (a record with throughput, the FLOPs convention and the accuracy), and the importer mapping FlagPerf's
-distilbert configs."""
+FlagPerf's checkpoint, the plan's refusal of a width its heads do not divide, and the importer mapping FlagPerf's
+distilbert configs (its short real run: test_nlp_encoder_runs.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +21,6 @@ from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.tasks.training.case_api import RunContext
 from case_runners.vendors.flagperf.importer import import_flagperf
-from process_helpers import RUN_S
 from sst2_files import CLS, POSITIVE, SEP, VOCAB, VOCAB_SIZE, write_split, write_sst2
 
 REPO = project_root()
@@ -134,25 +129,6 @@ def test_a_width_its_heads_do_not_divide_is_refused_naming_the_key() -> None:
                      check=True)
     (error,) = [str(e) for e in plan["errors"]]
     assert "key 'n_heads' is 3, which does not divide dim 64" in error
-
-
-def test_a_short_run_records_throughput_mfu_and_the_accuracy(tmp_path: Path) -> None:
-    """The functional shape (a two-layer DistilBERT of width 64 on 64 tokens) through the direct runner, 3 steps on
-    synthetic sentences."""
-    done = subprocess.run(
-        [sys.executable, "-m", "case_runners", "run", "distilbert", "--functional", "--results-dir", str(tmp_path),
-         "--no-monitors", "--set", "synthetic=true", "--set", "max_steps=3", "--set", "num_workers=0",
-         "--set", "log_freq=1"],
-        cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: a round short of its target
-    (path,) = tmp_path.glob("run*/distilbert_CPUx1x1/round1/round_record.json")
-    record = json.loads(path.read_text())
-    metrics = record["metrics"]
-    assert (metrics["steps"], metrics["samples"], metrics["stop_reason"]) == (3, 12, "max_steps")
-    assert (metrics["metric"], metrics["target"]) == ("acc", 0.91) and 0 <= metrics["final_metric"] <= 1
-    assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0
-    assert record["mfu"]["basis"] == "p_core" and "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
-    assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
 
 
 # FlagPerf's own distilbert configs (training/nvidia/distilbert-pytorch/config/), as they are.

@@ -11,7 +11,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from case_runners.cases.bert.data import checkpoint_path
-from case_runners.cases.bert.dataset import IGNORE, MaskingCollator, build_datasets
+from case_runners.cases.bert.dataset import MaskingCollator, build_datasets
+from case_runners.cases.mlm import IGNORE
 from case_runners.tasks.training import dist
 from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
 

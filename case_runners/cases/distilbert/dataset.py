@@ -11,8 +11,7 @@ from torch.utils.data import Dataset
 
 from case_runners.cases.bert.dataset import load_npz_array
 from case_runners.cases.distilbert.data import SPLITS, check_data_dir
-
-CLS_ID, SEP_ID, FIRST_WORD_ID = 101, 102, 999  # bert-uncased WordPiece ids, as distilbert-base-uncased's
+from case_runners.cases.mlm import CLS_ID, FIRST_WORD_ID, SEP_ID  # bert-uncased's ids, distilbert-base-uncased's
 
 
 class SentenceSet(Dataset):
