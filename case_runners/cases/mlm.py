@@ -1,6 +1,8 @@
-"""Masking for masked-language-model training, shared by the cases that pretrain BERT-like encoders (bert, bert_hf):
-the token ids of bert-uncased's WordPiece vocabulary, BERT's dynamic masking (80 % [MASK], 10 % a random word,
-10 % kept; bert) and FlagPerf bert_hf's static one ([MASK] at a fixed share of the positions)."""
+"""Masking for masked-language-model training, shared by the cases that pretrain BERT-like encoders (bert, bert_hf,
+longformer): the token ids of bert-uncased's WordPiece vocabulary, BERT's dynamic masking (80 % [MASK], 10 % a
+random word, 10 % kept) of a fixed count of positions (bert) or of each token with a probability (longformer, as
+transformers' DataCollatorForLanguageModeling), and FlagPerf bert_hf's static one ([MASK] at a fixed share of the
+positions)."""
 
 from __future__ import annotations
 
@@ -44,3 +46,17 @@ def mask_static(input_ids: torch.Tensor, mask_ratio: float, generator: torch.Gen
     count = int(ids.shape[-1] * mask_ratio)
     ids[torch.randperm(ids.shape[-1], generator=generator)[:count]] = MASK_ID
     return ids
+
+
+def mask_each(input_ids: torch.Tensor, special: torch.Tensor, mask_prob: float, mask_id: int, vocab_size: int,
+              generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking as transformers' DataCollatorForLanguageModeling (torch_mask_tokens) does it, FlagPerf
+    longformer's: each token not `special` chosen with probability mask_prob, then [MASK] (mask_id) 80 %, a random
+    id of the vocabulary 10 %, kept 10 %. Returns (masked input ids, labels: the original id where chosen, else
+    IGNORE)."""
+    chosen = (torch.rand(input_ids.shape, generator=generator) < mask_prob) & ~special.bool()
+    labels = torch.where(chosen, input_ids, IGNORE)
+    action = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    replaced = torch.where(action < 0.8, mask_id, torch.where(action < 0.9, random_ids, input_ids))
+    return torch.where(chosen, replaced, input_ids), labels

@@ -23,7 +23,8 @@ SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_s
          "efficientnet": ("image_size", "width_mult", "depth_mult"), "swin_transformer": ("image_size", "embed_dim"),
          "bigtransfer": ("image_size", "embedding_size"),
          "detr": ("eval_size", "synthetic_samples"), "distilbert": ("seq_len", "dim", "n_layers"),
-         "bert_hf": ("seq_len", "hidden_size", "num_layers")}
+         "bert_hf": ("seq_len", "hidden_size", "num_layers"),
+         "longformer": ("seq_len", "attention_window", "hidden_size", "num_layers")}
 
 
 def plan(cases, **kw):

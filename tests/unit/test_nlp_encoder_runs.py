@@ -1,5 +1,6 @@
-"""distilbert and bert_hf: a short real run of each through the direct runner, one command for both (their
-functional shapes on synthetic sentences): a record with throughput, the FLOPs convention and the case's metric."""
+"""distilbert, bert_hf and longformer: a short real run of each through the direct runner, one command for the three
+(their functional shapes on synthetic sequences): a record with throughput, the FLOPs convention and the case's
+metric."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from case_runners.plan.layering import load_case_base
 from process_helpers import RUN_S
 
 REPO = project_root()
-CASES = ("distilbert", "bert_hf")
+CASES = ("distilbert", "bert_hf", "longformer")
 
 
 @pytest.fixture(scope="module")

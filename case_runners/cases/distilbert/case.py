@@ -46,6 +46,16 @@ def load_checkpoint(model: nn.Module, path: str | Path) -> None:
         raise ValueError(f"{path}: not a DistilBERT state dict for this config; missing {missing[:5]}")
 
 
+def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """FlagPerf's AdamW groups (its distilbert's and longformer's optimizers/__init__.py): weight decay on all but
+    biases and LayerNorm weights."""
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for name, w in model.named_parameters():
+        (no_decay if any(n in name for n in NO_DECAY) else decay).append(w)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
 class DistilBertCase(TrainingCase):
     target_metric = "acc"
 
@@ -72,12 +82,7 @@ class DistilBertCase(TrainingCase):
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         p = self.p
-        decay: list[nn.Parameter] = []
-        no_decay: list[nn.Parameter] = []
-        for name, w in model.named_parameters():
-            (no_decay if any(n in name for n in NO_DECAY) else decay).append(w)
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
-                                 {"params": no_decay, "weight_decay": 0.0}], lr=float(p["lr"]))
+        opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
         total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
 
