@@ -131,9 +131,11 @@ def test_a_width_its_heads_do_not_divide_is_refused_naming_the_key() -> None:
     assert "key 'n_heads' is 3, which does not divide dim 64" in error
 
 
-# FlagPerf's own distilbert configs (training/nvidia/distilbert-pytorch/config/), as they are.
+# FlagPerf's own distilbert configs (training/nvidia/distilbert-pytorch/config/ and kunlunxin's sibling), as they are.
 FLAGPERF_DISTILBERT = {"config_A100x1x1.py": "train_batch_size = 32\ngradient_accumulation_steps = 8\n",
-                       "config_A100x1x8.py": "train_batch_size = 32\n"}
+                       "config_A100x1x8.py": "from config_common import *\n\ntrain_batch_size = 32\n",
+                       "config_common.py": 'vendor = "kunlunxin"\n\ndist_backend = "xccl"\n'
+                                           'dataloader_num_workers = 1'}
 
 
 def test_import_flagperf_maps_flagperfs_distilbert_configs(tmp_path: Path) -> None:
@@ -142,8 +144,8 @@ def test_import_flagperf_maps_flagperfs_distilbert_configs(tmp_path: Path) -> No
     for name, text in FLAGPERF_DISTILBERT.items():
         (folder / name).write_text(text)
     report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
-    for name in ("config_A100x1x1.yaml", "config_A100x1x8.yaml"):
-        written = yaml.safe_load((tmp_path / "out/vendor/nvidia/cases/distilbert" / name).read_text())
-        assert written == {"batch_size": 32}
+    out = tmp_path / "out/vendor/nvidia/cases/distilbert"
+    assert yaml.safe_load((out / "config_A100x1x1.yaml").read_text()) == {"batch_size": 32}
+    assert yaml.safe_load((out / "config_A100x1x8.yaml").read_text()) == {"batch_size": 32, "num_workers": 1}
     (accumulation,) = [line for line in report if "gradient_accumulation_steps" in line]
     assert "perfplay's trainer steps the optimizer every batch" in accumulation

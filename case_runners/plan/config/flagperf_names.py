@@ -94,6 +94,7 @@ PARAMS: tuple[Name, ...] = (
     Name("ra_reps", None, "repeated augmentation is not in perfplay's image recipe (the case README)"),
     Name("cfg", None, "the model is the case's (its config.yaml params), not a vendor's"),
     Name("num_workers", "num_workers", "data loader processes per rank"),
+    Name("dataloader_num_workers", "num_workers", "data loader processes per rank (distilbert, longformer)"),
     Name("log_freq", "log_freq", "steps between two training log lines"),
     Name("dist_backend", None, "the vendor's: vendor/<vendor>/vendor.yaml dist_backend"),
     Name("vendor", None, "the vendor is the folder the config is in"),
