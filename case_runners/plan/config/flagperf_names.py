@@ -152,7 +152,8 @@ AUTOCAST = "autocast"  # a FlagPerf adapter that uses torch.<device>.amp.autocas
 # FlagPerf case name -> perfplay's, where it is the same model (training or inference).
 CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert", "mobilenetv2": "mobilenetv2",
                               "vit": "vit", "efficientnet": "efficientnet", "swin_transformer": "swin_transformer",
-                              "bigtransfer": "bigtransfer", "detr": "detr"}
+                              "bigtransfer": "bigtransfer", "detr": "detr", "distilbert": "distilbert",
+                              "bert_hf": "bert_hf", "longformer": "longformer"}
 
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}
