@@ -5,6 +5,7 @@ importer mapping FlagPerf's bert_hf configs (its short real run: test_nlp_encode
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -71,7 +72,7 @@ def test_flagperfs_masking_puts_mask_at_a_tenth_of_the_positions_and_nothing_els
 
 
 def test_the_reader_cuts_flagperfs_stream_and_masks_it_statically(tmp_path: Path) -> None:
-    root = write_streams(tmp_path, train=32 * 10 + 7, held_out=32 * 3)
+    root = write_streams(tmp_path, train=32 * 10 + 7, held_out=32 * 3, dtype="int64")
     assert check_data_dir(str(root), params(**TINY, weight_dir="")) == []
     train, held_out = build_datasets(str(root), params(**TINY, weight_dir=""))
     assert (len(train), len(held_out)) == (10, 3)  # the remainder (7 tokens) dropped
@@ -82,6 +83,8 @@ def test_the_reader_cuts_flagperfs_stream_and_masks_it_statically(tmp_path: Path
     again, _ = train[4]
     assert torch.equal(input_ids, again), "the same masks every epoch"
     assert not torch.equal(train[5][0] == MASK_ID, input_ids == MASK_ID)
+    shipped = pickle.dumps(train)  # as a data loader worker gets it: the path, not the stream
+    assert len(shipped) < stream.nbytes and torch.equal(pickle.loads(shipped)[4][1], labels)
 
 
 def test_the_check_names_the_file_the_key_and_what_is_wrong(tmp_path: Path) -> None:
@@ -124,7 +127,7 @@ class Echo(nn.Module):
 
 def test_the_accuracy_counts_the_masked_positions_only() -> None:
     evaluator = case(**TINY)
-    stream = MaskedStream(torch.randint(999, 30522, (32 * 6,)), 32, 0.1, seed=0)
+    stream = MaskedStream(np.random.default_rng(0).integers(999, 30522, 32 * 6), 32, 0.1, seed=0)
     batches = [tuple(torch.stack(x) for x in zip(*(stream[i] for i in range(j, j + 3)))) for j in (0, 3)]
     metrics = evaluator.evaluate(Echo(), batches)
     assert metrics == {"mlm_accuracy": 0.0, "eval_loss": 0.5}  # unmasked positions are all right, and not counted

@@ -5,6 +5,7 @@ distilbert configs (its short real run: test_nlp_encoder_runs.py)."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,9 @@ def test_the_reader_gives_flagperfs_rows_and_the_check_passes_them(tmp_path: Pat
         words = written["sentence"][3].split()
         assert int(row["labels"]) == written["label"][3] == int(any(w in POSITIVE for w in words))
         assert row["input_ids"][1:1 + len(words)].tolist() == [VOCAB[w] for w in words]
+        shipped = pickle.dumps(train)  # as a data loader worker gets it: the path, not the token arrays
+        assert len(shipped) < written["input_ids"].nbytes
+        assert torch.equal(pickle.loads(shipped)[3]["input_ids"], row["input_ids"])
 
 
 def test_the_check_names_the_file_and_what_is_wrong(tmp_path: Path) -> None:

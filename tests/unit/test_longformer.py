@@ -5,6 +5,7 @@ refusals, and the importer mapping FlagPerf's longformer configs (its short real
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,8 @@ def test_the_reader_gives_flagperfs_rows_and_fixed_eval_masks(tmp_path: Path) ->
         ids, attention, special = train[2]
         assert ids.tolist() == written["input_ids"][2].tolist()
         assert special.tolist() == written["special_tokens_mask"][2].tolist()
+        shipped = pickle.dumps(train)  # as a data loader worker gets it: the path, not the arrays
+        assert len(shipped) < written["input_ids"].nbytes and torch.equal(pickle.loads(shipped)[2][0], ids)
     _, _, labels = held_out.tensors
     with np.load(tmp_path / "dataset" / "eval_dataset.npz") as written:
         special = torch.from_numpy(written["special_tokens_mask"]).bool()

@@ -16,10 +16,12 @@ from case_runners.cases.mlm import CLS_ID, FIRST_WORD_ID, SEP_ID  # bert-uncased
 
 class SentenceSet(Dataset):
     """Rows of one FlagPerf .npz: {input_ids, attention_mask, labels}; ValueError naming the file when a label is
-    not a class."""
+    not a class. The token arrays are opened (memory-mapped) by each process that reads them, data loader workers
+    included, never pickled."""
 
     def __init__(self, path: Path, num_classes: int) -> None:
-        self.input_ids, self.attention_mask = (load_npz_array(path, name) for name in ("input_ids", "attention_mask"))
+        self.path = path
+        self._arrays: list[np.ndarray] | None = None
         self.labels = np.asarray(load_npz_array(path, "label"), dtype=np.int64)
         outside = self.labels[(self.labels < 0) | (self.labels >= num_classes)]
         if outside.size:
@@ -29,10 +31,14 @@ class SentenceSet(Dataset):
     def __len__(self) -> int:
         return len(self.labels)
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_arrays": None}
+
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        return {"input_ids": torch.from_numpy(np.array(self.input_ids[index], dtype=np.int64)),
-                "attention_mask": torch.from_numpy(np.array(self.attention_mask[index], dtype=np.int64)),
-                "labels": torch.tensor(int(self.labels[index]))}
+        if self._arrays is None:
+            self._arrays = [load_npz_array(self.path, name) for name in ("input_ids", "attention_mask")]
+        ids, mask = (torch.from_numpy(np.array(a[index], dtype=np.int64)) for a in self._arrays)
+        return {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor(int(self.labels[index]))}
 
 
 class SyntheticSentences(Dataset):

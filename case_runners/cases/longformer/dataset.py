@@ -13,21 +13,30 @@ from torch.utils.data import Dataset, TensorDataset
 from case_runners.cases.bert.dataset import load_npz_array
 from case_runners.cases.longformer.data import ARRAYS, SPLITS, check_data_dir
 from case_runners.cases.mlm import mask_each
+from case_runners.cases.npy_header import npz_arrays
 
 BOS_ID, EOS_ID, FIRST_WORD_ID = 0, 2, 3  # RoBERTa's <s>, </s>; the ids below 3 are <s>, <pad>, </s>
 
 
 class Sequences(Dataset):
-    """Rows of one FlagPerf .npz: (input_ids, attention_mask, special_tokens_mask)."""
+    """Rows of one FlagPerf .npz: (input_ids, attention_mask, special_tokens_mask), the arrays opened
+    (memory-mapped) by each process that reads them, data loader workers included, never pickled."""
 
     def __init__(self, path: Path) -> None:
-        self.arrays = [load_npz_array(path, name) for name in ARRAYS]
+        self.path = path
+        self._arrays: list[np.ndarray] | None = None
+        self.rows = npz_arrays(path)["input_ids"].shape[0]
 
     def __len__(self) -> int:
-        return len(self.arrays[0])
+        return self.rows
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_arrays": None}
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, ...]:
-        return tuple(torch.from_numpy(np.array(a[index], dtype=np.int64)) for a in self.arrays)
+        if self._arrays is None:
+            self._arrays = [load_npz_array(self.path, name) for name in ARRAYS]
+        return tuple(torch.from_numpy(np.array(a[index], dtype=np.int64)) for a in self._arrays)
 
 
 class SyntheticSequences(Dataset):
