@@ -22,8 +22,8 @@ from process_helpers import SHORT_S
 from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("bert", "bigtransfer", "detr", "digits_cnn", "efficientnet", "llama", "mobilenetv2", "resnet50",
-         "swin_transformer", "vit")
+CASES = ("bert", "bert_hf", "bigtransfer", "detr", "digits_cnn", "distilbert", "efficientnet", "llama",
+         "longformer", "mobilenetv2", "resnet50", "swin_transformer", "vit")
 COMMON_PARAMS = {"seed", "batch_size", "eval_batch_size", "max_epochs", "max_steps", "time_budget_s", "amp", "tf32",
                  "log_freq", "eval_every_epochs", "synthetic", "num_workers", "warmup_steps"}
 TINY_RESNET = {"image_size": 32, "depths": [1, 1, 1, 1], "hidden_sizes": [16, 32, 64, 128], "embedding_size": 8,
@@ -58,8 +58,9 @@ def single_rank(monkeypatch):
 
 def test_cases_are_listed_and_unknown_ones_rejected():
     assert code_cases() == list(CASES)
-    with pytest.raises(ConfigError, match="unknown case.*allowed: aquila2_34b, .*, bert, bigtransfer, chatglm3_6b, "
-                                               "detr, digits_cnn, efficientnet, llama, llama2_70b, .*, vit"):
+    with pytest.raises(ConfigError, match="unknown case.*allowed: aquila2_34b, .*, bert, bert_hf, bigtransfer, "
+                                               "chatglm3_6b, detr, digits_cnn, distilbert, efficientnet, llama, "
+                                               "llama2_70b, .*, longformer, .*, vit"):
         case_dir("resnet")  # the packages and their model cases (test_model_cases.py)
 
 
@@ -377,7 +378,7 @@ def test_bert_trains_on_flagperf_hdf5_shards(tmp_path):
 
 
 def test_bert_masking_follows_the_80_10_10_rule():
-    from case_runners.cases.bert.dataset import IGNORE, MASK_ID, mask_tokens
+    from case_runners.cases.mlm import IGNORE, MASK_ID, mask_tokens
 
     ids = torch.randint(1000, 30522, (512, 128))
     ids[:, 0], ids[:, 100], ids[:, 101:] = 101, 102, 0

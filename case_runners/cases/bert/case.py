@@ -11,7 +11,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from case_runners.cases.bert.data import checkpoint_path
-from case_runners.cases.bert.dataset import IGNORE, MaskingCollator, build_datasets
+from case_runners.cases.bert.dataset import MaskingCollator, build_datasets
+from case_runners.cases.mlm import IGNORE
 from case_runners.tasks.training import dist
 from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
 
@@ -49,14 +50,17 @@ class BertPretraining(nn.Module):
         return self.mlm.cls(picked)  # (batch, max_predictions, vocab)
 
 
-def load_checkpoint(model: BertPretraining, path: str | Path) -> None:
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """A state dict from .safetensors, or torch.save's .pt/.bin (tensors only), on the CPU."""
     if str(path).endswith(".safetensors"):
         from safetensors.torch import load_file
 
-        state = load_file(str(path))
-    else:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    missing, _ = model.mlm.load_state_dict(state, strict=False)
+        return load_file(str(path))
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def load_checkpoint(model: BertPretraining, path: str | Path) -> None:
+    missing, _ = model.mlm.load_state_dict(read_state_dict(path), strict=False)
     missing = [k for k in missing if k not in TIED_KEYS]
     if missing:
         raise ValueError(f"{path}: not a BertForMaskedLM state dict for this config; missing {missing[:5]}")

@@ -1,5 +1,5 @@
 """Pre-tokenised .npz shards (memory-mapped) masked on the fly, FlagPerf's pre-masked .hdf5 shards, synthetic
-sequences, and masking for MLM."""
+sequences; masked for MLM on the fly (case_runners/cases/mlm.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,8 @@ import torch
 from torch.utils.data import Dataset, TensorDataset
 
 from case_runners.cases.bert.data import check_data_dir, is_hdf5, shard_files
+from case_runners.cases.mlm import CLS_ID, FIRST_WORD_ID, IGNORE, PAD_ID, SEP_ID, mask_tokens
 from case_runners.cases.npy_header import npz_arrays, read_npy_header
-
-PAD_ID, CLS_ID, SEP_ID, MASK_ID = 0, 101, 102, 103
-FIRST_WORD_ID = 999  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK] in bert-uncased
-IGNORE = -100        # label of positions that are not predicted
 
 
 def load_npz_array(path: Path, name: str) -> np.ndarray:
@@ -141,29 +138,6 @@ class SyntheticTokens(Dataset):
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         ids = self.ids[index % len(self.ids)]
         return ids, torch.ones_like(ids)
-
-
-def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, mask_prob: float, max_predictions: int,
-                vocab_size: int, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
-    """BERT masking of a batch: per sequence round(mask_prob x word tokens) positions (at most
-    max_predictions), replaced by [MASK] 80%, a random word 10%, kept 10%. Returns the model inputs
-    plus fixed-size `positions` (B, P) and `labels` (B, P), IGNORE where unused."""
-    batch, seq_len = input_ids.shape
-    words = (attention_mask > 0) & (input_ids != PAD_ID) & (input_ids != CLS_ID) & (input_ids != SEP_ID)
-    count = (words.sum(1).float() * mask_prob).round().long().clamp(min=1, max=max_predictions)
-    count = torch.minimum(count, words.sum(1))
-    scores = torch.rand(batch, seq_len, generator=generator).masked_fill(~words, -1.0)
-    positions = scores.topk(min(max_predictions, seq_len), dim=1).indices
-    used = torch.arange(positions.shape[1])[None, :] < count[:, None]
-    labels = torch.where(used, input_ids.gather(1, positions), IGNORE)
-    action = torch.rand(positions.shape, generator=generator)
-    random_words = torch.randint(FIRST_WORD_ID, vocab_size, positions.shape, generator=generator)
-    original = input_ids.gather(1, positions)
-    replaced = torch.where(action < 0.8, MASK_ID, torch.where(action < 0.9, random_words, original))
-    masked = input_ids.clone()
-    masked.scatter_(1, positions, torch.where(used, replaced, original))
-    return {"input_ids": masked, "attention_mask": attention_mask, "positions": torch.where(used, positions, 0),
-            "labels": labels}
 
 
 def stack(samples: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

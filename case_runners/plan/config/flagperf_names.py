@@ -95,6 +95,7 @@ PARAMS: tuple[Name, ...] = (
     Name("ra_reps", None, "repeated augmentation is not in perfplay's image recipe (the case README)"),
     Name("cfg", None, "the model is the case's (its config.yaml params), not a vendor's"),
     Name("num_workers", "num_workers", "data loader processes per rank"),
+    Name("dataloader_num_workers", "num_workers", "data loader processes per rank (distilbert, longformer)"),
     Name("log_freq", "log_freq", "steps between two training log lines"),
     Name("dist_backend", None, "the vendor's: vendor/<vendor>/vendor.yaml dist_backend"),
     Name("vendor", None, "the vendor is the folder the config is in"),
@@ -159,7 +160,8 @@ LLM_MODELS: dict[str, str] = {"llama2_7b": "llama2_7b", "llama3_8B": "llama3_8b"
                               "baichuan2_13b": "baichuan2_13b"}
 CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert", "mobilenetv2": "mobilenetv2",
                               "vit": "vit", "efficientnet": "efficientnet", "swin_transformer": "swin_transformer",
-                              "bigtransfer": "bigtransfer", "detr": "detr", **LLM_MODELS}
+                              "bigtransfer": "bigtransfer", "detr": "detr", "distilbert": "distilbert",
+                              "bert_hf": "bert_hf", "longformer": "longformer", **LLM_MODELS}
 
 # FlagPerf's LLM training frameworks (the <framework> of training/<vendor>/<case>-<framework>/) and the stack a config
 # of each becomes (plan/config/stacks.py): deepspeed is a built-in stack; the others are Megatron forks a vendor

@@ -14,7 +14,8 @@ from torch.utils.data import DataLoader, Dataset
 
 from case_runners.cases.bert.case import BertPretraining, bert_config, load_checkpoint
 from case_runners.cases.bert.data import is_hdf5, shard_files
-from case_runners.cases.bert.dataset import IGNORE, MaskedShards, SyntheticTokens, TokenShards, mask_tokens
+from case_runners.cases.bert.dataset import MaskedShards, SyntheticTokens, TokenShards
+from case_runners.cases.mlm import IGNORE, mask_tokens
 from case_runners.tasks.inference.pipeline import forward_loop, torch_forward
 
 INPUTS = ("input_ids", "attention_mask", "positions", "token_type_ids")

@@ -1,0 +1,1 @@
+"""bert_hf: BERT-large masked-LM training (transformers BertForMaskedLM) on FlagPerf's flat .npy token streams."""
