@@ -1,0 +1,247 @@
+"""The sequence-to-sequence cases (t5_small) and their shared generation (tasks/training/seq2seq.py): the model at
+the standard shape (parameters against the published figure, FLOPs against the README, on the meta device), greedy
+generation, the ROUGE evaluator, FlagPerf's data layout read and checked, the importer mapping FlagPerf's configs,
+and a short real run through the direct runner (a record with throughput, the FLOPs and the metric)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from case_runners.cases.t5_small import case as t5_case
+from case_runners.cases.t5_small.case import T5SmallCase, padding_mask
+from case_runners.cases.t5_small.data import check_data_dir
+from case_runners.cases.t5_small.dataset import EOS_ID, PAD_ID
+from case_runners.core.paths import project_root
+from case_runners.plan.layering import load_case_base
+from case_runners.tasks.training.case_api import RunContext
+from case_runners.tasks.training.flops import count_per_sample, meta_like
+from case_runners.tasks.training.seq2seq import IGNORE, Decoding, generate, texts
+from case_runners.vendors.flagperf.importer import import_flagperf
+from process_helpers import RUN_S
+
+REPO = project_root()
+CASES = ("t5_small",)
+T5_SMALL_PARAMS = 60_506_624  # t5-small's model card (transformers' T5ForConditionalGeneration, embeddings tied)
+T5_SMALL_FLOPS = 208_926_670_848  # training FLOPs per sample at 1024 + 128 tokens (README.md)
+TINY_T5 = {"source_len": 16, "target_len": 8, "max_gen_length": 8, "vocab_size": 200, "d_model": 32, "d_kv": 8,
+           "d_ff": 64, "num_layers": 2, "num_heads": 4}
+LOAD_CHECKPOINT = t5_case.load_checkpoint
+WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "home", "a", "red"]
+
+
+def params(case: str, **overrides: object) -> dict:
+    return {**load_case_base(case, REPO)[0]["params"], "num_workers": 0, **overrides}
+
+
+def context(data_dir: str | None = None) -> RunContext:
+    return RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"), data_dir=data_dir,
+                      log=None)  # type: ignore[arg-type]
+
+
+def test_t5_small_is_t5_smalls_size_and_the_readmes_flops() -> None:
+    case = T5SmallCase(params("t5_small"), context())
+    with torch.device("meta"):
+        assert sum(p.numel() for p in case.build_model().parameters()) == T5_SMALL_PARAMS
+    batch = {"input_ids": torch.zeros(2, 1024, dtype=torch.long), "attention_mask": torch.ones(2, 1024),
+             "labels": torch.zeros(2, 128, dtype=torch.long)}
+    assert count_per_sample(case, meta_like(batch)) == T5_SMALL_FLOPS
+    base = load_case_base("t5_small", REPO)[0]
+    assert (base["params"]["source_len"], base["params"]["target_len"]) == (1024, 128)
+    assert base["flops_per_sample"] == "counted"
+
+
+def tiny_t5(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return T5SmallCase(params("t5_small", **TINY_T5), context()).build_model().eval()
+
+
+def test_the_padding_mask_is_the_one_transformers_builds() -> None:
+    model = tiny_t5()
+    ids, labels = torch.randint(3, 200, (2, 16)), torch.randint(3, 200, (2, 8))
+    mask = torch.ones(2, 16, dtype=torch.long)
+    mask[0, 9:] = 0
+    ids[0, 9:] = PAD_ID
+    ours = model(input_ids=ids, attention_mask=padding_mask(mask), labels=labels).loss
+    assert ours.item() == pytest.approx(model(input_ids=ids, attention_mask=mask, labels=labels).loss.item())
+    assert ours.item() != pytest.approx(model(input_ids=ids, labels=labels).loss.item())  # the mask does mask
+
+
+def test_greedy_generation_picks_the_likeliest_token_at_each_step() -> None:
+    model = tiny_t5(seed=3)
+    ids = torch.randint(3, 200, (3, 16))
+    mask = torch.ones_like(ids)
+    out = generate(torch.nn.DataParallel(model), ids, mask, Decoding(max_length=6))  # unwrapped: the model's own
+    decoded = torch.zeros(3, 1, dtype=torch.long)  # the decoder's start token, <pad>
+    finished = torch.zeros(3, dtype=torch.bool)
+    with torch.no_grad():
+        for _ in range(5):
+            logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=decoded).logits[:, -1]
+            step = torch.where(finished, PAD_ID, logits.argmax(-1))
+            finished |= step == EOS_ID
+            decoded = torch.cat([decoded, step[:, None]], 1)
+    assert torch.equal(out, decoded[:, :out.shape[1]])
+    assert out.shape[1] == 6 or finished.all()
+    beams = generate(model, ids, mask, Decoding(max_length=6, num_beams=4))
+    assert beams.shape[0] == 3 and beams[:, 0].eq(PAD_ID).all()
+
+
+def test_texts_drop_the_special_ids_and_the_ignored_labels() -> None:
+    rows = torch.tensor([[0, 7, 8, 1, 0, 0], [9, 1, IGNORE, IGNORE, IGNORE, IGNORE]])
+    assert texts(rows, (PAD_ID, EOS_ID), None) == ["7 8", "9"]
+    assert texts(rows, (PAD_ID, EOS_ID), lambda ids: f" w{ids} ") == ["w[7, 8]", "w[9]"]
+
+
+def word_tokenizer(path: Path) -> dict[str, int]:
+    """A tokenizer.json (tokenizers' format, as FlagPerf's model/ has t5-small's) over WORDS, t5's special ids."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    vocab = {"<pad>": PAD_ID, "</s>": EOS_ID, "<unk>": 2, **{w: 3 + i for i, w in enumerate(WORDS)}}
+    tokenizer = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = Whitespace()
+    tokenizer.add_special_tokens(["<pad>", "</s>", "<unk>"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(path))
+    return vocab
+
+
+def test_rouge_is_rouge_scores_f_measure_of_the_decoded_summaries(tmp_path: Path, monkeypatch) -> None:
+    vocab = word_tokenizer(tmp_path / "model" / "tokenizer.json")
+    case = T5SmallCase(params("t5_small", **TINY_T5, batch_size=4), context(str(tmp_path)))
+    monkeypatch.setattr(t5_case, "build_datasets", lambda data_dir, p: ([0] * 8, [0] * 2))
+    case.build_data()
+
+    def words(text: str, width: int, pad: int) -> list[int]:
+        ids = [vocab[w] for w in text.split()] + [EOS_ID]
+        return ids + [pad] * (width - len(ids))
+
+    labels = torch.tensor([words("the cat sat on the mat", 8, IGNORE), words("a red dog ran home", 8, IGNORE)])
+    summaries = torch.tensor([[PAD_ID, *words("the cat sat on the mat", 7, PAD_ID)],
+                              [PAD_ID, *words("the dog ran", 7, PAD_ID)]])
+    monkeypatch.setattr(t5_case, "generate", lambda model, ids, mask, decoding: summaries)
+    batch = {"input_ids": torch.zeros(2, 16, dtype=torch.long), "attention_mask": torch.ones(2, 16), "labels": labels}
+    scores = case.evaluate(torch.nn.Identity(), [batch])
+    # Pair 1 matches exactly; pair 2 shares 2 of its 3 words with a 5-word reference: P 2/3, R 2/5, F 1/2.
+    assert scores["rouge1"] == pytest.approx((100 + 50) / 2)
+    assert scores["rouge2"] == pytest.approx((100 + 100 * (2 * 0.5 * 0.25 / 0.75)) / 2)  # "dog ran": P 1/2, R 1/4
+    assert scores["rougeL"] == pytest.approx(scores["rouge1"])
+
+
+def flagperf_t5_dir(root: Path, rows: int = 12) -> Path:
+    """FlagPerf's t5_small_train layout at the tiny shape: the .npz splits, tokenizer.json and model.safetensors."""
+    from safetensors.torch import save_file
+
+    vocab = word_tokenizer(root / "model" / "tokenizer.json")
+    rng = np.random.default_rng(0)
+    (root / "dataset").mkdir(parents=True)
+    for split in ("train", "eval"):
+        ids = rng.integers(3, len(vocab), (rows, 16))
+        mask = np.ones_like(ids)
+        ids[::2, 10:], mask[::2, 10:] = PAD_ID, 0
+        labels = np.full((rows, 8), IGNORE)
+        labels[:, :4], labels[:, 4] = rng.integers(3, len(vocab), (rows, 4)), EOS_ID
+        np.savez(root / "dataset" / f"{split}_dataset.npz", input_ids=ids, attention_mask=mask, labels=labels)
+    state = {k: v.contiguous() for k, v in tiny_t5(seed=5).state_dict().items() if k not in t5_case.TIED_KEYS}
+    save_file(state, str(root / "model" / "model.safetensors"))
+    return root
+
+
+def test_t5_small_fine_tunes_from_flagperfs_layout(tmp_path: Path, monkeypatch) -> None:
+    """The whole data path in one rank: FlagPerf's .npz splits, its checkpoint and tokenizer, ROUGE on the eval."""
+    from case_runners.rank.worker import main
+    from record_helpers import resolved, write_resolved
+
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    root = flagperf_t5_dir(tmp_path / "t5_small_train")
+    assert check_data_dir(str(root), params("t5_small", **TINY_T5)) == []
+    loaded: list[Path] = []
+    monkeypatch.setattr(t5_case, "load_checkpoint", lambda model, path: loaded.append(path) or
+                        LOAD_CHECKPOINT(model, path))
+    config = resolved("t5_small", data_dir=str(root), params={**TINY_T5, "max_steps": 2, "batch_size": 4,
+                                                                "eval_batch_size": 8, "num_workers": 0})
+    assert main(str(write_resolved(tmp_path / "config.json", config)), str(tmp_path / "logs")) == 0
+    assert loaded == [root / "model" / "model.safetensors"]
+    result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
+    assert (result["metric"], result["steps"], result["samples"]) == ("rouge1", 2, 8)
+    evaluated = result["metrics_history"][-1]
+    assert {"rouge1", "rouge2", "rougeL"} <= set(evaluated) and 0 <= evaluated["rouge1"] <= 100
+    assert result["flops"]["per_sample"] > 0
+
+
+def test_t5_small_refuses_a_checkpoint_of_another_shape(tmp_path: Path) -> None:
+    root = flagperf_t5_dir(tmp_path / "t5")
+    model = T5SmallCase(params("t5_small", **{**TINY_T5, "d_ff": 48}), context()).build_model()
+    with pytest.raises(ValueError, match=r"model.safetensors: a T5 of another shape than this config's: "
+                                         r"decoder.block.0.layer.2.DenseReluDense.wi.weight \(64, 32\) \(this "
+                                         r"config's: \(48, 32\)\)"):
+        t5_case.load_checkpoint(model, root / "model" / "model.safetensors")
+
+
+def test_t5_small_data_check_names_the_file_the_key_and_the_shape(tmp_path: Path) -> None:
+    root = flagperf_t5_dir(tmp_path / "t5")
+    wanted = params("t5_small", **TINY_T5)
+    assert check_data_dir(str(root), {**wanted, "target_len": 9}) == [
+        f"{root}/dataset/train_dataset.npz: 'labels' has shape (12, 8); expected (N, 9) for target_len 9, "
+        "N = 12 as 'input_ids'",
+        f"{root}/dataset/eval_dataset.npz: 'labels' has shape (12, 8); expected (N, 9) for target_len 9, "
+        "N = 12 as 'input_ids'"]
+    (root / "model" / "tokenizer.json").unlink()
+    (root / "dataset" / "eval_dataset.npz").unlink()
+    np.savez(root / "dataset" / "train_dataset.npz", input_ids=np.zeros((2, 16), dtype=np.int64))
+    problems = check_data_dir(str(root), wanted)
+    assert problems[0].startswith(f"{root}/model/tokenizer.json: missing: the tokenizer")
+    assert problems[1].startswith(f"{root}/dataset/train_dataset.npz: no 'attention_mask', 'labels' array "
+                                  "(has: input_ids); expected FlagPerf's t5_small_train layout")
+    assert problems[2].startswith(f"{root}/dataset/eval_dataset.npz: missing")
+    (root / "model" / "model.safetensors").unlink()
+    assert "init_checkpoint not found" in check_data_dir(str(root), wanted)[0]
+    assert check_data_dir(str(root), {**wanted, "synthetic": True}) == []
+
+
+def test_import_flagperf_maps_flagperfs_t5_small_configs(tmp_path: Path) -> None:
+    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "t5_small-pytorch" / "config"
+    folder.mkdir(parents=True)
+    (folder / "config_A100x1x8.py").write_text("train_batch_size = 32\neval_batch_size = 32\n")
+    import_flagperf(tmp_path / "FlagPerf", tmp_path / "out")
+    written = yaml.safe_load((tmp_path / "out/vendor/nvidia/cases/t5_small/config_A100x1x8.yaml").read_text())
+    assert written == {"batch_size": 32, "eval_batch_size": 32}
+
+
+@pytest.fixture(scope="module")
+def functional_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cases' functional shapes (tiny models) through the direct runner: 3 steps each on synthetic pairs, one
+    command, one round each. Its results dir."""
+    results = tmp_path_factory.mktemp("seq2seq_cases")
+    done = subprocess.run(
+        [sys.executable, "-m", "case_runners", "run", *CASES, "--functional", "--results-dir", str(results),
+         "--no-monitors", "--set", "synthetic=true", "--set", "max_steps=3", "--set", "batch_size=4",
+         "--set", "eval_batch_size=8", "--set", "num_workers=0", "--set", "log_freq=1"],
+        cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: a round short of its target
+    return results
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_short_run_records_throughput_flops_and_the_cases_metric(functional_run: Path, case: str) -> None:
+    (path,) = functional_run.glob(f"run*/{case}_CPUx1x1/round1/round_record.json")
+    record = json.loads(path.read_text())
+    metrics, target = record["metrics"], load_case_base(case, REPO)[0]["target"]
+    assert (metrics["steps"], metrics["samples"], metrics["stop_reason"]) == (3, 12, "max_steps")
+    assert metrics["metric"] == target["metric"] and metrics["target"] == target["value"]
+    assert 0 <= metrics["final_metric"] <= 100
+    assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0 and metrics["p_whole"] > 0
+    assert record["mfu"]["basis"] == "p_core" and "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
+    assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
+    node = next(path.parent.glob("*_noderank0"))
+    evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
+    assert {"rouge1", "rouge2", "rougeL"} <= set(evaluated)
