@@ -23,7 +23,8 @@ SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_s
          "efficientnet": ("image_size", "width_mult", "depth_mult"), "swin_transformer": ("image_size", "embed_dim"),
          "bigtransfer": ("image_size", "embedding_size"),
          "detr": ("eval_size", "synthetic_samples"),
-         "t5_small": ("source_len", "target_len", "d_model", "num_layers")}
+         "t5_small": ("source_len", "target_len", "d_model", "num_layers"),
+         "transformer": ("max_len", "d_model", "num_layers")}
 
 
 def plan(cases, **kw):

@@ -1,11 +1,13 @@
-"""The sequence-to-sequence cases (t5_small) and their shared generation (tasks/training/seq2seq.py): the model at
-the standard shape (parameters against the published figure, FLOPs against the README, on the meta device), greedy
-generation, the ROUGE evaluator, FlagPerf's data layout read and checked, the importer mapping FlagPerf's configs,
-and a short real run through the direct runner (a record with throughput, the FLOPs and the metric)."""
+"""The sequence-to-sequence cases (t5_small, transformer) and their shared generation (tasks/training/seq2seq.py):
+the models at the standard shape (parameters against the published figures, FLOPs against the READMEs, on the meta
+device), greedy generation, the ROUGE and BLEU evaluators, FlagPerf's data layouts read and checked, the importer
+mapping FlagPerf's configs, and a short real run of each through the direct runner (a record with throughput, the
+FLOPs and the metric)."""
 
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,10 @@ from case_runners.cases.t5_small import case as t5_case
 from case_runners.cases.t5_small.case import T5SmallCase, padding_mask
 from case_runners.cases.t5_small.data import check_data_dir
 from case_runners.cases.t5_small.dataset import EOS_ID, PAD_ID
+from case_runners.cases.transformer import case as transformer_case
+from case_runners.cases.transformer.case import TransformerCase, detokenize
+from case_runners.cases.transformer.data import check_data_dir as check_wmt_dir
+from case_runners.cases.transformer.dataset import IndexedSentences
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.tasks.training.case_api import RunContext
@@ -28,7 +34,7 @@ from case_runners.vendors.flagperf.importer import import_flagperf
 from process_helpers import RUN_S
 
 REPO = project_root()
-CASES = ("t5_small",)
+CASES = ("t5_small", "transformer")
 T5_SMALL_PARAMS = 60_506_624  # t5-small's model card (transformers' T5ForConditionalGeneration, embeddings tied)
 T5_SMALL_FLOPS = 208_926_670_848  # training FLOPs per sample at 1024 + 128 tokens (README.md)
 TINY_T5 = {"source_len": 16, "target_len": 8, "max_gen_length": 8, "vocab_size": 200, "d_model": 32, "d_kv": 8,
@@ -236,7 +242,9 @@ def test_a_short_run_records_throughput_flops_and_the_cases_metric(functional_ru
     (path,) = functional_run.glob(f"run*/{case}_CPUx1x1/round1/round_record.json")
     record = json.loads(path.read_text())
     metrics, target = record["metrics"], load_case_base(case, REPO)[0]["target"]
-    assert (metrics["steps"], metrics["samples"], metrics["stop_reason"]) == (3, 12, "max_steps")
+    assert (metrics["steps"], metrics["stop_reason"]) == (3, "max_steps")
+    # t5_small's sample is a pair (3 batches of 4); transformer's a target token, 4 to 24 a pair (max_len 24)
+    assert metrics["samples"] == 12 if case == "t5_small" else metrics["samples"] in range(12 * 4, 12 * 24 + 1)
     assert metrics["metric"] == target["metric"] and metrics["target"] == target["value"]
     assert 0 <= metrics["final_metric"] <= 100
     assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0 and metrics["p_whole"] > 0
@@ -244,4 +252,135 @@ def test_a_short_run_records_throughput_flops_and_the_cases_metric(functional_ru
     assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
     node = next(path.parent.glob("*_noderank0"))
     evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
-    assert {"rouge1", "rouge2", "rougeL"} <= set(evaluated)
+    assert {"rouge1", "rouge2", "rougeL"} <= set(evaluated) if case == "t5_small" else evaluated["sentences"] == 16
+
+
+# -- transformer ---------------------------------------------------------------------------------------------------
+
+TRANSFORMER_PARAMS = 212_975_616  # 210,878,464 trained, and the two sinusoidal position tables (1024 x 1024 each)
+TRANSFORMER_FLOPS = 1_271_169_024  # training FLOPs per target token, pairs of 32 + 32 tokens (README.md)
+TINY_TRANSFORMER = {"max_len": 16, "max_gen_length": 10, "num_beams": 2, "vocab_size": 24, "d_model": 32,
+                    "num_layers": 2, "num_heads": 4, "ffn_dim": 64}
+# A joined BPE dictionary as fairseq writes it ("<symbol> <count>"; ids from 4, after its specials).
+BPE_SYMBOLS = ["das", "ist", "ein", "Fa@@", "hr@@", "rad", "@-@", "Weg", "&quot;", "gut", ".", "the", "bike", "is",
+               "good", "path"]
+SENTENCES = [("the bike is good .", "das ist ein Fa@@ hr@@ rad ."), ("the path is good .", "das ist ein Weg ."),
+             ("the bike path", "Fa@@ hr@@ rad @-@ Weg"), ("is good", "ist &quot; gut &quot;")]
+
+
+def test_transformer_is_transformer_bigs_size_and_the_readmes_flops() -> None:
+    case = TransformerCase(params("transformer"), context())
+    with torch.device("meta"):
+        model = case.build_model()
+    assert sum(p.numel() for p in model.parameters()) == TRANSFORMER_PARAMS
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == 210_878_464
+    batch = {"input_ids": torch.zeros(2, 32, dtype=torch.long), "attention_mask": torch.ones(2, 32),
+             "labels": torch.zeros(2, 32, dtype=torch.long), "ntokens": 64}
+    assert count_per_sample(case, meta_like(batch)) == TRANSFORMER_FLOPS
+
+
+def test_detokenize_joins_subwords_and_undoes_moses_escapes() -> None:
+    assert detokenize("das ist ein Fa@@ hr@@ rad @-@ Weg &quot; gut &quot; .") == 'das ist ein Fahrrad-Weg " gut " .'
+
+
+def write_fairseq_split(prefix: Path, sentences: list[list[int]]) -> None:
+    """One side of a split as fairseq's IndexedDatasetBuilder writes it: int32 ids + 1, then the .idx."""
+    np.concatenate([np.array(s) + 1 for s in sentences]).astype("<i4").tofile(f"{prefix}.bin")
+    sizes = np.array([len(s) for s in sentences], dtype="<i8")
+    with open(f"{prefix}.idx", "wb") as f:
+        f.write(b"TNTIDX\x00\x00" + struct.pack("<QQQQQ", 1, 4, 4, len(sentences), len(sentences)))
+        f.write(np.arange(len(sentences) + 1, dtype="<i8").tobytes())
+        f.write(np.concatenate([[0], np.cumsum(sizes)]).astype("<i8").tobytes())
+        f.write(sizes.tobytes())
+
+
+def flagperf_wmt_dir(root: Path) -> Path:
+    """FlagPerf's WMT14 en-de dir at a tiny scale: dictionaries, fairseq's binarised splits, raw references."""
+    root.mkdir(parents=True)
+    ids = {symbol: 4 + i for i, symbol in enumerate(BPE_SYMBOLS)}
+    for lang in ("en", "de"):
+        (root / f"dict.{lang}.txt").write_text("".join(f"{s} {100 - i}\n" for i, s in enumerate(BPE_SYMBOLS)))
+    for split, repeat in (("train", 4), ("test", 1)):
+        for side, lang in enumerate(("en", "de")):
+            write_fairseq_split(root / f"{split}.en-de.{lang}",
+                                [[ids[w] for w in pair[side].split()] + [2] for pair in SENTENCES * repeat])
+    (root / "test.raw.de").write_text("".join(f"{detokenize(de)}\n" for _, de in SENTENCES))
+    return root
+
+
+def test_transformer_reads_fairseqs_binarised_splits(tmp_path: Path) -> None:
+    root = flagperf_wmt_dir(tmp_path / "wmt14")
+    sentences = IndexedSentences(root / "test.en-de.de.idx", root / "test.en-de.de.bin")
+    assert len(sentences) == 4
+    assert sentences[2].tolist() == [7, 8, 9, 10, 11, 2]  # Fa@@ hr@@ rad @-@ Weg </s>
+    assert check_wmt_dir(str(root), params("transformer", **TINY_TRANSFORMER)) == []
+
+
+def test_bleu_is_sacrebleus_on_the_translations_in_the_test_splits_order(tmp_path: Path, monkeypatch) -> None:
+    root = flagperf_wmt_dir(tmp_path / "wmt14")
+    case = TransformerCase(params("transformer", **TINY_TRANSFORMER, batch_size=4), context(str(root)))
+    _, test = case.build_data()
+    batches = list(test)
+    assert [b["index"].tolist() for b in batches] == [[0, 1, 2, 3]]
+    translations = {0: "das ist ein Fa@@ hr@@ rad .", 1: "das ist ein Weg .", 2: "das ist ein Weg .",
+                    3: "ist &quot; gut &quot;"}
+    ids = {symbol: 4 + i for i, symbol in enumerate(BPE_SYMBOLS)}
+
+    def beams(model: object, source: torch.Tensor, mask: torch.Tensor, decoding: Decoding) -> torch.Tensor:
+        rows = [[2, *(ids[w] for w in translations[i].split()), 2] for i in range(4)]
+        return torch.tensor([row + [1] * (10 - len(row)) for row in rows])  # </s> starts, <pad> after the end
+
+    monkeypatch.setattr(transformer_case, "generate", beams)
+    scores = case.evaluate(torch.nn.Identity(), reversed(batches))
+    import sacrebleu
+
+    references = (root / "test.raw.de").read_text().splitlines()
+    expected = sacrebleu.corpus_bleu(["das ist ein Fahrrad .", "das ist ein Weg .", "das ist ein Weg .", 'ist " gut "'],
+                                     [references], lowercase=True).score
+    assert scores == {"bleu": pytest.approx(expected), "sentences": 4.0} and 30 < expected < 100
+
+
+def test_transformer_trains_on_flagperfs_layout(tmp_path: Path, monkeypatch) -> None:
+    from case_runners.rank.worker import main
+    from record_helpers import resolved, write_resolved
+
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    root = flagperf_wmt_dir(tmp_path / "wmt14")
+    config = resolved("transformer", data_dir=str(root), params={**TINY_TRANSFORMER, "max_steps": 2, "batch_size": 4,
+                                                                 "eval_batch_size": 2, "num_workers": 0})
+    assert main(str(write_resolved(tmp_path / "config.json", config)), str(tmp_path / "logs")) == 0
+    result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
+    assert (result["metric"], result["steps"]) == ("bleu", 2)
+    assert result["samples"] in range(2 * 4 * 3, 2 * 4 * 7)  # target tokens: 3 to 6 a sentence
+    assert result["metrics_history"][-1]["sentences"] == 4 and result["flops"]["per_sample"] > 0
+
+
+def test_transformer_data_check_names_the_file_and_the_key(tmp_path: Path) -> None:
+    root = flagperf_wmt_dir(tmp_path / "wmt14")
+    wanted = params("transformer", **TINY_TRANSFORMER)
+    assert check_wmt_dir(str(root), {**wanted, "vocab_size": 16}) == [
+        f"{root}/dict.en.txt: 20 ids (with fairseq's 4 specials), more than the key vocab_size 16",
+        f"{root}/dict.de.txt: 20 ids (with fairseq's 4 specials), more than the key vocab_size 16"]
+    (root / "test.raw.de").write_text("one line\n")
+    (root / "train.en-de.de.idx").write_bytes(b"not an index")
+    assert check_wmt_dir(str(root), wanted) == [
+        f"{root}/train.en-de.de.idx: not a fairseq .idx (no b'TNTIDX\\x00\\x00' header); expected FlagPerf's WMT14 "
+        "en-de dir (fairseq's preprocess.py, joined dictionary): dict.en.txt, dict.de.txt, "
+        "{train,test}.en-de.{en,de}.idx/.bin and test.raw.de",
+        f"{root}/test.raw.de: 1 lines for the test split's 4 sentences"]
+    assert check_wmt_dir(None, wanted)[0].startswith("transformer needs data_dir with FlagPerf's WMT14 en-de dir")
+    assert check_wmt_dir(None, {**wanted, "synthetic": True}) == []
+
+
+def test_import_flagperf_maps_flagperfs_transformer_config(tmp_path: Path) -> None:
+    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "transformer-pytorch" / "config"
+    folder.mkdir(parents=True)
+    (folder / "config_common.py").write_text('vendor = "nvidia"\ndist_backend = "nccl"\n')
+    (folder / "config_A100x1x8.py").write_text("from config_common import *\n\nmax_tokens = 10240\nmax_epoch = 30\n"
+                                               "lr = [0.000846]\n")
+    report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
+    written = yaml.safe_load((tmp_path / "out/vendor/nvidia/cases/transformer/config_A100x1x8.yaml").read_text())
+    assert written == {"max_epochs": 30, "lr": 0.000846}  # fairseq's one-element lr list read as its value
+    (why,) = [line for line in report if "config_A100x1x8.py:3 max_tokens" in line]
+    assert why.endswith("perfplay's transformer batches batch_size sentence pairs a rank (its README)")

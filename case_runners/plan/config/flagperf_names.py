@@ -93,6 +93,8 @@ PARAMS: tuple[Name, ...] = (
     Name("random_erase", None, "not in perfplay's image recipe (the case README lists its departures)"),
     Name("ra_reps", None, "repeated augmentation is not in perfplay's image recipe (the case README)"),
     Name("cfg", None, "the model is the case's (its config.yaml params), not a vendor's"),
+    Name("max_tokens", None, "fairseq's batches of up to max_tokens tokens: perfplay's transformer batches "
+         "batch_size sentence pairs a rank (its README)"),
     Name("num_workers", "num_workers", "data loader processes per rank"),
     Name("log_freq", "log_freq", "steps between two training log lines"),
     Name("dist_backend", None, "the vendor's: vendor/<vendor>/vendor.yaml dist_backend"),

@@ -388,8 +388,11 @@ class Importer:
             kind = "run-only" if target in base["run_only"] else "immutable"
             self.report.add(NONE, source, f"{target} is {kind} in perfplay's {case}: a vendor config may not set it")
             return None
+        plain = _plain(value)
+        if target == "lr" and isinstance(plain, list) and len(plain) == 1:
+            plain = plain[0]  # fairseq's lr, a list of one per update_freq stage (transformer)
         try:
-            checked = base["constraints"][target].check(_plain(value), key=target, file=f"perfplay's {case}")
+            checked = base["constraints"][target].check(plain, key=target, file=f"perfplay's {case}")
         except ConfigError as exc:
             self.report.add(NONE, source, f"-> {target}: {exc}")
             return None
