@@ -384,3 +384,47 @@ def test_import_flagperf_maps_flagperfs_transformer_config(tmp_path: Path) -> No
     assert written == {"max_epochs": 30, "lr": 0.000846}  # fairseq's one-element lr list read as its value
     (why,) = [line for line in report if "config_A100x1x8.py:3 max_tokens" in line]
     assert why.endswith("perfplay's transformer batches batch_size sentence pairs a rank (its README)")
+
+
+STORY = """{article}
+
+@highlight
+
+{first}
+
+@highlight
+
+{second}
+"""
+
+
+def test_prepare_summaries_writes_flagperfs_layout_from_story_files(tmp_path: Path) -> None:
+    """CNN/DailyMail's .story files (abisee's format) through `prepare-summaries` into the layout the case reads."""
+    from tokenizers import Tokenizer
+
+    from case_runners.cli.main import main as cli
+
+    words = ["the", "council", "voted", "on", "a", "new", "park", "near", "river", "city", "plan", "money"]
+    rng = np.random.default_rng(0)
+    for i in range(12):
+        sentence = lambda n: " ".join(rng.choice(words, n)) + " ."  # noqa: E731 - a story's line
+        folder = tmp_path / "stories" / ("cnn" if i % 2 else "dailymail") / "stories"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i:04x}.story").write_text(STORY.format(article=f"{sentence(30)}\n\n{sentence(20)}",
+                                                            first=sentence(3), second=sentence(2)))
+    (tmp_path / "stories" / "cnn" / "stories" / "empty.story").write_text("@highlight\n\nno article\n")
+    out = tmp_path / "t5_small_train"
+    assert cli(["prepare-summaries", str(tmp_path / "stories"), str(out), "--vocab-size", "40", "--source-len", "64",
+                "--target-len", "96"]) == 0
+    wanted = params("t5_small", **{**TINY_T5, "source_len": 64, "target_len": 96}, init_checkpoint="")
+    assert check_data_dir(str(out), wanted) == []
+    tokenizer = Tokenizer.from_file(str(out / "model" / "tokenizer.json"))
+    assert [tokenizer.id_to_token(i) for i in range(3)] == ["<pad>", "</s>", "<unk>"]
+    train, held = (np.load(out / "dataset" / f"{split}_dataset.npz") for split in ("train", "eval"))
+    assert len(train["input_ids"]) + len(held["input_ids"]) == 12 and len(held["input_ids"]) >= 1  # the empty one left
+    source = tokenizer.decode(train["input_ids"][0].tolist(), skip_special_tokens=True)
+    assert source.startswith("summarize: ") and train["attention_mask"][0].sum() == (train["input_ids"][0] != 0).sum()
+    labels = train["labels"][0]
+    kept = labels[labels != -100].tolist()
+    assert kept[-1] == 1 and (labels == -100).any()  # </s> ends the summary, -100 pads it
+    assert tokenizer.decode(kept, skip_special_tokens=True).count(" .") == 2  # the two highlights
