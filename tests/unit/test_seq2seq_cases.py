@@ -352,7 +352,7 @@ def test_transformer_trains_on_flagperfs_layout(tmp_path: Path, monkeypatch) -> 
     assert main(str(write_resolved(tmp_path / "config.json", config)), str(tmp_path / "logs")) == 0
     result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
     assert (result["metric"], result["steps"]) == ("bleu", 2)
-    assert result["samples"] in range(2 * 4 * 3, 2 * 4 * 7)  # target tokens: 3 to 6 a sentence
+    assert result["samples"] in range(2 * 4 * 5, 2 * 4 * 8 + 1)  # target tokens: 5 to 8 a pair, </s> included
     assert result["metrics_history"][-1]["sentences"] == 4 and result["flops"]["per_sample"] > 0
 
 
@@ -379,11 +379,15 @@ def test_import_flagperf_maps_flagperfs_transformer_config(tmp_path: Path) -> No
     (folder / "config_common.py").write_text('vendor = "nvidia"\ndist_backend = "nccl"\n')
     (folder / "config_A100x1x8.py").write_text("from config_common import *\n\nmax_tokens = 10240\nmax_epoch = 30\n"
                                                "lr = [0.000846]\n")
+    kunlunxin = tmp_path / "FlagPerf" / "training" / "kunlunxin" / "transformer-pytorch" / "config"
+    kunlunxin.mkdir(parents=True)
+    (kunlunxin / "config_R300x1x1.py").write_text("max_update = 6500\n")  # fairseq's max steps, as kunlunxin's
     report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
     written = yaml.safe_load((tmp_path / "out/vendor/nvidia/cases/transformer/config_A100x1x8.yaml").read_text())
-    assert written == {"max_epochs": 30, "lr": 0.000846}  # fairseq's one-element lr list read as its value
-    (why,) = [line for line in report if "config_A100x1x8.py:3 max_tokens" in line]
-    assert why.endswith("perfplay's transformer batches batch_size sentence pairs a rank (its README)")
+    assert written == {"max_tokens": 10240, "max_epochs": 30, "lr": 0.000846}  # fairseq's lr list: its one value
+    written = yaml.safe_load((tmp_path / "out/vendor/kunlunxin/cases/transformer/config_R300x1x1.yaml").read_text())
+    assert written == {"max_steps": 6500}
+    assert not [line for line in report if line.startswith("no counterpart") and "config_A100x1x8.py:" in line]
 
 
 STORY = """{article}
@@ -428,3 +432,21 @@ def test_prepare_summaries_writes_flagperfs_layout_from_story_files(tmp_path: Pa
     kept = labels[labels != -100].tolist()
     assert kept[-1] == 1 and (labels == -100).any()  # </s> ends the summary, -100 pads it
     assert tokenizer.decode(kept, skip_special_tokens=True).count(" .") == 2  # the two highlights
+
+
+def test_transformer_batches_pairs_of_like_length_within_max_tokens_as_fairseq() -> None:
+    from case_runners.cases.transformer.dataset import TokenBatches
+
+    lengths = np.array([5, 30, 6, 29, 7, 31, 5, 100, 8, 28])
+    batches = TokenBatches(lengths, max_tokens=64, max_sentences=3, rank=0, world_size=1, seed=0)
+    padded = [len(b) * max(lengths[b]) for b in batches.batches]
+    assert sorted(sorted(lengths[b].tolist()) for b in batches.batches) == [
+        [5, 5, 6], [7, 8], [28, 29], [30, 31], [100]]  # like lengths together; the long pair alone
+    assert all(p <= 64 for p, b in zip(padded, batches.batches) if len(b) > 1)
+    one, two = (TokenBatches(lengths, 64, 3, rank, 2, seed=0) for rank in (0, 1))
+    assert len(one) == len(two) == 2 and not {i for b in one for i in b} & {i for b in two for i in b}
+    epochs = []
+    for epoch in range(6):
+        one.set_epoch(epoch)
+        epochs.append(list(one))
+    assert len({str(e) for e in epochs}) > 1, "the batches are shuffled each epoch"

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.data import DataLoader
 
 from case_runners.cases.transformer.data import REFERENCES
-from case_runners.cases.transformer.dataset import EOS_ID, PAD_ID, build_datasets, collate, vocabulary
+from case_runners.cases.transformer.dataset import EOS_ID, PAD_ID, TokenBatches, build_datasets, collate, vocabulary
 from case_runners.tasks.training import dist
 from case_runners.tasks.training.case_api import RunContext, TrainingCase
 from case_runners.tasks.training.seq2seq import IGNORE, Decoding, generate, texts
@@ -89,12 +90,14 @@ class TransformerCase(TrainingCase):
         if not p["synthetic"] and ctx.data_dir:
             self.symbols = vocabulary(ctx.data_dir)
             self.references = (Path(ctx.data_dir) / REFERENCES).read_text(encoding="utf-8").splitlines()
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              drop_last=True, pin_memory=ctx.pin_memory, collate_fn=collate)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(train)} training pairs are fewer than one global batch "  # type: ignore[arg-type]
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
+        self.batches = TokenBatches(train.lengths(), int(p["max_tokens"]), int(p["batch_size"]), ctx.rank,
+                                    ctx.world_size, int(p["seed"]))
+        if len(self.batches) == 0:
+            raise ValueError(f"{len(train)} training pairs make {len(self.batches.batches)} batches of at most "
+                             f"{p['max_tokens']} tokens, fewer than one a rank ({ctx.world_size} ranks)")
+        workers = int(p["num_workers"])
+        self.train_loader = DataLoader(train, batch_sampler=self.batches, num_workers=workers,
+                                       pin_memory=ctx.pin_memory, collate_fn=collate, persistent_workers=workers > 0)
         return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
                                                    pin_memory=ctx.pin_memory, collate_fn=collate)
 
@@ -106,7 +109,7 @@ class TransformerCase(TrainingCase):
         return opt, inverse_sqrt(opt, int(p["warmup_steps"]))
 
     def set_epoch(self, epoch: int) -> None:
-        dist.set_sampler_epoch(self.train_loader, epoch)
+        self.batches.set_epoch(epoch)
 
     def train_step(self, model: nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, int]:
         """Label-smoothed cross-entropy over the target tokens (fairseq's label_smoothed_cross_entropy, mean per

@@ -3,12 +3,13 @@ sentence pairs; batches are right-padded pairs with the sentence's index (the ev
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, Sampler
 
 from case_runners.cases.transformer.data import (
     IDX_HEADER_BYTES,
@@ -44,6 +45,9 @@ class IndexedSentences:
     def __len__(self) -> int:
         return self.count
 
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.starts)
+
     def __getitem__(self, index: int) -> torch.Tensor:
         ids = np.asarray(self.data[self.starts[index]:self.starts[index + 1]], dtype=np.int64) - 1
         return torch.from_numpy(ids)
@@ -62,6 +66,11 @@ class SentencePairs(Dataset):
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_sides": None}
+
+    def lengths(self) -> np.ndarray:
+        """Each pair's longer side, as cut: what a batch pads to."""
+        sides = [IndexedSentences(*split_files(self.root, self.split, lang)).lengths() for lang in (SOURCE, TARGET)]
+        return np.minimum(np.maximum(*sides), self.max_len)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor, int]:
         if self._sides is None:  # each process (loader workers included) maps the files itself
@@ -94,9 +103,45 @@ class SyntheticPairs(Dataset):
     def __len__(self) -> int:
         return self.length
 
+    def lengths(self) -> np.ndarray:
+        sides = [max(len(source), len(target)) for source, target in self.pool]
+        return np.array([sides[i % len(sides)] for i in range(self.length)])
+
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor, int]:
         source, target = self.pool[index % len(self.pool)]
         return source, target, index
+
+
+class TokenBatches(Sampler[list[int]]):
+    """fairseq's batching (max_tokens, max_sentences): the pairs sorted by their longer side and cut into batches of
+    at most max_sentences pairs whose padded size (pairs x the longest) stays within max_tokens (a longer pair is a
+    batch alone); the batches shuffled each epoch, each rank an equal share (the few left over dropped)."""
+
+    def __init__(self, lengths: np.ndarray, max_tokens: int, max_sentences: int, rank: int, world_size: int,
+                 seed: int) -> None:
+        self.batches: list[list[int]] = []
+        batch: list[int] = []
+        longest = 0
+        for index in np.argsort(lengths, kind="stable").tolist():
+            length = int(lengths[index])
+            if batch and ((len(batch) + 1) * max(longest, length) > max_tokens or len(batch) == max_sentences):
+                self.batches.append(batch)
+                batch, longest = [], 0
+            batch.append(index)
+            longest = max(longest, length)
+        if batch:
+            self.batches.append(batch)
+        self.rank, self.world_size, self.seed, self.epoch = rank, world_size, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.batches) // self.world_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        order = np.random.default_rng(self.seed + self.epoch).permutation(len(self.batches))
+        return (self.batches[b] for b in order[self.rank::self.world_size][:len(self)])
 
 
 def collate(pairs: list[tuple[torch.Tensor, torch.Tensor, int]]) -> dict[str, Any]:
@@ -113,7 +158,8 @@ def collate(pairs: list[tuple[torch.Tensor, torch.Tensor, int]]) -> dict[str, An
             "index": torch.tensor([i for _, _, i in pairs]), "ntokens": sum(len(t) for _, t, _ in pairs)}
 
 
-def build_datasets(data_dir: str | None, params: dict[str, Any]) -> tuple[Dataset, Dataset]:
+def build_datasets(data_dir: str | None, params: dict[str, Any]) -> tuple[SentencePairs | SyntheticPairs,
+                                                                         SentencePairs | SyntheticPairs]:
     """(training pairs, test pairs): FlagPerf's splits, or synthetic ones."""
     max_len = int(params["max_len"])
     if params["synthetic"]:

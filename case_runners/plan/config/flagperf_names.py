@@ -77,6 +77,7 @@ PARAMS: tuple[Name, ...] = (
     Name("max_epochs", "max_epochs", "the run's epochs (0: off)"),
     Name("epochs", "max_epochs", "the run's epochs (0: off); torchvision's reference recipes' name (vit)"),
     Name("max_steps", "max_steps", "the run's optimizer steps (0: off)"),
+    Name("max_update", "max_steps", "the run's optimizer steps (0: off); fairseq's name (transformer)"),
     Name("learning_rate", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
     Name("lr", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
     Name("seed", "seed", "the same seed on every rank"),
@@ -93,8 +94,6 @@ PARAMS: tuple[Name, ...] = (
     Name("random_erase", None, "not in perfplay's image recipe (the case README lists its departures)"),
     Name("ra_reps", None, "repeated augmentation is not in perfplay's image recipe (the case README)"),
     Name("cfg", None, "the model is the case's (its config.yaml params), not a vendor's"),
-    Name("max_tokens", None, "fairseq's batches of up to max_tokens tokens: perfplay's transformer batches "
-         "batch_size sentence pairs a rank (its README)"),
     Name("num_workers", "num_workers", "data loader processes per rank"),
     Name("log_freq", "log_freq", "steps between two training log lines"),
     Name("dist_backend", None, "the vendor's: vendor/<vendor>/vendor.yaml dist_backend"),
