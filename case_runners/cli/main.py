@@ -39,6 +39,7 @@ COMMANDS = {
     "discard-run": "case_runners.plan.command",
     "prepare-text": "case_runners.cases.llama.command",
     "prepare-images": "case_runners.cases.imagenet.command",
+    "prepare-summaries": "case_runners.cases.t5_small.command",
     "new-vendor": "case_runners.vendors.scaffold.commands",
     "new-case": "case_runners.vendors.scaffold.commands",
     "compare": "case_runners.views.compare.cli",

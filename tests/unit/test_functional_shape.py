@@ -24,7 +24,9 @@ SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_s
          "bigtransfer": ("image_size", "embedding_size"),
          "detr": ("eval_size", "synthetic_samples"), "distilbert": ("seq_len", "dim", "n_layers"),
          "bert_hf": ("seq_len", "hidden_size", "num_layers"),
-         "longformer": ("seq_len", "attention_window", "hidden_size", "num_layers")}
+         "longformer": ("seq_len", "attention_window", "hidden_size", "num_layers"),
+         "t5_small": ("source_len", "target_len", "d_model", "num_layers"),
+         "transformer": ("max_len", "d_model", "num_layers")}
 
 
 def plan(cases, **kw):

@@ -78,6 +78,7 @@ PARAMS: tuple[Name, ...] = (
     Name("max_epochs", "max_epochs", "the run's epochs (0: off)"),
     Name("epochs", "max_epochs", "the run's epochs (0: off); torchvision's reference recipes' name (vit)"),
     Name("max_steps", "max_steps", "the run's optimizer steps (0: off)"),
+    Name("max_update", "max_steps", "the run's optimizer steps (0: off); fairseq's name (transformer)"),
     Name("learning_rate", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
     Name("lr", "lr", "a case may scale it with the global batch (resnet50: lr_scaling_batch)"),
     Name("seed", "seed", "the same seed on every rank"),

@@ -431,8 +431,11 @@ class Importer:
                             f"{json.dumps(base['params'][target])}: {target} is {kind}, a vendor config may not set it"
                             f"{f'; {note}' if note else ''}")
             return None
+        plain = _plain(value)
+        if target == "lr" and isinstance(plain, list) and len(plain) == 1:
+            plain = plain[0]  # fairseq's lr, a list of one per update_freq stage (transformer)
         try:
-            checked = base["constraints"][target].check(_plain(value), key=target, file=f"perfplay's {case}")
+            checked = base["constraints"][target].check(plain, key=target, file=f"perfplay's {case}")
         except ConfigError as exc:
             self.report.add(NONE, source, f"-> {target}: {exc}")
             return None
