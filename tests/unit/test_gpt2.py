@@ -1,0 +1,205 @@
+"""gpt2: the standard model's size and FLOPs (meta device), FlagPerf's data layout read from small files the test
+writes in that format (a Megatron index, LAMBADA's JSON lines, a GPT-2 BPE's vocab and merges), LAMBADA's
+last-token accuracy, the data check's refusals, Megatron's schedule, a short real run through the direct runner,
+and the importer on FlagPerf's gpt2 configs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from case_runners.cases.gpt2.case import GPT2Case
+from case_runners.cases.gpt2.data import check_data_dir
+from case_runners.cases.gpt2.dataset import build_datasets, load_tokenizer
+from case_runners.core.paths import project_root
+from case_runners.plan.layering import load_case_base
+from case_runners.tasks.training.case_api import RunContext
+from case_runners.tasks.training.flops import count_per_sample
+from case_runners.vendors.flagperf.importer import import_flagperf
+from megatron_indexed import write_indexed
+from process_helpers import RUN_S
+
+REPO = project_root()
+# Megatron-GPT2 345M with the vocab padded to 50,304: embeddings 50,304 x 1,024 + positions 1,024 x 1,024, 24 blocks
+# of 12 x 1,024^2 + 13 x 1,024, the final LayerNorm; the output layer tied to the embeddings.
+PARAMS_345M = 50_304 * 1024 + 1024 * 1024 + 24 * (12 * 1024**2 + 13 * 1024) + 2 * 1024
+STANDARD_FLOPS = 2_481_148_919_808  # training FLOPs per sequence at seq 1024, as the README gives them
+TINY = {"seq_len": 32, "hidden_size": 32, "num_layers": 2, "num_heads": 2, "ffn_hidden_size": 64,
+        "hidden_dropout": 0.0, "attention_dropout": 0.0}
+PASSAGES = ["the cat sat on the warm mat by the fire", "a dog ran to the old barn in the rain",
+            "she read the long letter from her brother", "the ship sailed across the cold grey sea",
+            "he planted seven tall trees near the river", "birds sang in the garden before dawn"]
+
+
+def params(**overrides: object) -> dict:
+    return {**load_case_base("gpt2", REPO)[0]["params"], "num_workers": 0, "synthetic": False, **overrides}
+
+
+def context(data_dir: Path | None = None) -> RunContext:
+    return RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"),
+                      data_dir=None if data_dir is None else str(data_dir), log=None)  # type: ignore[arg-type]
+
+
+def test_the_standard_model_is_megatrons_345m_and_the_readmes_flops() -> None:
+    case = GPT2Case(params(), context())
+    with torch.device("meta"):
+        model = case.build_model()
+    assert sum(p.numel() for p in model.parameters()) == PARAMS_345M == 354_871_296
+    assert model.lm.lm_head.weight is model.lm.transformer.wte.weight  # tied, as Megatron's
+    batch = (torch.empty(1, 1024, dtype=torch.long, device="meta"),) * 2
+    assert count_per_sample(case, batch) == STANDARD_FLOPS
+    assert load_case_base("gpt2", REPO)[0]["flops_per_sample"] == "counted"
+
+
+def flagperf_dir(root: Path, passages: list[str] = PASSAGES, copies: int = 40) -> Path:
+    """A data dir in FlagPerf's gpt2 layout: a byte-level BPE trained on the passages (saved as gpt2-vocab.json and
+    gpt2-merges.txt), the training index of `copies` shuffled copies of the passages (one document each, ended by
+    <|endoftext|>), and lambada_test.json with the passages as JSON lines."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    root.mkdir(parents=True)
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(passages, vocab_size=300, min_frequency=1, special_tokens=["<|endoftext|>"])
+    vocab, merges = bpe.save_model(str(root))
+    Path(vocab).rename(root / "gpt2-vocab.json")
+    Path(merges).rename(root / "gpt2-merges.txt")
+    eod = bpe.token_to_id("<|endoftext|>")
+    order = torch.Generator().manual_seed(0)
+    documents = [bpe.encode(passages[i]).ids + [eod]
+                 for _ in range(copies) for i in torch.randperm(len(passages), generator=order).tolist()]
+    write_indexed(root / "lambada_train_text_document", documents)
+    (root / "lambada_test.json").write_text("".join(json.dumps({"text": p}) + "\n" for p in passages))
+    return root
+
+
+def test_lambada_passages_are_scored_on_their_last_token(tmp_path: Path) -> None:
+    root = flagperf_dir(tmp_path / "gpt2", passages=[*PASSAGES, "unbelievable"])
+    assert check_data_dir(str(root), params(**TINY)) == []
+    train, passages = build_datasets(str(root), params(**TINY))
+    bpe = load_tokenizer(root)
+    eod = bpe.token_to_id("<|endoftext|>")
+    ids = bpe.encode(PASSAGES[1]).ids
+    input_ids, position, label = passages[1]
+    assert label == ids[-1] and position == len(ids) - 2  # the last BPE token, after the context's last token
+    assert input_ids[:len(ids) - 1].tolist() == ids[:-1] and set(input_ids[len(ids) - 1:].tolist()) == {eod}
+    word = bpe.encode("unbelievable").ids
+    assert len(word) > 1 and passages[len(PASSAGES)][2] == word[-1]  # a word of pieces: its final piece is scored
+    tokens = sum(len(bpe.encode(p).ids) + 1 for p in [*PASSAGES, "unbelievable"]) * 40  # each passage ends with EOD
+    assert len(passages) == len(PASSAGES) + 1 and len(train) == (tokens - 1) // 32
+    first, labels = train[0]
+    assert first.shape == labels.shape == (32,) and torch.equal(first[1:], labels[:-1])
+
+
+def test_gpt2_learns_to_complete_the_passages(tmp_path: Path, monkeypatch) -> None:
+    """The whole data path and the metric in one rank: trained on the passages, the tiny GPT completes them."""
+    from case_runners.rank.worker import main
+    from record_helpers import resolved, write_resolved
+
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    root = flagperf_dir(tmp_path / "gpt2")
+    config = resolved("gpt2", data_dir=str(root), params={
+        **TINY, "vocab_size": 384, "max_steps": 120, "batch_size": 8, "eval_batch_size": 8, "lr": 0.01, "lr_min": 0.001,
+        "eval_every_steps": 20, "num_workers": 0, "log_freq": 50})
+    config["target"]["value"] = 1.0
+    assert main(str(write_resolved(tmp_path / "config.json", config)), str(tmp_path / "logs")) == 0
+    result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
+    assert (result["metric"], result["stop_reason"]) == ("lambada_acc", "target_reached"), result["metrics_history"]
+    assert result["final_metric"] == 1.0  # the target: every passage completed
+    assert result["metrics_history"][0]["lambada_acc"] < 1.0  # it had to learn them
+
+
+def test_the_data_check_names_the_file_and_the_layout(tmp_path: Path) -> None:
+    root = flagperf_dir(tmp_path / "gpt2", copies=2)
+    tiny = params(**TINY)
+    assert check_data_dir(None, {**tiny, "synthetic": True}) == []
+    (problem,) = check_data_dir(None, tiny)
+    assert problem.startswith("gpt2 needs data_dir with lambada_train_text_document.bin")
+    assert check_data_dir(str(root), {**tiny, "vocab_size": 256}) == [
+        f"{root}/gpt2-vocab.json: holds id 299, not below the model's vocab_size 256; set vocab_size above 299"]
+    (problem,) = check_data_dir(str(root), {**tiny, "seq_len": 4096})
+    assert "lambada_train_text_document.bin" in problem and "fewer than one sequence of seq_len 4096" in problem
+    (root / "lambada_test.json").write_text('{"text": "a passage"}\n["not", "an", "object"]\n')
+    (problem,) = check_data_dir(str(root), tiny)
+    assert problem == (f"{root}/lambada_test.json: line 2 is not a JSON object; "
+                       "expected one {\"text\": \"...\"} a line")
+    (root / "lambada_test.json").write_text('{"text": "a passage"}\n')
+    with open(root / "lambada_train_text_document.bin", "ab") as f:
+        f.write(b"\0\0")
+    (problem,) = check_data_dir(str(root), tiny)
+    assert problem.startswith(f"{root}/lambada_train_text_document.bin: ") and "but its index" in problem
+    (root / "gpt2-merges.txt").unlink()
+    assert f"{root}/gpt2-merges.txt: missing" in " ".join(check_data_dir(str(root), tiny))
+
+
+def test_megatrons_schedule_warms_up_over_a_share_then_decays_to_lr_min(tmp_path: Path) -> None:
+    case = GPT2Case(params(**TINY, synthetic=True, synthetic_samples=64, max_steps=1000, batch_size=4), context())
+    case.build_data()
+    model = case.build_model()
+    opt, schedule = case.build_optimizer(model)
+    lrs = []
+    for _ in range(1000):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    lrs.append(opt.param_groups[0]["lr"])
+    assert lrs[0] == 0 and lrs[5] == pytest.approx(0.5 * 1.5e-4) and lrs[10] == pytest.approx(1.5e-4)
+    assert lrs[505] == pytest.approx((1.5e-4 + 1e-5) / 2) and lrs[1000] == pytest.approx(1e-5)
+    decays = {len(g["params"]): g["weight_decay"] for g in opt.param_groups}
+    assert sorted(decays.values()) == [0.0, 0.01]  # none on biases and LayerNorm weights
+    assert opt.param_groups[0]["betas"] == (0.9, 0.999) and opt.param_groups[0]["eps"] == 1e-8
+
+
+@pytest.fixture(scope="module")
+def functional_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """gpt2's functional shape (a tiny model) through the direct runner: 3 steps on synthetic data. Its results
+    dir."""
+    results = tmp_path_factory.mktemp("nlp_gen_cases")
+    done = subprocess.run(
+        [sys.executable, "-m", "case_runners", "run", "gpt2", "--functional", "--results-dir", str(results),
+         "--no-monitors", "--set", "synthetic=true", "--set", "max_steps=3", "--set", "batch_size=4",
+         "--set", "eval_batch_size=8", "--set", "num_workers=0", "--set", "log_freq=1"],
+        cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: a round short of its target
+    return results
+
+
+def test_a_short_run_records_throughput_mfu_and_lambada_accuracy(functional_run: Path) -> None:
+    (path,) = functional_run.glob("run*/gpt2_CPUx1x1/round1/round_record.json")
+    record = json.loads(path.read_text())
+    metrics = record["metrics"]
+    assert (metrics["steps"], metrics["samples"], metrics["stop_reason"]) == (3, 12, "max_steps")
+    assert (metrics["metric"], metrics["target"]) == ("lambada_acc", 0.6) and 0 <= metrics["final_metric"] <= 1
+    assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0 and metrics["p_whole"] > 0
+    assert record["mfu"]["basis"] == "p_core" and "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
+    assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
+    node = next(path.parent.glob("*_noderank0"))
+    evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
+    assert {"lambada_acc", "eval_last_token_loss"} <= set(evaluated)
+
+
+# FlagPerf's own nvidia gpt2 configs (training/nvidia/gpt2-pytorch/config/), as they are.
+FLAGPERF_GPT2 = {
+    "config_common.py": "vendor = 'nvidia'\n\n# disable fp16\nfp16 = False\n\ndist_backend = \"nccl\"\n",
+    "config_A100x1x1.py": "from config_common import *\n\ngradient_accumulation_steps = 8\nmax_steps = 15000",
+    "config_A100x1x8.py": "from config_common import *\n",
+}
+
+
+def test_import_flagperf_maps_flagperfs_gpt2_configs(tmp_path: Path) -> None:
+    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "gpt2-pytorch" / "config"
+    folder.mkdir(parents=True)
+    for name, text in FLAGPERF_GPT2.items():
+        (folder / name).write_text(text)
+    report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
+    written = tmp_path / "out/vendor/nvidia/cases/gpt2"
+    assert yaml.safe_load((written / "config_A100x1x1.yaml").read_text()) == {"amp": False, "max_steps": 15000}
+    assert yaml.safe_load((written / "config_A100x1x8.yaml").read_text()) == {"amp": False}
+    (why,) = [line for line in report if "config_A100x1x1.py" in line and "gradient_accumulation_steps" in line]
+    assert why.startswith("no counterpart") and "steps the optimizer every batch" in why
