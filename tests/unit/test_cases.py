@@ -23,7 +23,7 @@ from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = ("bert", "bigtransfer", "detr", "digits_cnn", "efficientnet", "gpt2", "llama", "mobilenetv2", "resnet50",
-         "swin_transformer", "vit")
+         "swin_transformer", "vit", "wav2vec2")
 COMMON_PARAMS = {"seed", "batch_size", "eval_batch_size", "max_epochs", "max_steps", "time_budget_s", "amp", "tf32",
                  "log_freq", "eval_every_epochs", "synthetic", "num_workers", "warmup_steps"}
 TINY_RESNET = {"image_size": 32, "depths": [1, 1, 1, 1], "hidden_sizes": [16, 32, 64, 128], "embedding_size": 8,
@@ -59,7 +59,7 @@ def single_rank(monkeypatch):
 def test_cases_are_listed_and_unknown_ones_rejected():
     assert list_cases() == list(CASES)
     with pytest.raises(ConfigError, match="unknown case.*allowed: bert, bigtransfer, detr, digits_cnn, efficientnet, "
-                                               "gpt2, llama, mobilenetv2, resnet50, swin_transformer, vit"):
+                                               "gpt2, llama, mobilenetv2, resnet50, swin_transformer, vit, wav2vec2"):
         case_dir("resnet")
 
 

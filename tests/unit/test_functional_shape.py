@@ -22,7 +22,8 @@ SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_s
          "mobilenetv2": ("image_size", "depth_multiplier"), "vit": ("image_size", "num_layers"),
          "efficientnet": ("image_size", "width_mult", "depth_mult"), "swin_transformer": ("image_size", "embed_dim"),
          "bigtransfer": ("image_size", "embedding_size"),
-         "detr": ("eval_size", "synthetic_samples"), "gpt2": ("seq_len", "hidden_size", "num_layers")}
+         "detr": ("eval_size", "synthetic_samples"), "gpt2": ("seq_len", "hidden_size", "num_layers"),
+         "wav2vec2": ("max_sample_size", "hidden_size", "num_layers")}
 
 
 def plan(cases, **kw):

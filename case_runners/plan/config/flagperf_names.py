@@ -111,6 +111,7 @@ PARAMS: tuple[Name, ...] = (
     Name("eval_interval_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
     Name("eval_iter_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
     Name("eval_iter_start_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
+    Name("eval_steps", "eval_every_steps", "evaluation every so many optimizer steps (wav2vec2's)"),
     Name(f"{TARGET_PREFIX}<metric>", None, "the target is the case's (its config.yaml target), not a vendor's"),
     Name("loss_scale", None, "amp in fp16 scales the loss with torch's dynamic GradScaler"),
     Name("loss_scale_window", None, "amp in fp16 scales the loss with torch's dynamic GradScaler"),
