@@ -399,3 +399,22 @@ def test_wav2vec2_batches_utterances_of_similar_length_rank_by_rank() -> None:
     assert spread < 0.1  # within a batch the lengths are close: crops to the shortest lose little audio
     ranks[0].set_epoch(1)
     assert list(ranks[0]) != batches[0]
+
+
+def plan_errors(case: str, overrides: dict) -> list[str]:
+    from case_runners.plan.run_plan import make_plan
+
+    plan = make_plan({"vendor": "cpu", "cases": [{"case": case, "overrides": overrides}]}, check=True)
+    return [str(e) for e in plan["errors"]]
+
+
+def test_a_model_that_cannot_be_built_is_refused_naming_the_key() -> None:
+    (error,) = plan_errors("gpt2", {"hidden_size": 100, "num_heads": 16})
+    assert "key 'num_heads' is 16, which does not divide hidden_size 100" in error
+    (error,) = plan_errors("wav2vec2", {"final_dim": 255})
+    assert "key 'latent_groups' is 2, which does not divide final_dim 255" in error
+    (error,) = plan_errors("wav2vec2", {"hidden_size": 784})
+    assert "key 'num_heads' is 12, which does not divide hidden_size 784" in error
+    (error,) = plan_errors("wav2vec2", {"min_sample_size": 300000})
+    assert "key 'min_sample_size' is 300000, above max_sample_size 250000" in error
+    assert plan_errors("wav2vec2", {}) == plan_errors("gpt2", {}) == []
