@@ -19,6 +19,8 @@ import yaml
 from case_runners.cases.gpt2.case import GPT2Case
 from case_runners.cases.gpt2.data import check_data_dir
 from case_runners.cases.gpt2.dataset import build_datasets, load_tokenizer
+from case_runners.cases.gpt2.prepare import prepare_lambada
+from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.tasks.training.case_api import RunContext
@@ -418,3 +420,32 @@ def test_a_model_that_cannot_be_built_is_refused_naming_the_key() -> None:
     (error,) = plan_errors("wav2vec2", {"min_sample_size": 300000})
     assert "key 'min_sample_size' is 300000, above max_sample_size 250000" in error
     assert plan_errors("wav2vec2", {}) == plan_errors("gpt2", {}) == []
+
+
+def test_prepare_lambada_writes_what_megatrons_preprocess_data_writes(tmp_path: Path, capsys) -> None:
+    from case_runners.cli.main import main as cli
+
+    tokenizer_dir = flagperf_dir(tmp_path / "tokenizer", copies=1)  # its gpt2-vocab.json and gpt2-merges.txt
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "lambada.train.json").write_text("".join(json.dumps({"text": p}) + "\n" for p in PASSAGES[:4]))
+    (src / "lambada_test.json").write_text("".join(json.dumps({"text": p}) + "\n" for p in PASSAGES[4:]))
+    out = tmp_path / "gpt2"
+    assert cli(["prepare-lambada", str(src / "lambada.train.json"), str(src / "lambada_test.json"),
+                str(tokenizer_dir / "gpt2-vocab.json"), str(tokenizer_dir / "gpt2-merges.txt"), str(out)]) == 0
+    bpe = load_tokenizer(tokenizer_dir)
+    eod = bpe.token_to_id("<|endoftext|>")
+    expected = tmp_path / "expected"
+    expected.mkdir()
+    documents = [bpe.encode(p).ids + [eod] for p in PASSAGES[:4]]
+    write_indexed(expected / "lambada_train_text_document", documents)  # the tests' own writer, from the format
+    for suffix in (".bin", ".idx"):
+        name = f"lambada_train_text_document{suffix}"
+        assert (out / name).read_bytes() == (expected / name).read_bytes()
+    assert (out / "lambada_test.json").read_text() == (src / "lambada_test.json").read_text()
+    assert check_data_dir(str(out), params(**{**TINY, "seq_len": 8})) == []
+    assert capsys.readouterr().out.strip() == f"{out}: 4 training documents, {sum(map(len, documents))} tokens"
+    (src / "lambada.train.json").write_text('{"text": "fine"}\n{"txt": "no text"}\n')
+    with pytest.raises(PerfplayError, match=r"lambada.train.json: line 2 has no 'text' string"):
+        prepare_lambada(src / "lambada.train.json", src / "lambada_test.json", tokenizer_dir / "gpt2-vocab.json",
+                        tokenizer_dir / "gpt2-merges.txt", out)
