@@ -449,3 +449,23 @@ def test_prepare_lambada_writes_what_megatrons_preprocess_data_writes(tmp_path: 
     with pytest.raises(PerfplayError, match=r"lambada.train.json: line 2 has no 'text' string"):
         prepare_lambada(src / "lambada.train.json", src / "lambada_test.json", tokenizer_dir / "gpt2-vocab.json",
                         tokenizer_dir / "gpt2-merges.txt", out)
+
+
+def test_wav2vec2_trains_on_flac_files_in_one_rank(tmp_path: Path, monkeypatch) -> None:
+    """The whole data path of the case (manifests, FLAC through soundfile, batches of similar lengths, fixed
+    held-out masks) in one rank."""
+    from case_runners.rank.worker import main
+    from record_helpers import resolved, write_resolved
+
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "librispeech"
+    librispeech_dir(root, {"train-full-960.tsv": [6000, 9000, 7000, 8000, 12000, 5000, 11000, 10000],
+                           "dev-other.tsv": [7000, 4500, 9000]})
+    config = resolved("wav2vec2", data_dir=str(root), params={
+        **W2V_TINY, "max_steps": 2, "batch_size": 4, "eval_batch_size": 2, "num_workers": 0, "warmup_steps": 1})
+    assert main(str(write_resolved(tmp_path / "config.json", config)), str(tmp_path / "logs")) == 0
+    result = json.loads((tmp_path / "logs" / "rank0.result.json").read_text())
+    assert (result["metric"], result["steps"], result["samples"]) == ("contrastive_accuracy", 2, 8)
+    evaluated = result["metrics_history"][-1]
+    assert 0 <= evaluated["contrastive_accuracy"] <= 1 and evaluated["eval_loss"] > 0
