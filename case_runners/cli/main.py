@@ -38,6 +38,7 @@ COMMANDS = {
     "summary": "case_runners.views.summary.command",
     "discard-run": "case_runners.plan.command",
     "prepare-text": "case_runners.cases.llama.command",
+    "prepare-lambada": "case_runners.cases.gpt2.command",
     "prepare-images": "case_runners.cases.imagenet.command",
     "prepare-summaries": "case_runners.cases.t5_small.command",
     "new-vendor": "case_runners.vendors.scaffold.commands",

@@ -22,8 +22,8 @@ from process_helpers import SHORT_S
 from record_helpers import resolved, write_resolved
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("bert", "bert_hf", "bigtransfer", "detr", "digits_cnn", "distilbert", "efficientnet", "llama",
-         "longformer", "mobilenetv2", "resnet50", "swin_transformer", "t5_small", "transformer", "vit")
+CASES = ("bert", "bert_hf", "bigtransfer", "detr", "digits_cnn", "distilbert", "efficientnet", "gpt2", "llama",
+         "longformer", "mobilenetv2", "resnet50", "swin_transformer", "t5_small", "transformer", "vit", "wav2vec2")
 COMMON_PARAMS = {"seed", "batch_size", "eval_batch_size", "max_epochs", "max_steps", "time_budget_s", "amp", "tf32",
                  "log_freq", "eval_every_epochs", "synthetic", "num_workers", "warmup_steps"}
 TINY_RESNET = {"image_size": 32, "depths": [1, 1, 1, 1], "hidden_sizes": [16, 32, 64, 128], "embedding_size": 8,
@@ -59,8 +59,8 @@ def single_rank(monkeypatch):
 def test_cases_are_listed_and_unknown_ones_rejected():
     assert code_cases() == list(CASES)
     with pytest.raises(ConfigError, match="unknown case.*allowed: aquila2_34b, .*, bert, bert_hf, bigtransfer, "
-                                               "chatglm3_6b, detr, digits_cnn, distilbert, efficientnet, llama, "
-                                               "llama2_70b, .*, longformer, .*, t5_small, transformer, vit"):
+                                               "chatglm3_6b, detr, digits_cnn, distilbert, efficientnet, gpt2, llama, "
+                                               "llama2_70b, .*, longformer, .*, t5_small, transformer, vit, wav2vec2"):
         case_dir("resnet")  # the packages and their model cases (test_model_cases.py)
 
 

@@ -26,7 +26,8 @@ SIZES = {"bert": ("seq_len", "hidden_size", "num_layers"), "resnet50": ("image_s
          "bert_hf": ("seq_len", "hidden_size", "num_layers"),
          "longformer": ("seq_len", "attention_window", "hidden_size", "num_layers"),
          "t5_small": ("source_len", "target_len", "d_model", "num_layers"),
-         "transformer": ("max_len", "d_model", "num_layers")}
+         "transformer": ("max_len", "d_model", "num_layers"), "gpt2": ("seq_len", "hidden_size", "num_layers"),
+         "wav2vec2": ("max_sample_size", "hidden_size", "num_layers")}
 
 
 def plan(cases, **kw):

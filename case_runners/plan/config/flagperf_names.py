@@ -114,6 +114,7 @@ PARAMS: tuple[Name, ...] = (
     Name("eval_interval_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
     Name("eval_iter_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
     Name("eval_iter_start_samples", None, "evaluation every eval_every_steps or eval_every_epochs"),
+    Name("eval_steps", "eval_every_steps", "evaluation every so many optimizer steps (wav2vec2's)"),
     Name(f"{TARGET_PREFIX}<metric>", None, "the target is the case's (its config.yaml target), not a vendor's"),
     Name("loss_scale", None, "amp in fp16 scales the loss with torch's dynamic GradScaler"),
     Name("loss_scale_window", None, "amp in fp16 scales the loss with torch's dynamic GradScaler"),
@@ -162,7 +163,8 @@ LLM_MODELS: dict[str, str] = {"llama2_7b": "llama2_7b", "llama3_8B": "llama3_8b"
 CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert", "mobilenetv2": "mobilenetv2",
                               "vit": "vit", "efficientnet": "efficientnet", "swin_transformer": "swin_transformer",
                               "bigtransfer": "bigtransfer", "detr": "detr", "distilbert": "distilbert",
-                              "bert_hf": "bert_hf", "longformer": "longformer", **LLM_MODELS}
+                              "bert_hf": "bert_hf", "longformer": "longformer", "t5_small": "t5_small",
+                              "transformer": "transformer", "gpt2": "gpt2", "wav2vec2": "wav2vec2", **LLM_MODELS}
 
 # FlagPerf's LLM training frameworks (the <framework> of training/<vendor>/<case>-<framework>/) and the stack a config
 # of each becomes (plan/config/stacks.py): deepspeed is a built-in stack; the others are Megatron forks a vendor
