@@ -226,6 +226,11 @@ def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dic
     return errors
 
 
+def _stack_params(framework: str, vendor_stack: VendorStack | None) -> list[str]:
+    """The params of the selection's stack: a vendor stack's declared ones, or a built-in stack's."""
+    return sorted(vendor_stack.params if vendor_stack is not None else STACK_PARAMS.get(framework, {}))
+
+
 def stack_model_problems(hooks: ModuleType, params: dict[str, Any], provenance: dict[str, str],
                          framework: str) -> list[ConfigError]:
     """The error of a model a layer set (a vendor config, a run override) that the built-in stack cannot build,
@@ -399,6 +404,7 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     shrunk = list(base[FUNCTIONAL]) if sel.functional else []  # a functional round is never a standard one
     non_standard = [k for k in base["run_only"] + shrunk if params[k] != base["params"][k]]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
+    stack_params = _stack_params(sel.framework, vendor_stack)  # compare leaves them out of the workload
     config = ResolvedConfig(
         case=sel.case, case_id=sel.case_id, framework=sel.framework,
         framework_version=sel.framework_version or ABSENT, vendor=vendor.name, hardware=hardware,
@@ -406,7 +412,7 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
         package=package if package != sel.case else ABSENT,
         sources=[base_file, *([base[MODEL_FILE]] if MODEL_FILE in base else []), vendor_shown]
         + ([f"{base_file} ({FUNCTIONAL})"] if sel.functional else []) + ([overrides_file] if sel.overrides else []),
-        provenance=provenance,
+        provenance=provenance, stack_params=stack_params or ABSENT,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
         flops_per_sample=None if changed or counted else flops,
         flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT),
