@@ -17,11 +17,13 @@ import pytest
 import torch
 
 from case_runners.cases.llama.prepare import prepare_text
+from case_runners.cases.llama.shapes import FAMILIES, STACK_FAMILIES
 from case_runners.cli.main import main as cli
 from case_runners.core.paths import project_root
 from case_runners.host.requirements import pins_answer
 from case_runners.launch.container.image import image_spec, write_context
 from case_runners.plan.config.selection import parse_selections
+from case_runners.plan.config.stacks import STACKS
 from case_runners.plan.layering import resolve, vendor_config_path
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank.driver.events import EventLogger
@@ -68,6 +70,46 @@ def test_a_framework_the_case_does_not_run_on_names_the_key_the_file_and_the_all
     assert errors[0].endswith(allowed)
     lists = "is written for pytorch and the stacks case_runners/cases/llama/config.yaml lists (deepspeed, torchtitan)"
     assert (lists in errors[0]) == key.startswith("llama")
+
+
+def test_the_families_each_built_in_stack_builds_are_declared_once_for_every_stack():
+    assert set(STACK_FAMILIES) == {"pytorch", *STACKS}
+    assert STACK_FAMILIES["deepspeed"] == STACK_FAMILIES["pytorch"] == tuple(FAMILIES)  # the same model, wrapped
+    assert STACK_FAMILIES["torchtitan"] == ("llama",)
+
+
+@pytest.mark.parametrize("case, family", [("mixtral_8x7b", "mixtral"), ("qwen1.5_moe", "qwen2_moe"),
+                                          ("chatglm3_6b", "glm"), ("baichuan2_13b", "baichuan")])
+def test_a_model_case_on_a_stack_that_cannot_build_it_is_refused_before_any_host(case: str, family: str):
+    """torchtitan builds the llama family only: the plan names the framework key, the run vars and the stacks that
+    build the model, and `perfplay cases` lists no such row."""
+    config, errors = resolved(f"{case}:torchtitan:CPU:1:2:1")
+    assert config is None
+    assert errors == [f"run vars: key 'perfplay_cases[0].framework': model case '{case}' cannot run on the torchtitan "
+                      f"stack: model '{case}' is of the {family} family, which the torchtitan stack does not build (it "
+                      f"builds llama: case_runners/cases/llama/shapes.py STACK_FAMILIES) (allowed: deepspeed, "
+                      f"pytorch, pytorch_<version>)"]
+    rows = {(e.case, e.framework) for e in build_catalogue(REPO).entries if e.task == "training"}
+    assert (case, "deepspeed") in rows and (case, "torchtitan") not in rows
+    assert ("llama3_8b", "torchtitan") in rows and ("llama", "torchtitan") in rows
+
+
+def test_a_model_a_config_sets_that_the_stack_cannot_build_names_the_file_and_the_models_it_builds(tmp_path: Path):
+    _, errors = resolved({"case": "llama", "framework": "torchtitan", "nproc": 2, "overrides": {"model": "tiny_moe"}})
+    assert errors == ["run overrides (perfplay_cases[0].overrides): key 'model': model 'tiny_moe' is of the mixtral "
+                      "family, which the torchtitan stack does not build (it builds llama: case_runners/cases/llama/"
+                      "shapes.py STACK_FAMILIES) (allowed: 1b, 7b, aquila2_34b, aquila2_70b, aquila2_7b, llama2_70b, "
+                      "llama2_7b, llama3_70b, llama3_8b, tiny)"]
+    root = tmp_path / "project"  # a vendor's torchtitan config that trains a mixture of experts
+    shutil.copytree(REPO / "vendor" / "cpu", root / "vendor" / "cpu")
+    (root / "vendor/cpu/cases/llama/torchtitan/config_CPUx1x2.yaml").write_text("model: tiny_moe\n")
+    _, errors = resolved("llama:torchtitan:CPU:1:2:1", root)
+    assert len(errors) == 1 and errors[0].startswith("vendor/cpu/cases/llama/torchtitan/config_CPUx1x2.yaml: key "
+                                                     "'model': model 'tiny_moe' is of the mixtral family")
+    for framework in ("pytorch", "deepspeed"):  # both build it (tiny_moe trains on deepspeed: stack_runs)
+        config, errors = resolved({"case": "llama", "framework": framework, "nproc": 2,
+                                   "overrides": {"model": "tiny_moe"}})
+        assert errors == [] and config.params["model"] == "tiny_moe"
 
 
 def test_a_stack_param_for_another_stack_or_out_of_range_is_refused_naming_the_key_and_the_file(tmp_path: Path):

@@ -32,6 +32,11 @@ From it: samples (global) = the sum of the steps'; rank_samples = samples / worl
 node's ranks sum to its throughput); core_time = the sum of step_time; train_time from the first step's start
 (its line's timestamp less its step_time) to the last line's timestamp; init_time from the launch to that start.
 
+A stack whose `log_rank` is one rank (`0`, or `last`: Megatron prints on its last rank only) is measured on that
+rank alone: every other rank runs the program as well, and only has to see it end well; its result is silent
+(records/rank.py SilentRankResult, `logged_by` the logging rank), and the round's record takes its figures from
+the rank that logs.
+
 A stack with a `log_parser` (a program that prints its own log, as Megatron does) does not write the stream: the
 rank parses each line of the program's output (or of its `log_file`, `log_file` in the inputs, followed as it is
 written) as it arrives (tasks/training/log_parsers.py) and writes the stream itself, at the same path, timestamped
@@ -72,7 +77,7 @@ from case_runners.rank.driver.dllogger import (
 from case_runners.rank.driver.events import EventLogger
 from case_runners.rank.env import THREADS_ENV, DistEnv, omp_num_threads
 from case_runners.records import names
-from case_runners.records.rank import TrainerResult
+from case_runners.records.rank import LOGGED_BY, TrainerResult
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.tasks.training.log_parsers import Follower, LogReader, load_parser
 from case_runners.vendors.vendor_stacks import VendorStack, load_stack
@@ -161,10 +166,14 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
                                "params": config.params, "python": sys.executable})
     if config.target is None:
         raise PerfplayError(f"{config_path}: a training case needs a target (key 'target' is null)")
-    log.add_sink(TrainingStream(log.log_dir, env.rank, config.target, config.params))  # rank<R>.dllogger.json
+    silent = not stack.logs_on(env.rank, env.world_size)  # its log_rank is another rank
+    if not silent:
+        log.add_sink(TrainingStream(log.log_dir, env.rank, config.target, config.params))  # rank<R>.dllogger.json
     log.event(ev.LAUNCH_TRAINING, {"case": config.case, "stack": stack.name})
     launched = time.time()
     child_env = {**os.environ, INPUTS_ENV: str(inputs_path(log_dir, env.rank))}
+    if silent:
+        return _run_silent(argv, stack, child_env, env.world_size)
     reader = follower = None
     log_file = stack.log_path(log_dir, env.rank)
     if stack.log_parser is not None:
@@ -201,6 +210,16 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
         raise PerfplayError(f"{exc}{parsed}; the {stack.name} stack's last output:\n{said}") from None
     case_optimizer = (inputs.get("optimizer") or {}).get("name")
     return _reemit(steps, evals, config, env, log, launched, stack, case_optimizer).to_json() | {"versions": {}}
+
+
+def _run_silent(argv: list[str], stack: VendorStack, env: dict[str, str], world_size: int) -> dict[str, Any]:
+    """A rank whose program does not log the steps: it only has to end well; its result names the rank that logs."""
+    code, tail = _run_command(argv, stack.dir, env)
+    if code != 0:
+        said = "\n".join(tail)
+        raise PerfplayError(f"the {stack.name} stack's command exited with {code}: {' '.join(argv)}; its last "
+                            f"output:\n{said}")
+    return {"status": names.SUCCESS, LOGGED_BY: stack.logging_rank(world_size), "versions": {}}
 
 
 def _run_command(argv: list[str], cwd: Path, env: dict[str, str],

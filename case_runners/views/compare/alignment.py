@@ -73,9 +73,11 @@ def workload(config: ResolvedConfig, record: TrainingRoundRecord) -> dict[str, A
 
 def workload_params(config: ResolvedConfig) -> dict[str, Any]:
     """The params that change what a round computes, by name: all but NOT_WORKLOAD and a stack's (how the stack
-    runs it, as zero_stage: plan/config/stacks.py)."""
+    runs it: the config's stack_params, a vendor stack's or a built-in one's, and for a config from before them a
+    built-in stack's, as zero_stage: plan/config/stacks.py)."""
+    own = set(config.stack_params) if isinstance(config.stack_params, list) else set()
     return {key: value for key, value in sorted(config.params.items())
-            if key not in NOT_WORKLOAD and stack_of(key) is None}
+            if key not in NOT_WORKLOAD and key not in own and stack_of(key) is None}
 
 
 _MISSING = object()
