@@ -181,6 +181,51 @@ def test_one_rank_trains_through_the_engine_in_a_group_of_its_own(tmp_path: Path
     assert not (tmp_path / "extensions").exists(), "no C++ op was built"
 
 
+def test_deepspeed_accumulates_the_trainers_micro_batches_at_zero_1_and_3(tmp_path: Path, monkeypatch):
+    """The stack's points as the trainer calls them (a backward per micro batch, its loss weighted by its share, one
+    update): two steps of 2 micro batches move the weights as two steps of the whole batch, at ZeRO-1 and ZeRO-3
+    (the two-rank runs below train ZeRO-2). Measured: 3e-8 apart."""
+    import deepspeed
+    import torch.distributed as dist
+    from deepspeed.utils import groups
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "extensions"))
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    weights = {}
+    groups._WORLD_GROUP = None  # DeepSpeed's copy of an earlier test's process group, destroyed since
+    try:
+        for stage, accumulation in ((1, 1), (1, 2), (3, 1), (3, 2)):
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 2))
+            ctx = AdapterContext(device=torch.device("cpu"), rank=0, local_rank=0, world_size=1,
+                                 params={"batch_size": 4, "grad_accumulation": accumulation, "zero_stage": stage},
+                                 precision="fp32", amp=False, amp_dtype=None, max_grad_norm=1.0,
+                                 case=None,  # type: ignore[arg-type]
+                                 log=EventLogger(tmp_path, 0, 10, stream=None))
+            optimizer, _ = ds_stack.create_optimizer(
+                model, ctx, lambda: (torch.optim.SGD(model.parameters(), lr=0.5), None))  # noqa: B023
+            engine = ds_stack.model_to_ddp(model, ctx)
+            batch = torch.randn(4, 4, generator=torch.Generator().manual_seed(1))
+            for step in (1, 2):
+                for part in batch.split(4 // accumulation):
+                    ds_stack.backward(step, engine(part).square().mean() * (len(part) / 4), optimizer, None, ctx)
+                ds_stack.update_model_params(step, optimizer, None, None, ctx)
+            with deepspeed.zero.GatheredParameters(list(model.parameters()), enabled=stage == 3):
+                weights[stage, accumulation] = [p.detach().clone() for p in model.parameters()]
+            ds_stack._ENGINES.clear()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        ds_stack._ENGINES.clear()
+        groups._WORLD_GROUP = None
+    torch.manual_seed(0)
+    untrained = list(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 2)).parameters())
+    for stage in (1, 3):
+        for whole, split, before in zip(weights[stage, 1], weights[stage, 2], untrained, strict=True):
+            assert not torch.equal(whole, before)
+            assert torch.allclose(whole, split, rtol=0, atol=1e-6)
+
+
 def test_a_checkpoint_on_deepspeed_is_refused_before_any_host():
     _, errors = resolved({"case": "llama", "framework": "deepspeed", "nproc": 2,
                           "overrides": {"save_checkpoint": True}})
