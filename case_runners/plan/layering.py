@@ -33,7 +33,13 @@ from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
 from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S
 from case_runners.plan.config.selection import BOUNDS, FUNCTIONAL, Selection
-from case_runners.plan.config.shared_params import DDP, SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
+from case_runners.plan.config.shared_params import (
+    DDP,
+    GRAD_ACCUMULATION,
+    SHARED_FILE,
+    TRAINER_PARAMS,
+    TRAINER_RUN_ONLY,
+)
 from case_runners.plan.config.stacks import PYTORCH, STACK_FIXED, STACK_PARAMS, STACKS, STACKS_KEY, stack_of
 from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.types import to_float
@@ -245,6 +251,19 @@ def stack_model_problems(hooks: ModuleType, params: dict[str, Any], provenance: 
                         allowed=hooks.stack_models(framework))]
 
 
+def accumulation_problems(params: dict[str, Any], provenance: dict[str, str], base_file: str) -> list[ConfigError]:
+    """grad_accumulation that does not divide batch_size (the micro batches are equal): an error naming the key,
+    the file that set it and the values that divide the batch."""
+    batch, steps = params.get("batch_size"), params.get(GRAD_ACCUMULATION, 1)
+    if not isinstance(batch, int) or not isinstance(steps, int) or batch % steps == 0:
+        return []
+    divisors = ", ".join(str(n) for n in range(1, batch + 1) if batch % n == 0)
+    return [ConfigError(f"{steps} does not divide batch_size {batch} (set in "
+                        f"{provenance.get('batch_size', base_file)}): the rank's batch is split into equal micro "
+                        f"batches (allowed: {divisors})", key=GRAD_ACCUMULATION,
+                        file=provenance.get(GRAD_ACCUMULATION, base_file))]
+
+
 def _functional_block(base: dict[str, Any], shown: str) -> dict[str, Any]:
     """The case's `functional:` block ({} when it has none), checked as a run override is: the small, short shape of
     the functional check (a selection's `functional: true`), of run-only and trainer params only."""
@@ -382,6 +401,7 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
                 errors=errors)
     errors += stack_problems(params, provenance, base, base_file, sel.framework)
     errors += stack_model_problems(case_hooks(case_package(sel.case)), params, provenance, sel.framework)
+    errors += accumulation_problems(params, provenance, base_file)
     counted = base.get("flops_per_sample") == FLOPS_COUNTED  # rank 0 counts them at the run's shape
     try:
         flops = 0.0 if counted else to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)

@@ -356,7 +356,8 @@ def run_rank(project: Path, tmp_path: Path, monkeypatch, log_parser: str, log_fi
                                  + (f"log_file: '{log_file}'\n" if log_file else ""))
     monkeypatch.setenv(PROJECT_ENV, str(project))
     config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
-                               "overrides": {"max_steps": 3, "seq_len": 16, "synthetic": True}}, project)
+                               "overrides": {"max_steps": 3, "seq_len": 16, "synthetic": True,
+                                             "grad_accumulation": 4}}, project)
     assert errors == []
     path = tmp_path / "resolved_config.json"
     path.write_text(json.dumps(config.to_json()))
@@ -379,6 +380,7 @@ def test_a_stack_with_its_own_parser_is_measured_from_its_log(project: Path, tmp
     assert [e.data["train.loss"] for e in steps] == [7.0, 6.0, 5.0]
     assert (logs / "rank0.stack.log").read_text().splitlines()[0] == "building the model"
     inputs = json.loads((logs / "rank0.stack_inputs.json").read_text())
+    assert (inputs["batch_per_rank"], inputs["grad_accumulation"], inputs["micro_batch_per_rank"]) == (4, 4, 1)
     order = json.loads(Path(inputs["data"]["order"]).read_text())["steps"]  # the pytorch stack's batches
     assert [len(batch) for batch in order] == [4, 4, 4] and len({i for batch in order for i in batch}) == 12
     source = logs / "mega0.log" if log_file else "output"
