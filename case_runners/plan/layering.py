@@ -11,7 +11,9 @@ Its optional `stacks:` lists the built-in stacks it runs on besides pytorch (pla
 framework picks one, whose vendor configs are in the vendor case's <stack>/ folder and whose params (zero_stage)
 are vendor-mutable; another stack's params are the plan's error when a layer sets one, and are not resolved. The
 framework may also name one of the vendor's own stacks whose `cases` list the case (vendors/vendor_stacks.py): its
-vendor configs are in the same <stack>/ folder, its params vendor-mutable for that selection only.
+vendor configs are in the same <stack>/ folder, its params vendor-mutable for that selection only. A built-in stack
+builds the models its case package's stack_refusal hook allows (llama: shapes.py STACK_FAMILIES): a model case on
+another is not among the case's frameworks, and a `model` a layer sets that the stack cannot build is an error.
 
 A model case (cases/<case>/models/<name>.yaml: case_runners/cases/__init__.py) loads its package's base with
 `model` set to its name and the file's params as their defaults; those and `model` become run-only: the standard
@@ -23,7 +25,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from case_runners.cases import case_dir, case_package, list_cases, model_file
 from case_runners.core.errors import RUN_VARS_FILE, ConfigError, raise_all
@@ -31,7 +33,13 @@ from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
 from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S
 from case_runners.plan.config.selection import BOUNDS, FUNCTIONAL, Selection
-from case_runners.plan.config.shared_params import DDP, SHARED_FILE, TRAINER_PARAMS, TRAINER_RUN_ONLY
+from case_runners.plan.config.shared_params import (
+    DDP,
+    GRAD_ACCUMULATION,
+    SHARED_FILE,
+    TRAINER_PARAMS,
+    TRAINER_RUN_ONLY,
+)
 from case_runners.plan.config.stacks import PYTORCH, STACK_FIXED, STACK_PARAMS, STACKS, STACKS_KEY, stack_of
 from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.types import to_float
@@ -149,8 +157,18 @@ def _stacks(base: dict[str, Any], shown: str) -> list[str]:
 
 
 def frameworks(base: dict[str, Any]) -> list[str]:
-    """The frameworks a loaded case base runs on: its own (pytorch) first, then its stacks."""
-    return [base.get("framework", PYTORCH), *base[STACKS_KEY]]
+    """The frameworks a loaded case base runs on: its own (pytorch) first, then its stacks; a model case's, those
+    that build its model (the case package's stack_refusal hook)."""
+    return [base.get("framework", PYTORCH), *(s for s in base[STACKS_KEY] if not model_refusal(base, s))]
+
+
+def model_refusal(base: dict[str, Any], framework: str) -> str | None:
+    """Why the built-in stack cannot build a model case's model (its package's stack_refusal hook: llama's shapes
+    by family); None where it can, and for a case with no model cases."""
+    if MODEL_PARAM not in base.get(MODEL_PARAMS, []):
+        return None
+    refusal = getattr(case_hooks(case_package(str(base["case"]))), "stack_refusal", lambda *_: None)
+    return cast("str | None", refusal(str(base["params"][MODEL_PARAM]), framework))
 
 
 def choose_framework(sel: Selection, base: dict[str, Any], base_file: str, vendor: str,
@@ -161,6 +179,11 @@ def choose_framework(sel: Selection, base: dict[str, Any], base_file: str, vendo
     own, *stacks = frameworks(base)
     if sel.framework in (own, *stacks) and (not sel.framework_version or sel.framework == own):
         return None
+    refusal = model_refusal(base, sel.framework) if sel.framework in base[STACKS_KEY] else None
+    if refusal and not sel.framework_version:  # a model case on a built-in stack that cannot build its model
+        raise ConfigError(f"model case '{sel.case}' cannot run on the {sel.framework} stack: {refusal}",
+                          key=f"{sel.source}.framework", file=RUN_VARS_FILE,
+                          allowed=[own, f"{own}_<version>", *stacks])
     theirs = stacks_for_case(root, vendor, sel.case, case_package(sel.case))
     if sel.framework not in theirs or sel.framework_version:
         also = f" and the stacks {base_file} lists ({', '.join(stacks)})" if stacks else ""
@@ -207,6 +230,38 @@ def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dic
             errors.append(ConfigError(f"the {framework} stack cannot run it: {why}", key=name,
                                       file=provenance.get(name, base_file), allowed=[default]))
     return errors
+
+
+def _stack_params(framework: str, vendor_stack: VendorStack | None) -> list[str]:
+    """The params of the selection's stack: a vendor stack's declared ones, or a built-in stack's."""
+    return sorted(vendor_stack.params if vendor_stack is not None else STACK_PARAMS.get(framework, {}))
+
+
+def stack_model_problems(hooks: ModuleType, params: dict[str, Any], provenance: dict[str, str],
+                         framework: str) -> list[ConfigError]:
+    """The error of a model a layer set (a vendor config, a run override) that the built-in stack cannot build,
+    naming the file that set it and the models the stack builds (the case package's stack_models and stack_refusal
+    hooks)."""
+    if MODEL_PARAM not in params or not hasattr(hooks, "stack_refusal"):
+        return []
+    refusal = hooks.stack_refusal(str(params[MODEL_PARAM]), framework)
+    if not refusal:
+        return []
+    return [ConfigError(refusal, key=MODEL_PARAM, file=provenance.get(MODEL_PARAM),
+                        allowed=hooks.stack_models(framework))]
+
+
+def accumulation_problems(params: dict[str, Any], provenance: dict[str, str], base_file: str) -> list[ConfigError]:
+    """grad_accumulation that does not divide batch_size (the micro batches are equal): an error naming the key,
+    the file that set it and the values that divide the batch."""
+    batch, steps = params.get("batch_size"), params.get(GRAD_ACCUMULATION, 1)
+    if not isinstance(batch, int) or not isinstance(steps, int) or batch % steps == 0:
+        return []
+    divisors = ", ".join(str(n) for n in range(1, batch + 1) if batch % n == 0)
+    return [ConfigError(f"{steps} does not divide batch_size {batch} (set in "
+                        f"{provenance.get('batch_size', base_file)}): the rank's batch is split into equal micro "
+                        f"batches (allowed: {divisors})", key=GRAD_ACCUMULATION,
+                        file=provenance.get(GRAD_ACCUMULATION, base_file))]
 
 
 def _functional_block(base: dict[str, Any], shown: str) -> dict[str, Any]:
@@ -345,6 +400,8 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
                 allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
                 errors=errors)
     errors += stack_problems(params, provenance, base, base_file, sel.framework)
+    errors += stack_model_problems(case_hooks(case_package(sel.case)), params, provenance, sel.framework)
+    errors += accumulation_problems(params, provenance, base_file)
     counted = base.get("flops_per_sample") == FLOPS_COUNTED  # rank 0 counts them at the run's shape
     try:
         flops = 0.0 if counted else to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
@@ -367,6 +424,7 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     shrunk = list(base[FUNCTIONAL]) if sel.functional else []  # a functional round is never a standard one
     non_standard = [k for k in base["run_only"] + shrunk if params[k] != base["params"][k]]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
+    stack_params = _stack_params(sel.framework, vendor_stack)  # compare leaves them out of the workload
     config = ResolvedConfig(
         case=sel.case, case_id=sel.case_id, framework=sel.framework,
         framework_version=sel.framework_version or ABSENT, vendor=vendor.name, hardware=hardware,
@@ -374,7 +432,7 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
         package=package if package != sel.case else ABSENT,
         sources=[base_file, *([base[MODEL_FILE]] if MODEL_FILE in base else []), vendor_shown]
         + ([f"{base_file} ({FUNCTIONAL})"] if sel.functional else []) + ([overrides_file] if sel.overrides else []),
-        provenance=provenance,
+        provenance=provenance, stack_params=stack_params or ABSENT,
         **standard_fields(non_standard), params=params, target=Target.from_json(base["target"], base_file),
         flops_per_sample=None if changed or counted else flops,
         flops_convention=getattr(hooks, "FLOPS_CONVENTION", ABSENT),

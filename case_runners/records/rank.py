@@ -1,9 +1,10 @@
 """rank<R>.result.json (`perfplay.rank_result/1`): what one rank reports when it ends, however it ends.
 
-Five variants under one schema: a training rank's result, an inference rank's, a base benchmark rank's, a generate
-rank's, and a failed rank's (any task). RankResult.from_json picks the variant from the document (status failed, task
-inference, base or generate, else training). The rank
-runtime writes it (case_runners/rank/worker.py) from what the task returns; rank 0's is authoritative.
+Six variants under one schema: a training rank's result, an inference rank's, a base benchmark rank's, a generate
+rank's, a failed rank's (any task), and a silent training rank's (a vendor stack's rank whose program does not log the
+steps: `logged_by` names the rank whose log does). RankResult.from_json picks the variant from the document (status
+failed, logged_by, task inference, base or generate, else training). The rank runtime writes it
+(case_runners/rank/worker.py) from what the task returns; rank 0's is authoritative, or the rank its logged_by names.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class RankResult(Document):
             return cls
         if doc.get("status") == FAILED:
             return FailedRankResult
+        if LOGGED_BY in doc:
+            return SilentRankResult
         return {INFERENCE: InferenceRankResult, BASE: BaseRankResult,
                 GENERATE: GenerateRankResult}.get(str(doc.get("task")), TrainingRankResult)
 
@@ -158,6 +161,19 @@ class GenerateRankResult(RankResult):
     checkpoint: str  # the checkpoint directory the weights came from, or "random weights"
     prompts: str  # where the prompts came from: the token file, or random ids
     measurements: list[GenerateMeasurement]  # one per combination, in the order measured
+    versions: dict[str, Any]
+    e2e_time: float
+
+
+LOGGED_BY = "logged_by"  # a silent rank's result: the rank whose log carries the round's steps
+
+
+@dataclasses.dataclass(kw_only=True)
+class SilentRankResult(RankResult):
+    """A training rank that ran its vendor stack's program to a good end without logging the steps (the stack's
+    log_rank, vendors/vendor_stacks.py): the round's figures are those of the rank `logged_by` names."""
+    status: str = dataclasses.field(metadata=choices(SUCCESS))
+    logged_by: int
     versions: dict[str, Any]
     e2e_time: float
 

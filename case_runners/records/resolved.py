@@ -102,6 +102,9 @@ class ResolvedConfig(Document):
     timeout_s: int
     sources: list[str]  # the files of the layers, in order
     provenance: dict[str, str]  # per param, the layer its value came from
+    # The params of the round's stack (how it computes, not what: compare leaves them out): a built-in stack's
+    # (plan/config/stacks.py) or a vendor stack's declared ones; absent: none, or a config from before the field.
+    stack_params: list[str] | Absent = ABSENT
     standard: bool | Absent = ABSENT  # absent (a config from before the flag): standard
     non_standard: list[str] | Absent = ABSENT
     notes: list[str] | Absent = ABSENT  # (inference) the vendor file's changes

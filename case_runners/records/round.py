@@ -202,6 +202,9 @@ class RoundRecord(Document):
     # The node ranks whose node directories stay on their own hosts (`case_runners run --nnode N` on each host, no
     # controller to collect them): not read, and not missing; node 0's launcher saw them end (its status says how).
     nodes_elsewhere: list[int] | Absent = ABSENT
+    # The rank whose result gives metrics, status and versions (and whose events the loss curve), where not rank 0:
+    # a vendor stack that logs its steps on another rank (its log_rank; rank 0's result is silent, logged_by it).
+    metrics_rank: int | Absent = ABSENT
     write_error: str | Absent = ABSENT  # only in the answer when the record could not be written
 
     @classmethod

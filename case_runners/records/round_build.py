@@ -24,7 +24,7 @@ from case_runners.records import names
 from case_runners.records.environment_build import build_environment
 from case_runners.records.generate import combine, headline
 from case_runners.records.node import NODE_RESULT, NodeResult
-from case_runners.records.rank import RESULT_PATTERN, FlopsCount, RankResult
+from case_runners.records.rank import RESULT_PATTERN, FlopsCount, RankResult, SilentRankResult
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import (
     RECORD_NAME,
@@ -113,8 +113,15 @@ def node_throughput(node_ranks: list[RankResult], nproc: int) -> dict[str, Any]:
     basis = names.THROUGHPUT_BASIS
     if out[basis] is None:
         missing = [r.rank for r in node_ranks if not isinstance(getattr(r, f"rank_{basis}", None), (int, float))]
-        out["throughput_reason"] = (f"{len(node_ranks)} of {nproc} ranks left a result" if len(node_ranks) != nproc
-                                    else f"rank(s) {', '.join(map(str, missing))} reported no rank_{basis}")
+        silent = [r for r in node_ranks if isinstance(r, SilentRankResult)]
+        if len(node_ranks) != nproc:
+            out["throughput_reason"] = f"{len(node_ranks)} of {nproc} ranks left a result"
+        elif silent:  # a vendor stack's log_rank
+            out["throughput_reason"] = (f"rank(s) {', '.join(str(r.rank) for r in silent)} do not log the steps (the "
+                                        f"stack logs them on rank {silent[0].logged_by}): the round's throughput is "
+                                        f"that rank's")
+        else:
+            out["throughput_reason"] = f"rank(s) {', '.join(map(str, missing))} reported no rank_{basis}"
     return out
 
 
@@ -178,8 +185,11 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
                                for log in sorted(path.glob("*_monitor.jsonl"))}
     ranks.sort(key=lambda item: item[2].rank)
     rank0 = next((r for _, _, r in ranks if r.rank == 0), None)
+    reporter = rank0.logged_by if isinstance(rank0, SilentRankResult) else 0  # a vendor stack's log_rank
+    if reporter:
+        rank0 = next((r for _, _, r in ranks if r.rank == reporter), None)
     elsewhere = sorted(set(nodes_elsewhere) - {n.node_rank for n in nodes})
-    status, reason = _status(nodes, rank0, invalid.get(0), config.nnodes - len(elsewhere))
+    status, reason = _status(nodes, rank0, invalid.get(reporter), config.nnodes - len(elsewhere), reporter)
     rank0_doc = rank0.to_json() if rank0 is not None else {}  # JSON values, as a record read from its file has
     metrics = {key: rank0_doc.get(key) for key in names.metric_keys(config.task_name)}
     metrics[names.DEVICE_MEMORY] = device_memory(monitors, nodes, config.vendor,
@@ -195,7 +205,8 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
                                       config.vendor, threads=getattr(rank0, "threads", ABSENT)),
         **config.standard_fields(), metrics=metrics,
         per_rank=[{"host": host, "node_rank": node, **r.to_json()} for host, node, r in ranks], monitors=monitors,
-        params=config.params, **({"nodes_elsewhere": elsewhere} if elsewhere else {}))
+        params=config.params, **({"nodes_elsewhere": elsewhere} if elsewhere else {}),
+        **({"metrics_rank": reporter} if reporter else {}))
     if config.task_name == names.BASE:  # each measurement has its fraction of peak: no MFU, no throughput
         return BaseRoundRecord(**common, throughput=None, per_node=nodes, mfu=Mfu(
             value=None, basis="fraction_of_peak", flops_per_sample=0.0, precision="-", peak_flops_per_device=None,
@@ -232,8 +243,9 @@ def generate_record(common: dict[str, Any], nodes: list[NodeEntry], ranks: list[
 
 
 def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str | None,
-            expected: int) -> tuple[str, str | None]:
-    """The round's (status, reason); `expected`: how many node directories the round should have here."""
+            expected: int, reporter: int = 0) -> tuple[str, str | None]:
+    """The round's (status, reason); `expected`: how many node directories the round should have here; `rank0` the
+    result of the rank that reports (`reporter`: 0, or the rank a silent rank 0 names)."""
     if not nodes:
         return names.FAILED, "no node of this round left any output"
     for wanted in (names.TIMEOUT, names.INTERRUPTED, names.FAILED):
@@ -244,14 +256,14 @@ def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str
     if len(nodes) < expected:
         return names.FAILED, f"only {len(nodes)} of {expected} nodes left output"
     if rank0 is None:
-        return names.FAILED, f"rank 0's result is not valid: {rank0_invalid}" if rank0_invalid else \
-            "rank 0 wrote no result"
+        return names.FAILED, f"rank {reporter}'s result is not valid: {rank0_invalid}" if rank0_invalid else \
+            f"rank {reporter} wrote no result" + (" (the rank whose log carries the steps)" if reporter else "")
     if rank0.status == names.NOT_CONVERGED:
         return names.NOT_CONVERGED, (f"{getattr(rank0, 'metric', None)} {getattr(rank0, 'final_metric', None)} did "
                                      f"not reach {getattr(rank0, 'target', None)} "
                                      f"(stopped: {getattr(rank0, 'stop_reason', None)})")
     if rank0.status != names.SUCCESS:
-        return names.FAILED, getattr(rank0, "reason", None) or f"rank 0 status {rank0.status}"
+        return names.FAILED, getattr(rank0, "reason", None) or f"rank {reporter} status {rank0.status}"
     return names.SUCCESS, None
 
 

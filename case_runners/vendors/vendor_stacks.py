@@ -13,7 +13,10 @@ measures what it writes (tasks/training/vendor_stack.py). Its folder:
                        tasks/training/log_parsers.py), log_file (optional, with a log_parser: the file the program
                        writes its log to, parsed instead of its output; LOG_FILE_PLACEHOLDERS {log_dir}, the rank's
                        log directory, and {rank} stand in it; a relative path is the stack folder's, the program's
-                       working directory; the inputs' `log_file` says where it is)
+                       working directory; the inputs' `log_file` says where it is), log_rank (optional: the
+                       rank whose log carries the steps, LOG_RANKS: `all` (the default: every rank's), `0` or
+                       `last` (Megatron's print_rank_last); every other rank only has to run its command and end
+                       well, and the round's figures are the logging rank's)
     requirements.txt   optional: its pins, installed with the case's
     ...                its own code
 
@@ -38,7 +41,7 @@ from case_runners.vendors.layout import STACK_FILE, STACK_REQUIREMENTS, stacks_d
 
 PYTHON = "{python}"  # in a command: the rank's Python (sys.executable)
 PLACEHOLDERS = (PYTHON,)
-KEYS = ("name", "description", "cases", "command", "params", "log_parser", "log_file")
+KEYS = ("name", "description", "cases", "command", "params", "log_parser", "log_file", "log_rank")
 REQUIRED = ("name", "cases", "command")
 # A framework field: no ':' or '-', and no '_<digits>' (selection.py reads that as a version)
 NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)*$")
@@ -49,6 +52,8 @@ LOG_PARSERS = (MEGATRON,)  # the built-in log parsers (tasks/training/log_parser
 PARSER_FUNCTION = "parse_line"  # a parser file's function: (line, inputs) -> the stream's events, or None
 LOG_DIR, RANK = "{log_dir}", "{rank}"
 LOG_FILE_PLACEHOLDERS = (LOG_DIR, RANK)
+ALL_RANKS, LAST_RANK = "all", "last"
+LOG_RANKS = (ALL_RANKS, 0, LAST_RANK)  # log_rank's values: every rank logs its steps, rank 0 only, the last only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +70,15 @@ class VendorStack:
     constraints: dict[str, Constraint]
     log_parser: str | None = None  # a built-in parser's name or a .py file of dir; None: the program writes the stream
     log_file: str | None = None  # as written, placeholders and all (log_path() resolves it); None: its output
+    log_rank: str | int = ALL_RANKS  # LOG_RANKS
+
+    def logging_rank(self, world_size: int) -> int | None:
+        """The one rank whose log carries the steps (log_rank); None where every rank's does."""
+        return None if self.log_rank == ALL_RANKS else world_size - 1 if self.log_rank == LAST_RANK else 0
+
+    def logs_on(self, rank: int, world_size: int) -> bool:
+        """Whether this rank's program logs the steps (the rank then measures the round from its log)."""
+        return self.logging_rank(world_size) in (None, rank)
 
     def log_path(self, log_dir: Path, rank: int) -> Path | None:
         """The log file of a rank whose log directory is log_dir, where the stack declares one."""
@@ -135,7 +149,16 @@ def load_stack(root: Path, vendor: str, name: str) -> VendorStack:
     return VendorStack(name=name, dir=folder, shown=shown, description=description, cases=tuple(cases),
                        command=tuple(_command(data["command"], folder, shown)), params=defaults,
                        constraints=constraints, log_parser=_log_parser(data.get("log_parser"), folder, shown),
-                       log_file=_log_file(data.get("log_file"), data.get("log_parser"), shown))
+                       log_file=_log_file(data.get("log_file"), data.get("log_parser"), shown),
+                       log_rank=_log_rank(data.get("log_rank", ALL_RANKS), shown))
+
+
+def _log_rank(value: Any, shown: str) -> str | int:
+    """One of LOG_RANKS (a YAML 0 or '0' is rank 0)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value not in (*LOG_RANKS, "0"):
+        raise ConfigError(f"{value!r} is not a rank whose log carries the steps", key="log_rank", file=shown,
+                          allowed=LOG_RANKS)
+    return 0 if value in (0, "0") else value
 
 
 def _log_file(value: Any, parser: Any, shown: str) -> str | None:

@@ -94,7 +94,8 @@ def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_clea
     """The chip's own stack (stacks/tinytrain: its program trains the llama tiny shape from perfplay's inputs and
     writes the stream) on two ranks, as any case: the monitors sample, the round is recorded from the stream, no
     pid file or program is left. In the same run, its Megatron-style stack (stacks/tinymega: the same training,
-    printing Megatron-LM's log only, `log_parser: megatron`) is recorded from its log."""
+    printing Megatron-LM's log only, on its last rank: `log_parser: megatron`, `log_rank: last`) is recorded from
+    that rank's log."""
     src = tmp_path / "text"
     src.mkdir()
     for i in range(8):
@@ -117,8 +118,8 @@ def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_clea
     _megatron_style_stack_is_recorded_from_its_log(results_dir / "newchip-stack" / "llama_tinymega_TC1x1x2" / "round1")
     # The inputs' init and data order: the stack trains the pytorch stack's weights on its batches, step by step.
     compared = case_runners(checkout, "compare", str(results_dir / "newchip-stack" / "llama_TC1x1x2"),
-                            str(results_dir / "newchip-stack" / "llama_tinytrain_TC1x1x2"), "--allow-diff", "omit",
-                            "--tolerance", "0.001", "--json")
+                            str(results_dir / "newchip-stack" / "llama_tinytrain_TC1x1x2"), "--tolerance", "0.001",
+                            "--json")  # the stack's param `omit` is its own: not the workload's
     assert compared.returncode == 0, compared.stdout + compared.stderr
     found = json.loads(compared.stdout)
     assert (found["verdict"], found["aligned_steps"], found["reference"]["framework"]) == ("PASS", 6, "pytorch")
@@ -154,13 +155,16 @@ def test_its_own_training_stack_runs_through_the_playbook_with_monitors_and_clea
 
 
 def _megatron_style_stack_is_recorded_from_its_log(round_dir: Path) -> None:
-    """tinymega's round: a record with tokens/s and the loss, its stream written by the rank from the program's
-    Megatron lines (kept raw beside it), each step's loss and time as the lines said."""
+    """tinymega's round: a record with tokens/s and the loss from its last rank (rank 0 prints no step: it only
+    ran), its stream written by that rank from the program's Megatron lines (kept raw beside it), each step's loss
+    and time as the lines said."""
     record = json.loads((round_dir / "round_record.json").read_text())
     assert record["framework"] == "tinymega" and record["status"] in ("success", "not_converged"), record["reason"]
     assert record["throughput"]["unit"] == "tokens/s" and record["throughput"]["total_p_core"] > 0
-    assert record["metrics"]["samples"] == 6 * 2 * 4 * 32
+    assert record["metrics"]["samples"] == 6 * 2 * 4 * 32 and record["metrics_rank"] == 1
     (node,) = [p for p in round_dir.iterdir() if p.is_dir()]
+    rank0 = json.loads((node / "rank0.result.json").read_text())
+    assert (rank0["status"], rank0["logged_by"]) == ("success", 1) and not (node / "rank0.stack.log").exists()
     rank1 = json.loads((node / "rank1.result.json").read_text())
     assert rank1["steps"] == 6 and 0 < rank1["final_metric"] < 5.6
     raw = (node / "rank1.stack.log").read_text().splitlines()

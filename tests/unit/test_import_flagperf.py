@@ -214,7 +214,8 @@ def test_the_report_names_every_item(tree, tmp_path):
         f"(torch.cuda.amp) is not followed; only a sibling file (from config_common import *) is",
         f"skipped         {bert}:5: `grad_scaler = GradScaler(init_scale=2 ** 20)`: a call is not evaluated (configs "
         f"are read, never run)",
-        f"no counterpart  {bert}:3 gradient_accumulation_steps: perfplay's trainer steps the optimizer every batch",
+        f"no counterpart  {bert}:3 gradient_accumulation_steps: not combined: perfplay's batch_size is the batch of an "
+        f"optimizer step (train_batch_size x it), grad_accumulation its micro batches: set both",
         f"no counterpart  {bert}:7 target_mlm_accuracy: the target is the case's (its config.yaml target), not a "
         f"vendor's",
         f"wrote           {out}/vendor/nvidia/cases/resnet50/config_A100x1x8.yaml: new",

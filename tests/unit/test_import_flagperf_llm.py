@@ -135,18 +135,19 @@ def plans(root: Path, model: str, stack: str, config: dict, tmp_path: Path) -> d
 
 def test_a_deepspeed_config_is_the_deepspeed_stacks_with_the_global_batch_per_rank(tree, tmp_path):
     """chatglm3_6b-deepspeed: micro 1 x ds_config.json's accumulation 4 is 4 sequences per rank (the global batch of
-    32 on 8 ranks, perfplay stepping every batch), ZeRO stage 2, bf16; every other name reported, and the config is
-    one the plan takes on the llama case at that shape."""
+    32 on 8 ranks) in 4 micro batches of 1, ZeRO stage 2, bf16; every other name reported, and the config is one the
+    plan takes on the llama case at that shape."""
     root = checkout(tmp_path)
     report = import_flagperf(tree, root / "out", root=root)
     text = lines(report)
     written = load(root / "out/vendor/nvidia/cases/chatglm3_6b/deepspeed/config_H100x1x8.yaml")
-    assert written == {"zero_stage": 2, "amp_dtype": "bf16", "amp": True, "batch_size": 4}
+    assert written == {"zero_stage": 2, "amp_dtype": "bf16", "amp": True, "batch_size": 4, "grad_accumulation": 4}
     shown = f"{DEEPSPEED}/config_H100x1x8.py"
     assert f"mapped          {shown}:1 seqlength: -> seq_len: 4096, perfplay's chatglm3_6b's standard: nothing to " \
            "write" in text
     assert f"mapped          {shown}:2 batchsize: -> batch_size: 4; the global batch 32 (micro 1 x accumulation 4 " \
            f"x 8 data-parallel ranks) / 8 ranks" in text
+    assert f"mapped          {shown}:2 batchsize: -> grad_accumulation: 4; batch_size 4 in micro batches of 1" in text
     for name in ("datafilename", "theoryflops", "epochs", "flashattn"):
         assert any(line.startswith(f"no counterpart  {shown}:") and f" {name}: " in line for line in text), name
     assert f"no counterpart  {shown} zero_optimization.overlap_comm (from {DEEPSPEED}/ds_config.json): perfplay's " \
@@ -167,7 +168,7 @@ def test_a_deepspeed_accumulation_the_vendor_leaves_out_is_the_benchmarks(tree, 
     out = tmp_path / "out"
     report = import_flagperf(tree / folder / "config_R300x2x8.py", out)
     assert load(out / "vendor/kunlunxin/cases/baichuan2_13b/deepspeed/config_R300x2x8.yaml") == \
-        {"zero_stage": 1, "batch_size": 8}
+        {"zero_stage": 1, "batch_size": 8, "grad_accumulation": 8}
     assert f"mapped          {folder}/config_R300x2x8.py:2 batchsize: -> batch_size: 8; the global batch 128 " \
            f"(micro 1 x accumulation 8 (training/benchmarks/baichuan2_13b/deepspeed/ds_config.json) x 16 " \
            f"data-parallel ranks) / 16 ranks" in lines(report)

@@ -152,6 +152,11 @@ def test_every_nvidia_llm_config_fits_its_gpu_by_the_estimate_its_file_shows():
     assert {"llama/pytorch/1x1", "llama/deepspeed/1x1", "llama/torchtitan/1x1", "llama3_8b/deepspeed/1x8",
             "llama2_70b/pytorch/4x8", "mixtral_8x7b/deepspeed/2x8"} <= set(written)
     assert not {"llama2_70b/pytorch/1x8", "llama3_70b/pytorch/4x8", "mixtral_8x7b/torchtitan/4x8"} & set(written)
+    # FlagPerf's global batch where the ranks divide it (README.md "Model cases"), in micro batches that fit
+    assert {key: written[key] for key in ("llama3_8b/pytorch/1x8", "llama3_8b/deepspeed/4x8",
+                                          "mixtral_8x7b/deepspeed/2x8", "baichuan2_13b/pytorch/2x8")} == {
+        "llama3_8b/pytorch/1x8": 512 // 8, "llama3_8b/deepspeed/4x8": 512 // 32,
+        "mixtral_8x7b/deepspeed/2x8": 1200 // 16, "baichuan2_13b/pytorch/2x8": 1024 // 16}
     seventy = shapes.SHAPES["llama2_70b"]
     assert memory.estimate(seventy, 4096, 1, 8, memory.FSDP, True).total > memory_bytes  # 16 B x 69B / 8: 138 GB
 
@@ -167,6 +172,10 @@ def test_the_estimate_counts_what_sharding_and_checkpointing_save():
     assert fsdp.parts["logits"][0] == 8192 * 128256 * 14
     with pytest.raises(ValueError, match="sharding 'zero4'"):
         memory.estimate(shape, 8192, 1, 8, "zero4", True)
+    # a config's activations and logits are one micro batch's: 64 sequences in 32 micro batches hold 2 at once
+    params = {"model": "llama3_8b", "seq_len": 8192, "batch_size": 64, "grad_accumulation": 32,
+              "activation_checkpointing": True, "data_parallel": "fsdp"}
+    assert memory.of_config(params, "pytorch", 8) == memory.estimate(shape, 8192, 2, 8, memory.FSDP, True)
 
 
 def test_the_cosine_ends_at_lr_min_and_an_lr_min_above_lr_is_refused(cpu_root: Path):

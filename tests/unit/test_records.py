@@ -101,8 +101,9 @@ def test_a_missing_key_a_wrong_type_and_an_unknown_key_are_each_named(runs, tmp_
     assert lines[0] == f"{path}: not a valid perfplay.round_record/1: 4 problems"
     assert sorted(lines[1:]) == sorted([
         "  key 'colour': unknown (allowed: adapted, case, case_id, environment, framework, framework_version, "
-        "hardware, metrics, mfu, monitors, nnodes, nodes_elsewhere, non_standard, nproc, orchestration_errors, params, "
-        "per_node, per_rank, reason, round, run_id, schema, standard, status, task, throughput, vendor, versions, "
+        "hardware, metrics, metrics_rank, mfu, monitors, nnodes, nodes_elsewhere, non_standard, nproc, "
+        "orchestration_errors, params, per_node, per_rank, reason, round, run_id, schema, standard, status, task, "
+        "throughput, vendor, versions, "
         "write_error)",
         "  key 'case_id': missing (expected a string)",
         "  key 'metrics.p_core': expected a number or null, got \"fast\"",

@@ -17,11 +17,13 @@ import pytest
 import torch
 
 from case_runners.cases.llama.prepare import prepare_text
+from case_runners.cases.llama.shapes import FAMILIES, STACK_FAMILIES
 from case_runners.cli.main import main as cli
 from case_runners.core.paths import project_root
 from case_runners.host.requirements import pins_answer
 from case_runners.launch.container.image import image_spec, write_context
 from case_runners.plan.config.selection import parse_selections
+from case_runners.plan.config.stacks import STACKS
 from case_runners.plan.layering import resolve, vendor_config_path
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank.driver.events import EventLogger
@@ -68,6 +70,46 @@ def test_a_framework_the_case_does_not_run_on_names_the_key_the_file_and_the_all
     assert errors[0].endswith(allowed)
     lists = "is written for pytorch and the stacks case_runners/cases/llama/config.yaml lists (deepspeed, torchtitan)"
     assert (lists in errors[0]) == key.startswith("llama")
+
+
+def test_the_families_each_built_in_stack_builds_are_declared_once_for_every_stack():
+    assert set(STACK_FAMILIES) == {"pytorch", *STACKS}
+    assert STACK_FAMILIES["deepspeed"] == STACK_FAMILIES["pytorch"] == tuple(FAMILIES)  # the same model, wrapped
+    assert STACK_FAMILIES["torchtitan"] == ("llama",)
+
+
+@pytest.mark.parametrize("case, family", [("mixtral_8x7b", "mixtral"), ("qwen1.5_moe", "qwen2_moe"),
+                                          ("chatglm3_6b", "glm"), ("baichuan2_13b", "baichuan")])
+def test_a_model_case_on_a_stack_that_cannot_build_it_is_refused_before_any_host(case: str, family: str):
+    """torchtitan builds the llama family only: the plan names the framework key, the run vars and the stacks that
+    build the model, and `perfplay cases` lists no such row."""
+    config, errors = resolved(f"{case}:torchtitan:CPU:1:2:1")
+    assert config is None
+    assert errors == [f"run vars: key 'perfplay_cases[0].framework': model case '{case}' cannot run on the torchtitan "
+                      f"stack: model '{case}' is of the {family} family, which the torchtitan stack does not build (it "
+                      f"builds llama: case_runners/cases/llama/shapes.py STACK_FAMILIES) (allowed: deepspeed, "
+                      f"pytorch, pytorch_<version>)"]
+    rows = {(e.case, e.framework) for e in build_catalogue(REPO).entries if e.task == "training"}
+    assert (case, "deepspeed") in rows and (case, "torchtitan") not in rows
+    assert ("llama3_8b", "torchtitan") in rows and ("llama", "torchtitan") in rows
+
+
+def test_a_model_a_config_sets_that_the_stack_cannot_build_names_the_file_and_the_models_it_builds(tmp_path: Path):
+    _, errors = resolved({"case": "llama", "framework": "torchtitan", "nproc": 2, "overrides": {"model": "tiny_moe"}})
+    assert errors == ["run overrides (perfplay_cases[0].overrides): key 'model': model 'tiny_moe' is of the mixtral "
+                      "family, which the torchtitan stack does not build (it builds llama: case_runners/cases/llama/"
+                      "shapes.py STACK_FAMILIES) (allowed: 1b, 7b, aquila2_34b, aquila2_70b, aquila2_7b, llama2_70b, "
+                      "llama2_7b, llama3_70b, llama3_8b, tiny)"]
+    root = tmp_path / "project"  # a vendor's torchtitan config that trains a mixture of experts
+    shutil.copytree(REPO / "vendor" / "cpu", root / "vendor" / "cpu")
+    (root / "vendor/cpu/cases/llama/torchtitan/config_CPUx1x2.yaml").write_text("model: tiny_moe\n")
+    _, errors = resolved("llama:torchtitan:CPU:1:2:1", root)
+    assert len(errors) == 1 and errors[0].startswith("vendor/cpu/cases/llama/torchtitan/config_CPUx1x2.yaml: key "
+                                                     "'model': model 'tiny_moe' is of the mixtral family")
+    for framework in ("pytorch", "deepspeed"):  # both build it (tiny_moe trains on deepspeed: stack_runs)
+        config, errors = resolved({"case": "llama", "framework": framework, "nproc": 2,
+                                   "overrides": {"model": "tiny_moe"}})
+        assert errors == [] and config.params["model"] == "tiny_moe"
 
 
 def test_a_stack_param_for_another_stack_or_out_of_range_is_refused_naming_the_key_and_the_file(tmp_path: Path):
@@ -131,18 +173,22 @@ def test_cases_check_vendor_and_new_vendor_know_the_stack_folders(tmp_path: Path
     assert "error: vendor/chip/cases/resnet50/deepspeed: case 'resnet50' does not run on the deepspeed stack" in out
 
 
-def test_the_deepspeed_config_is_built_from_the_runs_params(tmp_path: Path):
+@pytest.mark.parametrize("accumulation, micro", [(1, 8), (4, 2)])
+def test_the_deepspeed_config_is_built_from_the_runs_params(tmp_path: Path, accumulation: int, micro: int):
+    """The global batch stays batch_size x ranks; grad_accumulation is DeepSpeed's, the boundary the trainer's."""
     ctx = AdapterContext(device=torch.device("cpu"), rank=0, local_rank=0, world_size=4,
-                         params={"batch_size": 8, "zero_stage": 3}, precision="bf16", amp=True,
-                         amp_dtype=torch.bfloat16, max_grad_norm=0.5, case=None,  # type: ignore[arg-type]
+                         params={"batch_size": 8, "grad_accumulation": accumulation, "zero_stage": 3},
+                         precision="bf16", amp=True, amp_dtype=torch.bfloat16, max_grad_norm=0.5,
+                         case=None,  # type: ignore[arg-type]
                          log=EventLogger(tmp_path, 0, 10, stream=None))
     config = ds_stack._ds_config(ctx)
     assert {key: config[key] for key in ("train_batch_size", "train_micro_batch_size_per_gpu",
-                                         "gradient_accumulation_steps", "gradient_clipping", "zero_optimization",
-                                         "zero_allow_untested_optimizer", "bf16", "fp16")} == {
-        "train_batch_size": 32, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
-        "gradient_clipping": 0.5, "zero_optimization": {"stage": 3}, "zero_allow_untested_optimizer": True,
-        "bf16": {"enabled": True}, "fp16": {"enabled": False}}
+                                         "gradient_accumulation_steps", "managed_gradient_accumulation",
+                                         "gradient_clipping", "zero_optimization", "zero_allow_untested_optimizer",
+                                         "bf16", "fp16")} == {
+        "train_batch_size": 32, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accumulation,
+        "managed_gradient_accumulation": False, "gradient_clipping": 0.5, "zero_optimization": {"stage": 3},
+        "zero_allow_untested_optimizer": True, "bf16": {"enabled": True}, "fp16": {"enabled": False}}
 
 
 def test_one_rank_trains_through_the_engine_in_a_group_of_its_own(tmp_path: Path, monkeypatch):
@@ -175,6 +221,51 @@ def test_one_rank_trains_through_the_engine_in_a_group_of_its_own(tmp_path: Path
             dist.destroy_process_group()
         ds_stack._ENGINES.clear()
     assert not (tmp_path / "extensions").exists(), "no C++ op was built"
+
+
+def test_deepspeed_accumulates_the_trainers_micro_batches_at_zero_1_and_3(tmp_path: Path, monkeypatch):
+    """The stack's points as the trainer calls them (a backward per micro batch, its loss weighted by its share, one
+    update): two steps of 2 micro batches move the weights as two steps of the whole batch, at ZeRO-1 and ZeRO-3
+    (the two-rank runs below train ZeRO-2). Measured: 3e-8 apart."""
+    import deepspeed
+    import torch.distributed as dist
+    from deepspeed.utils import groups
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "extensions"))
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    weights = {}
+    groups._WORLD_GROUP = None  # DeepSpeed's copy of an earlier test's process group, destroyed since
+    try:
+        for stage, accumulation in ((1, 1), (1, 2), (3, 1), (3, 2)):
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 2))
+            ctx = AdapterContext(device=torch.device("cpu"), rank=0, local_rank=0, world_size=1,
+                                 params={"batch_size": 4, "grad_accumulation": accumulation, "zero_stage": stage},
+                                 precision="fp32", amp=False, amp_dtype=None, max_grad_norm=1.0,
+                                 case=None,  # type: ignore[arg-type]
+                                 log=EventLogger(tmp_path, 0, 10, stream=None))
+            optimizer, _ = ds_stack.create_optimizer(
+                model, ctx, lambda: (torch.optim.SGD(model.parameters(), lr=0.5), None))  # noqa: B023
+            engine = ds_stack.model_to_ddp(model, ctx)
+            batch = torch.randn(4, 4, generator=torch.Generator().manual_seed(1))
+            for step in (1, 2):
+                for part in batch.split(4 // accumulation):
+                    ds_stack.backward(step, engine(part).square().mean() * (len(part) / 4), optimizer, None, ctx)
+                ds_stack.update_model_params(step, optimizer, None, None, ctx)
+            with deepspeed.zero.GatheredParameters(list(model.parameters()), enabled=stage == 3):
+                weights[stage, accumulation] = [p.detach().clone() for p in model.parameters()]
+            ds_stack._ENGINES.clear()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        ds_stack._ENGINES.clear()
+        groups._WORLD_GROUP = None
+    torch.manual_seed(0)
+    untrained = list(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 2)).parameters())
+    for stage in (1, 3):
+        for whole, split, before in zip(weights[stage, 1], weights[stage, 2], untrained, strict=True):
+            assert not torch.equal(whole, before)
+            assert torch.allclose(whole, split, rtol=0, atol=1e-6)
 
 
 def test_a_checkpoint_on_deepspeed_is_refused_before_any_host():
@@ -211,7 +302,10 @@ SHAPE = ["--set", "seq_len=32", "--set", "batch_size=4", "--set", "max_steps=6",
 @pytest.fixture(scope="session")
 def stack_runs(tmp_path_factory) -> dict[str, Path]:
     """The llama tiny shape on 2 CPU ranks, 6 steps, the same seed and data (prepare-text's bytes of a small text
-    tree): on pytorch and on deepspeed (ZeRO 2: the cpu vendor's config) in one run, and on deepspeed with a 10x lr;
+    tree): on pytorch, on deepspeed (ZeRO 2: the cpu vendor's config) and on torchtitan in one run, each rank's batch
+    of 4 in two micro batches (grad_accumulation 2: the stacks accumulate alike, a run of its own would cost 30-70 s;
+    test_trainer_fsdp.py holds the trainer's accumulation to the whole batch's), and on deepspeed with a 10x lr and
+    whole batches;
     their case directories, and the fresh torch extensions folder the deepspeed runs had."""
     root = tmp_path_factory.mktemp("stack_runs")
     src = root / "text"
@@ -223,9 +317,10 @@ def stack_runs(tmp_path_factory) -> dict[str, Path]:
     extensions = root / "torch_extensions"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(extensions)}
     found = {}
-    for name, extra in (("both", []), ("wrong_lr", ["--set", "lr=0.03"])):
-        keys = ["llama:pytorch:CPU:1:2:1", "llama:deepspeed:CPU:1:2:1", "llama:torchtitan:CPU:1:2:1"] \
-            if name == "both" else ["llama:deepspeed:CPU:1:2:1"]
+    runs = (("both", ["llama:pytorch:CPU:1:2:1", "llama:deepspeed:CPU:1:2:1", "llama:torchtitan:CPU:1:2:1"],
+             ["--set", "grad_accumulation=2"]),
+            ("wrong_lr", ["llama:deepspeed:CPU:1:2:1"], ["--set", "lr=0.03"]))
+    for name, keys, extra in runs:
         results = root / name
         done = subprocess.run([sys.executable, "-m", "case_runners", "run", *keys, "--dataset-path", str(data),
                                "--results-dir", str(results), "--no-monitors", *SHAPE, *extra], cwd=REPO, env=env,
@@ -263,9 +358,19 @@ def test_compare_aligns_the_stacks_loss_curves_and_catches_a_wrong_lr(stack_runs
     out = capsys.readouterr().out
     assert "6 aligned steps (1..6)" in out and "PASS" in out
     assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["wrong_lr"])]) == 2  # refused: lr differs
-    assert "lr: reference 0.003, candidate 0.03" in capsys.readouterr().err
+    refused = capsys.readouterr().err  # grad_accumulation (2 against 1) is how the batch is fed: not a difference
+    assert "lr: reference 0.003, candidate 0.03" in refused and "grad_accumulation" not in refused
     assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["wrong_lr"]), "--allow-diff", "lr"]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+def test_the_stacks_accumulate_the_micro_batches_they_are_given(stack_runs: dict[str, Path]):
+    """The aligned runs trained 2 micro batches a step (compare, above, aligned them): the same steps and tokens."""
+    for name in ("pytorch", "deepspeed", "torchtitan"):
+        config = json.loads((stack_runs[name] / "resolved_config.json").read_text())
+        assert config["params"]["grad_accumulation"] == 2 and config["params"]["batch_size"] == 4
+        record = json.loads((stack_runs[name] / "round1" / "round_record.json").read_text())
+        assert record["metrics"]["samples"] == 6 * 2 * 4 * 32
 
 
 def test_a_cpu_deepspeed_run_builds_no_cpp_op(stack_runs: dict[str, Path]):

@@ -25,9 +25,15 @@ from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.layering import resolve
 from case_runners.plan.run_plan import make_plan
 from case_runners.rank import stop_request, worker
+from case_runners.records.resolved import ResolvedConfig
+from case_runners.records.round_build import write_round_record
+from case_runners.records.schema import ABSENT
 from case_runners.tasks.training import vendor_stack
 from case_runners.vendors.description import load_vendor
 from case_runners.vendors.vendor_stacks import load_stack
+from case_runners.views.compare.alignment import check_same_workload, workload_params
+from case_runners.views.compare.rounds import load_round
+from record_helpers import node_result
 
 REPO = project_root()
 STACK_YAML = """\
@@ -78,6 +84,9 @@ def test_the_framework_field_picks_the_vendors_stack_its_configs_and_params(proj
     assert errors == [] and "tp" not in pytorch.params, "the stack's params are its selection's only"
     _, errors = resolved({"case": "llama", "nproc": 2, "overrides": {"tp": 2}}, project)
     assert errors[0].startswith("run overrides (perfplay_cases[0].overrides): key 'tp': unknown config key")
+    assert (config.stack_params, pytorch.stack_params) == (["recompute", "tp"], ABSENT)
+    deepspeed, _ = resolved("llama:deepspeed:CPU:1:2:1", project)
+    assert deepspeed.stack_params == ["zero_stage"]
     _, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2, "overrides": {"tp": 9}}, project)
     assert errors == ["run overrides (perfplay_cases[0].overrides): key 'tp': 9 is out of range (allowed: "
                       "1 <= tp <= 8)"]
@@ -95,6 +104,16 @@ def test_the_allowed_frameworks_are_the_cases_own_its_stacks_and_the_vendors_for
     assert errors[0].endswith(allowed)
 
 
+def test_compare_leaves_a_vendor_stacks_params_out_of_the_workload_as_a_built_in_stacks(project: Path):
+    """The resolved config names the stack's params (stack_params): the workload compare checks has neither tp nor
+    recompute, so a vendor stack's round against the pytorch stack's differs only where the workload does."""
+    mega, _ = resolved({"case": "llama", "framework": "mega", "nproc": 2, "overrides": {"batch_size": 8}}, project)
+    pytorch, _ = resolved("llama:pytorch:CPU:1:2:1", project)
+    assert "tp" not in workload_params(mega) and "recompute" not in workload_params(mega)
+    assert check_same_workload(workload_params(pytorch), workload_params(mega), []) == {}
+    assert workload_params(ResolvedConfig.from_json({**mega.to_json(), "stack_params": ["tp"]}))["recompute"] is False
+
+
 def test_the_stacks_requirements_join_the_cases(project: Path):
     plan = make_plan({"vendor": "cpu", "cases": ["llama:mega:CPU:1:2"], "results_dir": str(project / "results")},
                      check=True, root=project)
@@ -106,9 +125,10 @@ def test_the_stacks_requirements_join_the_cases(project: Path):
     (lambda t: t.replace("name: mega", "name: other"),
      "key 'name': 'other' is not the stack's folder name (allowed: mega)"),
     (lambda t: t + "log_format: megatron\n",
-     "key 'log_format': unknown key (allowed: cases, command, description, log_file, log_parser, name, params)"),
+     "key 'log_format': unknown key (allowed: cases, command, description, log_file, log_parser, log_rank, name, "
+     "params)"),
     (lambda t: t.replace("cases: [llama]\n", ""),
-     "key 'cases': is missing (allowed: cases, command, description, log_file, log_parser, name, params)"),
+     "key 'cases': is missing (allowed: cases, command, description, log_file, log_parser, log_rank, name, params)"),
     (lambda t: t + "log_parser: megatron\nlog_file: '{log_dir}/megatron_{node}.log'\n",
      "key 'log_file': '{log_dir}/megatron_{node}.log': {node} is not a placeholder (allowed: {log_dir}, {rank})"),
     (lambda t: t + "log_file: '{log_dir}/megatron.log'\n",
@@ -336,7 +356,8 @@ def run_rank(project: Path, tmp_path: Path, monkeypatch, log_parser: str, log_fi
                                  + (f"log_file: '{log_file}'\n" if log_file else ""))
     monkeypatch.setenv(PROJECT_ENV, str(project))
     config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
-                               "overrides": {"max_steps": 3, "seq_len": 16, "synthetic": True}}, project)
+                               "overrides": {"max_steps": 3, "seq_len": 16, "synthetic": True,
+                                             "grad_accumulation": 4}}, project)
     assert errors == []
     path = tmp_path / "resolved_config.json"
     path.write_text(json.dumps(config.to_json()))
@@ -359,6 +380,7 @@ def test_a_stack_with_its_own_parser_is_measured_from_its_log(project: Path, tmp
     assert [e.data["train.loss"] for e in steps] == [7.0, 6.0, 5.0]
     assert (logs / "rank0.stack.log").read_text().splitlines()[0] == "building the model"
     inputs = json.loads((logs / "rank0.stack_inputs.json").read_text())
+    assert (inputs["batch_per_rank"], inputs["grad_accumulation"], inputs["micro_batch_per_rank"]) == (4, 4, 1)
     order = json.loads(Path(inputs["data"]["order"]).read_text())["steps"]  # the pytorch stack's batches
     assert [len(batch) for batch in order] == [4, 4, 4] and len({i for batch in order for i in batch}) == 12
     source = logs / "mega0.log" if log_file else "output"
@@ -375,3 +397,64 @@ def test_a_stack_whose_parser_matches_no_line_fails_naming_the_stack_and_the_par
         f"the mega stack's log parser megatron: 0 event(s) from 6 line(s) of output (kept in "
         f"{tmp_path / 'logs' / 'rank0.stack.log'}): it matched no line: is the program's log in its format?; the "
         f"mega stack's last output:\nbuilding the model\nstep=1 loss=7.0")
+
+
+LAST_RANK_PROGRAM = """\
+import json, os, sys
+inputs = json.load(open(os.environ["PERFPLAY_STACK_INPUTS"]))
+print("rank", inputs["rank"], "trains")
+if inputs["rank"] == inputs["world_size"] - 1:  # Megatron's print_rank_last
+    for step in range(1, inputs["max_steps"] + 1):
+        print(f"step={step} loss={8.0 - step} ms=250 sequences={inputs['global_batch']}", flush=True)
+    print("held-out loss 4.5")
+sys.exit(int(os.environ.get("FAIL_RANK", "-1") == str(inputs["rank"])))
+"""
+
+
+def test_a_stack_that_logs_on_its_last_rank_is_measured_there_and_its_other_ranks_only_run(
+        project: Path, tmp_path: Path, monkeypatch):
+    """`log_rank: last`: rank 0 prints no step, runs its program to a good end and leaves a silent result naming
+    rank 1; the round's record takes its figures from rank 1, and compare's loss curve is rank 1's. A silent rank
+    whose program fails still fails."""
+    (project / "vendor/cpu/stacks/mega/train.py").write_text(LAST_RANK_PROGRAM)
+    (project / "vendor/cpu/stacks/mega/parse.py").write_text(PARSER_FILE)
+    (project / SHOWN).write_text(STACK_YAML.replace(", --tp-from-inputs", "") + "log_parser: parse.py\n"
+                                 "log_rank: last\n")
+    monkeypatch.setenv(PROJECT_ENV, str(project))
+    config, errors = resolved({"case": "llama", "framework": "mega", "nproc": 2,
+                               "overrides": {"max_steps": 3, "seq_len": 16, "synthetic": True, "log_freq": 1}},
+                              project)
+    assert errors == []
+    case_dir = tmp_path / "run1" / config.case_id
+    node = case_dir / "round1" / "vm_noderank0"
+    case_dir.mkdir(parents=True)
+    path = case_dir / "resolved_config.json"
+    path.write_text(json.dumps(config.to_json()))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("LOCAL_RANK", str(rank))
+        worker.main(str(path), str(node))
+    silent = json.loads((node / "rank0.result.json").read_text())
+    assert (silent["status"], silent["logged_by"]) == ("success", 1), silent.get("reason")
+    logged = json.loads((node / "rank1.result.json").read_text())
+    assert (logged["steps"], logged["samples"], logged["final_metric"]) == (3, 3 * 8 * 16, 4.5)
+    (node / "node_result.json").write_text(json.dumps(node_result("vm", ranks=(0, 1))))
+    record = write_round_record(node.parent, config, 1)
+    assert record.status == "not_converged" and record.metrics_rank == 1  # 4.5: above the target
+    assert (record.metrics["samples"], record.metrics["final_metric"]) == (3 * 8 * 16, 4.5)
+    assert record.throughput.total == pytest.approx(logged["p_core"])
+    (entry,) = record.per_node
+    assert entry.p_core is None and "rank(s) 0 do not log the steps (the stack logs them on rank 1)" in \
+        entry.throughput_reason
+    assert load_round(case_dir).loss == {1: 7.0, 2: 6.0, 3: 5.0}
+    monkeypatch.setenv("FAIL_RANK", "0")  # a silent rank must still end well
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert worker.main(str(path), str(tmp_path / "again")) == 1
+    failed = json.loads((tmp_path / "again" / "rank0.result.json").read_text())
+    assert failed["status"] == "failed" and "the mega stack's command exited with 1" in failed["reason"]
+    (project / SHOWN).write_text(STACK_YAML + "log_rank: first\n")
+    with pytest.raises(ConfigError, match="key 'log_rank': 'first' is not a rank whose log carries the steps "
+                                          r"\(allowed: 0, all, last\)"):
+        load_stack(project, "cpu", "mega")

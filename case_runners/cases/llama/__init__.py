@@ -2,9 +2,10 @@
 its check and its preparation from a text tree are in data.py, dataset.py and prepare.py.
 
 The plan's hooks (standard library only: plan/layering.py imports this package): FLOPs per sample (a token) of
-the params' shape and sequence length, their convention, and what the shape cannot hold; and the inputs a vendor
-stack trains from (stack_inputs: tasks/training/vendor_stack.py), with the pytorch stack's data order (stack_order,
-which reads the data with torch, in the rank).
+the params' shape and sequence length, their convention, what the shape cannot hold and the shapes each built-in
+stack builds (stack_models, stack_refusal); and the inputs a vendor stack trains from (stack_inputs:
+tasks/training/vendor_stack.py), with the pytorch stack's data order (stack_order, which reads the data with torch,
+in the rank).
 """
 
 from __future__ import annotations
@@ -34,6 +35,16 @@ def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
         problems.append(("lr_min", f"key 'lr_min' is {params['lr_min']}, above lr ({params['lr']}): the cosine "
                                    f"decays to it; allowed: 0..{params['lr']}"))
     return problems
+
+
+def stack_models(framework: str) -> tuple[str, ...] | None:
+    """The values of param `model` the built-in stack builds (shapes.STACK_FAMILIES); None: any (a vendor stack)."""
+    return shapes.stack_models(framework)
+
+
+def stack_refusal(model: str, framework: str) -> str | None:
+    """Why the built-in stack cannot build model `model` (its family); None where it can."""
+    return shapes.stack_refusal(model, framework)
 
 
 def stack_inputs(params: dict[str, Any], data_dir: str | None) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """A training rank's memory, estimated from the config (standard library only): the arithmetic every nvidia LLM
 config writes in its comments, and a unit test holds each config to its chip's memory with headroom (FITS).
 
-Per rank, in bytes, at a shape, sequence length T, B sequences per rank, R ranks, a sharding and activation
-checkpointing on or off; mixed precision is bf16 compute over fp32 weights (the trainer's autocast: pytorch and
-torchtitan) or DeepSpeed's bf16 (its bf16 weights and gradients beside fp32 master weights and moments):
+Per rank, in bytes, at a shape, sequence length T, B sequences per micro batch (a config's batch_size /
+grad_accumulation: the activations and logits are one micro batch's, freed before the next), R ranks, a sharding
+and activation checkpointing on or off; mixed precision is bf16 compute over fp32 weights (the trainer's autocast:
+pytorch and torchtitan) or DeepSpeed's bf16 (its bf16 weights and gradients beside fp32 master weights and moments):
 
   states       weights + gradients + AdamW's two moments: 4 + 4 + 8 = 16 B per parameter under autocast, DeepSpeed's
                2 + 2 + 12 (master copy and moments) as well; divided by R where the sharding partitions them: FSDP2
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from case_runners.cases.llama import shapes
+from case_runners.plan.config.shared_params import GRAD_ACCUMULATION, micro_batch_size
 
 GB = 1e9
 RESERVE = 4 * GB
@@ -119,6 +121,7 @@ def sharding_of(params: dict[str, Any], framework: str, ranks: int) -> str:
 
 
 def of_config(params: dict[str, Any], framework: str, ranks: int) -> Estimate:
-    """The estimate of a resolved config's params on `ranks` ranks."""
-    return estimate(shapes.shape_of(params), int(params["seq_len"]), int(params["batch_size"]), ranks,
+    """The estimate of a resolved config's params on `ranks` ranks, at its micro batch."""
+    return estimate(shapes.shape_of(params), int(params["seq_len"]),
+                    micro_batch_size(int(params["batch_size"]), int(params.get(GRAD_ACCUMULATION, 1))), ranks,
                     sharding_of(params, framework, ranks), bool(params.get("activation_checkpointing")))

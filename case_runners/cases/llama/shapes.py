@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from case_runners.plan.config.stacks import PYTORCH
+
 CONVENTION = ("PaLM: 6·N + 12·L·H·Q·T FLOPs per token trained; N = the matmul weights a token goes through "
               "(attention and MLP projections of every layer, and the output head; in a mixture of experts the "
               "router, the experts per token and the shared expert), L layers, H heads of Q dims, T the sequence "
@@ -44,6 +46,12 @@ FAMILIES = {
     # Baichuan 2 13B: ALiBi, no transformers class; baichuan.py writes it from the published architecture.
     "baichuan": Family("BaichuanForCausalLM", False, "ALiBi", False),
 }
+# The families each built-in stack builds (plan/config/stacks.py); the plan refuses a shape of another family on it
+# (stack_models). pytorch trains the case's model (model.py: transformers' class of the family, baichuan.py's) and
+# deepspeed wraps that same model in its engine, so both build every family; torchtitan converts it to its llama3
+# model, a dense llama (tasks/training/stacks/torchtitan.py).
+STACK_FAMILIES: dict[str, tuple[str, ...]] = {PYTORCH: tuple(FAMILIES), "deepspeed": tuple(FAMILIES),
+                                              "torchtitan": ("llama",)}
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,25 @@ MODEL_CHOICES = (*SHAPES, *ALIASES)  # the values param `model` takes (config.ya
 def canonical(name: str) -> str:
     """The shape's name for a name or an alias of it."""
     return ALIASES.get(name, name)
+
+
+def stack_models(framework: str) -> tuple[str, ...] | None:
+    """The names (MODEL_CHOICES) of the shapes the built-in stack builds (STACK_FAMILIES); None for another
+    framework (a vendor's own stack: what it builds is its own)."""
+    families = STACK_FAMILIES.get(framework)
+    if families is None:
+        return None
+    return tuple(name for name in MODEL_CHOICES if SHAPES[canonical(name)].family in families)
+
+
+def stack_refusal(model: str, framework: str) -> str | None:
+    """Why the built-in stack cannot build the shape `model` names; None where it can (or is not built-in)."""
+    families, shape = STACK_FAMILIES.get(framework), SHAPES.get(canonical(model))
+    if families is None or shape is None or shape.family in families:  # no shape: the plan names the bad model
+        return None
+    family = shape.family
+    return (f"model '{model}' is of the {family} family, which the {framework} stack does not build (it builds "
+            f"{', '.join(families)}: case_runners/cases/llama/shapes.py STACK_FAMILIES)")
 
 
 def shape_of(params: dict[str, Any]) -> Shape:

@@ -100,7 +100,8 @@ PARAMS: tuple[Name, ...] = (
     Name("log_freq", "log_freq", "steps between two training log lines"),
     Name("dist_backend", None, "the vendor's: vendor/<vendor>/vendor.yaml dist_backend"),
     Name("vendor", None, "the vendor is the folder the config is in"),
-    Name("gradient_accumulation_steps", None, "perfplay's trainer steps the optimizer every batch"),
+    Name("gradient_accumulation_steps", None, "not combined: perfplay's batch_size is the batch of an optimizer step "
+         "(train_batch_size x it), grad_accumulation its micro batches: set both"),
     Name("max_samples_termination", None, "a run stops at max_steps, max_epochs or time_budget_s"),
     Name("warmup", None, "warmup as a share of the run: set warmup_steps"),
     Name("warmup_proportion", None, "warmup as a share of the run: set warmup_steps"),
@@ -205,13 +206,13 @@ LLM_PARAMS: tuple[Name, ...] = (
     Name("GLOBAL_BATCHSIZE", "batch_size", f"{_GLOBAL} (in_container)", role=GLOBAL),
     Name("gbs", "batch_size", _GLOBAL, role=GLOBAL),
     Name("batchsize", "batch_size", f"deepspeed: the micro batch per rank, x its ds_config.json's "
-         f"gradient_accumulation_steps = batch_size (perfplay steps every batch: the same global batch); the "
-         f"others: {_MICRO}", role=MICRO),
+         f"gradient_accumulation_steps = batch_size, in grad_accumulation micro batches of it; the others: {_MICRO}",
+         role=MICRO),
     Name("localbs", "micro_batch", f"{_MICRO}; Megatron's global batch is its script's --global-batch-size",
          role=MICRO),
     Name("MICRO_BATCHSIZE", "micro_batch", f"{_MICRO} (in_container)", role=MICRO),
     Name("accumulate_steps", "batch_size", "gradient accumulation: the global batch is micro x it x data-parallel "
-         "ranks; perfplay's trainer steps every batch", role=ACCUMULATION),
+         "ranks; on deepspeed, batch_size / micro is grad_accumulation", role=ACCUMULATION),
     Name("gradient_accumulation_steps", "batch_size", f"({DS_CONFIG}) the same as accumulate_steps", role=ACCUMULATION),
     Name("train_steps", "max_steps", "the run's optimizer steps", role=STEPS),
     Name("steps", "max_steps", "the run's optimizer steps (FlagScale)", role=STEPS),

@@ -35,6 +35,17 @@ def precision_name(amp: bool, amp_dtype: str, tf32: bool) -> str:
     if amp:
         return amp_dtype
     return "tf32" if tf32 else "fp32"
+GRAD_ACCUMULATION = "grad_accumulation"  # TrainerParams.grad_accumulation's name, for those that read it from params
+
+
+def micro_batch_size(batch_size: int, accumulation: int) -> int:
+    """The sequences (samples) of a micro batch: batch_size in `accumulation` equal parts; the plan refuses an
+    accumulation that does not divide it (plan/layering.py)."""
+    if accumulation < 1 or batch_size % accumulation:
+        raise PerfplayError(f"{GRAD_ACCUMULATION} {accumulation} does not divide batch_size {batch_size}")
+    return batch_size // accumulation
+
+
 DDP, FSDP = "ddp", "fsdp"  # data_parallel: DistributedDataParallel, or FSDP2's fully_shard (plan/config/parallel.py)
 
 
@@ -57,6 +68,11 @@ class TrainerParams:
     # per rank; no default: every case gives its own
     batch_size: int = field(metadata=_BATCH)
     eval_batch_size: int = field(metadata=_BATCH)
+    # micro batches per optimizer step (it divides batch_size). Counted as steps, not given as a micro batch size:
+    # batch_size stays the rank's batch of an optimizer step, so the global batch (batch_size x data-parallel
+    # ranks), the samples, the steps and the lr schedule mean what they mean at 1, and a config that only needs
+    # memory (a smaller micro batch) changes nothing else
+    grad_accumulation: int = field(default=1, metadata={"type": "int", "min": 1, "max": _BATCH["max"]})
     # the whole run's; 0 = off
     max_epochs: int = field(default=0, metadata=_EPOCHS)
     max_steps: int = field(default=0, metadata=_STEPS)

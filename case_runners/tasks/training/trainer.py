@@ -15,7 +15,9 @@ train_no_eval_time / rank_core_time. Summed over a node's ranks they give the no
 
 With more than one rank, data_parallel ddp wraps the model in DistributedDataParallel after the optimizer is made;
 fsdp shards it with FSDP2's fully_shard (each of case.shard_units, then the root) before, so that the optimizer holds
-the sharded parameters. save_checkpoint writes the full model after TRAIN_END: it is not in any timed figure.
+the sharded parameters. grad_accumulation splits each step's batch into micro batches
+(tasks/training/accumulation.py): one optimizer step, the loss the micro batches' mean, every sample counted once.
+save_checkpoint writes the full model after TRAIN_END: it is not in any timed figure.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ import torch
 
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import CHECKPOINT_DIR
-from case_runners.plan.config.shared_params import FSDP, TrainerParams, precision_name
+from case_runners.plan.config.shared_params import FSDP, TrainerParams, micro_batch_size, precision_name
 from case_runners.rank import stop_request
 from case_runners.rank.driver import events as ev
 from case_runners.records import names
 from case_runners.records.rank import TrainerResult
 from case_runners.records.resolved import Target
+from case_runners.tasks.training.accumulation import gradient_sync, micro_batches
 from case_runners.tasks.training.adapter import STANDARD, AdapterContext, AdapterError, TrainerAdapter
 from case_runners.tasks.training.case_api import RunContext, TrainingCase
 from case_runners.tasks.training.dist import all_reduce_sum, any_rank
@@ -93,6 +96,7 @@ class Trainer:
         self.device = ctx.device
         self.precision = Precision(p.amp, ctx.device.type, p.amp_dtype or amp_dtype, p.tf32)
         self.fsdp = p.data_parallel == FSDP and ctx.world_size > 1  # one rank: nothing to shard
+        self.micro_batch = micro_batch_size(p.batch_size, p.grad_accumulation)
         self.save_to = None
         if p.save_checkpoint:
             if ctx.work_dir is None:
@@ -278,32 +282,46 @@ class Trainer:
                                f"manager")
         return context
 
+    def _forward(self, batch: Any) -> tuple[torch.Tensor, int]:
+        """The forward pass on a (micro) batch, in the autocast context: the adapter's train_step or the case's."""
+        adapter = self.adapter
+        with self._autocast():
+            if "train_step" not in adapter:
+                return self.case.train_step(self.model, batch)
+            out = adapter.call("train_step", self.model, batch, self.adapter_ctx)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise AdapterError(f"{adapter.shown}: train_step() returned {type(out).__name__}, not (loss, samples)")
+        return out
+
     def _step(self, batch: Any, step: int) -> tuple[torch.Tensor, int, float]:
-        """One optimizer step on a batch already on the device: (loss, samples, seconds)."""
+        """One optimizer step on a batch already on the device: (loss, samples, seconds). With grad_accumulation,
+        its micro batches' forward and backward in turn (tasks/training/accumulation.py), each loss weighted by its
+        share of the batch, so that the gradients sum to the whole batch's and the loss is their mean."""
         adapter, actx = self.adapter, self.adapter_ctx
         self.sync()
         t0 = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
-        with self._autocast():
-            if "train_step" in adapter:
-                out = adapter.call("train_step", self.model, batch, actx)
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise AdapterError(f"{adapter.shown}: train_step() returned {type(out).__name__}, not "
-                                       f"(loss, samples)")
-                loss, samples = out
-            else:
-                loss, samples = self.case.train_step(self.model, batch)
-        if "backward" in adapter:
-            adapter.call("backward", step, loss, self.optimizer, self.scaler, actx)
-        else:
-            self._backward(loss)
+        parts = micro_batches(batch, self.micro_batch) if self.params.grad_accumulation > 1 else [(batch, 1.0)]
+        losses: list[torch.Tensor] = []
+        samples = 0
+        for index, (micro, share) in enumerate(parts):
+            with gradient_sync(self.model, last=index == len(parts) - 1):
+                loss, count = self._forward(micro)
+                if share != 1.0:
+                    loss = loss * share
+                if "backward" in adapter:
+                    adapter.call("backward", step, loss, self.optimizer, self.scaler, actx)
+                else:
+                    self._backward(loss)
+            losses.append(loss.detach())
+            samples += count
         if "update_model_params" in adapter:
             adapter.call("update_model_params", step, self.optimizer, self.scheduler, self.scaler, actx)
         else:
             self._update_model_params()
         self.case.after_step(self.module)
         self.sync()
-        return loss, samples, time.perf_counter() - t0
+        return losses[0] if len(losses) == 1 else torch.stack(losses).sum(), samples, time.perf_counter() - t0
 
     def _evaluate(self, epoch: int, step: int) -> tuple[float, float]:
         """Evaluate, log EVALUATE_BEGIN and EVALUATE, record history: (target metric value, seconds).

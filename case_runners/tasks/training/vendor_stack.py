@@ -7,15 +7,17 @@ the round's deadline (rank/stop_request.py), then reads the stream the program w
 trainer's events: its own dllogger stream, result (records/rank.py) and record are those of any training round.
 The rank joins no process group and does not touch the device: the program does both.
 
-The inputs (the case's stack_inputs hook gives the workload's part: model shape, seq_len, data, optimizer,
-schedule, eval, init: how the pytorch stack draws its initial weights from the seed; and where the case has a
-stack_order hook, data.order: the path of a JSON file, ORDER_SCHEMA, whose `steps` list each of the rank's
-max_steps steps' training sequences in the pytorch stack's order, so that a stack that follows init and order
-trains on the same weights and batches and `compare` aligns it with the pytorch stack step by step): schema, case,
-stack, rank, world_size, local_rank, global_batch (sequences per optimizer step over all ranks), batch_per_rank,
-max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params (its stack.yaml params as
-resolved), params (all of the round's, for reference), stream and log_file (where a log-parser stack declares one:
-the file the program writes its log to; else null).
+The inputs (the case's stack_inputs hook gives the workload's part: model shape, seq_len, data, optimizer, schedule,
+eval, init: how the pytorch stack draws its initial weights from the seed; and where the case has a stack_order
+hook, data.order: the path of a JSON file, ORDER_SCHEMA, whose `steps` list each of the rank's max_steps steps'
+training sequences in the pytorch stack's order, so that a stack that follows init and order trains on the same
+weights and batches and `compare` aligns it with the pytorch stack step by step): schema, case, stack, rank,
+world_size, local_rank, global_batch (sequences per optimizer step over all ranks), batch_per_rank,
+grad_accumulation and micro_batch_per_rank (the trainer param grad_accumulation: batch_per_rank in that many micro
+batches of micro_batch_per_rank, one optimizer step; Megatron's micro-batch-size, DeepSpeed's
+train_micro_batch_size_per_gpu), max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params (its
+stack.yaml params as resolved), params (all of the round's, for reference), stream and log_file (where a log-parser
+stack declares one: the file the program writes its log to; else null).
 
 The stream (`stream` in the inputs; not rank<R>.dllogger.json, which is perfplay's) is perfplay's dllogger format
 (rank/driver/dllogger.py), `DLLL {json}` lines:
@@ -31,6 +33,11 @@ that exits non-zero, fails the rank naming what was missing and the program's la
 From it: samples (global) = the sum of the steps'; rank_samples = samples / world_size (the rank's share, so that a
 node's ranks sum to its throughput); core_time = the sum of step_time; train_time from the first step's start
 (its line's timestamp less its step_time) to the last line's timestamp; init_time from the launch to that start.
+
+A stack whose `log_rank` is one rank (`0`, or `last`: Megatron prints on its last rank only) is measured on that
+rank alone: every other rank runs the program as well, and only has to see it end well; its result is silent
+(records/rank.py SilentRankResult, `logged_by` the logging rank), and the round's record takes its figures from
+the rank that logs.
 
 A stack with a `log_parser` (a program that prints its own log, as Megatron does) does not write the stream: the
 rank parses each line of the program's output (or of its `log_file`, `log_file` in the inputs, followed as it is
@@ -57,7 +64,8 @@ from typing import IO, Any, cast
 from case_runners.core import files
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import project_root
-from case_runners.plan.config.shared_params import precision_name
+from case_runners.plan.config.shared_params import GRAD_ACCUMULATION as ACCUMULATION
+from case_runners.plan.config.shared_params import micro_batch_size, precision_name
 from case_runners.rank import stop_request
 from case_runners.rank.driver import events as ev
 from case_runners.rank.driver.dllogger import (
@@ -72,7 +80,7 @@ from case_runners.rank.driver.dllogger import (
 from case_runners.rank.driver.events import EventLogger
 from case_runners.rank.env import THREADS_ENV, DistEnv, omp_num_threads
 from case_runners.records import names
-from case_runners.records.rank import TrainerResult
+from case_runners.records.rank import LOGGED_BY, TrainerResult
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.tasks.training.log_parsers import Follower, LogReader, load_parser
 from case_runners.vendors.vendor_stacks import VendorStack, load_stack
@@ -118,13 +126,14 @@ def stack_inputs(config: ResolvedConfig, stack: VendorStack, env: DistEnv, log_d
         raise PerfplayError(f"case '{config.case}' gives a vendor stack no inputs (its package has no stack_inputs "
                             f"hook): it cannot run on the {stack.name} stack")
     p = config.params
-    batch = int(p["batch_size"])
+    batch, accumulation = int(p["batch_size"]), int(p[ACCUMULATION])
     case_part = hooks.stack_inputs(p, config.data_dir)
     if hasattr(hooks, "stack_order"):  # run() writes it
         case_part["data"] = {**case_part["data"], "order": str(order_path(log_dir, env.rank))}
     return {"schema": SCHEMA, "case": config.case, "stack": stack.name, "rank": env.rank,
             "local_rank": env.local_rank, "world_size": env.world_size, **case_part,
-            "global_batch": batch * env.world_size, "batch_per_rank": batch, "max_steps": int(p["max_steps"]),
+            "global_batch": batch * env.world_size, "batch_per_rank": batch, "grad_accumulation": accumulation,
+            "micro_batch_per_rank": micro_batch_size(batch, accumulation), "max_steps": int(p["max_steps"]),
             "seed": int(p["seed"]), "log_freq": int(p["log_freq"]),
             "precision": precision(p, config.vendor_info.amp_dtype),
             "stack_params": {name: p[name] for name in stack.params}, "params": p,
@@ -161,10 +170,14 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
                                "params": config.params, "python": sys.executable})
     if config.target is None:
         raise PerfplayError(f"{config_path}: a training case needs a target (key 'target' is null)")
-    log.add_sink(TrainingStream(log.log_dir, env.rank, config.target, config.params))  # rank<R>.dllogger.json
+    silent = not stack.logs_on(env.rank, env.world_size)  # its log_rank is another rank
+    if not silent:
+        log.add_sink(TrainingStream(log.log_dir, env.rank, config.target, config.params))  # rank<R>.dllogger.json
     log.event(ev.LAUNCH_TRAINING, {"case": config.case, "stack": stack.name})
     launched = time.time()
     child_env = {**os.environ, INPUTS_ENV: str(inputs_path(log_dir, env.rank))}
+    if silent:
+        return _run_silent(argv, stack, child_env, env.world_size)
     reader = follower = None
     log_file = stack.log_path(log_dir, env.rank)
     if stack.log_parser is not None:
@@ -201,6 +214,16 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
         raise PerfplayError(f"{exc}{parsed}; the {stack.name} stack's last output:\n{said}") from None
     case_optimizer = (inputs.get("optimizer") or {}).get("name")
     return _reemit(steps, evals, config, env, log, launched, stack, case_optimizer).to_json() | {"versions": {}}
+
+
+def _run_silent(argv: list[str], stack: VendorStack, env: dict[str, str], world_size: int) -> dict[str, Any]:
+    """A rank whose program does not log the steps: it only has to end well; its result names the rank that logs."""
+    code, tail = _run_command(argv, stack.dir, env)
+    if code != 0:
+        said = "\n".join(tail)
+        raise PerfplayError(f"the {stack.name} stack's command exited with {code}: {' '.join(argv)}; its last "
+                            f"output:\n{said}")
+    return {"status": names.SUCCESS, LOGGED_BY: stack.logging_rank(world_size), "versions": {}}
 
 
 def _run_command(argv: list[str], cwd: Path, env: dict[str, str],

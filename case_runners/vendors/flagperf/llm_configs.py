@@ -35,6 +35,7 @@ from case_runners.plan.config.flagperf_names import (
     VENDOR_STACK,
     llm_param,
 )
+from case_runners.plan.config.shared_params import GRAD_ACCUMULATION
 from case_runners.plan.config.stacks import STACK_PARAMS, stack_of
 from case_runners.plan.layering import load_case_base, with_vendor_stack
 from case_runners.vendors.description import load_vendor
@@ -273,7 +274,8 @@ class LlmConfig:
 
     def _batch_and_steps(self, found: Found, seq_len: int | None, nnodes: int, nproc: int,
                          base: dict[str, Any], params: dict[str, Any]) -> None:
-        """batch_size = the global batch / ranks; max_steps from steps or tokens; the micro batch as the stack's."""
+        """batch_size = the global batch / ranks; max_steps from steps or tokens; the micro batch as the stack's: a
+        built-in stack's (deepspeed's) as grad_accumulation = batch_size / micro, a vendor stack's its micro_batch."""
         ranks = nnodes * nproc
         sources = [found.values[role][1] for role in (GLOBAL, MICRO, ACCUMULATION) if role in found.values]
         glob: tuple[int, str] | None = None
@@ -294,7 +296,10 @@ class LlmConfig:
             if self._set("batch_size", glob[0] // ranks, first, base, params,
                          note=f"the global batch {glob[0]} ({glob[1]}) / {ranks} ranks"):
                 self._batch_line(sources[1:], self.report.items[-1].detail, MAPPED)
-        if MICRO in found.values and self.framework != "deepspeed":
+        if MICRO in found.values and self.stack is None and not self.needs:
+            if glob is not None and not glob[0] % ranks:
+                self._accumulation(found.values[MICRO], glob[0] // ranks, base, params)
+        elif MICRO in found.values:
             micro, source = found.values[MICRO]
             if "micro_batch" in base["params"]:
                 self._set("micro_batch", micro, source, base, params, note="the vendor stack's")
@@ -310,6 +315,22 @@ class LlmConfig:
                 samples = _positive(tokens) // seq_len
                 self._set("max_steps", max(1, math.ceil(samples / glob[0])), source, base, params,
                           note=f"{tokens} tokens / {seq_len} = {samples} samples / global batch {glob[0]}, rounded up")
+
+    def _accumulation(self, micro_found: tuple[Any, str], per_rank: int, base: dict[str, Any],
+                      params: dict[str, Any]) -> None:
+        """grad_accumulation: the rank's batch in FlagPerf's micro batches (reported where they do not divide it)."""
+        source = micro_found[1]
+        try:
+            micro = _positive(micro_found[0])
+        except ValueError as exc:
+            self.report.add(NONE, source, f"{GRAD_ACCUMULATION}: the micro batch {exc}")
+            return
+        if per_rank % micro:
+            self.report.add(NONE, source, f"{GRAD_ACCUMULATION}: the micro batch {micro} does not divide batch_size "
+                                          f"{per_rank}")
+            return
+        self._set(GRAD_ACCUMULATION, per_rank // micro, source, base, params,
+                  note=f"batch_size {per_rank} in micro batches of {micro}")
 
     def _batch_line(self, sources: list[str], detail: str, status: str = NONE) -> None:
         for source in sources:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.shared_params import GRAD_ACCUMULATION
 from case_runners.plan.config.stacks import stack_of
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import TrainingRoundRecord
@@ -17,8 +18,9 @@ DEFAULT_TOLERANCE = 0.01  # docs/compare.md: a relative error of at most 1 %
 CASE = "case"  # two cases are never compared, whatever --allow-diff says
 WORLD_SIZE = "world_size"  # nnodes x nproc
 PRECISION = "precision"  # what the round computed in: fp32, or the vendor's amp dtype under amp
-# Params that change how a run is fed or logged, not what it computes: never compared.
-NOT_WORKLOAD = ("num_workers", "log_freq")
+# Params that change how a run is fed or logged, not what it computes: never compared. grad_accumulation splits the
+# same batch into micro batches (the same gradients, to summation order).
+NOT_WORKLOAD = ("num_workers", "log_freq", GRAD_ACCUMULATION)
 ABSENT_TEXT = "(absent)"  # a key one side does not have
 
 
@@ -73,9 +75,11 @@ def workload(config: ResolvedConfig, record: TrainingRoundRecord) -> dict[str, A
 
 def workload_params(config: ResolvedConfig) -> dict[str, Any]:
     """The params that change what a round computes, by name: all but NOT_WORKLOAD and a stack's (how the stack
-    runs it, as zero_stage: plan/config/stacks.py)."""
+    runs it: the config's stack_params, a vendor stack's or a built-in one's, and for a config from before them a
+    built-in stack's, as zero_stage: plan/config/stacks.py)."""
+    own = set(config.stack_params) if isinstance(config.stack_params, list) else set()
     return {key: value for key, value in sorted(config.params.items())
-            if key not in NOT_WORKLOAD and stack_of(key) is None}
+            if key not in NOT_WORKLOAD and key not in own and stack_of(key) is None}
 
 
 _MISSING = object()

@@ -1,5 +1,6 @@
 """A round to compare, read from its directory: the round record, the case's resolved config and rank 0's loss
-curve (STEP_END events of its events file, every log_freq steps). Every problem names the path it is about."""
+curve (STEP_END events of its events file, every log_freq steps), or that of the rank the record's metrics_rank
+names (a vendor stack that logs on another rank). Every problem names the path it is about."""
 
 from __future__ import annotations
 
@@ -68,15 +69,23 @@ def load_round(path: Path, round_no: int = DEFAULT_ROUND) -> Round:
         raise PerfplayError(f"{record_file}: the round {record.status} ({record.reason or 'no reason given'}) and "
                             f"has no final metric to compare")
     config = ResolvedConfig.load(where.parent / RESOLVED_NAME)
-    events = _rank0_events(where, record, record_file)
+    events = _reporter_events(where, record, record_file)
     return Round(where, record, config, loss_curve(events), events)
 
 
-def _rank0_events(where: Path, record: TrainingRoundRecord, record_file: Path) -> Path:
-    node0 = [node.dir for node in record.per_node if node.node_rank == 0]
-    if not node0:
-        raise PerfplayError(f"{record_file}: no node 0 in per_node: no rank {RANK} to read the loss of")
-    return events_path(where / node0[0], RANK)
+def reporting_rank(record: RoundRecord) -> tuple[int, int]:
+    """(the rank whose figures the record's are: rank 0, or its metrics_rank; that rank's node rank)."""
+    rank = record.metrics_rank if isinstance(record.metrics_rank, int) else RANK
+    node = next((e["node_rank"] for e in record.per_rank if e.get("rank") == rank), 0)
+    return rank, node
+
+
+def _reporter_events(where: Path, record: TrainingRoundRecord, record_file: Path) -> Path:
+    rank, node_rank = reporting_rank(record)
+    found = [node.dir for node in record.per_node if node.node_rank == node_rank]
+    if not found:
+        raise PerfplayError(f"{record_file}: no node {node_rank} in per_node: no rank {rank} to read the loss of")
+    return events_path(where / found[0], rank)
 
 
 def loss_curve(path: Path) -> dict[int, float]:

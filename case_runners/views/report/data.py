@@ -31,7 +31,7 @@ from case_runners.records.run_dir import check_run_dir
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary, SummaryCase
 from case_runners.records.summary_build import Round, load_records, summarize_run
-from case_runners.views.compare.rounds import RANK, loss_curve
+from case_runners.views.compare.rounds import RANK, loss_curve, reporting_rank
 from case_runners.views.summary.cells import GIB
 
 # The phases of a training round shaded on the monitor plots: (name, the event that opens it, the one that closes
@@ -133,16 +133,18 @@ def _round(run_dir: Path, record: Round) -> RoundData:
     notes: list[str] = []
     loss: dict[int, float] = {}
     if record.task == names.TRAINING:
+        rank, node_rank = reporting_rank(record)  # rank 0, or the rank a vendor stack logs on
+        reporter = next((n.dir for n in record.per_node if n.node_rank == node_rank), node.dir)
         try:
-            loss = loss_curve(events_path(node_dir, RANK))
+            loss = loss_curve(events_path(node_dir.parent / reporter, rank))
         except PerfplayError as exc:
             notes.append(str(exc))
     return RoundData(record, loss, _evals(record), _monitors(node_dir), notes)
 
 
 def _evals(record: RoundRecord) -> list[tuple[int, float]]:
-    """(step, eval metric) of rank 0's evaluations: its result's metrics_history."""
-    rank0 = next((r for r in record.per_rank if r.get("rank") == RANK), {})
+    """(step, eval metric) of the reporting rank's evaluations (rank 0's, or metrics_rank's): its metrics_history."""
+    rank0 = next((r for r in record.per_rank if r.get("rank") == reporting_rank(record)[0]), {})
     metric = record.metrics.get("metric")
     return [(entry["step"], float(entry[metric])) for entry in rank0.get("metrics_history") or []
             if isinstance(entry, dict) and isinstance(entry.get("step"), int) and is_number(entry.get(metric))]

@@ -15,6 +15,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from case_runners.plan.config.shared_params import GRAD_ACCUMULATION as ACCUMULATION
+from case_runners.plan.config.shared_params import micro_batch_size
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -27,14 +30,17 @@ _ENGINES: dict[int, Any] = {}  # id(ctx): the rank's engine (one trainer per ran
 
 
 def _ds_config(ctx: AdapterContext) -> dict[str, Any]:
-    """DeepSpeed's config of the run: the trainer steps the optimizer every batch, so the global batch is the
-    batch per rank times the ranks and gradient_accumulation_steps 1; clipping at the case's max_grad_norm (0: off)."""
-    micro = int(ctx.params["batch_size"])
-    global_batch = micro * ctx.world_size
+    """DeepSpeed's config of the run: the global batch is the batch per rank times the ranks, in the trainer's
+    grad_accumulation micro batches per rank (tasks/training/accumulation.py), which the trainer splits and steps
+    once for: DeepSpeed's gradient accumulation with the boundary the caller's (managed_gradient_accumulation false:
+    backward only accumulates, step() reduces where ZeRO has not already and updates); clipping at the case's
+    max_grad_norm (0: off)."""
+    batch, accumulation = int(ctx.params["batch_size"]), int(ctx.params.get(ACCUMULATION, 1))
     return {
-        "train_batch_size": global_batch,
-        "train_micro_batch_size_per_gpu": micro,
-        "gradient_accumulation_steps": global_batch // (micro * ctx.world_size),
+        "train_batch_size": batch * ctx.world_size,
+        "train_micro_batch_size_per_gpu": micro_batch_size(batch, accumulation),
+        "gradient_accumulation_steps": accumulation,
+        "managed_gradient_accumulation": False,
         "gradient_clipping": ctx.max_grad_norm,
         "zero_optimization": {"stage": int(ctx.params["zero_stage"])},
         "zero_allow_untested_optimizer": True,  # the case's optimizer (torch's AdamW) is not one of DeepSpeed's
@@ -94,7 +100,9 @@ def model_to_ddp(model: nn.Module, ctx: AdapterContext) -> nn.Module:
 
 
 def backward(step: int, loss: Any, optimizer: Any, scaler: Any, ctx: AdapterContext) -> None:
-    _ENGINES[id(ctx)].backward(loss)
+    """The engine's backward of a micro batch's loss, which the trainer has weighted by its share of the batch
+    already (scale_wrt_gas false: DeepSpeed would divide it by gradient_accumulation_steps again)."""
+    _ENGINES[id(ctx)].backward(loss, scale_wrt_gas=False)
 
 
 def update_model_params(step: int, optimizer: Any, scheduler: Any, scaler: Any, ctx: AdapterContext) -> None:

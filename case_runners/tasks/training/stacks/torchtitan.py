@@ -12,6 +12,11 @@ stack builds), the optimizer and schedule (the case's AdamW, decaying the matric
 torchtitan's default AdamW decays every parameter and its schedule decays linearly), the loop, timing and
 precision.
 
+Gradient accumulation is the trainer's (grad_accumulation, tasks/training/accumulation.py), as torchtitan's own: its
+training.local_batch_size is the micro batch (batch_size / grad_accumulation) and its training.global_batch_size
+batch_size x ranks; like torchtitan's train_step, every micro batch's gradients are reduce-scattered, the loss of
+each weighted by its share of the batch.
+
 torchtitan's Trainer is not used: it cannot run without an accelerator (it sets a CUDA device at start), and the
 loop is what perfplay keeps comparable. Its default attention (flex) has no backward on a CPU and its varlen
 attention needs flash kernels; scaled_dot_product_attention runs everywhere (causal over the whole sequence, as
