@@ -3,9 +3,9 @@ AdamW, linear decay to 0 over max_epochs, accuracy on the validation set after e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -72,13 +72,9 @@ class DistilBertCase(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, held_out = build_datasets(ctx.data_dir, p)
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              pin_memory=ctx.pin_memory)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training sentences are fewer than one batch per rank")
-        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                   pin_memory=ctx.pin_memory)
+        self.train_loader, eval_loader = dist.case_loaders(train, held_out, p, ctx, "training sentences",
+                                                           drop_last=False)
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         p = self.p

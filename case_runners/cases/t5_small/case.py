@@ -3,9 +3,9 @@ FlagPerf's t5_small; evaluated by greedy generation (tasks/training/seq2seq.py) 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -87,14 +87,8 @@ class T5SmallCase(TrainingCase):
 
             tokenizer = Tokenizer.from_file(str(Path(ctx.data_dir) / TOKENIZER_FILE))
             self._decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              drop_last=True, pin_memory=ctx.pin_memory)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training pairs are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                   pin_memory=ctx.pin_memory)
+        self.train_loader, eval_loader = dist.case_loaders(train, held_out, p, ctx, "training pairs")
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         """FlagPerf's: AdamW (torch's betas and eps), no weight decay on biases and layer norms, the learning rate
