@@ -56,6 +56,15 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def adamw_linear(model: nn.Module, p: dict[str, Any],
+                 steps_per_epoch: int) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """FlagPerf's distilbert and longformer optimizer: AdamW over decay_groups at lr, warmup_steps of linear warmup,
+    then linear decay to 0 at the end of the run (max_steps, or max_epochs of steps_per_epoch)."""
+    opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
+    total = int(p["max_steps"]) or int(p["max_epochs"]) * steps_per_epoch
+    return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
+
+
 class DistilBertCase(TrainingCase):
     target_metric = "acc"
 
@@ -77,10 +86,7 @@ class DistilBertCase(TrainingCase):
         return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
-        p = self.p
-        opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
-        return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
+        return adamw_linear(model, self.p, len(self.train_loader))
 
     def set_epoch(self, epoch: int) -> None:
         dist.set_sampler_epoch(self.train_loader, epoch)

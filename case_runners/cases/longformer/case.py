@@ -11,11 +11,11 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from case_runners.cases.distilbert.case import decay_groups
+from case_runners.cases.distilbert.case import adamw_linear
 from case_runners.cases.longformer.dataset import MaskingCollator, build_datasets
 from case_runners.cases.mlm import IGNORE
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase
 
 if TYPE_CHECKING:
     from transformers import LongformerForMaskedLM
@@ -62,10 +62,7 @@ class LongformerCase(TrainingCase):
         return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
-        p = self.p
-        opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
-        return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
+        return adamw_linear(model, self.p, len(self.train_loader))
 
     def set_epoch(self, epoch: int) -> None:
         dist.set_sampler_epoch(self.train_loader, epoch)
