@@ -1,5 +1,6 @@
-"""Real `python -m case_runners run` runs, as a user makes them, and the ones several test modules only read: each
-is made once per test session (tests/conftest.py's fixtures) instead of once per module."""
+"""Real `python -m case_runners run` runs, as a user makes them: a module's short functional run of its cases
+(functional_run, short_round), and the ones several test modules only read, each made once per test session
+(tests/conftest.py's fixtures) instead of once per module."""
 
 from __future__ import annotations
 

@@ -150,7 +150,12 @@ def test_the_optimizer_warms_up_then_decays_linearly_to_0_and_spares_biases_and_
         rates.append(opt.param_groups[0]["lr"])
         opt.step()
         schedule.step()
-    assert rates == pytest.approx([5e-4, 1e-3, 1e-3, 7.5e-4, 5e-4, 2.5e-4, 0.0])
+    assert rates == pytest.approx([5e-4, 1e-3, 1e-3, 7.5e-4, 5e-4, 2.5e-4, 0.0])  # 0 after max_epochs x 3 steps
+    opt, schedule = adamw_linear(model, params(lr=1e-3, warmup_steps=0, max_steps=4, max_epochs=2), steps_per_epoch=3)
+    for _ in range(4):
+        opt.step()
+        schedule.step()
+    assert opt.param_groups[0]["lr"] == 0.0  # max_steps, where set, is the run's end
 
 
 def test_a_width_its_heads_do_not_divide_is_refused_naming_the_key() -> None:

@@ -14,7 +14,7 @@ from case_runners.cases.bert.data import checkpoint_path
 from case_runners.cases.bert.dataset import MaskingCollator, build_datasets
 from case_runners.cases.mlm import IGNORE
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 
 if TYPE_CHECKING:
     from transformers import BertConfig
@@ -95,7 +95,7 @@ class BertCase(TrainingCase):
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
                                  {"params": no_decay, "weight_decay": 0.0}], lr=float(p["lr"]),
                                 betas=(float(p["adam_beta1"]), float(p["adam_beta2"])), eps=float(p["adam_eps"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
 
     def set_epoch(self, epoch: int) -> None:

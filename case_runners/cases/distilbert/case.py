@@ -14,7 +14,7 @@ from case_runners.cases.bert.case import read_state_dict
 from case_runners.cases.bert.data import checkpoint_path
 from case_runners.cases.distilbert.dataset import build_datasets
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 
 if TYPE_CHECKING:
     from transformers import DistilBertForSequenceClassification
@@ -61,7 +61,7 @@ def adamw_linear(model: nn.Module, p: dict[str, Any],
     """FlagPerf's distilbert and longformer optimizer: AdamW over decay_groups at lr, warmup_steps of linear warmup,
     then linear decay to 0 at the end of the run (max_steps, or max_epochs of steps_per_epoch)."""
     opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
-    total = int(p["max_steps"]) or int(p["max_epochs"]) * steps_per_epoch
+    total = schedule_steps(p, steps_per_epoch)
     return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
 
 

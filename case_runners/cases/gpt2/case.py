@@ -13,7 +13,7 @@ from torch.nn import functional as F
 from case_runners.cases.gpt2.dataset import build_datasets
 from case_runners.cases.imagenet.recipe import build_optimizer, lr_schedule
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps
 
 if TYPE_CHECKING:
     from transformers import GPT2Config
@@ -75,7 +75,7 @@ class GPT2Case(TrainingCase):
         opt = build_optimizer(model, "adamw", lr, 0.0, float(p["weight_decay"]), 0.0)
         for group in opt.param_groups:
             group["betas"], group["eps"] = (float(p["adam_beta1"]), float(p["adam_beta2"])), float(p["adam_eps"])
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, lr_schedule(opt, total_steps=total, warmup_steps=round(float(p["warmup_fraction"]) * total),
                                 schedule="cosine", min_factor=float(p["lr_min"]) / lr)
 

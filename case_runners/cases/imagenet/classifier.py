@@ -29,7 +29,7 @@ from case_runners.cases.imagenet.dataset import build_datasets
 from case_runners.cases.imagenet.recipe import ModelEma, build_optimizer, lr_schedule, mix_batch
 from case_runners.cases.imagenet.transforms import MEAN, STD, RandAugment, Transform, eval_transform, train_transform
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps
 
 
 class Logits(nn.Module):
@@ -108,7 +108,7 @@ class ImageClassifierCase(TrainingCase):
                               None if norm_decay is None else float(norm_decay))
         epoch = len(self.train_loader)
         self.warmup_steps = round(float(p["warmup_epochs"]) * epoch)
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * epoch
+        total = schedule_steps(p, epoch)
         schedule = lr_schedule(opt, total_steps=total, warmup_steps=self.warmup_steps,
                                warmup_start=float(p["warmup_start"]), schedule=str(p["lr_schedule"]),
                                min_factor=float(p["lr_min"]) / lr if lr > 0 else 0.0,

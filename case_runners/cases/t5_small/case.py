@@ -13,7 +13,7 @@ from torch import nn
 from case_runners.cases.t5_small.data import TOKENIZER_FILE, checkpoint_path
 from case_runners.cases.t5_small.dataset import EOS_ID, PAD_ID, build_datasets
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 from case_runners.tasks.training.seq2seq import Decoding, generate, texts
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class T5SmallCase(TrainingCase):
             (no_decay if name.endswith("bias") or "layer_norm" in name else decay).append(w)
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
                                  {"params": no_decay, "weight_decay": 0.0}], lr=float(p["lr"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
 
     def set_epoch(self, epoch: int) -> None:
