@@ -1,8 +1,10 @@
-"""Real `python -m case_runners run` runs, as a user makes them, and the ones several test modules only read: each
-is made once per test session (tests/conftest.py's fixtures) instead of once per module."""
+"""Real `python -m case_runners run` runs, as a user makes them: a module's short functional run of its cases
+(functional_run, short_round), and the ones several test modules only read, each made once per test session
+(tests/conftest.py's fixtures) instead of once per module."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,6 +28,38 @@ def run_case(results: Path, *argv: str, env: dict[str, str] | None = None) -> Re
     found = list(results.glob("run*"))
     assert len(found) == 1, f"{argv}: exit {done.returncode}, run directories {found}\n{done.stderr[-3000:]}"
     return RealRun(done, found[0])
+
+
+# A case's functional shape (its tiny model) on synthetic data: 3 steps of 4 samples, evaluation batches of 8.
+FUNCTIONAL_3_STEPS = ("--functional", "--no-monitors", "--set", "synthetic=true", "--set", "max_steps=3",
+                      "--set", "batch_size=4", "--set", "eval_batch_size=8", "--set", "num_workers=0",
+                      "--set", "log_freq=1")
+
+
+def functional_run(results: Path, *cases: str) -> Path:
+    """The cases' FUNCTIONAL_3_STEPS through the direct runner, one command, one round each. Its results dir."""
+    run = run_case(results, *cases, *FUNCTIONAL_3_STEPS)
+    # 1: a round short of its target
+    assert run.done.returncode in (0, 1), run.done.stdout[-3000:] + run.done.stderr[-3000:]
+    return results
+
+
+def short_round(results: Path, case: str) -> tuple[dict, dict]:
+    """`case`'s round record in a functional_run's results, checked for what every training round records (its 3
+    steps, the case's metric and target, throughput and MFU at the FLOPs counted at the tiny shape), and the metrics
+    of rank 0's last evaluation."""
+    from case_runners.plan.layering import load_case_base
+
+    (path,) = results.glob(f"run*/{case}_CPUx1x1/round1/round_record.json")
+    record = json.loads(path.read_text())
+    metrics, target = record["metrics"], load_case_base(case, REPO)[0]["target"]
+    assert (metrics["steps"], metrics["stop_reason"]) == (3, "max_steps")
+    assert metrics["metric"] == target["metric"] and metrics["target"] == target["value"]
+    assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0 and metrics["p_whole"] > 0
+    assert record["mfu"]["basis"] == "p_core" and "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
+    assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
+    node = next(path.parent.glob("*_noderank0"))
+    return record, json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
 
 
 # What the shared runs are: a training round of a few steps and an inference round, the monitors sampling often.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import struct
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -22,6 +23,11 @@ class ArrayInfo:
     shape: tuple[int, ...]
     fortran_order: bool = False
 
+    @property
+    def kind(self) -> str:
+        """numpy's kind character: 'i' signed, 'u' unsigned integers, 'b' booleans, 'f' floats ..."""
+        return self.dtype.lstrip("<>|=")[:1]
+
 
 def read_npy_header(f: IO[bytes]) -> ArrayInfo:
     if f.read(6) != MAGIC:
@@ -34,6 +40,20 @@ def read_npy_header(f: IO[bytes]) -> ArrayInfo:
         raise ValueError("malformed .npy header")
     return ArrayInfo(dtype=str(header["descr"]), shape=tuple(int(d) for d in header["shape"]),
                      fortran_order=bool(header.get("fortran_order", False)))
+
+
+def npz_with(path: Path, names: Sequence[str], expected: str) -> dict[str, ArrayInfo]:
+    """npz_arrays(path), which holds the arrays `names`; ValueError naming the file and what it lacks (or why it is
+    not an .npz), then `expected`, the format wanted."""
+    try:
+        arrays = npz_arrays(path)
+    except ValueError as e:
+        raise ValueError(f"{e}; expected {expected}") from None
+    missing = [name for name in names if name not in arrays]
+    if missing:
+        has = ", ".join(sorted(arrays)) or "nothing"
+        raise ValueError(f"{path}: no {', '.join(repr(m) for m in missing)} array (has: {has}); expected {expected}")
+    return arrays
 
 
 def npz_arrays(path: Path) -> dict[str, ArrayInfo]:

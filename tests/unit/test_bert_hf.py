@@ -15,13 +15,13 @@ import yaml
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from case_context import cpu_context
 from case_runners.cases.bert_hf.case import BertHfCase
 from case_runners.cases.bert_hf.data import check_data_dir
 from case_runners.cases.bert_hf.dataset import MaskedStream, build_datasets
 from case_runners.cases.mlm import MASK_ID, mask_static
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
-from case_runners.tasks.training.case_api import RunContext
 from case_runners.vendors.flagperf.importer import import_flagperf
 
 REPO = project_root()
@@ -36,8 +36,7 @@ def params(**overrides: object) -> dict:
 
 
 def case(data_dir: Path | None = None, **overrides: object) -> BertHfCase:
-    ctx = RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"),
-                     data_dir=None if data_dir is None else str(data_dir), log=None)  # type: ignore[arg-type]
+    ctx = cpu_context(data_dir)
     return BertHfCase(params(**overrides), ctx)
 
 

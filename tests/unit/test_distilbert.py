@@ -14,13 +14,13 @@ import torch
 import yaml
 from torch.utils.flop_counter import FlopCounterMode
 
-from case_runners.cases.distilbert.case import DistilBertCase, distilbert, load_checkpoint
-from case_runners.cases.distilbert.data import check_data_dir
+from case_context import cpu_context
+from case_runners.cases.distilbert.case import DistilBertCase, adamw_linear, distilbert, load_checkpoint
+from case_runners.cases.distilbert.data import FORMAT, check_data_dir
 from case_runners.cases.distilbert.dataset import SentenceSet, build_datasets
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.tasks.training.case_api import RunContext
 from case_runners.vendors.flagperf.importer import import_flagperf
 from sst2_files import CLS, POSITIVE, SEP, VOCAB, VOCAB_SIZE, write_split, write_sst2
 
@@ -37,8 +37,7 @@ def params(**overrides: object) -> dict:
 
 
 def case(data_dir: Path | None = None, **overrides: object) -> DistilBertCase:
-    ctx = RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"),
-                     data_dir=None if data_dir is None else str(data_dir), log=None)  # type: ignore[arg-type]
+    ctx = cpu_context(data_dir)
     return DistilBertCase(params(**overrides), ctx)
 
 
@@ -89,6 +88,13 @@ def test_the_check_names_the_file_and_what_is_wrong(tmp_path: Path) -> None:
     (problem,) = check_data_dir(str(root), {**wanted, "seq_len": 16})
     assert problem.startswith(f"{root}/dataset/eval_dataset.npz: no 'attention_mask', 'label' array (has: "
                               "input_ids); expected FlagPerf's distilbert layout")
+    np.savez(root / "dataset" / "eval_dataset.npz")
+    (problem,) = check_data_dir(str(root), {**wanted, "seq_len": 16})
+    assert "eval_dataset.npz: no 'input_ids', 'attention_mask', 'label' array (has: nothing); expected" in problem
+    (root / "dataset" / "eval_dataset.npz").write_text("not a zip")
+    (problem,) = check_data_dir(str(root), {**wanted, "seq_len": 16})
+    assert problem.startswith(f"{root}/dataset/eval_dataset.npz: not a readable .npz archive")
+    assert problem.endswith("; expected " + FORMAT)
     (root / "dataset" / "eval_dataset.npz").unlink()
     (problem,) = check_data_dir(str(root), {**wanted, "seq_len": 16})
     assert problem.startswith(f"{root}/dataset/eval_dataset.npz: missing")
@@ -126,6 +132,30 @@ def test_fine_tuning_starts_from_flagperfs_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"bert.bin: not a DistilBERT state dict for this config; missing "
                                          r"\['distilbert.embeddings"):
         load_checkpoint(distilbert(params(**TINY)), tmp_path / "bert.bin")
+
+
+def test_the_optimizer_warms_up_then_decays_linearly_to_0_and_spares_biases_and_layer_norms() -> None:
+    """FlagPerf's distilbert and longformer optimizer (longformer's case builds the same)."""
+    model = distilbert(params(**TINY))
+    opt, schedule = adamw_linear(model, params(lr=1e-3, weight_decay=0.1, warmup_steps=2, max_steps=0,
+                                               max_epochs=2), steps_per_epoch=3)
+    decayed, spared = opt.param_groups
+    names = {id(w): name for name, w in model.named_parameters()}
+    assert decayed["weight_decay"] == 0.1 and spared["weight_decay"] == 0.0
+    assert {names[id(w)] for w in spared["params"]} == {
+        name for name in names.values() if name.endswith(("bias", "LayerNorm.weight", "layer_norm.weight"))}
+    assert len(decayed["params"]) + len(spared["params"]) == len(names)
+    rates = []
+    for _ in range(7):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    assert rates == pytest.approx([5e-4, 1e-3, 1e-3, 7.5e-4, 5e-4, 2.5e-4, 0.0])  # 0 after max_epochs x 3 steps
+    opt, schedule = adamw_linear(model, params(lr=1e-3, warmup_steps=0, max_steps=4, max_epochs=2), steps_per_epoch=3)
+    for _ in range(4):
+        opt.step()
+        schedule.step()
+    assert opt.param_groups[0]["lr"] == 0.0  # max_steps, where set, is the run's end
 
 
 def test_a_width_its_heads_do_not_divide_is_refused_naming_the_key() -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,8 @@ import torch
 import yaml
 from torch.utils.flop_counter import FlopCounterMode
 
+import real_runs
+from case_context import cpu_context
 from case_runners.cases.bigtransfer import case as bigtransfer_case
 from case_runners.cases.bigtransfer.case import BigTransferCase, staircase
 from case_runners.cases.bigtransfer.weights import load_bit_npz, npz_names
@@ -26,9 +26,7 @@ from case_runners.cases.swin_transformer.case import SwinCase
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.tasks.training.case_api import RunContext
 from case_runners.vendors.flagperf.importer import import_flagperf
-from process_helpers import RUN_S
 
 REPO = project_root()
 CASES = {"efficientnet": EfficientNetCase, "swin_transformer": SwinCase, "bigtransfer": BigTransferCase}
@@ -53,13 +51,8 @@ def params(case: str, **overrides: object) -> dict:
     return {**load_case_base(case, REPO)[0]["params"], "num_workers": 0, **overrides}
 
 
-def context() -> RunContext:
-    return RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"), data_dir=None,
-                      log=None)  # type: ignore[arg-type]
-
-
 def network(case: str, **overrides: object) -> torch.nn.Module:
-    return CASES[case](params(case, **overrides), context()).build_network()
+    return CASES[case](params(case, **overrides), cpu_context()).build_network()
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -132,31 +125,14 @@ def test_a_layout_that_cannot_be_built_is_refused_naming_the_key() -> None:
 
 @pytest.fixture(scope="module")
 def functional_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The three cases' functional shapes (tiny models) through the direct runner: 3 steps each on synthetic images,
-    one command, one round each. Its results dir."""
-    results = tmp_path_factory.mktemp("image_cases")
-    done = subprocess.run(
-        [sys.executable, "-m", "case_runners", "run", *CASES, "--functional", "--results-dir", str(results),
-         "--no-monitors", "--set", "synthetic=true", "--set", "max_steps=3", "--set", "batch_size=4",
-         "--set", "eval_batch_size=8", "--set", "num_workers=0", "--set", "log_freq=1"],
-        cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: a round short of its target
-    return results
+    return real_runs.functional_run(tmp_path_factory.mktemp("image_cases"), *CASES)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_short_run_records_throughput_mfu_and_the_cases_metric(functional_run: Path, case: str) -> None:
-    (path,) = functional_run.glob(f"run*/{case}_CPUx1x1/round1/round_record.json")
-    record = json.loads(path.read_text())
-    metrics, target = record["metrics"], load_case_base(case, REPO)[0]["target"]
-    assert (metrics["steps"], metrics["samples"], metrics["stop_reason"]) == (3, 12, "max_steps")
-    assert metrics["metric"] == target["metric"] and metrics["target"] == target["value"]
-    assert 0 <= metrics["final_metric"] <= (1 if case == "bigtransfer" else 100)
-    assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0 and metrics["p_whole"] > 0
-    assert record["mfu"]["basis"] == "p_core" and "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
-    assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
-    node = next(path.parent.glob("*_noderank0"))
-    evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
+    record, evaluated = real_runs.short_round(functional_run, case)
+    metrics = record["metrics"]
+    assert metrics["samples"] == 12 and 0 <= metrics["final_metric"] <= (1 if case == "bigtransfer" else 100)
     assert {"acc1", "acc5"} <= set(evaluated)
     if case == "bigtransfer":  # FlagPerf's mAP: the top-1 accuracy as a fraction
         assert evaluated["mAP"] == pytest.approx(evaluated["acc1"] / 100)

@@ -7,8 +7,6 @@ configs."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +14,8 @@ import pytest
 import torch
 import yaml
 
+import real_runs
+from case_context import cpu_context
 from case_runners.cases.gpt2.case import GPT2Case
 from case_runners.cases.gpt2.data import check_data_dir
 from case_runners.cases.gpt2.dataset import build_datasets, load_tokenizer
@@ -23,11 +23,9 @@ from case_runners.cases.gpt2.prepare import prepare_lambada
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
-from case_runners.tasks.training.case_api import RunContext
 from case_runners.tasks.training.flops import count_per_sample
 from case_runners.vendors.flagperf.importer import import_flagperf
 from megatron_indexed import write_indexed
-from process_helpers import RUN_S
 
 REPO = project_root()
 # Megatron-GPT2 345M with the vocab padded to 50,304: embeddings 50,304 x 1,024 + positions 1,024 x 1,024, 24 blocks
@@ -45,13 +43,8 @@ def params(**overrides: object) -> dict:
     return {**load_case_base("gpt2", REPO)[0]["params"], "num_workers": 0, "synthetic": False, **overrides}
 
 
-def context(data_dir: Path | None = None) -> RunContext:
-    return RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"),
-                      data_dir=None if data_dir is None else str(data_dir), log=None)  # type: ignore[arg-type]
-
-
 def test_the_standard_model_is_megatrons_345m_and_the_readmes_flops() -> None:
-    case = GPT2Case(params(), context())
+    case = GPT2Case(params(), cpu_context())
     with torch.device("meta"):
         model = case.build_model()
     assert sum(p.numel() for p in model.parameters()) == PARAMS_345M == 354_871_296
@@ -143,7 +136,7 @@ def test_the_data_check_names_the_file_and_the_layout(tmp_path: Path) -> None:
 
 
 def test_megatrons_schedule_warms_up_over_a_share_then_decays_to_lr_min(tmp_path: Path) -> None:
-    case = GPT2Case(params(**TINY, synthetic=True, synthetic_samples=64, max_steps=1000, batch_size=4), context())
+    case = GPT2Case(params(**TINY, synthetic=True, synthetic_samples=64, max_steps=1000, batch_size=4), cpu_context())
     case.build_data()
     model = case.build_model()
     opt, schedule = case.build_optimizer(model)
@@ -162,16 +155,7 @@ def test_megatrons_schedule_warms_up_over_a_share_then_decays_to_lr_min(tmp_path
 
 @pytest.fixture(scope="module")
 def functional_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both cases' functional shapes (tiny models) through the direct runner: 3 steps each on synthetic data, one
-    command, one round each. Its results dir."""
-    results = tmp_path_factory.mktemp("nlp_gen_cases")
-    done = subprocess.run(
-        [sys.executable, "-m", "case_runners", "run", "gpt2", "wav2vec2", "--functional", "--results-dir",
-         str(results), "--no-monitors", "--set", "synthetic=true", "--set", "max_steps=3", "--set", "batch_size=4",
-         "--set", "eval_batch_size=8", "--set", "num_workers=0", "--set", "log_freq=1"],
-        cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: a round short of its target
-    return results
+    return real_runs.functional_run(tmp_path_factory.mktemp("nlp_gen_cases"), "gpt2", "wav2vec2")
 
 
 METRICS = {"gpt2": ("lambada_acc", 0.6, "eval_last_token_loss"),
@@ -180,17 +164,10 @@ METRICS = {"gpt2": ("lambada_acc", 0.6, "eval_last_token_loss"),
 
 @pytest.mark.parametrize("case", METRICS)
 def test_a_short_run_records_throughput_mfu_and_the_cases_metric(functional_run: Path, case: str) -> None:
-    (path,) = functional_run.glob(f"run*/{case}_CPUx1x1/round1/round_record.json")
-    record = json.loads(path.read_text())
+    record, evaluated = real_runs.short_round(functional_run, case)
     metrics, (metric, target, loss) = record["metrics"], METRICS[case]
-    assert (metrics["steps"], metrics["samples"], metrics["stop_reason"]) == (3, 12, "max_steps")
-    assert (metrics["metric"], metrics["target"]) == (metric, target) and 0 <= metrics["final_metric"] <= 1
-    assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0 and metrics["p_whole"] > 0
-    assert record["mfu"]["basis"] == "p_core" and "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
-    assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
-    node = next(path.parent.glob("*_noderank0"))
-    evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
-    assert {metric, loss} <= set(evaluated)
+    assert metrics["samples"] == 12 and (metrics["metric"], metrics["target"]) == (metric, target)
+    assert 0 <= metrics["final_metric"] <= 1 and {metric, loss} <= set(evaluated)
 
 
 # FlagPerf's own nvidia gpt2 configs (training/nvidia/gpt2-pytorch/config/), as they are.
@@ -231,7 +208,7 @@ def test_the_standard_wav2vec2_is_the_base_model_and_the_readmes_flops() -> None
     from case_runners.cases.wav2vec2.case import Wav2Vec2Case
     from case_runners.cases.wav2vec2.dataset import feature_frames
 
-    case = Wav2Vec2Case(w2v_params(), context())
+    case = Wav2Vec2Case(w2v_params(), cpu_context())
     with torch.device("meta"):
         model = case.build_model()
     assert sum(p.numel() for p in model.parameters()) == 95_044_608  # wav2vec 2.0 base: 95M
@@ -314,7 +291,7 @@ def test_wav2vec2s_loss_is_transformers_and_its_accuracy_flagperfs() -> None:
     from case_runners.cases.wav2vec2.dataset import MaskingCollator, SyntheticAudio
 
     torch.manual_seed(0)
-    case = Wav2Vec2Case(w2v_params(**W2V_TINY), context())
+    case = Wav2Vec2Case(w2v_params(**W2V_TINY), cpu_context())
     model = case.build_model().eval()  # no dropout, argmax codevectors: deterministic
     samples = [SyntheticAudio(3, 8000, 12000, seed=1)[i] for i in range(3)]
     values, mask, negatives = MaskingCollator(w2v_params(**W2V_TINY), True, [10, 3, 3, 3, 3, 2, 2],
@@ -354,7 +331,7 @@ def test_wav2vec2_anneals_the_gumbel_temperature_and_warms_up_linearly() -> None
     from case_runners.cases.wav2vec2.case import Wav2Vec2Case
 
     case = Wav2Vec2Case(w2v_params(**W2V_TINY, synthetic=True, synthetic_samples=8, batch_size=2,
-                                   warmup_steps=10, max_steps=110, latent_temp_decay=0.5), context())
+                                   warmup_steps=10, max_steps=110, latent_temp_decay=0.5), cpu_context())
     case.build_data()
     model = case.build_model()
     opt, schedule = case.build_optimizer(model)

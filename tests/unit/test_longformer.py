@@ -13,6 +13,7 @@ import torch
 import yaml
 from torch.utils.flop_counter import FlopCounterMode
 
+from case_context import cpu_context
 from case_runners.cases.longformer.case import LongformerCase
 from case_runners.cases.longformer.data import check_data_dir
 from case_runners.cases.longformer.dataset import build_datasets
@@ -20,7 +21,6 @@ from case_runners.cases.mlm import IGNORE, mask_each
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.tasks.training.case_api import RunContext
 from case_runners.vendors.flagperf.importer import import_flagperf
 
 REPO = project_root()
@@ -35,8 +35,7 @@ def params(**overrides: object) -> dict:
 
 
 def case(data_dir: Path | None = None, **overrides: object) -> LongformerCase:
-    ctx = RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"),
-                     data_dir=None if data_dir is None else str(data_dir), log=None)  # type: ignore[arg-type]
+    ctx = cpu_context(data_dir)
     return LongformerCase(params(**overrides), ctx)
 
 

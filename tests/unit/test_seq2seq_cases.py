@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,8 @@ import pytest
 import torch
 import yaml
 
+import real_runs
+from case_context import cpu_context
 from case_runners.cases.t5_small import case as t5_case
 from case_runners.cases.t5_small.case import T5SmallCase, padding_mask
 from case_runners.cases.t5_small.data import check_data_dir
@@ -27,11 +27,9 @@ from case_runners.cases.transformer.data import check_data_dir as check_wmt_dir
 from case_runners.cases.transformer.dataset import IndexedSentences
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
-from case_runners.tasks.training.case_api import RunContext
 from case_runners.tasks.training.flops import count_per_sample, meta_like
 from case_runners.tasks.training.seq2seq import IGNORE, Decoding, generate, texts
 from case_runners.vendors.flagperf.importer import import_flagperf
-from process_helpers import RUN_S
 
 REPO = project_root()
 CASES = ("t5_small", "transformer")
@@ -47,13 +45,8 @@ def params(case: str, **overrides: object) -> dict:
     return {**load_case_base(case, REPO)[0]["params"], "num_workers": 0, **overrides}
 
 
-def context(data_dir: str | None = None) -> RunContext:
-    return RunContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"), data_dir=data_dir,
-                      log=None)  # type: ignore[arg-type]
-
-
 def test_t5_small_is_t5_smalls_size_and_the_readmes_flops() -> None:
-    case = T5SmallCase(params("t5_small"), context())
+    case = T5SmallCase(params("t5_small"), cpu_context())
     with torch.device("meta"):
         assert sum(p.numel() for p in case.build_model().parameters()) == T5_SMALL_PARAMS
     batch = {"input_ids": torch.zeros(2, 1024, dtype=torch.long), "attention_mask": torch.ones(2, 1024),
@@ -66,7 +59,7 @@ def test_t5_small_is_t5_smalls_size_and_the_readmes_flops() -> None:
 
 def tiny_t5(seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
-    return T5SmallCase(params("t5_small", **TINY_T5), context()).build_model().eval()
+    return T5SmallCase(params("t5_small", **TINY_T5), cpu_context()).build_model().eval()
 
 
 def test_the_padding_mask_is_the_one_transformers_builds() -> None:
@@ -122,7 +115,7 @@ def word_tokenizer(path: Path) -> dict[str, int]:
 
 def test_rouge_is_rouge_scores_f_measure_of_the_decoded_summaries(tmp_path: Path, monkeypatch) -> None:
     vocab = word_tokenizer(tmp_path / "model" / "tokenizer.json")
-    case = T5SmallCase(params("t5_small", **TINY_T5, batch_size=4), context(str(tmp_path)))
+    case = T5SmallCase(params("t5_small", **TINY_T5, batch_size=4), cpu_context(str(tmp_path)))
     monkeypatch.setattr(t5_case, "build_datasets", lambda data_dir, p: ([0] * 8, [0] * 2))
     case.build_data()
 
@@ -186,7 +179,7 @@ def test_t5_small_fine_tunes_from_flagperfs_layout(tmp_path: Path, monkeypatch) 
 
 def test_t5_small_refuses_a_checkpoint_of_another_shape(tmp_path: Path) -> None:
     root = flagperf_t5_dir(tmp_path / "t5")
-    model = T5SmallCase(params("t5_small", **{**TINY_T5, "d_ff": 48}), context()).build_model()
+    model = T5SmallCase(params("t5_small", **{**TINY_T5, "d_ff": 48}), cpu_context()).build_model()
     with pytest.raises(ValueError, match=r"model.safetensors: a T5 of another shape than this config's: "
                                          r"decoder.block.0.layer.2.DenseReluDense.wi.weight \(64, 32\) \(this "
                                          r"config's: \(48, 32\)\)"):
@@ -225,33 +218,16 @@ def test_import_flagperf_maps_flagperfs_t5_small_configs(tmp_path: Path) -> None
 
 @pytest.fixture(scope="module")
 def functional_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The cases' functional shapes (tiny models) through the direct runner: 3 steps each on synthetic pairs, one
-    command, one round each. Its results dir."""
-    results = tmp_path_factory.mktemp("seq2seq_cases")
-    done = subprocess.run(
-        [sys.executable, "-m", "case_runners", "run", *CASES, "--functional", "--results-dir", str(results),
-         "--no-monitors", "--set", "synthetic=true", "--set", "max_steps=3", "--set", "batch_size=4",
-         "--set", "eval_batch_size=8", "--set", "num_workers=0", "--set", "log_freq=1"],
-        cwd=REPO, capture_output=True, text=True, check=False, timeout=RUN_S)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: a round short of its target
-    return results
+    return real_runs.functional_run(tmp_path_factory.mktemp("seq2seq_cases"), *CASES)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_short_run_records_throughput_flops_and_the_cases_metric(functional_run: Path, case: str) -> None:
-    (path,) = functional_run.glob(f"run*/{case}_CPUx1x1/round1/round_record.json")
-    record = json.loads(path.read_text())
-    metrics, target = record["metrics"], load_case_base(case, REPO)[0]["target"]
-    assert (metrics["steps"], metrics["stop_reason"]) == (3, "max_steps")
+    record, evaluated = real_runs.short_round(functional_run, case)
+    metrics = record["metrics"]
     # t5_small's sample is a pair (3 batches of 4); transformer's a target token, 4 to 24 a pair (max_len 24)
     assert metrics["samples"] == 12 if case == "t5_small" else metrics["samples"] in range(12 * 4, 12 * 24 + 1)
-    assert metrics["metric"] == target["metric"] and metrics["target"] == target["value"]
     assert 0 <= metrics["final_metric"] <= 100
-    assert record["throughput"]["unit"] == "samples/s" and metrics["p_core"] > 0 and metrics["p_whole"] > 0
-    assert record["mfu"]["basis"] == "p_core" and "1 multiply-add = 2 FLOPs" in record["mfu"]["convention"]
-    assert record["mfu"]["flops_per_sample"] > 0, "counted at the run's (tiny) shape"
-    node = next(path.parent.glob("*_noderank0"))
-    evaluated = json.loads((node / "rank0.result.json").read_text())["metrics_history"][-1]
     assert {"rouge1", "rouge2", "rougeL"} <= set(evaluated) if case == "t5_small" else evaluated["sentences"] == 16
 
 
@@ -269,7 +245,7 @@ SENTENCES = [("the bike is good .", "das ist ein Fa@@ hr@@ rad ."), ("the path i
 
 
 def test_transformer_is_transformer_bigs_size_and_the_readmes_flops() -> None:
-    case = TransformerCase(params("transformer"), context())
+    case = TransformerCase(params("transformer"), cpu_context())
     with torch.device("meta"):
         model = case.build_model()
     assert sum(p.numel() for p in model.parameters()) == TRANSFORMER_PARAMS
@@ -318,7 +294,7 @@ def test_transformer_reads_fairseqs_binarised_splits(tmp_path: Path) -> None:
 
 def test_bleu_is_sacrebleus_on_the_translations_in_the_test_splits_order(tmp_path: Path, monkeypatch) -> None:
     root = flagperf_wmt_dir(tmp_path / "wmt14")
-    case = TransformerCase(params("transformer", **TINY_TRANSFORMER, batch_size=4), context(str(root)))
+    case = TransformerCase(params("transformer", **TINY_TRANSFORMER, batch_size=4), cpu_context(str(root)))
     _, test = case.build_data()
     batches = list(test)
     assert [b["index"].tolist() for b in batches] == [[0, 1, 2, 3]]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -14,7 +14,7 @@ from case_runners.cases.bert.data import checkpoint_path
 from case_runners.cases.bert.dataset import MaskingCollator, build_datasets
 from case_runners.cases.mlm import IGNORE
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 
 if TYPE_CHECKING:
     from transformers import BertConfig
@@ -82,15 +82,9 @@ class BertCase(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, held_out = build_datasets(ctx.data_dir, p)
-        pin = ctx.pin_memory
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              drop_last=True, pin_memory=pin, collate_fn=MaskingCollator(p))
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training sequences are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank,
-                                                   ctx.world_size, pin_memory=pin)
+        self.train_loader, eval_loader = dist.case_loaders(train, held_out, p, ctx, "training sequences",
+                                                           collate_fn=MaskingCollator(p))
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         p = self.p
@@ -101,7 +95,7 @@ class BertCase(TrainingCase):
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
                                  {"params": no_decay, "weight_decay": 0.0}], lr=float(p["lr"]),
                                 betas=(float(p["adam_beta1"]), float(p["adam_beta2"])), eps=float(p["adam_eps"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
 
     def set_epoch(self, epoch: int) -> None:

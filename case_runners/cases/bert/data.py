@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from case_runners.cases.npy_header import npz_arrays
+from case_runners.cases.npy_header import npz_with
 
 NPZ, HDF5 = ".npz", ".hdf5"
 # The folders searched for shards, first match wins: perfplay's, then FlagPerf's (its train_dir and eval_dir).
@@ -65,17 +65,14 @@ def is_hdf5(shards: list[Path]) -> bool:
 
 def check_shard(path: Path, seq_len: int) -> list[str]:
     try:
-        arrays = npz_arrays(path)
+        arrays = npz_with(path, ("input_ids",), NPZ_FORMAT)
     except ValueError as e:
-        return [f"{e}; expected {NPZ_FORMAT}"]
-    ids = arrays.get("input_ids")
-    if ids is None:
-        return [f"{path}: no 'input_ids' array (has: {', '.join(sorted(arrays)) or 'nothing'}); "
-                f"expected {NPZ_FORMAT}"]
+        return [str(e)]
+    ids = arrays["input_ids"]
     problems = []
     if len(ids.shape) != 2 or ids.shape[1] != seq_len:
         problems.append(f"{path}: 'input_ids' has shape {ids.shape}; expected (N, {seq_len}) for seq_len {seq_len}")
-    if ids.dtype.lstrip("<>|=")[:1] not in INTEGER_KINDS:
+    if ids.kind not in INTEGER_KINDS:
         problems.append(f"{path}: 'input_ids' has dtype {ids.dtype}; expected integers (int32)")
     mask = arrays.get("attention_mask")
     if mask is not None and mask.shape != ids.shape:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
-from typing import Any, cast
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import nn
@@ -41,14 +41,9 @@ class BertHfCase(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, held_out = build_datasets(ctx.data_dir, p)
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              drop_last=True, pin_memory=ctx.pin_memory)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training sequences are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                   num_workers=int(p["num_workers"]), pin_memory=ctx.pin_memory)
+        self.train_loader, eval_loader = dist.case_loaders(train, held_out, p, ctx, "training sequences",
+                                                           eval_workers=True)
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         # FlagPerf's: AdamW on every parameter at torch's defaults (weight decay 0.01); its linear schedule is stepped

@@ -36,7 +36,7 @@ def check_stream(path: Path, seq_len: int) -> list[str]:
     if len(header.shape) != 1:
         return [f"{path}: shape {header.shape}; expected one flat stream (N,) of token ids"]
     problems = []
-    if header.dtype.lstrip("<>|=")[:1] not in INTEGER_KINDS:
+    if header.kind not in INTEGER_KINDS:
         problems.append(f"{path}: dtype {header.dtype}; expected integers (token ids)")
     if header.shape[0] < seq_len:
         problems.append(f"{path}: {header.shape[0]} tokens, fewer than one sequence of seq_len {seq_len}")

@@ -3,8 +3,8 @@ AdamW with a smaller backbone rate, a step decay, gradient clipping; mAP from py
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
-from typing import Any, cast
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import nn
@@ -72,15 +72,9 @@ class DetrCase(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, val, self.val_coco = build_datasets(ctx.data_dir, p)
-        workers, pin = int(p["num_workers"]), ctx.pin_memory
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=workers, drop_last=True,
-                                              pin_memory=pin, collate_fn=collate)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training images per epoch are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        val_loader = dist.eval_loader(val, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                      num_workers=workers, pin_memory=pin, collate_fn=collate)
+        self.train_loader, val_loader = dist.case_loaders(train, val, p, ctx, "training images per epoch",
+                                                          collate_fn=collate, eval_collate_fn=collate,
+                                                          eval_workers=True)
         return self.train_loader, val_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:

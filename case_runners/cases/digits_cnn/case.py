@@ -11,7 +11,7 @@ from torch.nn import functional as F
 
 from case_runners.cases.digits_cnn.dataset import split_datasets
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 
 
 class DigitsCNN(nn.Module):
@@ -47,7 +47,7 @@ class DigitsCase(TrainingCase):
         p = self.p
         opt = torch.optim.SGD(model.parameters(), lr=float(p["lr"]), momentum=float(p["momentum"]),
                               weight_decay=float(p["weight_decay"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="cosine")
 
     def set_epoch(self, epoch: int) -> None:

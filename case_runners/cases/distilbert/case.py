@@ -3,9 +3,9 @@ AdamW, linear decay to 0 over max_epochs, accuracy on the validation set after e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -14,7 +14,7 @@ from case_runners.cases.bert.case import read_state_dict
 from case_runners.cases.bert.data import checkpoint_path
 from case_runners.cases.distilbert.dataset import build_datasets
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 
 if TYPE_CHECKING:
     from transformers import DistilBertForSequenceClassification
@@ -56,6 +56,15 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def adamw_linear(model: nn.Module, p: dict[str, Any],
+                 steps_per_epoch: int) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """FlagPerf's distilbert and longformer optimizer: AdamW over decay_groups at lr, warmup_steps of linear warmup,
+    then linear decay to 0 at the end of the run (max_steps, or max_epochs of steps_per_epoch)."""
+    opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
+    total = schedule_steps(p, steps_per_epoch)
+    return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
+
+
 class DistilBertCase(TrainingCase):
     target_metric = "acc"
 
@@ -72,19 +81,12 @@ class DistilBertCase(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, held_out = build_datasets(ctx.data_dir, p)
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              pin_memory=ctx.pin_memory)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training sentences are fewer than one batch per rank")
-        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                   pin_memory=ctx.pin_memory)
+        self.train_loader, eval_loader = dist.case_loaders(train, held_out, p, ctx, "training sentences",
+                                                           drop_last=False)
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
-        p = self.p
-        opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
-        return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
+        return adamw_linear(model, self.p, len(self.train_loader))
 
     def set_epoch(self, epoch: int) -> None:
         dist.set_sampler_epoch(self.train_loader, epoch)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from case_runners.cases.bert.data import INTEGER_KINDS, checkpoint_path
-from case_runners.cases.npy_header import npz_arrays
+from case_runners.cases.npy_header import npz_with
 
 SPLITS = {"train": "dataset/train_dataset.npz", "eval": "dataset/eval_dataset.npz"}
 FORMAT = ("FlagPerf's distilbert layout: dataset/train_dataset.npz and dataset/eval_dataset.npz, each with "
@@ -23,13 +23,9 @@ FORMAT = ("FlagPerf's distilbert layout: dataset/train_dataset.npz and dataset/e
 
 def check_split(path: Path, seq_len: int) -> list[str]:
     try:
-        arrays = npz_arrays(path)
+        arrays = npz_with(path, ("input_ids", "attention_mask", "label"), FORMAT)
     except ValueError as e:
-        return [f"{e}; expected {FORMAT}"]
-    missing = [name for name in ("input_ids", "attention_mask", "label") if name not in arrays]
-    if missing:
-        return [f"{path}: no {', '.join(repr(m) for m in missing)} array (has: {', '.join(sorted(arrays))}); "
-                f"expected {FORMAT}"]
+        return [str(e)]
     ids, rows = arrays["input_ids"].shape, arrays["label"].shape
     wanted = {"input_ids": (rows[0] if rows else None, seq_len), "attention_mask": ids, "label": ids[:1]}
     problems = []
@@ -38,7 +34,7 @@ def check_split(path: Path, seq_len: int) -> list[str]:
         if info.shape != shape:
             problems.append(f"{path}: '{name}' has shape {info.shape}; expected {shape}"
                             + (f" for seq_len {seq_len}" if name == "input_ids" else ""))
-        if info.dtype.lstrip("<>|=")[:1] not in INTEGER_KINDS:
+        if info.kind not in INTEGER_KINDS:
             problems.append(f"{path}: '{name}' has dtype {info.dtype}; expected integers")
     return problems
 

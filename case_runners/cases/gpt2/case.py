@@ -3,8 +3,8 @@ indexed dataset, evaluated by LAMBADA last-token accuracy (dataset.py says exact
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -13,7 +13,7 @@ from torch.nn import functional as F
 from case_runners.cases.gpt2.dataset import build_datasets
 from case_runners.cases.imagenet.recipe import build_optimizer, lr_schedule
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps
 
 if TYPE_CHECKING:
     from transformers import GPT2Config
@@ -64,14 +64,8 @@ class GPT2Case(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, passages = build_datasets(ctx.data_dir, p)
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              drop_last=True, pin_memory=ctx.pin_memory)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training sequences are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        return self.train_loader, dist.eval_loader(passages, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                   pin_memory=ctx.pin_memory)
+        self.train_loader, eval_loader = dist.case_loaders(train, passages, p, ctx, "training sequences")
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         """Megatron's Adam (decoupled weight decay, none on biases and LayerNorm weights); linear warmup over
@@ -81,7 +75,7 @@ class GPT2Case(TrainingCase):
         opt = build_optimizer(model, "adamw", lr, 0.0, float(p["weight_decay"]), 0.0)
         for group in opt.param_groups:
             group["betas"], group["eps"] = (float(p["adam_beta1"]), float(p["adam_beta2"])), float(p["adam_eps"])
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, lr_schedule(opt, total_steps=total, warmup_steps=round(float(p["warmup_fraction"]) * total),
                                 schedule="cosine", min_factor=float(p["lr_min"]) / lr)
 

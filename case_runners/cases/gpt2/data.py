@@ -18,8 +18,8 @@ from pathlib import Path
 from case_runners.cases.llama.data import (
     INDEX_BIN_SUFFIX,
     INDEX_SUFFIX,
+    bin_tokens,
     read_index_header,
-    sequence_start,
 )
 
 TRAIN_PREFIX = "lambada_train_text_document"  # FlagPerf's train_data_prefix
@@ -36,15 +36,9 @@ def train_problems(root: Path, seq_len: int) -> list[str]:
     header, problems = read_index_header(root / TRAIN_PREFIX)
     if header is None:
         return problems
-    try:
-        size = header.bin_path.stat().st_size
-    except FileNotFoundError:
-        return [f"{header.bin_path}: missing; expected {LAYOUT}"]
-    with header.idx_path.open("rb") as handle:
-        tokens = sequence_start(header, handle, header.sequences) if header.sequences else 0
-    if size != tokens * header.itemsize:
-        return [f"{header.bin_path}: {size} bytes, but its index {header.idx_path.name} says {tokens} "
-                f"{header.dtype} tokens ({tokens * header.itemsize} bytes)"]
+    tokens, problems = bin_tokens(header, LAYOUT)
+    if problems:
+        return problems
     if tokens < seq_len + 1:
         return [f"{header.bin_path}: {tokens} tokens, fewer than one sequence of seq_len {seq_len} + 1"]
     return []

@@ -17,8 +17,8 @@ Params (besides the trainer's: batch_size, eval_batch_size, seed, synthetic, max
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable, Sized
-from typing import Any, cast
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import nn
@@ -29,7 +29,7 @@ from case_runners.cases.imagenet.dataset import build_datasets
 from case_runners.cases.imagenet.recipe import ModelEma, build_optimizer, lr_schedule, mix_batch
 from case_runners.cases.imagenet.transforms import MEAN, STD, RandAugment, Transform, eval_transform, train_transform
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps
 
 
 class Logits(nn.Module):
@@ -51,14 +51,7 @@ def top_hits(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, 
 
 def image_loaders(train: Dataset, val: Dataset, p: dict[str, Any], ctx: RunContext) -> tuple[DataLoader, DataLoader]:
     """(train loader, seeded and sharded by rank, whole batches only; eval loader) of an image case's datasets."""
-    workers, pin = int(p["num_workers"]), ctx.pin_memory
-    train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size, seed=int(p["seed"]),
-                                     num_workers=workers, drop_last=True, pin_memory=pin)
-    if len(train_loader) == 0:
-        raise ValueError(f"{len(cast(Sized, train))} training images per epoch are fewer than one global batch "
-                         f"({p['batch_size']} x {ctx.world_size} ranks)")
-    return train_loader, dist.eval_loader(val, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                          num_workers=workers, pin_memory=pin)
+    return dist.case_loaders(train, val, p, ctx, "training images per epoch", eval_workers=True)
 
 
 class ImageClassifierCase(TrainingCase):
@@ -115,7 +108,7 @@ class ImageClassifierCase(TrainingCase):
                               None if norm_decay is None else float(norm_decay))
         epoch = len(self.train_loader)
         self.warmup_steps = round(float(p["warmup_epochs"]) * epoch)
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * epoch
+        total = schedule_steps(p, epoch)
         schedule = lr_schedule(opt, total_steps=total, warmup_steps=self.warmup_steps,
                                warmup_start=float(p["warmup_start"]), schedule=str(p["lr_schedule"]),
                                min_factor=float(p["lr_min"]) / lr if lr > 0 else 0.0,

@@ -140,6 +140,21 @@ def read_index_header(prefix: Path) -> tuple[IndexHeader | None, list[str]]:
     return header, []
 
 
+def bin_tokens(header: IndexHeader, expected: str) -> tuple[int, list[str]]:
+    """(the tokens the index says its .bin holds, []), or the problem with the .bin: missing (`expected`: the layout
+    wanted) or of another size."""
+    try:
+        size = header.bin_path.stat().st_size
+    except FileNotFoundError:
+        return 0, [f"{header.bin_path}: missing; expected {expected}"]
+    with header.idx_path.open("rb") as handle:
+        tokens = sequence_start(header, handle, header.sequences) if header.sequences else 0
+    if size != tokens * header.itemsize:
+        return tokens, [f"{header.bin_path}: {size} bytes, but its index {header.idx_path.name} says {tokens} "
+                        f"{header.dtype} tokens ({tokens * header.itemsize} bytes)"]
+    return tokens, []
+
+
 def split_weights(params: dict) -> tuple[float, float, float]:
     """The param data_split as (train, valid, test) shares summing to 1 (Megatron's parse_and_normalize_split: a
     missing weight is 0); [] is Megatron's default. ValueError naming the key when it cannot hold a held-out part."""
@@ -192,15 +207,9 @@ def indexed_problems(data_dir: str | Path, params: dict) -> list[str]:
     header, problems = read_index_header(prefixes[0])
     if header is None:
         return problems
-    try:
-        size = header.bin_path.stat().st_size
-    except FileNotFoundError:
-        return [f"{header.bin_path}: missing; expected {INDEX_FORMAT}"]
-    with header.idx_path.open("rb") as handle:
-        tokens = sequence_start(header, handle, header.sequences) if header.sequences else 0
-    if size != tokens * header.itemsize:
-        return [f"{header.bin_path}: {size} bytes, but its index {header.idx_path.name} says {tokens} "
-                f"{header.dtype} tokens ({tokens * header.itemsize} bytes)"]
+    _, problems = bin_tokens(header, INDEX_FORMAT)
+    if problems:
+        return problems
     try:
         ranges = split_token_ranges(header, params)
     except ValueError as exc:

@@ -3,19 +3,19 @@ the tokens masked BERT's way, AdamW, linear decay, masked-token accuracy after e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from case_runners.cases.distilbert.case import decay_groups
+from case_runners.cases.distilbert.case import adamw_linear
 from case_runners.cases.longformer.dataset import MaskingCollator, build_datasets
 from case_runners.cases.mlm import IGNORE
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase
 
 if TYPE_CHECKING:
     from transformers import LongformerForMaskedLM
@@ -57,19 +57,12 @@ class LongformerCase(TrainingCase):
     def build_data(self) -> tuple[Iterable, Iterable]:
         p, ctx = self.p, self.ctx
         train, held_out = build_datasets(ctx.data_dir, p)
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              pin_memory=ctx.pin_memory, collate_fn=MaskingCollator(p))
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training sequences are fewer than one batch per rank")
-        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                   pin_memory=ctx.pin_memory)
+        self.train_loader, eval_loader = dist.case_loaders(train, held_out, p, ctx, "training sequences",
+                                                           drop_last=False, collate_fn=MaskingCollator(p))
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
-        p = self.p
-        opt = torch.optim.AdamW(decay_groups(model, float(p["weight_decay"])), lr=float(p["lr"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
-        return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
+        return adamw_linear(model, self.p, len(self.train_loader))
 
     def set_epoch(self, epoch: int) -> None:
         dist.set_sampler_epoch(self.train_loader, epoch)

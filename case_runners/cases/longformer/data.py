@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from case_runners.cases.bert.data import INTEGER_KINDS
-from case_runners.cases.npy_header import npz_arrays
+from case_runners.cases.npy_header import npz_with
 
 SPLITS = {"train": "dataset/train_dataset.npz", "eval": "dataset/eval_dataset.npz"}
 ARRAYS = ("input_ids", "attention_mask", "special_tokens_mask")
@@ -24,13 +24,9 @@ FORMAT = ("FlagPerf's longformer layout: dataset/train_dataset.npz and dataset/e
 
 def check_split(path: Path, seq_len: int) -> list[str]:
     try:
-        arrays = npz_arrays(path)
+        arrays = npz_with(path, ARRAYS, FORMAT)
     except ValueError as e:
-        return [f"{e}; expected {FORMAT}"]
-    missing = [name for name in ARRAYS if name not in arrays]
-    if missing:
-        return [f"{path}: no {', '.join(repr(m) for m in missing)} array (has: {', '.join(sorted(arrays))}); "
-                f"expected {FORMAT}"]
+        return [str(e)]
     rows = arrays["input_ids"].shape[0] if arrays["input_ids"].shape else None
     problems = []
     for name in ARRAYS:
@@ -38,7 +34,7 @@ def check_split(path: Path, seq_len: int) -> list[str]:
         if info.shape != (rows, seq_len):
             problems.append(f"{path}: '{name}' has shape {info.shape}; expected ({rows}, {seq_len}) for seq_len "
                             f"{seq_len}")
-        if info.dtype.lstrip("<>|=")[:1] not in INTEGER_KINDS:
+        if info.kind not in INTEGER_KINDS:
             problems.append(f"{path}: '{name}' has dtype {info.dtype}; expected integers")
     return problems
 

@@ -13,7 +13,7 @@ from case_runners.cases.imagenet.classifier import image_loaders
 from case_runners.cases.imagenet.dataset import build_datasets
 from case_runners.cases.imagenet.transforms import MEAN, STD
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 
 
 class ResNetClassifier(nn.Module):
@@ -62,7 +62,7 @@ class ResNet50Case(TrainingCase):
         no_decay = [w for w in model.parameters() if w.ndim <= 1]  # biases, batch-norm
         opt = torch.optim.SGD([{"params": decay, "weight_decay": float(p["weight_decay"])},
                                {"params": no_decay, "weight_decay": 0.0}], lr=lr, momentum=float(p["momentum"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="cosine")
 
     def set_epoch(self, epoch: int) -> None:

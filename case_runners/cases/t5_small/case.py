@@ -3,9 +3,9 @@ FlagPerf's t5_small; evaluated by greedy generation (tasks/training/seq2seq.py) 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -13,7 +13,7 @@ from torch import nn
 from case_runners.cases.t5_small.data import TOKENIZER_FILE, checkpoint_path
 from case_runners.cases.t5_small.dataset import EOS_ID, PAD_ID, build_datasets
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 from case_runners.tasks.training.seq2seq import Decoding, generate, texts
 
 if TYPE_CHECKING:
@@ -87,14 +87,8 @@ class T5SmallCase(TrainingCase):
 
             tokenizer = Tokenizer.from_file(str(Path(ctx.data_dir) / TOKENIZER_FILE))
             self._decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
-        self.train_loader = dist.train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size,
-                                              seed=int(p["seed"]), num_workers=int(p["num_workers"]),
-                                              drop_last=True, pin_memory=ctx.pin_memory)
-        if len(self.train_loader) == 0:
-            raise ValueError(f"{len(cast(Sized, train))} training pairs are fewer than one global batch "
-                             f"({p['batch_size']} x {ctx.world_size} ranks)")
-        return self.train_loader, dist.eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                   pin_memory=ctx.pin_memory)
+        self.train_loader, eval_loader = dist.case_loaders(train, held_out, p, ctx, "training pairs")
+        return self.train_loader, eval_loader
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         """FlagPerf's: AdamW (torch's betas and eps), no weight decay on biases and layer norms, the learning rate
@@ -106,7 +100,7 @@ class T5SmallCase(TrainingCase):
             (no_decay if name.endswith("bias") or "layer_norm" in name else decay).append(w)
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": float(p["weight_decay"])},
                                  {"params": no_decay, "weight_decay": 0.0}], lr=float(p["lr"]))
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
 
     def set_epoch(self, epoch: int) -> None:

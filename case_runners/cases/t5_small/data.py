@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from case_runners.cases.npy_header import npz_arrays
+from case_runners.cases.npy_header import npz_with
 
 TRAIN_FILE, EVAL_FILE = "dataset/train_dataset.npz", "dataset/eval_dataset.npz"
 TOKENIZER_FILE = "model/tokenizer.json"
@@ -31,13 +31,9 @@ def checkpoint_path(data_dir: str | None, init_checkpoint: str) -> Path:
 
 def check_split(path: Path, source_len: int, target_len: int) -> list[str]:
     try:
-        arrays = npz_arrays(path)
+        arrays = npz_with(path, ("input_ids", "attention_mask", "labels"), FORMAT)
     except ValueError as e:
-        return [f"{e}; expected {FORMAT}"]
-    missing = [name for name in ("input_ids", "attention_mask", "labels") if name not in arrays]
-    if missing:
-        has = ", ".join(sorted(arrays)) or "nothing"
-        return [f"{path}: no {', '.join(repr(m) for m in missing)} array (has: {has}); expected {FORMAT}"]
+        return [str(e)]
     problems = []
     rows = arrays["input_ids"].shape[0] if arrays["input_ids"].shape else None
     widths = {"input_ids": ("source_len", source_len), "attention_mask": ("source_len", source_len),
@@ -47,7 +43,7 @@ def check_split(path: Path, source_len: int, target_len: int) -> list[str]:
         if info.shape != (rows, width):
             problems.append(f"{path}: '{name}' has shape {info.shape}; expected (N, {width}) for {key} {width}"
                             + (f", N = {rows} as 'input_ids'" if name != "input_ids" else ""))
-        if info.dtype.lstrip("<>|=")[:1] not in INTEGER_KINDS:
+        if info.kind not in INTEGER_KINDS:
             problems.append(f"{path}: '{name}' has dtype {info.dtype}; expected integers")
     return problems
 

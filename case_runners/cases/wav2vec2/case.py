@@ -20,7 +20,7 @@ from case_runners.cases.wav2vec2.dataset import (
     collate_args,
 )
 from case_runners.tasks.training import dist
-from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
+from case_runners.tasks.training.case_api import RunContext, TrainingCase, schedule_steps, warmup_schedule
 
 if TYPE_CHECKING:
     from transformers import Wav2Vec2Config
@@ -126,7 +126,7 @@ class Wav2Vec2Case(TrainingCase):
         opt = build_optimizer(model, "adamw", float(p["lr"]), 0.0, float(p["weight_decay"]), None)
         for group in opt.param_groups:
             group["betas"], group["eps"] = (float(p["adam_beta1"]), float(p["adam_beta2"])), float(p["adam_eps"])
-        total = int(p["max_steps"]) or int(p["max_epochs"]) * len(self.train_loader)
+        total = schedule_steps(p, len(self.train_loader))
         return opt, warmup_schedule(opt, int(p["warmup_steps"]), total, decay="linear")
 
     def set_epoch(self, epoch: int) -> None:

@@ -99,6 +99,11 @@ def move_to_device(batch: Any, device: torch.device) -> Any:
     return batch
 
 
+def schedule_steps(p: dict[str, Any], steps_per_epoch: int) -> int:
+    """The steps a learning-rate schedule spans: max_steps, or max_epochs of steps_per_epoch where it is 0."""
+    return int(p["max_steps"]) or int(p["max_epochs"]) * steps_per_epoch
+
+
 def warmup_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int,
                     decay: str = "cosine", min_factor: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warmup over `warmup_steps`, then cosine or linear decay to min_factor x the peak at `total_steps`

@@ -4,9 +4,15 @@ the rank runtime's: case_runners/rank/dist.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Sized
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.distributed as dist
+
+if TYPE_CHECKING:
+    from torch.utils.data import DataLoader, Dataset
+
+    from case_runners.tasks.training.case_api import RunContext
 
 
 def is_distributed() -> bool:
@@ -86,6 +92,23 @@ def eval_loader(dataset: torch.utils.data.Dataset, batch_size: int, rank: int, w
     shard = Subset(dataset, shard_indices(len(dataset), rank, world_size))
     return DataLoader(shard, batch_size=batch_size, shuffle=False, num_workers=num_workers,
                       pin_memory=pin_memory, collate_fn=collate_fn, persistent_workers=num_workers > 0)
+
+
+def case_loaders(train: Dataset, held_out: Dataset, p: dict[str, Any], ctx: RunContext, items: str, *,
+                 drop_last: bool = True, collate_fn: Callable | None = None, eval_collate_fn: Callable | None = None,
+                 eval_workers: bool = False) -> tuple[DataLoader, DataLoader]:
+    """A case's (train loader, eval loader) at its params' batch_size, eval_batch_size, seed and num_workers (the
+    eval loader's workers too where eval_workers); ValueError naming `items` (what the train set holds, e.g.
+    "training sequences") where a rank would have no batch to train on."""
+    workers = int(p["num_workers"])
+    batches = train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size, seed=int(p["seed"]),
+                           num_workers=workers, drop_last=drop_last, pin_memory=ctx.pin_memory, collate_fn=collate_fn)
+    if len(batches) == 0:
+        batch = f"one global batch ({p['batch_size']} x {ctx.world_size} ranks)" if drop_last else "one batch per rank"
+        raise ValueError(f"{len(cast(Sized, train))} {items} are fewer than {batch}")
+    return batches, eval_loader(held_out, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
+                                num_workers=workers if eval_workers else 0, pin_memory=ctx.pin_memory,
+                                collate_fn=eval_collate_fn)
 
 
 def set_sampler_epoch(loader: object, epoch: int) -> None:
