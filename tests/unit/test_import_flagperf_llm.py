@@ -104,9 +104,11 @@ def tree(tmp_path: Path) -> Path:
 
 
 def checkout(tmp_path: Path, *stacks: str) -> Path:
-    """A checkout's copy (its vendor folders, its cases) with nvidia's vendor stacks of these names."""
+    """A checkout's copy (its vendor folders, its cases) with nvidia's vendor stacks of these names only (not the
+    megatron stack it ships)."""
     root = tmp_path / "checkout"
     shutil.copytree(ROOT / "vendor", root / "vendor")
+    shutil.rmtree(root / "vendor/nvidia/stacks")
     (root / "case_runners").symlink_to(ROOT / "case_runners")
     for name in stacks:
         write(root / "vendor/nvidia/stacks" / name, {"stack.yaml": STACK.format(name=name),
@@ -178,7 +180,7 @@ def test_a_megatron_config_without_a_vendor_stack_is_reported_as_needing_one(tre
     """nvidia has no vendor stack: nothing is written for llama3_8B-megatron, the report says what stack it needs,
     and still maps the workload: the global batch from the benchmark's script per rank, the steps."""
     out = tmp_path / "out"
-    report = import_flagperf(tree, out)
+    report = import_flagperf(tree, out, root=checkout(tmp_path))
     text = lines(report)
     shown = f"{MEGATRON}/config_H100x1x8.py"
     assert not (out / "vendor/nvidia/cases/llama3_8b").exists()

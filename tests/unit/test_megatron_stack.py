@@ -1,0 +1,156 @@
+"""nvidia's megatron stack (vendor/nvidia/stacks/megatron): perfplay's inputs for a planned model case as Megatron-LM's
+pretrain_gpt.py arguments, FlagPerf's llama3_8B script's flags among them, and the program exec'ed in the rank's
+process. Megatron itself needs CUDA: a stand-in pretrain_gpt.py records what it was given (no GPU here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from case_runners.core.paths import project_root
+from case_runners.plan.config.selection import parse_selections
+from case_runners.plan.layering import resolve
+from case_runners.rank.env import DistEnv
+from case_runners.tasks.training.vendor_stack import INPUTS_ENV, stack_inputs
+from case_runners.vendors.description import load_vendor
+from case_runners.vendors.vendor_stacks import load_stack
+from process_helpers import SHORT_S
+
+REPO = project_root()
+FOLDER = REPO / "vendor/nvidia/stacks/megatron"
+
+
+def launcher():
+    spec = importlib.util.spec_from_file_location("launch_megatron", FOLDER / "launch_megatron.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def inputs_of(key: str, tmp_path: Path, rank: int = 0, root: Path = REPO, **overrides: object) -> dict:
+    """The inputs rank `rank` of the key's round hands the stack (the plan's resolved config of the checkout at
+    `root`, synthetic data)."""
+    case, framework, hardware, nnodes, nproc, _ = key.split(":")
+    selections, errors = parse_selections([{"case": case, "framework": framework, "hardware": hardware,
+                                            "nnodes": int(nnodes), "nproc": int(nproc),
+                                            "overrides": {"synthetic": True, **overrides}}])
+    assert not errors, errors
+    (selection,) = selections
+    config, problems = resolve(selection, load_vendor("nvidia", root), root)
+    assert config is not None, problems
+    stack = load_stack(root, "nvidia", "megatron")
+    world = config.nnodes * config.nproc
+    return stack_inputs(config, stack, DistEnv(rank=rank, local_rank=rank % config.nproc, world_size=world,
+                                               local_world_size=config.nproc), tmp_path)
+
+
+def with_config(tmp_path: Path, model: str, name: str, text: str) -> Path:
+    """A checkout's copy (its cases, nvidia's folder) with one more megatron config of the model case."""
+    root = tmp_path / "checkout"
+    shutil.copytree(REPO / "vendor", root / "vendor")
+    (root / "case_runners").symlink_to(REPO / "case_runners")
+    folder = root / "vendor/nvidia/cases" / model / "megatron"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def flags(argv: list[str]) -> dict[str, str | None]:
+    """--name value pairs (a flag without a value: None)."""
+    out: dict[str, str | None] = {}
+    for i, arg in enumerate(argv):
+        if arg.startswith("--"):
+            following = argv[i + 1] if i + 1 < len(argv) else "--"
+            out[arg] = None if following.startswith("--") else following
+    return out
+
+
+def test_llama3_8b_on_8_h100s_gets_flagperfs_megatron_arguments(tmp_path):
+    """nvidia's llama3_8b megatron config (TP 2, its global batch 512): the model, the workload and the parallelism
+    of FlagPerf's training/benchmarks/llama3_8B/megatron/pretrain_llama3.sh."""
+    argv = launcher().megatron_argv(inputs_of("llama3_8b:megatron:H100:1:8:1", tmp_path, rank=7), "/opt/Megatron-LM")
+    assert argv[:2] == [sys.executable, "/opt/Megatron-LM/pretrain_gpt.py"]
+    got = flags(argv)
+    expected = {"--num-layers": "32", "--hidden-size": "4096", "--ffn-hidden-size": "14336",
+                "--num-attention-heads": "32", "--group-query-attention": None, "--num-query-groups": "8",
+                "--seq-length": "8192", "--max-position-embeddings": "8192", "--swiglu": None,
+                "--normalization": "RMSNorm", "--norm-epsilon": "1e-05", "--global-batch-size": "512",
+                "--attention-softmax-in-fp32": None, "--lr": "1e-05", "--train-iters": "300",
+                "--lr-decay-iters": "300", "--lr-decay-style": "cosine", "--min-lr": "1e-06", "--weight-decay": "0.1",
+                "--clip-grad": "1", "--adam-beta1": "0.9", "--adam-beta2": "0.95", "--micro-batch-size": "1",
+                "--tensor-model-parallel-size": "2", "--pipeline-model-parallel-size": "1", "--sequence-parallel": None,
+                "--bf16": None, "--transformer-impl": "transformer_engine", "--use-distributed-optimizer": None,
+                "--use-mcore-models": None, "--log-interval": "1", "--rotary-base": "500000",
+                "--untie-embeddings-and-output-weights": None, "--vocab-size": "128256", "--mock-data": None}
+    assert {name: got.get(name, "absent") for name in expected} == expected
+    assert "--recompute-activations" not in got and "--num-experts" not in got
+
+
+def test_a_mixture_of_experts_and_the_stacks_params(tmp_path):
+    """mixtral_8x7b: its routed experts; recompute and no sequence parallelism as the config's params say."""
+    root = with_config(tmp_path, "mixtral_8x7b", "config_H100x4x8.yaml",
+                       "tensor_parallel: 8\npipeline_parallel: 2\nmicro_batch: 3\nbatch_size: 75\nrecompute: true\n"
+                       "sequence_parallel: false\n")
+    got = flags(launcher().megatron_argv(inputs_of("mixtral_8x7b:megatron:H100:4:8:1", tmp_path, root=root), "/m"))
+    assert {k: got.get(k) for k in ("--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+                                    "--global-batch-size", "--micro-batch-size")} == {
+        "--num-experts": "8", "--moe-router-topk": "2", "--moe-ffn-hidden-size": "14336",
+        "--global-batch-size": "2400", "--micro-batch-size": "3"}
+    assert "--recompute-activations" in got and "--sequence-parallel" not in got and "--ffn-hidden-size" not in got
+
+
+@pytest.mark.parametrize("key, overrides, message", [
+    ("baichuan2_13b:megatron:H100:1:8:1", {},
+     "model baichuan2_13b: the baichuan family is not one megatron-core's GPT model builds as perfplay does (this "
+     "stack runs llama, mixtral)"),
+    ("llama3_8b:megatron:H100:1:8:1", {"tensor_parallel": 3},
+     "8 ranks are not a multiple of tensor_parallel 3 x pipeline_parallel 1"),
+    ("llama3_8b:megatron:H100:1:8:1", {"micro_batch": 5},
+     "the global batch 512 is not a multiple of micro_batch 5 x 4 data-parallel ranks"),
+])
+def test_what_megatron_cannot_run_is_said_before_it_starts(tmp_path, key, overrides, message):
+    model = key.split(":")[0]
+    root = with_config(tmp_path, model, "config_H100x1x8.yaml", "micro_batch: 1\n") if model != "llama3_8b" else REPO
+    module = launcher()
+    with pytest.raises(module.InputsError) as raised:
+        module.megatron_argv(inputs_of(key, tmp_path, root=root, **overrides), "/m")
+    assert str(raised.value) == message
+
+
+def test_the_launcher_execs_pretrain_gpt_in_its_own_process(tmp_path):
+    """With $MEGATRON_PATH a stand-in checkout: pretrain_gpt.py runs in the launcher's process (the pid perfplay
+    watches) with the arguments, Megatron-LM on the Python path and CUDA_DEVICE_MAX_CONNECTIONS=1; without one, the
+    launcher says where it looked."""
+    megatron = tmp_path / "Megatron-LM"
+    megatron.mkdir()
+    (megatron / "pretrain_gpt.py").write_text(
+        "import json, os, sys\njson.dump({'pid': os.getpid(), 'argv': sys.argv[1:], 'path': os.environ['PYTHONPATH'],"
+        " 'cuda': os.environ['CUDA_DEVICE_MAX_CONNECTIONS']}, open(sys.argv[0] + '.json', 'w'))\n")
+    inputs = inputs_of("llama3_8b:megatron:H100:1:8:1", tmp_path)
+    (tmp_path / "inputs.json").write_text(json.dumps(inputs))
+    env = {**os.environ, INPUTS_ENV: str(tmp_path / "inputs.json"), "MEGATRON_PATH": str(megatron)}
+    process = subprocess.Popen([sys.executable, str(FOLDER / "launch_megatron.py")], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = process.communicate(timeout=SHORT_S)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    seen = json.loads((megatron / "pretrain_gpt.py.json").read_text())
+    assert seen["pid"] == process.pid
+    assert seen["argv"] == launcher().megatron_argv(inputs, str(megatron))[2:]
+    assert seen["path"].split(os.pathsep)[0] == str(megatron) and seen["cuda"] == "1"
+    assert out.startswith(f"{megatron / 'pretrain_gpt.py'} --use-mcore-models ")  # the command, in the rank's log
+    done = subprocess.run([sys.executable, str(FOLDER / "launch_megatron.py")], capture_output=True, text=True,
+                          env={**env, "MEGATRON_PATH": str(tmp_path / "none")}, timeout=SHORT_S, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"launch_megatron.py: no pretrain_gpt.py in {tmp_path / 'none'} ($MEGATRON_PATH: " \
+                                  "Megatron-LM's checkout in the image)"
