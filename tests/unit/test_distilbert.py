@@ -179,7 +179,10 @@ def test_import_flagperf_maps_flagperfs_distilbert_configs(tmp_path: Path) -> No
         (folder / name).write_text(text)
     report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
     out = tmp_path / "out/vendor/nvidia/cases/distilbert"
-    assert yaml.safe_load((out / "config_A100x1x1.yaml").read_text()) == {"batch_size": 32}
+    # 32 a micro batch x 8: the batch of an optimizer step, as FlagPerf's A100x1x1 trains
+    assert yaml.safe_load((out / "config_A100x1x1.yaml").read_text()) == {"batch_size": 256, "grad_accumulation": 8}
     assert yaml.safe_load((out / "config_A100x1x8.yaml").read_text()) == {"batch_size": 32, "num_workers": 1}
-    (accumulation,) = [line for line in report if "gradient_accumulation_steps" in line]
-    assert "perfplay's trainer steps the optimizer every batch" in accumulation
+    accumulation = [line for line in report if "gradient_accumulation_steps" in line]
+    assert [line.split(": ", 1)[1] for line in accumulation] == [
+        "-> grad_accumulation: 8; micro batches of train_batch_size 32",
+        "-> batch_size: 256; train_batch_size 32 x gradient_accumulation_steps 8, the batch of an optimizer step"]

@@ -167,8 +167,9 @@ def test_the_vendor_configs(tree, tmp_path):
     # config_common.py's fp16, then the file's own keys; the name assigned earlier is its value
     assert load(out / "vendor/nvidia/cases/resnet50/config_A100x1x8.yaml") == {
         "amp": True, "batch_size": 256, "eval_batch_size": 256, "max_steps": 10000000, "lr": 0.1, "seed": 23333}
+    # train_batch_size 8 x gradient_accumulation_steps 4: the batch of an optimizer step, in 4 micro batches
     assert load(out / "vendor/nvidia/cases/bert/config_A100x1x1.yaml") == {
-        "batch_size": 8, "lr": 3.5e-4, "weight_decay": 0.01}
+        "batch_size": 32, "grad_accumulation": 4, "lr": 3.5e-4, "weight_decay": 0.01}
 
 
 def test_the_report_names_every_item(tree, tmp_path):
@@ -214,8 +215,10 @@ def test_the_report_names_every_item(tree, tmp_path):
         f"(torch.cuda.amp) is not followed; only a sibling file (from config_common import *) is",
         f"skipped         {bert}:5: `grad_scaler = GradScaler(init_scale=2 ** 20)`: a call is not evaluated (configs "
         f"are read, never run)",
-        f"no counterpart  {bert}:3 gradient_accumulation_steps: not combined: perfplay's batch_size is the batch of an "
-        f"optimizer step (train_batch_size x it), grad_accumulation its micro batches: set both",
+        f"mapped          {bert}:3 gradient_accumulation_steps: -> grad_accumulation: 4; micro batches of "
+        f"train_batch_size 8",
+        f"mapped          {bert}:3 gradient_accumulation_steps: -> batch_size: 32; train_batch_size 8 x "
+        f"gradient_accumulation_steps 4, the batch of an optimizer step",
         f"no counterpart  {bert}:7 target_mlm_accuracy: the target is the case's (its config.yaml target), not a "
         f"vendor's",
         f"wrote           {out}/vendor/nvidia/cases/resnet50/config_A100x1x8.yaml: new",

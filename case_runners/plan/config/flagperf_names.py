@@ -19,6 +19,7 @@ CLUSTER_CONF = "cluster_conf.py"
 HOST_YAML = "host.yaml"
 FRAMEWORK = "pytorch"  # the one framework perfplay's cases are written for
 TARGET_PREFIX = "target_"  # FlagPerf's target_<metric> params
+ACCUMULATION_STEPS = "gradient_accumulation_steps"  # FlagPerf's micro batches per optimizer step (train_batch_size's)
 COMMAND = "python -m case_runners import-flagperf"
 VENDOR_YAML = "vendor/<vendor>/vendor.yaml"  # where a vendor's settings go: compared there, or written (a new one)
 VENDOR_SETTINGS = ("SHM_SIZE", "ACCE_CONTAINER_OPT", "ACCE_VISIBLE_DEVICE_ENV_NAME")  # run settings that are these
@@ -100,8 +101,8 @@ PARAMS: tuple[Name, ...] = (
     Name("log_freq", "log_freq", "steps between two training log lines"),
     Name("dist_backend", None, "the vendor's: vendor/<vendor>/vendor.yaml dist_backend"),
     Name("vendor", None, "the vendor is the folder the config is in"),
-    Name("gradient_accumulation_steps", None, "not combined: perfplay's batch_size is the batch of an optimizer step "
-         "(train_batch_size x it), grad_accumulation its micro batches: set both"),
+    Name(ACCUMULATION_STEPS, "grad_accumulation", "with the config's train_batch_size: batch_size is the batch of an "
+         "optimizer step (train_batch_size x it), grad_accumulation its micro batches (it)"),
     Name("max_samples_termination", None, "a run stops at max_steps, max_epochs or time_budget_s"),
     Name("warmup", None, "warmup as a share of the run: set warmup_steps"),
     Name("warmup_proportion", None, "warmup as a share of the run: set warmup_steps"),

@@ -31,7 +31,15 @@ import yaml
 from case_runners.cases import list_cases
 from case_runners.core.errors import ConfigError
 from case_runners.core.paths import project_root
-from case_runners.plan.config.flagperf_names import CASE_NAMES, FRAMEWORK, VENDOR_SETTINGS, Name, param, run_setting
+from case_runners.plan.config.flagperf_names import (
+    ACCUMULATION_STEPS,
+    CASE_NAMES,
+    FRAMEWORK,
+    VENDOR_SETTINGS,
+    Name,
+    param,
+    run_setting,
+)
 from case_runners.plan.config.selection import split_framework
 from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.inference_config import inference_cases
@@ -370,17 +378,45 @@ class Importer:
         for sibling in config.siblings:
             self.report.file(sibling, READ, "a sibling a vendor config imports", f"read with {shown}")
         params: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         for name, value in config.values.items():
             where = config.where[name]  # file:line, of this file or of a sibling it imports
             source = f"{where} {name}" if where.startswith(f"{shown}:") else f"{shown} {name} (from {where})"
+            sources[name] = source
+            if name == ACCUMULATION_STEPS:
+                continue  # with the batch, below
             target = self._param(name, value, source, case, base)
             if target is not None:
                 params[target[0]] = target[1]
+        if ACCUMULATION_STEPS in config.values:
+            self._accumulation(config.values[ACCUMULATION_STEPS], sources[ACCUMULATION_STEPS], case, base, params)
         hardware = match["hw"]
         self.check_hardware(vendor, hardware, shown)
         out = f"vendor/{vendor}/cases/{case}/config_{hardware}x{match['nnodes']}x{match['nproc']}.yaml"
         self.output(out, f"{case} on {hardware}, from FlagPerf {shown}", params)
         self.report.file(shown, MAPPED, "a vendor config", f"-> {out} ({len(params)} params)")
+
+    def _accumulation(self, steps: Any, source: str, case: str, base: dict[str, Any], params: dict[str, Any]) -> None:
+        """FlagPerf's gradient_accumulation_steps with the config's train_batch_size: perfplay's batch_size is the
+        batch of an optimizer step (their product), grad_accumulation its micro batches; without a batch of the
+        config's, reported (FlagPerf's _base.py default is not perfplay's case default)."""
+        if "batch_size" not in params:
+            self.report.add(NONE, source, f"{ACCUMULATION_STEPS}: {steps!r}: the config sets no train_batch_size to "
+                                          "multiply: set batch_size (the batch of an optimizer step) and "
+                                          "grad_accumulation")
+            return
+        micro = params["batch_size"]
+        accumulation = self.check_param("grad_accumulation", steps, source, case, base,
+                                        note=f"micro batches of train_batch_size {micro}")
+        if accumulation is None:
+            return
+        batch = self.check_param("batch_size", micro * accumulation[1], source, case, base,
+                                 note=f"train_batch_size {micro} x {ACCUMULATION_STEPS} {accumulation[1]}, the "
+                                      "batch of an optimizer step")
+        if batch is None:
+            params.pop("batch_size")
+            return
+        params.update(batch_size=batch[1], grad_accumulation=accumulation[1])
 
     def check_hardware(self, vendor: str, hardware: str, shown: str) -> None:
         """Report a config's hardware that a vendor perfplay has does not list."""
