@@ -400,6 +400,10 @@ class Importer:
         """FlagPerf's gradient_accumulation_steps with the config's train_batch_size: perfplay's batch_size is the
         batch of an optimizer step (their product), grad_accumulation its micro batches; without a batch of the
         config's, reported (FlagPerf's _base.py default is not perfplay's case default)."""
+        if steps == 1:
+            self.report.add(MAPPED, source, "-> grad_accumulation: 1, the trainer's default (the whole batch in one "
+                                            "step): nothing to write")
+            return
         if "batch_size" not in params:
             self.report.add(NONE, source, f"{ACCUMULATION_STEPS}: {steps!r}: the config sets no train_batch_size to "
                                           "multiply: set batch_size (the batch of an optimizer step) and "
