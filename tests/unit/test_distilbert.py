@@ -21,7 +21,7 @@ from case_runners.cases.distilbert.dataset import SentenceSet, build_datasets
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.vendors.flagperf.importer import import_flagperf
+from flagperf_tree import import_nvidia_configs
 from sst2_files import CLS, POSITIVE, SEP, VOCAB, VOCAB_SIZE, write_split, write_sst2
 
 REPO = project_root()
@@ -173,11 +173,7 @@ FLAGPERF_DISTILBERT = {"config_A100x1x1.py": "train_batch_size = 32\ngradient_ac
 
 
 def test_import_flagperf_maps_flagperfs_distilbert_configs(tmp_path: Path) -> None:
-    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "distilbert-pytorch" / "config"
-    folder.mkdir(parents=True)
-    for name, text in FLAGPERF_DISTILBERT.items():
-        (folder / name).write_text(text)
-    report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
+    report = import_nvidia_configs(tmp_path, "distilbert-pytorch", FLAGPERF_DISTILBERT)
     out = tmp_path / "out/vendor/nvidia/cases/distilbert"
     # 32 a micro batch x 8: the batch of an optimizer step, as FlagPerf's A100x1x1 trains
     assert yaml.safe_load((out / "config_A100x1x1.yaml").read_text()) == {"batch_size": 256, "grad_accumulation": 8}

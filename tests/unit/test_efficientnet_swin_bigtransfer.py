@@ -26,7 +26,7 @@ from case_runners.cases.swin_transformer.case import SwinCase
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
-from case_runners.vendors.flagperf.importer import import_flagperf
+from flagperf_tree import import_nvidia_configs
 
 REPO = project_root()
 CASES = {"efficientnet": EfficientNetCase, "swin_transformer": SwinCase, "bigtransfer": BigTransferCase}
@@ -220,11 +220,7 @@ val_resize_size = EVAL_SIZE
 
 
 def test_import_flagperf_maps_flagperfs_efficientnet_configs(tmp_path: Path) -> None:
-    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "efficientnet-pytorch" / "config"
-    folder.mkdir(parents=True)
-    for name, text in FLAGPERF_EFFICIENTNET.items():
-        (folder / name).write_text(text)
-    report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
+    report = import_nvidia_configs(tmp_path, "efficientnet-pytorch", FLAGPERF_EFFICIENTNET)
     written = yaml.safe_load((tmp_path / "out/vendor/nvidia/cases/efficientnet/config_A100x1x1.yaml").read_text())
     assert written == {"lr": 0.1, "label_smoothing": 0.1, "mixup_alpha": 0.2, "cutmix_alpha": 1.0,
                        "weight_decay": 2e-05, "norm_weight_decay": 0.0, "max_epochs": 600, "num_workers": 8,

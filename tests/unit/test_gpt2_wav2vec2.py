@@ -24,7 +24,7 @@ from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import project_root
 from case_runners.plan.layering import load_case_base
 from case_runners.tasks.training.flops import count_per_sample
-from case_runners.vendors.flagperf.importer import import_flagperf
+from flagperf_tree import import_nvidia_configs
 from megatron_indexed import write_indexed
 
 REPO = project_root()
@@ -179,11 +179,7 @@ FLAGPERF_GPT2 = {
 
 
 def test_import_flagperf_maps_flagperfs_gpt2_configs(tmp_path: Path) -> None:
-    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "gpt2-pytorch" / "config"
-    folder.mkdir(parents=True)
-    for name, text in FLAGPERF_GPT2.items():
-        (folder / name).write_text(text)
-    report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
+    report = import_nvidia_configs(tmp_path, "gpt2-pytorch", FLAGPERF_GPT2)
     written = tmp_path / "out/vendor/nvidia/cases/gpt2"
     assert yaml.safe_load((written / "config_A100x1x1.yaml").read_text()) == {"amp": False, "max_steps": 15000}
     assert yaml.safe_load((written / "config_A100x1x8.yaml").read_text()) == {"amp": False}
@@ -351,12 +347,9 @@ def test_wav2vec2_anneals_the_gumbel_temperature_and_warms_up_linearly() -> None
 
 
 def test_import_flagperf_maps_flagperfs_wav2vec2_config(tmp_path: Path) -> None:
-    folder = tmp_path / "FlagPerf" / "training" / "nvidia" / "wav2vec2-pytorch" / "config"
-    folder.mkdir(parents=True)
-    (folder / "config_A100x1x8.py").write_text(  # FlagPerf's, as it is
+    report = import_nvidia_configs(tmp_path, "wav2vec2-pytorch", {"config_A100x1x8.py":  # FlagPerf's, as it is
         'vendor = "nvidia"\n\ndist_backend: str = "nccl"\n\n# Batching\nnum_concat_batches = 4\nupdate_freq = 2\n'
-        "max_sample_size = 250000\nmin_sample_size = 32000\nmax_tokens = 1400000\neval_steps = 100")
-    report = [str(item) for item in import_flagperf(tmp_path / "FlagPerf", tmp_path / "out").items]
+        "max_sample_size = 250000\nmin_sample_size = 32000\nmax_tokens = 1400000\neval_steps = 100"})
     written = tmp_path / "out/vendor/nvidia/cases/wav2vec2/config_A100x1x8.yaml"
     assert yaml.safe_load(written.read_text()) == {"eval_every_steps": 100}
     (max_sample_size,) = [line for line in report if " max_sample_size: " in line]

@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
 from case_runners.cases import list_cases
 from case_runners.cases.llama.shapes import SHAPES
@@ -36,6 +35,7 @@ from case_runners.vendors.description import load_vendor
 from case_runners.vendors.flagperf.importer import HOST_VARS, import_flagperf
 from case_runners.vendors.flagperf.pyconfig import read_config
 from case_runners.vendors.flagperf.vendor_facts import container_options
+from flagperf_tree import lines, load, write
 
 ROOT = project_root()
 DOC = ROOT / "docs" / "flagperf-migration.md"
@@ -109,25 +109,9 @@ TREE = {
 }
 
 
-def write_tree(base: Path) -> Path:
-    for name, text in TREE.items():
-        path = base / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return base
-
-
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    return write_tree(tmp_path / "FlagPerf")
-
-
-def load(path: Path):
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
-def lines(report) -> list[str]:
-    return [str(item) for item in report.items]
+    return write(tmp_path / "FlagPerf", TREE)
 
 
 def test_the_inventory_lists_the_hosts_in_order_with_the_ssh_port(tree, tmp_path):
@@ -398,17 +382,10 @@ def test_the_adapter_signatures_the_import_names_are_the_trainers(monkeypatch):
 # -- every config file is named, at any depth of sibling imports ------------------------------------------------
 
 
-def add_files(base: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = base / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-
-
 def test_detrs_vendor_configs_map_to_the_detr_case(tree, tmp_path):
     """FlagPerf's detr configs as its tree has them (training/<vendor>/detr-pytorch/config/): batch sizes only."""
     detr = "training/kunlunxin/detr-pytorch/config"
-    add_files(tree, {f"{detr}/config_common.py": 'vendor = "kunlunxin"\ndist_backend = "xccl"\n',
+    write(tree, {f"{detr}/config_common.py": 'vendor = "kunlunxin"\ndist_backend = "xccl"\n',
                      f"{detr}/config_R300x2x8.py": "from config_common import *\n\ntrain_batch_size = 4\n"
                                                    "eval_batch_size = 4\n"})
     out = tmp_path / "out"
@@ -420,7 +397,7 @@ def test_detrs_vendor_configs_map_to_the_detr_case(tree, tmp_path):
 def test_every_config_file_is_reported_once_with_its_outcome(tree, tmp_path, capsys):
     """iluvatar's BI-V100 and dcu's 9100 names are read; every other file of a config folder is named with why."""
     ilu = "training/iluvatar/resnet50-pytorch/config"
-    add_files(tree, {
+    write(tree, {
         f"{ilu}/config_BI-V100x1x8.py": "train_batch_size = 32\n",
         "training/dcu/resnet50-pytorch/config/config_9100x1x8.py": "train_batch_size = 16\n",
         f"{BERT}/config_A100x2x8.example": "train_batch_size = 1\n",
@@ -456,7 +433,7 @@ def test_every_config_file_is_reported_once_with_its_outcome(tree, tmp_path, cap
 
 
 def test_sibling_star_imports_are_followed_to_any_depth_and_a_missing_one_is_named(tmp_path):
-    add_files(tmp_path, {
+    write(tmp_path, {
         "config_A100x1x8.py": "from config_Ampere_common import *\nfrom config_gone import *\nfrom gone import *\n"
                               "lr = base_lr * 2\n",
         "config_Ampere_common.py": "from config_common import *\nunpad = True\n",
@@ -523,7 +500,7 @@ CHIP_TREE = {
 
 
 def chip_tree(tree: Path) -> Path:
-    add_files(tree, CHIP_TREE)
+    write(tree, CHIP_TREE)
     conf = tree / CONFIG / "test_conf.py"
     conf.write_text(conf.read_text().replace('VENDOR = "nvidia"', 'VENDOR = "chipx"')
                     .replace('" --gpus all"', '"--env CX_VISIBLE=all --device=/dev/cx0 -v /lib/modules:/lib/modules"')
@@ -603,7 +580,7 @@ ACCE_CONTAINER_OPT = " --gpus all"
 def test_a_vendor_no_settings_file_names_gets_what_test_confs_comments_list_for_it(tree, tmp_path):
     """FlagPerf's test_conf.py lists each vendor's visible-devices variable and container options in comments (read
     as text, never run): a folder written for a vendor the settings' VENDOR is not holds them, with their line."""
-    add_files(tree, CHIP_TREE)
+    write(tree, CHIP_TREE)
     conf = tree / CONFIG / "test_conf.py"
     conf.write_text(conf.read_text().replace('ACCE_CONTAINER_OPT = " --gpus all"\n', COMMENTS))
     root = tmp_path / "checkout"
@@ -625,7 +602,7 @@ def test_a_vendor_no_settings_file_names_gets_what_test_confs_comments_list_for_
 def test_a_hardware_name_of_digits_is_a_string_in_the_vendor_folder_written(tree, tmp_path):
     """FlagPerf names some chips by a number (ascend's config_9100x1x8.py): vendor.yaml must hold it as a string, or
     the folder written does not load (default_hardware: 9100 is an int) and no case of it plans."""
-    add_files(tree, {name.replace("CX-1", "9100"): text for name, text in CHIP_TREE.items()})
+    write(tree, {name.replace("CX-1", "9100"): text for name, text in CHIP_TREE.items()})
     root = tmp_path / "checkout"
     shutil.copytree(ROOT / "vendor", root / "vendor")
     (root / "case_runners").symlink_to(ROOT / "case_runners")

@@ -6,7 +6,6 @@ micro batch), a config without a stack to run it is reported as needing one, and
 from __future__ import annotations
 
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,8 @@ from case_runners.core.paths import project_root
 from case_runners.plan.config.flagperf_names import CASE_NAMES, LLM_FRAMEWORKS, LLM_PARAMS, markdown_table
 from case_runners.plan.run_plan import make_plan
 from case_runners.vendors.flagperf.importer import import_flagperf
+from flagperf_tree import checkout as copy_checkout
+from flagperf_tree import lines, load, write
 
 ROOT = project_root()
 DOC = ROOT / "docs" / "flagperf-migration.md"
@@ -90,14 +91,6 @@ STACK = """\
     """
 
 
-def write(base: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = base / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return base
-
-
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     return write(tmp_path / "FlagPerf", LLM_TREE)
@@ -106,22 +99,12 @@ def tree(tmp_path: Path) -> Path:
 def checkout(tmp_path: Path, *stacks: str) -> Path:
     """A checkout's copy (its vendor folders, its cases) with nvidia's vendor stacks of these names only (not the
     megatron stack it ships)."""
-    root = tmp_path / "checkout"
-    shutil.copytree(ROOT / "vendor", root / "vendor")
+    root = copy_checkout(tmp_path / "checkout")
     shutil.rmtree(root / "vendor/nvidia/stacks")
-    (root / "case_runners").symlink_to(ROOT / "case_runners")
     for name in stacks:
         write(root / "vendor/nvidia/stacks" / name, {"stack.yaml": STACK.format(name=name),
                                                      "train.py": "raise SystemExit('not run here')\n"})
     return root
-
-
-def lines(report) -> list[str]:
-    return [str(item) for item in report.items]
-
-
-def load(path: Path):
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def plans(root: Path, model: str, stack: str, config: dict, tmp_path: Path) -> dict:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from case_runners.rank.env import DistEnv
 from case_runners.tasks.training.vendor_stack import INPUTS_ENV, stack_inputs
 from case_runners.vendors.description import load_vendor
 from case_runners.vendors.vendor_stacks import load_stack
+from flagperf_tree import checkout
 from process_helpers import SHORT_S
 
 REPO = project_root()
@@ -54,9 +54,7 @@ def inputs_of(key: str, tmp_path: Path, rank: int = 0, root: Path = REPO, **over
 
 def with_config(tmp_path: Path, model: str, name: str, text: str) -> Path:
     """A checkout's copy (its cases, nvidia's folder) with one more megatron config of the model case."""
-    root = tmp_path / "checkout"
-    shutil.copytree(REPO / "vendor", root / "vendor")
-    (root / "case_runners").symlink_to(REPO / "case_runners")
+    root = checkout(tmp_path / "checkout")
     folder = root / "vendor/nvidia/cases" / model / "megatron"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(text, encoding="utf-8")
