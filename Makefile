@@ -48,8 +48,8 @@ dev: $(VENV)/.installed-dev
 ## test: lint, unit, report (a real headless Chromium), module, integration and cluster tests
 # Separate pytest processes: importing Ansible patches sys.intern, which torch._dynamo then refuses.
 # The cluster tests need root (namespaces, sshd): skipped without it, except in CI where that fails.
-# The unit and report tests run in two workers (pytest-xdist), a test file per worker at a time, so that the
-# session fixtures a file shares stay in one process. Each pytest process lists its slowest tests and then its own wall time, so CI's output shows where the time goes.
+# The unit and report tests, and the module and integration tests, run in two workers each (pytest-xdist), a test
+# file per worker at a time, so that the fixtures a file shares stay in one process. Each pytest process lists its slowest tests and then its own wall time, so CI's output shows where the time goes.
 PYTEST := $(PY) -m pytest --durations=15
 timed_sh = echo "$(PYTEST) $(1)"; start=$$(date +%s); $(PYTEST) $(1); rc=$$?; \
 	echo "make test: pytest $(1): $$(( $$(date +%s) - start )) s, exit $$rc"; exit $$rc
@@ -63,7 +63,7 @@ side_by_side = @echo "make test: $(1) and $(2) side by side; each one's output f
 	[ $$rc1 -eq 0 ] && [ $$rc2 -eq 0 ]
 test: $(VENV)/.installed-dev lint
 	$(call timed,-n 2 --dist loadfile tests/unit tests/report)
-	$(call timed,tests/modules tests/integration)
+	$(call timed,-n 2 --dist loadfile tests/modules tests/integration)
 	$(call side_by_side,tests/cluster,tests/docker)
 
 lint: $(VENV)/.installed-dev

@@ -1,7 +1,7 @@
 """`make test` as CI's output shows it (.ci/run runs it): every pytest process lists its slowest tests and prints its
-own wall time, and a failing one still fails the target; the unit and report tests run in two workers; the cluster
-and docker suites run side by side, each one's output printed whole. A stand-in Python records each call, so no
-suite runs."""
+own wall time, and a failing one still fails the target; the unit and report tests, and the module and integration
+tests, run in two workers; the cluster and docker suites run side by side, each one's output printed whole. A
+stand-in Python records each call, so no suite runs."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import pytest
 from case_runners.core.paths import project_root
 
 REPO = project_root()
-# The unit and report tests in two workers, a file per worker at a time (pytest-xdist): CI's 2 cores both busy.
-SUITES = ["-n 2 --dist loadfile tests/unit tests/report", "tests/modules tests/integration", "tests/cluster",
-          "tests/docker"]
+# The unit and report tests, then the module and integration tests, in two workers, a file per worker at a time
+# (pytest-xdist): CI's 2 cores both busy.
+SUITES = ["-n 2 --dist loadfile tests/unit tests/report", "-n 2 --dist loadfile tests/modules tests/integration",
+          "tests/cluster", "tests/docker"]
 
 
 def make_test(tmp_path: Path, failing: str = "", script: str = "") -> subprocess.CompletedProcess[str]:
@@ -41,7 +42,7 @@ def test_each_pytest_process_prints_its_slowest_tests_and_its_time(tmp_path: Pat
 def test_a_failing_pytest_process_fails_the_target_after_its_time(tmp_path: Path) -> None:
     done = make_test(tmp_path, failing="tests/integration")
     assert done.returncode != 0
-    assert "make test: pytest tests/modules tests/integration: " in done.stdout and " s, exit 3" in done.stdout
+    assert f"make test: pytest {SUITES[1]}: " in done.stdout and " s, exit 3" in done.stdout
     assert "tests/cluster" not in done.stdout  # make stops at the first failing process
 
 
