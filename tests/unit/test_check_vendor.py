@@ -134,8 +134,8 @@ def test_params_of_a_benchmark_outside_the_suite_are_checked_too(root):
         params:
           gemm: {iterations: 0, warp: 1}
         """)
-    assert f"error: {BASE}: params.gemm: key 'warp': unknown config key (allowed: iterations, precisions, shapes, " \
-           "warmup)" in found, found
+    assert f"error: {BASE}: params.gemm: key 'warp': unknown config key (allowed: iterations, mode, precisions, " \
+           "shapes, warmup)" in found, found
     assert any(f.startswith(f"error: {BASE}: params.gemm: key 'iterations': 0 is out of range") for f in found), found
 
 
