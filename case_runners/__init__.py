@@ -11,7 +11,8 @@ reads this map and fails on an import that goes up or sideways, and on a room th
                            history database
      3  vendors/           a vendor: vendor.yaml, its runtime hook, the vendor folder layout, plugin contracts, calls
      4  rank/driver/       a rank's lifecycle events and dllogger lines
-     5  rank/              one rank: its environment, process group, stop requests and the worker that runs a task
+     5  rank/              one rank: its environment, process group, stop requests, child programs and the worker that
+                           runs a task
      6  tasks/             what a rank runs: training, inference, base (microbenchmarks) and generate
      7  cases/             the standard cases: model, data, configs, inference and generate parts
      7  host/              the host side: the host check, devices, data and requirement checks

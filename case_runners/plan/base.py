@@ -8,9 +8,13 @@ config < the vendor's base.yaml < run overrides, checked against the device befo
   vendor's values over the benchmark's defaults;
 - the selection's overrides, last.
 
-Refused here: an unknown benchmark or param, a precision the hardware does not compute (vendor.yaml
-hardware.<HW>.precisions, else its peak_flops keys), a collective on one rank (p2p: other than two), and sizes that
-do not fit in the device's memory (hardware.<HW>.memory_bytes, where the vendor gives it).
+Every benchmark has the param `mode` (plan/config/benchmarks.py MODES): torch, the vendor's toolkit
+(vendor/<vendor>/base/toolkits/<benchmark>/, vendors/toolkits.py) or both.
+
+Refused here: an unknown benchmark or param, a mode that runs a toolkit the vendor lacks or whose toolkit.yaml is
+wrong, a precision the hardware does not compute (vendor.yaml hardware.<HW>.precisions, else its peak_flops keys), a
+collective on one rank (p2p: other than two), and sizes that do not fit in the device's memory
+(hardware.<HW>.memory_bytes, where the vendor gives it).
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ from case_runners.plan.config.benchmarks import (
     COLLECTIVE,
     FLOP_CONVENTION,
     MEMORY_BYTES,
+    MODE,
+    MODE_PARAM,
     ONE,
     PAIR,
+    runs_toolkit,
     supported_precisions,
 )
 from case_runners.plan.config.resolved import BASE
@@ -38,6 +45,7 @@ from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.vendors.description import VendorDescription
 from case_runners.vendors.layout import BASE_FILE, vendor_dir
+from case_runners.vendors.toolkits import NODE, load_toolkit
 
 BENCHMARKS_DIR = ("case_runners", "tasks", "base", "benchmarks")
 # A benchmark's package, torch-free: footprint(params, world_size) -> [(what, bytes)], the device memory its params
@@ -102,11 +110,14 @@ def resolve_base_selection(sel: Selection, vendor: VendorDescription, root: Path
         data, shown = vendor_base(root, vendor.name)
         return (data.get("params") or {}).get(sel.case) or {}, f"{shown} (params.{sel.case})", shown
 
-    flat = flat_params(sel, benchmark_config_path(root, sel.case), root, default_timeout_s, vendor_layer, errors)
+    flat = flat_params(sel, benchmark_config_path(root, sel.case), root, default_timeout_s, vendor_layer, errors,
+                       MODE_PARAM)
     if flat is None:
         return None, errors
     hardware = str(sel.hardware)
     vendor_file = display_path(vendor.path, root)
+    if not errors and runs_toolkit(flat.params):
+        errors += _toolkit_errors(sel, root, vendor.name, f"{flat.params[MODE]}, set in {flat.provenance[MODE]}")
     if not errors:
         errors += _device_errors(sel, flat.params, flat.provenance, vendor.hardware[hardware], hardware,
                                  vendor_file, world)
@@ -114,6 +125,21 @@ def resolve_base_selection(sel: Selection, vendor: VendorDescription, root: Path
         return None, errors
     return flat_config(sel, vendor, BASE, flat, FLOP_CONVENTION,
                        "a base benchmark: each measurement has its own figure and fraction of peak"), []
+
+
+def _toolkit_errors(sel: Selection, root: Path, vendor: str, mode: str) -> list[ConfigError]:
+    """The vendor's toolkit for the benchmark: its folder and toolkit.yaml (vendors/toolkits.py), and a toolkit that
+    runs once per node on one node only."""
+    try:
+        toolkit = load_toolkit(root, vendor, sel.case)
+    except ConfigError as exc:
+        return [ConfigError(f"{exc.message} ({MODE} {mode})", key=exc.key, file=exc.file,
+                            allowed=exc.allowed)]
+    if toolkit.runs_on == NODE and sel.nnodes != 1:
+        return [ConfigError(f"{toolkit.shown} runs once per node for the node's devices (runs_on: {NODE}): run it on "
+                            f"one node, got nnodes {sel.nnodes}", key=f"{sel.source}.nnodes", file=RUN_VARS_FILE,
+                            allowed=[1])]
+    return []
 
 
 def _device_errors(sel: Selection, params: dict[str, Any], provenance: dict[str, str], hardware: dict[str, Any],

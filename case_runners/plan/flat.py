@@ -5,7 +5,7 @@ the selection; and the resolved config both write. Nothing here is standard or n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,13 +50,16 @@ class FlatParams:
 
 
 def flat_params(sel: Selection, config_path: Path, root: Path, default_timeout_s: int | None,
-                vendor_layer: VendorLayer, errors: list[ConfigError]) -> FlatParams | None:
-    """The params of config_path < the vendor's < the selection's overrides; None with `errors` extended (the
-    earlier `errors` of the selection stop it too, once the files are read)."""
+                vendor_layer: VendorLayer, errors: list[ConfigError],
+                task_params: Mapping[str, Any] | None = None) -> FlatParams | None:
+    """The params of config_path (after `task_params`, those every config of the task has, declared by the task)
+    < the vendor's < the selection's overrides; None with `errors` extended (the earlier `errors` of the selection
+    stop it too, once the files are read)."""
     base_file = display_path(config_path, root)
     try:
         base = load_mapping(config_path, root)
-        defaults, constraints = declare_params(base.get("params") or {}, file=base_file, prefix="params.")
+        defaults, constraints = declare_params({**(task_params or {}), **(base.get("params") or {})}, file=base_file,
+                                               prefix="params.")
         timeout = sel.timeout_s or default_timeout_s or BOUNDS["timeout_s"].check(
             base.get("timeout_s", DEFAULT_CASE_TIMEOUT_S), key="timeout_s", file=base_file)
         vendor_params, vendor_file, vendor_source = vendor_layer()

@@ -5,6 +5,7 @@ env            the rank's place in the run (the launcher's environment), its dev
 start          the vendor's runtime prepared, the device picked, CPU threads shared among the node's ranks
 dist           the process group joined and left
 stop_request   SIGTERM and SIGINT turned into a stop at the task's next check
+child          a program the rank runs as its child, stopped with it
 worker         the rank's entry (`python -m case_runners worker`): the task dispatched by name, the result
                written whatever happens
 

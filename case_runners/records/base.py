@@ -8,7 +8,7 @@ import dataclasses
 import statistics
 from collections.abc import Iterable
 
-from case_runners.plan.config.benchmarks import BENCHMARKS, Peak, fraction
+from case_runners.plan.config.benchmarks import BENCHMARKS, SOURCES, Peak, fraction
 from case_runners.records.schema import ABSENT, Absent, Document, choices
 
 BEST, MEDIAN = "best", "median"
@@ -35,6 +35,8 @@ class Measurement(Document):
     fraction_of_peak: float | None
     reason: str | Absent = ABSENT  # why fraction_of_peak is null
     note: str | Absent = ABSENT  # what bounded the figure (a cap), or how it was counted
+    # toolkit: the vendor's toolkit program measured it (vendors/toolkits.py); absent: perfplay's torch benchmark
+    source: str | Absent = dataclasses.field(default=ABSENT, metadata=choices(*SOURCES))
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -50,6 +52,7 @@ class Headline(Document):
     peak_key: str
     fraction_of_peak: float | None
     reason: str | Absent = ABSENT
+    source: str | Absent = dataclasses.field(default=ABSENT, metadata=choices(*SOURCES))  # as its measurements'
 
 
 def measurement(benchmark: str, kind: str, size: str, achieved: float, peak: Peak, *, iterations: int,
@@ -65,13 +68,14 @@ def measurement(benchmark: str, kind: str, size: str, achieved: float, peak: Pea
 
 
 def headlines(measurements: Iterable[Measurement]) -> list[Headline]:
-    """Per benchmark and kind, in the order first measured: the best figure (with its size) and, for gemm, the
-    median over sizes."""
-    groups: dict[tuple[str, str], list[Measurement]] = {}
+    """Per benchmark, kind and source, in the order first measured, a toolkit's right after the torch benchmark's of
+    the same kind: the best figure (with its size) and, for gemm, the median over sizes."""
+    groups: dict[tuple[str, str, object], list[Measurement]] = {}
     for m in measurements:
-        groups.setdefault((m.benchmark, m.kind), []).append(m)
+        groups.setdefault((m.benchmark, m.kind, m.source), []).append(m)
+    kinds = list(dict.fromkeys((benchmark, kind) for benchmark, kind, _ in groups))
     found = []
-    for (benchmark, _), group in groups.items():
+    for (benchmark, _, _), group in sorted(groups.items(), key=lambda item: kinds.index(item[0][:2])):
         best = max(group, key=lambda m: m.achieved)
         found.append(_headline(best, BEST, best.achieved, best.size))
         if benchmark in MEDIAN_OF:
@@ -85,5 +89,7 @@ def _headline(m: Measurement, stat: str, achieved: float, size: str | None) -> H
                     fraction_of_peak=None if m.peak is None else achieved / m.peak)
     if m.reason is not ABSENT:
         line.reason = m.reason
+    if m.source is not ABSENT:
+        line.source = m.source
     return line
 

@@ -101,6 +101,7 @@ class BaseRow(Document):
     peak_key: str
     fraction_of_peak: Stat
     reason: str | None  # why the fraction is withheld
+    source: str | Absent = ABSENT  # toolkit: the vendor's toolkit's figure (records/base.py); absent: torch's
 
 
 @dataclasses.dataclass(kw_only=True)

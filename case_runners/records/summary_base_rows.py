@@ -8,18 +8,19 @@ from typing import Any
 from case_runners.records import names
 from case_runners.records.base import Headline, Measurement
 from case_runners.records.round import RoundRecord
+from case_runners.records.schema import ABSENT
 from case_runners.records.summary import BaseRow, Stat
 
 
 def base_rows(records: list[Any]) -> list[BaseRow]:
     """A base case's headlines over its valid rounds (records: its rounds, any status), in the order measured."""
-    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    found: dict[tuple[str, str, str, object], dict[str, Any]] = {}
     for record in sorted(records, key=lambda r: r.round):
         if record.status not in names.VALID_STATUSES or not isinstance(record, RoundRecord):
             continue
         for doc in record.metrics.get("headlines") or []:
             line = Headline.from_json(doc)
-            entry = found.setdefault((line.benchmark, line.kind, line.stat),
+            entry = found.setdefault((line.benchmark, line.kind, line.stat, line.source),
                                      {"line": line, "achieved": [], "fraction": []})
             entry["line"] = line  # the last valid round's size, peak and reason
             entry["achieved"].append(line.achieved)
@@ -31,7 +32,8 @@ def base_rows(records: list[Any]) -> list[BaseRow]:
         rows.append(BaseRow(benchmark=line.benchmark, kind=line.kind, stat=line.stat, size=line.size, unit=line.unit,
                             achieved=Stat.of(entry["achieved"]), peak=line.peak, peak_key=line.peak_key,
                             fraction_of_peak=Stat.of(entry["fraction"]),
-                            reason=line.reason if isinstance(line.reason, str) else None))
+                            reason=line.reason if isinstance(line.reason, str) else None,
+                            **({} if line.source is ABSENT else {"source": line.source})))
     return rows
 
 

@@ -6,7 +6,8 @@ vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml 
 environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers),
 csrc/setup.py and <stack>/config_<HW>x<nnodes>x<nproc>.yaml (a stack's configs: a built-in stack's,
 plan/config/stacks.py, or the vendor's own); the vendor's own stacks, stacks/<name>/stack.yaml and requirements.txt
-(vendors/vendor_stacks.py).
+(vendors/vendor_stacks.py); the vendor's base toolkits, base/toolkits/<benchmark>/toolkit.yaml and its sources
+(vendors/toolkits.py).
 Stdlib only.
 """
 
@@ -29,6 +30,8 @@ ADAPTER_FILE = "trainer_adapter.py"
 STACKS_DIR = "stacks"  # the vendor's own stacks: stacks/<name>/
 STACK_FILE = "stack.yaml"
 STACK_REQUIREMENTS = "requirements.txt"
+TOOLKITS_DIR = ("base", "toolkits")  # the vendor's base toolkits: base/toolkits/<benchmark>/
+TOOLKIT_FILE = "toolkit.yaml"
 # A hardware name (a vendor.yaml hardware key, the <HW> of config files; FlagPerf's names too: BI-V100, 9100, a
 # vendor.yaml key written as a YAML string).
 HARDWARE_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
@@ -49,6 +52,10 @@ def vendor_engines(root: Path, vendor: str) -> list[str]:
 
 def stacks_dir(root: Path, vendor: str) -> Path:
     return vendor_dir(root, vendor) / STACKS_DIR
+
+
+def toolkits_dir(root: Path, vendor: str) -> Path:
+    return vendor_dir(root, vendor).joinpath(*TOOLKITS_DIR)
 
 
 def vendor_case_dir(root: Path, vendor: str, case: str) -> Path:

@@ -246,7 +246,8 @@ def test_the_host_check_answers_the_case_s_pins_and_pip_runs_only_for_a_file_it_
 def test_its_base_suite_runs_through_the_playbook_with_no_code(checkout, results_dir):
     """Every benchmark of testchip's base.yaml suite: each round a success, each figure positive and finite, against
     the peak of its vendor.yaml key where the engineer gave one (a fraction in (0, 1.5]), withheld with the reason
-    naming the key where not."""
+    naming the key where not; memory bandwidth by torch and by the chip's own C toolkit, side by side in the summary,
+    summary.md and the report."""
     run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
         "perfplay_vendor": "testchip", "perfplay_task": "base", "perfplay_results_dir": str(results_dir),
         "perfplay_run_id": "newchip-base"}))
@@ -274,3 +275,17 @@ def test_its_base_suite_runs_through_the_playbook_with_no_code(checkout, results
                 assert 0 < m["fraction_of_peak"] <= 1.5, where
                 peaks_used.add(peak.key)
     assert "hardware.TC1.peak_flops.fp32" in peaks_used, "gemm fp32 ran against the peak the engineer wrote"
+    # memory_bandwidth in mode both: the chip's C toolkit (base/toolkits/memory_bandwidth), built with cc, beside torch
+    (bandwidth,) = [c for c in summary["cases"] if c["case"] == "memory_bandwidth"]
+    assert sorted((m["kind"], m["size"]) for m in bandwidth["measurements"] if m.get("source") == "toolkit") == \
+        [("copy", "128 MiB"), ("copy", "64 MiB"), ("triad", "128 MiB"), ("triad", "64 MiB")]
+    assert [(r["kind"], r.get("source", "torch")) for r in bandwidth["base"]] == \
+        [("copy", "torch"), ("copy", "toolkit"), ("triad", "torch"), ("triad", "toolkit")]
+    assert "hardware.TC1.memory_bandwidth_bytes_s" in peaks_used
+    case_id = bandwidth["case_id"]
+    markdown = (results_dir / "newchip-base" / "summary.md").read_text()
+    assert f"| {case_id} | 1 | 1/1 | memory_bandwidth | copy | toolkit | best |" in markdown, markdown
+    report = (results_dir / "newchip-base" / "report.html").read_text()
+    assert f"<td>{case_id}</td><td>1</td><td>1/1</td><td>memory_bandwidth</td><td>triad</td><td>toolkit</td>" \
+        in report
+    assert f"{case_id} " in flat(run.output) and " toolkit " in flat(run.output), "the play's base table"

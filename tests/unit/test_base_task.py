@@ -85,7 +85,7 @@ def test_errors_of_the_vendors_suite_name_its_base_file(tmp_path):
     errors = make_plan({"task": "base", "vendor": "cpu"}, check=True, root=tmp_path)["errors"]
     assert any(e.startswith("vendor/cpu/base.yaml: key 'suite[0].case': unknown base benchmark 'gemmm'")
                for e in errors), errors
-    assert "vendor/cpu/base.yaml (suite[1].overrides): key 'warmupp': unknown config key (allowed: iterations, " \
+    assert "vendor/cpu/base.yaml (suite[1].overrides): key 'warmupp': unknown config key (allowed: iterations, mode, " \
            "precisions, shapes, warmup)" in errors, errors
 
 
@@ -215,7 +215,7 @@ def test_a_gemm_round_runs_from_the_command_line_to_the_summary(tmp_path):
     (case,) = summary.cases
     assert [(r.kind, r.stat) for r in case.base] == [("fp32", "best"), ("fp32", "median"), ("bf16", "best"),
                                                      ("bf16", "median")]
-    assert "| gemm_base_CPUx1x1 | 1 | 1/1 | gemm | bf16 | best |" in (run_dir / "summary.md").read_text()
+    assert "| gemm_base_CPUx1x1 | 1 | 1/1 | gemm | bf16 | torch | best |" in (run_dir / "summary.md").read_text()
     assert "fraction withheld:" in done.stdout + done.stderr
     events = [json.loads(line) for line in next(run_dir.rglob("rank0.events.jsonl")).read_text().splitlines()]
     assert sum(e["event"] == "BASE_MEASUREMENT" for e in events) == 4

@@ -134,8 +134,8 @@ def test_params_of_a_benchmark_outside_the_suite_are_checked_too(root):
         params:
           gemm: {iterations: 0, warp: 1}
         """)
-    assert f"error: {BASE}: params.gemm: key 'warp': unknown config key (allowed: iterations, precisions, shapes, " \
-           "warmup)" in found, found
+    assert f"error: {BASE}: params.gemm: key 'warp': unknown config key (allowed: iterations, mode, precisions, " \
+           "shapes, warmup)" in found, found
     assert any(f.startswith(f"error: {BASE}: params.gemm: key 'iterations': 0 is out of range") for f in found), found
 
 
@@ -145,6 +145,28 @@ def test_a_base_yaml_that_resolves_is_one_ok_line(root):
     default = ", ".join(f"{name}_base_TC1x1x1" for name, spec in BENCHMARKS.items() if spec.ranks == ONE)
     assert base_findings(root, None) == [f"ok: {BASE}: absent: the base suite, every one-rank benchmark at its "
                                          f"defaults, resolves ({default})"]
+
+
+def test_base_toolkits_are_checked_each_an_ok_line_or_an_error_naming_its_file_and_key(root):
+    toolkits = root / "vendor" / "testchip" / "base" / "toolkits"
+    shown = "vendor/testchip/base/toolkits/memory_bandwidth/toolkit.yaml"
+    assert f"ok: {shown}: memory_bandwidth toolkit: memory bandwidth, bytes read + written per call (copy 2 x array, " \
+           "triad 3 x array) (B/s); built with cc; runs per rank (--set mode=toolkit or both)" in \
+        [str(f) for f in check_vendor("testchip", root)]
+    path = toolkits / "memory_bandwidth" / "toolkit.yaml"
+    path.write_text(path.read_text().replace("unit: B/s", "unit: GB/s"))
+    shutil.copytree(toolkits / "memory_bandwidth", toolkits / "nosuch")
+    unit = "key 'unit': 'GB/s' is not the unit of memory_bandwidth's figures"
+    assert lines(root) == [  # base.yaml's suite runs it in mode both: the suite does not resolve either
+        f"error: vendor/testchip/base.yaml: {shown}: {unit} (mode both, set in run overrides (suite[1].overrides)) "
+        "(allowed: B/s)",
+        f"error: {shown}: {unit} (allowed: B/s)",
+        "error: vendor/testchip/base/toolkits/nosuch: 'nosuch' is not a base benchmark: a toolkit's folder is named "
+        f"after the benchmark it measures (allowed: {', '.join(sorted(BENCHMARKS))})"]
+    nvidia = [str(f) for f in check_vendor("nvidia", project_root())]
+    assert [f.split(":")[1].strip() for f in nvidia if "/base/toolkits/" in f] == [
+        "vendor/nvidia/base/toolkits/allreduce/toolkit.yaml", "vendor/nvidia/base/toolkits/gemm/toolkit.yaml"]
+    assert all(f.startswith("ok: ") for f in nvidia if "/base/toolkits/" in f), nvidia
 
 
 def test_an_unknown_vendor_or_a_path_is_refused(root, capsys):

@@ -239,8 +239,8 @@ def test_existing_files_are_kept_without_force(tree, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["import-flagperf", str(tree), "--out", str(out)]) == 0
     # the next command runs each suite's vars on the hosts of its own FlagPerf file, inference on host.yaml's
-    assert f"(inference: -i {out}/inventory/flagperf_inference/hosts.yml -e @{out}/flagperf_inference.yml)" in \
-        capsys.readouterr().out
+    assert f"(inference: -i {out}/inventory/flagperf_inference/hosts.yml -e @{out}/flagperf_inference.yml; base: " \
+           f"-i {out}/inventory/flagperf_base/hosts.yml -e @{out}/flagperf_base.yml)" in capsys.readouterr().out
     written = {p: p.read_text() for p in out.rglob("*.y*ml")}
     assert len(written) == 6
     for path in written:
@@ -405,7 +405,7 @@ def test_every_config_file_is_reported_once_with_its_outcome(tree, tmp_path, cap
         "training/nvidia/glm-pytorch/config/config_A100x1x8.py": "train_batch_size = 8\n",
         "training/nvidia/glm-pytorch/config/net.sh": "echo\n",
         "inference/configs/resnet50/parameters.yaml": "batch_size: 1\n",
-        "base/configs/host.yaml": "VENDOR: nvidia\n"})
+        "operation/configs/host.yaml": "VENDOR: nvidia\n"})
     out = tmp_path / "out"
     assert main(["import-flagperf", str(tree), "--out", str(out)]) == 0
     text = capsys.readouterr().out
@@ -425,7 +425,7 @@ def test_every_config_file_is_reported_once_with_its_outcome(tree, tmp_path, cap
         "no counterpart", "a vendor config of a case perfplay does not run")
     assert outcomes["training/nvidia/glm-pytorch/config/net.sh"] == (
         "skipped", "in the folder of a FlagPerf case perfplay does not run")
-    assert outcomes["base/configs/host.yaml"][0] == "skipped"
+    assert outcomes["operation/configs/host.yaml"][0] == "skipped"
     # one line per file, and the counts
     for name in every:
         assert any(line[16:].startswith(f"{name}: ") for line in text.splitlines()), name
@@ -687,13 +687,59 @@ def test_the_list_form_of_cases_is_converted(tree, tmp_path):
 
 
 @pytest.mark.parametrize("where", ["base/configs/host.yaml", "elsewhere/host.yaml"])
-def test_a_base_host_file_is_not_taken_for_an_inference_one(tmp_path, capsys, where):
+def test_a_base_host_file_is_mapped_as_the_base_suites_run_vars_and_hosts(tmp_path, capsys, where):
+    """FlagPerf's base/configs/host.yaml (by its folder, or elsewhere by its keys) is the base suite's: its CASES as
+    base selections at their scale, TOOLKIT as mode toolkit, its hosts an inventory; not an inference host file."""
     host = tmp_path / "FlagPerf" / where
     host.parent.mkdir(parents=True)
-    host.write_text('VENDOR: "nvidia"\nBENCHMARKS_OR_TOOLKITS: "BENCHMARK"\nHOSTS: ["10.0.0.1"]\n'
-                    'CASES:\n  "computation-FP32": "pytorch_2.3"\n')
+    host.write_text('VENDOR: "nvidia"\nBENCHMARKS_OR_TOOLKITS: "TOOLKIT"\nHOSTS: ["10.0.0.1", "10.0.0.2"]\n'
+                    'NPROC_PER_NODE: 8\nSSH_PORT: "22"\nCASES:\n  "computation-BF16:H100": "pytorch_2.3"\n'
+                    '  "main_memory-bandwidth": "pytorch_2.3"\n  "interconnect-MPI_interserver": "pytorch_ssh"\n'
+                    '  "interconnect-P2P_intraserver": "pyorch_2.3"\n  "computation-FP4": "pytorch_2.3"\n')
+    out = tmp_path / "out"
+    assert main(["import-flagperf", str(host), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    run_vars = load(out / "flagperf_base.yml")
+    assert run_vars == {"perfplay_task": "base", "perfplay_vendor": "nvidia", "perfplay_cases": [
+        {"case": "gemm", "hardware": "H100", "nnodes": 1, "nproc": 8,
+         "overrides": {"precisions": ["bf16"], "mode": "toolkit"}},
+        {"case": "memory_bandwidth", "nnodes": 1, "nproc": 8, "overrides": {"mode": "toolkit"}},
+        {"case": "allreduce", "nnodes": 2, "nproc": 8, "overrides": {"mode": "toolkit"}},
+        {"case": "p2p", "nnodes": 1, "nproc": 2, "overrides": {"mode": "toolkit"}}]}
+    hosts = load(out / "inventory/flagperf_base/hosts.yml")["all"]["children"]["perfplay_hosts"]
+    assert list(hosts["hosts"]) == ["10.0.0.1", "10.0.0.2"] and hosts["vars"]["ansible_port"] == 22
+    assert not (out / "flagperf_inference.yml").exists(), "not taken for an inference host file"
+    shown = where if where.startswith("base/") else "host.yaml"
+    for line in (f"mapped          {shown} BENCHMARKS_OR_TOOLKITS: -> perfplay_cases: mode toolkit",
+                 f"mapped          {shown} CASES['computation-BF16:H100']: -> perfplay_cases: gemm 1x8, overrides "
+                 "{'precisions': ['bf16'], 'mode': 'toolkit'}; FlagPerf's 8192^3 is in perfplay's shapes",
+                 f"mapped          {shown} CASES['main_memory-bandwidth']: -> perfplay_cases: memory_bandwidth 1x8, "
+                 "overrides {'mode': 'toolkit'}; perfplay's vendor/nvidia/ ships no toolkit for memory_bandwidth yet: "
+                 "the plan refuses mode toolkit until one is written (docs/base.md)",
+                 f"mapped          {shown} CASES['interconnect-MPI_interserver']: -> perfplay_cases: allreduce 2x8, "
+                 "overrides {'mode': 'toolkit'}; bus bandwidth across the hosts",
+                 f"mapped          {shown} CASES['interconnect-P2P_intraserver']: -> perfplay_cases: p2p 1x2, "
+                 "overrides {'mode': 'toolkit'}; framework 'pyorch_2.3': perfplay's base benchmarks are written for "
+                 "pytorch; perfplay's vendor/nvidia/ ships no toolkit for p2p yet",
+                 f"no counterpart  {shown} CASES['computation-FP4']: perfplay has no base benchmark for FlagPerf's "
+                 "'computation-FP4' (its base cases: computation-FP64, "):
+        assert any(found.startswith(line) for found in text.splitlines()), f"{line!r} not in:\n{text}"
+    # the plan reads the vars: nvidia's gemm toolkit resolves; the toolkits nvidia lacks, and its one-node allreduce
+    # toolkit across two hosts, are refused by name
+    request = {key.removeprefix(RUN_VAR_PREFIX): value for key, value in run_vars.items()}
+    errors = make_plan({**request, "run_var_names": sorted(run_vars), "results_dir": str(tmp_path / "results")},
+                       check=True, root=ROOT)["errors"]
+    assert [e.split(": ")[0] for e in errors] == [
+        "vendor/nvidia/base/toolkits/memory_bandwidth/toolkit.yaml", "run vars",
+        "vendor/nvidia/base/toolkits/p2p/toolkit.yaml"], errors
+    assert "allreduce/toolkit.yaml runs once per node" in errors[1]
+
+
+def test_the_host_file_of_a_suite_perfplay_does_not_import_is_refused(tmp_path, capsys):
+    host = tmp_path / "FlagPerf" / "operation" / "configs" / "host.yaml"
+    host.parent.mkdir(parents=True)
+    host.write_text('VENDOR: "nvidia"\nHOSTS: ["10.0.0.1"]\n')
     out = tmp_path / "out"
     assert main(["import-flagperf", str(host), "--out", str(out)]) == 2
-    assert "is the host file of FlagPerf's base suite, not an inference one (inference/configs/host.yaml)" in \
-        capsys.readouterr().err
+    assert "is the host file of FlagPerf's operation suite, not an inference or base one" in capsys.readouterr().err
     assert not out.exists()

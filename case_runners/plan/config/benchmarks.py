@@ -28,6 +28,25 @@ INTRA, INTER = "intra", "inter"
 PRECISIONS_KEY = "precisions"  # the precisions the device computes (default: those of peak_flops)
 HARDWARE_PEAKS = (PEAK_FLOPS, MEMORY_BYTES, MEMORY_BANDWIDTH, H2D, INTERCONNECT)
 
+# How a base benchmark measures (its `mode` param, declared for every benchmark here): perfplay's torch benchmark,
+# the vendor's toolkit (vendor/<vendor>/base/toolkits/<benchmark>/: vendors/toolkits.py), or both, side by side.
+MODE = "mode"
+TORCH, TOOLKIT, BOTH = "torch", "toolkit", "both"
+MODES = (TORCH, TOOLKIT, BOTH)
+MODE_PARAM = {MODE: {"default": TORCH, "type": "str", "choices": list(MODES)}}
+SOURCES = (TORCH, TOOLKIT)  # what measured a figure (records/base.py Measurement.source)
+
+
+def runs_toolkit(params: Mapping[str, Any]) -> bool:
+    """Whether a base benchmark's resolved params run the vendor's toolkit."""
+    return params.get(MODE, TORCH) in (TOOLKIT, BOTH)
+
+
+def runs_torch(params: Mapping[str, Any]) -> bool:
+    """Whether they run perfplay's torch benchmark."""
+    return params.get(MODE, TORCH) in (TORCH, BOTH)
+
+
 FLOP_CONVENTION = "FLOPs of an MxK by KxN matmul = 2*M*N*K (1 multiply-add = 2 FLOPs)"
 # A precision's element type: the torch dtype's name (torch-free here) and its bytes per element. tf32 computes on
 # fp32 tensors; fp8 is e4m3.

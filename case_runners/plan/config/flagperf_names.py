@@ -1,7 +1,7 @@
 """FlagPerf's names and perfplay's, in one table: the run settings of training/run_benchmarks/config/test_conf.py,
 cluster_conf.py and inference/configs/host.yaml (RUN_SETTINGS), the case params of the vendor configs
-config_<HW>x<N>x<P>.py (PARAMS), the trainer adapter points of extern/trainer_adapter.py (ADAPTER_POINTS), and
-the case names (CASE_NAMES).
+config_<HW>x<N>x<P>.py (PARAMS), the trainer adapter points of extern/trainer_adapter.py (ADAPTER_POINTS), the
+case names (CASE_NAMES), and the base suite's cases (BASE_CASES, from base/configs/host.yaml).
 
 A row whose perfplay side is None has no counterpart; its note says why and where the setting lives instead.
 The importer (case_runners/vendors/flagperf/importer.py), the plan's refusal of FlagPerf run vars (plan/run_vars.py) and
@@ -11,6 +11,7 @@ docs/flagperf-migration.md (checked by tests/unit/test_import_flagperf.py) all r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from case_runners.plan.config.adapter_points import adapter_call
 
@@ -34,6 +35,7 @@ class Name:
     role: str = ""  # (LLM params) what it is in the global batch or the run's length, computed with the others
 
 
+BASE_HOST_YAML = "base/configs/host.yaml"  # FlagPerf's base suite's run settings (HOST_YAML in its folder)
 _ALL = (TEST_CONF, HOST_YAML)
 _CLUSTER = (CLUSTER_CONF, HOST_YAML)
 
@@ -41,7 +43,7 @@ RUN_SETTINGS: tuple[Name, ...] = (
     Name("VENDOR", "perfplay_vendor", "a folder under vendor/", _ALL),
     Name("CASES", "perfplay_cases", "FlagPerf's mapping {'case:framework:HW:nnodes:nproc:repeat': data_dir} as it is "
          "(a versioned framework such as pytorch_1.8 included); host.yaml's 'case:framework' keys with "
-         "perfplay_task: inference", _ALL),
+         "perfplay_task: inference; base/configs/host.yaml's base cases as base selections (docs/base.md)", _ALL),
     Name("CLEAR_CACHES", "perfplay_clear_caches", "drop the page cache before each round", _ALL),
     Name("PIP_SOURCE", "perfplay_image.pip_index_url", "the index the docker runtime's image build installs from "
          "(the host runtime's venv uses pip's own configuration)", _ALL),
@@ -68,6 +70,11 @@ RUN_SETTINGS: tuple[Name, ...] = (
          (TEST_CONF,)),
     Name("FLAGPERF_LOG_PATH_HOST", None, "FlagPerf's old (2022) name of FLAGPERF_LOG_PATH", (TEST_CONF,)),
     Name("FLAGPERF_LOG_PATH_CONTAINER", None, "FlagPerf's old (2022) container log path", (TEST_CONF,)),
+    Name("BENCHMARKS_OR_TOOLKITS", "perfplay_cases", "each base case's overrides.mode: BENCHMARK, perfplay's torch "
+         "benchmarks (mode torch, the default); TOOLKIT, the vendor's toolkits, "
+         "vendor/<vendor>/base/toolkits/<benchmark>/ (mode toolkit, docs/base.md)", (BASE_HOST_YAML,)),
+    Name("NPROC_PER_NODE", "perfplay_cases", "each base case's nproc (p2p: its pair, 1x2 or 2x1)",
+         (BASE_HOST_YAML,)),
 )
 
 _RECIPE = "the image classifiers' recipe is the case's (config.yaml, run-only): "
@@ -273,6 +280,33 @@ LLM_PARAMS: tuple[Name, ...] = (
     Name("train_micro_batch_size_per_gpu", None, f"({DS_CONFIG}) the config's batchsize is the micro batch"),
     Name("train_batch_size", None, f"({DS_CONFIG}) the global batch: batchsize x accumulation x ranks"),
 )
+
+# FlagPerf's base cases (base/benchmarks/<case>/, base/toolkits/<case>/<vendor>/) as perfplay's base benchmarks: the
+# benchmark, its overrides, and its scale (BaseCase.scale).
+NODE_SCALE, HOSTS_SCALE, PAIR_IN_NODE, PAIR_ACROSS_NODES = "node", "hosts", "1x2", "2x1"
+
+
+@dataclass(frozen=True)
+class BaseCase:
+    flagperf: str
+    benchmark: str  # plan/config/benchmarks.py BENCHMARKS
+    overrides: tuple[tuple[str, Any], ...]
+    scale: str  # NODE_SCALE: 1 x NPROC_PER_NODE; HOSTS_SCALE: len(HOSTS) x NPROC_PER_NODE; a pair: 1x2 or 2x1
+    note: str = ""
+
+
+BASE_CASES: dict[str, BaseCase] = {c.flagperf: c for c in (
+    *(BaseCase(f"computation-{p.upper()}", "gemm", (("precisions", [p]),), NODE_SCALE, "FlagPerf's 8192^3 is in "
+               "perfplay's shapes") for p in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")),
+    BaseCase("main_memory-bandwidth", "memory_bandwidth", (), NODE_SCALE),
+    BaseCase("main_memory-capacity", "memory_capacity", (), NODE_SCALE),
+    BaseCase("interconnect-h2d", "h2d", (), NODE_SCALE),
+    BaseCase("interconnect-MPI_intraserver", "allreduce", (), NODE_SCALE, "bus bandwidth within a node"),
+    BaseCase("interconnect-MPI_interserver", "allreduce", (), HOSTS_SCALE, "bus bandwidth across the hosts"),
+    BaseCase("interconnect-P2P_intraserver", "p2p", (), PAIR_IN_NODE),
+    BaseCase("interconnect-P2P_interserver", "p2p", (), PAIR_ACROSS_NODES),
+)}
+BENCHMARK, TOOLKIT_MODE = "BENCHMARK", "TOOLKIT"  # BENCHMARKS_OR_TOOLKITS's values
 
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}

@@ -49,17 +49,12 @@ matches no line fails the rank naming the stack and the parser.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any, cast
 
 from case_runners.core import files
 from case_runners.core.errors import PerfplayError
@@ -67,6 +62,7 @@ from case_runners.core.paths import project_root
 from case_runners.plan.config.shared_params import GRAD_ACCUMULATION as ACCUMULATION
 from case_runners.plan.config.shared_params import micro_batch_size, precision_name
 from case_runners.rank import stop_request
+from case_runners.rank.child import run_child as _run_command
 from case_runners.rank.driver import events as ev
 from case_runners.rank.driver.dllogger import (
     EVAL_PREFIX,
@@ -90,8 +86,6 @@ SCHEMA = "perfplay.stack_inputs/1"
 ORDER_SCHEMA = "perfplay.stack_order/1"
 STEP_TIME, SAMPLES, EVAL_TIME = "step_time", "samples", "eval_time"
 STEP_FIELDS = (TRAIN_LOSS, STEP_TIME, SAMPLES)  # every step line's
-TAIL_LINES = 20  # of the program's output, in a failed rank's reason
-STOP_WAIT_S = 10.0  # after forwarding a stop: the program's time to end before SIGKILL
 
 
 def inputs_path(log_dir: Path, rank: int) -> Path:
@@ -224,58 +218,6 @@ def _run_silent(argv: list[str], stack: VendorStack, env: dict[str, str], world_
         raise PerfplayError(f"the {stack.name} stack's command exited with {code}: {' '.join(argv)}; its last "
                             f"output:\n{said}")
     return {"status": names.SUCCESS, LOGGED_BY: stack.logging_rank(world_size), "versions": {}}
-
-
-def _run_command(argv: list[str], cwd: Path, env: dict[str, str],
-                 on_line: Callable[[str], None] | None = None) -> tuple[int, list[str]]:
-    """Run the program, its output (stdout and stderr) passed on to the rank's stderr and each line, without its
-    newline, to on_line; a stop request (a signal or the round's deadline) forwarded to it, Stopped raised once it
-    ended. (exit code, its last lines)."""
-    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    try:
-        child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, text=True, errors="replace")
-    except OSError as exc:
-        raise PerfplayError(f"cannot start the stack's command {argv}: {exc}") from None
-    assert child.stdout is not None
-    reader = threading.Thread(target=_pass_on, args=(child.stdout, tail, on_line), daemon=True)
-    reader.start()
-    try:
-        while child.poll() is None:
-            stop_request.check("training (the stack's command)")
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=0.2)
-    except stop_request.Stopped as stopped:
-        _stop(child, stopped)
-        raise
-    finally:
-        if child.poll() is None:  # any other exit of this frame: the program does not outlive its rank
-            child.kill()
-            child.wait()
-        reader.join(timeout=5)
-    return child.returncode, list(tail)
-
-
-def _stop(child: subprocess.Popen, stopped: stop_request.Stopped) -> None:
-    """Forward the stop request's signal (SIGTERM at the deadline), then SIGKILL after STOP_WAIT_S."""
-    signum = stopped.request.signum if stopped.request.signum in stop_request.SIGNALS else signal.SIGTERM
-    with contextlib.suppress(ProcessLookupError):
-        child.send_signal(signum)
-    try:
-        child.wait(timeout=STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-
-
-def _pass_on(out: IO[str], tail: collections.deque[str], on_line: Callable[[str], None] | None) -> None:
-    for line in out:
-        tail.append(line.rstrip("\n"))
-        if on_line is not None:
-            on_line(line.rstrip("\n"))
-        with contextlib.suppress(OSError):
-            sys.stderr.write(line)
-            sys.stderr.flush()
 
 
 def read_stream(path: Path, metric: str, max_steps: int) -> tuple[list[LogEntry], list[LogEntry]]:

@@ -1,7 +1,7 @@
 """What check-vendor reads without running anything: the files of the vendor folder layout, vendor.yaml, the runtime
 hook, the config file names against the hardware table, every config resolved (vendor-mutable keys only), the base
-suite and params of base.yaml resolved, the README's sections, the engines' InferModel contract and the extern
-adapters' points."""
+suite and params of base.yaml resolved, the base toolkits' toolkit.yaml, the README's sections, the engines'
+InferModel contract and the extern adapters' points."""
 
 from __future__ import annotations
 
@@ -33,13 +33,16 @@ from case_runners.vendors.layout import (
     GENERATE_FILE,
     MONITOR_FILE,
     STACK_FILE,
+    TOOLKIT_FILE,
     VENDOR_FILE,
     adapter_file,
     stacks_dir,
+    toolkits_dir,
     vendor_dir,
 )
 from case_runners.vendors.plugin_source import Point, source_arity
 from case_runners.vendors.scaffold import README_SECTIONS, missing_sections, smallest_selection
+from case_runners.vendors.toolkits import load_toolkit, toolkit_names
 from case_runners.vendors.vendor_stacks import load_stack, stack_names, stacks_for_case
 
 README = "README.md"
@@ -71,6 +74,7 @@ def check_structure(name: str, root: Path) -> list[Finding]:
                     f"{', '.join(vendor.hardware)}; runtime.py's source fits the contract"))
     found += _readme(folder / README, root)
     found += _base(name, root)
+    found += _toolkits(name, root)
     for engine in sorted((folder / "engines").glob("*.py")):
         found += _engine(engine, root)
     cases = sorted(p for p in (folder / "cases").iterdir() if p.is_dir()) if (folder / "cases").is_dir() else []
@@ -136,6 +140,23 @@ def _base(vendor: str, root: Path) -> list[Finding]:
         return found
     also = f"; the params of {', '.join(unrun)} too" if unrun else ""
     return [ok(shown, f"{suite_is} resolves ({', '.join(c['case_id'] for c in plan['cases'])}){also}")]
+
+
+def _toolkits(vendor: str, root: Path) -> list[Finding]:
+    """The vendor's base toolkits (vendors/toolkits.py): each folder a base benchmark's, its toolkit.yaml loads
+    (keys, unit and peak, argv lists and their placeholders, the sources they name)."""
+    found: list[Finding] = []
+    for name in toolkit_names(root, vendor):
+        shown = display_path(toolkits_dir(root, vendor) / name / TOOLKIT_FILE, root)
+        try:
+            toolkit = load_toolkit(root, vendor, name)
+        except ConfigError as exc:
+            found.append(error(exc.file or shown, str(exc).removeprefix(f"{exc.file}: ")))
+            continue
+        built = f"built with {toolkit.build[0]}" if toolkit.build else "nothing to build"
+        found.append(ok(shown, f"{name} toolkit: {toolkit.metric} ({toolkit.unit}); {built}; runs per "
+                               f"{toolkit.runs_on} (--set mode=toolkit or both)"))
+    return found
 
 
 def _in_base(message: str, shown: str) -> str:

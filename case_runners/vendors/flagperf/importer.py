@@ -1,11 +1,13 @@
 """`import-flagperf`: a FlagPerf checkout's configs (or one of them) as perfplay's, and a report per item.
 
-Reads (never runs) training/run_benchmarks/config/test_conf.py and cluster_conf.py, inference/configs/host.yaml and
-the vendor configs training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py, and writes under OUT:
+Reads (never runs) training/run_benchmarks/config/test_conf.py and cluster_conf.py, inference/configs/host.yaml,
+base/configs/host.yaml and the vendor configs training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py,
+and writes under OUT:
 - inventory/flagperf/hosts.yml (cluster_conf.py; inventory/flagperf_inference/hosts.yml from host.yaml): the
   hosts in order in the group perfplay_hosts, SSH_PORT as ansible_port, and the host vars perfplay needs;
-- flagperf_training.yml (test_conf.py, with cluster_conf.py's MASTER_PORT) and flagperf_inference.yml (host.yaml):
-  run vars for `-e @FILE`;
+- flagperf_training.yml (test_conf.py, with cluster_conf.py's MASTER_PORT), flagperf_inference.yml (host.yaml) and
+  flagperf_base.yml (base/configs/host.yaml: its CASES as base selections, BENCHMARKS_OR_TOOLKITS as their mode;
+  its hosts in inventory/flagperf_base/hosts.yml): run vars for `-e @FILE`;
 - vendor/<vendor>/cases/<case>/config_<HW>x<N>x<P>.yaml: the params plan/config/flagperf_names.py maps, checked against
   the case; beside it the case folder's environment_variables.sh and requirements.txt (vendor_folder.py);
 - vendor/<vendor>/cases/<model>/<stack>/config_<HW>x<N>x<P>.yaml from the configs of FlagPerf's LLM stacks
@@ -31,10 +33,18 @@ import yaml
 from case_runners.cases import list_cases
 from case_runners.core.errors import ConfigError
 from case_runners.core.paths import project_root
+from case_runners.plan.config.benchmarks import MODE, TOOLKIT, TORCH
 from case_runners.plan.config.flagperf_names import (
     ACCUMULATION_STEPS,
+    BASE_CASES,
+    BENCHMARK,
     CASE_NAMES,
     FRAMEWORK,
+    HOSTS_SCALE,
+    NODE_SCALE,
+    PAIR_ACROSS_NODES,
+    PAIR_IN_NODE,
+    TOOLKIT_MODE,
     VENDOR_SETTINGS,
     Name,
     param,
@@ -52,9 +62,11 @@ from case_runners.vendors.flagperf.sources import NOT_VENDORS, VENDOR_CONFIG, So
 from case_runners.vendors.flagperf.vendor_facts import VendorFacts, commented_settings, container_options, read_facts
 from case_runners.vendors.flagperf.vendor_folder import compare_vendor, list_adapter, new_vendor_outputs, set_up_outputs
 from case_runners.vendors.layout import VENDOR_FILE
+from case_runners.vendors.toolkits import toolkit_names
 
-TRAINING_VARS, INFERENCE_VARS = "flagperf_training.yml", "flagperf_inference.yml"
+TRAINING_VARS, INFERENCE_VARS, BASE_VARS = "flagperf_training.yml", "flagperf_inference.yml", "flagperf_base.yml"
 INVENTORY, INFERENCE_INVENTORY = "inventory/flagperf/hosts.yml", "inventory/flagperf_inference/hosts.yml"
+BASE_INVENTORY = "inventory/flagperf_base/hosts.yml"
 # The host vars every remote host needs (docs/run-vars.md, The hosts), at inventory/sample's paths.
 HOST_VARS = ("perfplay_project_dir", "perfplay_venv", "perfplay_host_results_dir")
 # Written when no case perfplay has was named, so a run with the vars refuses instead of planning the default case.
@@ -110,6 +122,8 @@ class Importer:
             self._inventory(INVENTORY, hosts, self.shown(sources.cluster_conf or sources.test_conf or Path()))
         if sources.host_yaml:
             self._host_yaml(sources.host_yaml)
+        if sources.base_host_yaml:
+            self._base_host_yaml(sources.base_host_yaml)
         for path in sources.vendor_configs:
             self._vendor_config(path)
         for path in sources.in_container_configs:
@@ -132,8 +146,8 @@ class Importer:
         if top == "inference":
             return "an inference case's FlagPerf configuration (perfplay's inference cases keep their own)", ""
         if top != "training":
-            return (f"the host file of FlagPerf's {top} suite, not an inference one: a suite perfplay does not "
-                    f"import (its own hardware benchmarks: docs/base.md)"), ""
+            return (f"the host file of FlagPerf's {top} suite, not an inference or base one: a suite perfplay does "
+                    "not import"), ""
         if parts[1] in NOT_VENDORS:
             return "not a FlagPerf run setting file (test_conf.py, cluster_conf.py)", ""
         case, why = self._case_of(parts[2])
@@ -182,6 +196,81 @@ class Importer:
         if hosts:
             self._inventory(INFERENCE_INVENTORY, hosts, shown)
         self._settings_file(shown, INFERENCE_VARS, INFERENCE_INVENTORY)
+
+    def _base_host_yaml(self, path: Path) -> None:
+        """FlagPerf's base suite (base/configs/host.yaml): its hosts, and its CASES as base selections at their
+        scale (BASE_CASES, NPROC_PER_NODE), in mode toolkit where BENCHMARKS_OR_TOOLKITS says TOOLKIT."""
+        shown = self.shown(path)
+        data = load_mapping(path, self.sources.base)
+        run_vars: dict[str, Any] = {"perfplay_task": "base"}
+        own = ("CASES", "BENCHMARKS_OR_TOOLKITS", "NPROC_PER_NODE")
+        hosts = self._settings({k: v for k, v in data.items() if k not in own}, {name: shown for name in data},
+                               run_vars, inference=False)
+        nproc, mode = self._base_scale(data, shown)
+        cases = data.get("CASES", {})  # none: _run_vars reports it
+        if not isinstance(cases, dict):
+            self.report.add(NONE, f"{shown} CASES", f"expected a mapping of base case keys to frameworks, got "
+                                                    f"{cases!r}")
+            cases = {}
+        selections = [sel for key, framework in cases.items() if (sel := self._base_case(
+            str(key), framework, f"{shown} CASES['{key}']", nproc, len(hosts[0]) if hosts else 1, mode,
+            run_vars.get("perfplay_vendor")))]
+        if selections:
+            run_vars["perfplay_cases"] = selections
+        self._run_vars(BASE_VARS, shown, " (base)", run_vars)
+        if hosts:
+            self._inventory(BASE_INVENTORY, hosts, shown)
+        self._settings_file(shown, BASE_VARS, BASE_INVENTORY)
+
+    def _base_scale(self, data: dict[str, Any], shown: str) -> tuple[int, str | None]:
+        """(NPROC_PER_NODE, the mode BENCHMARKS_OR_TOOLKITS picks: None for perfplay's default, torch)."""
+        nproc = data.get("NPROC_PER_NODE", 1)
+        if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
+            self.report.add(NONE, f"{shown} NPROC_PER_NODE", f"expected a count of ranks, got {nproc!r}: 1 taken")
+            nproc = 1
+        elif "NPROC_PER_NODE" in data:
+            self.report.add(MAPPED, f"{shown} NPROC_PER_NODE", f"-> perfplay_cases: nproc {nproc} (p2p: its pair)")
+        choice = data.get("BENCHMARKS_OR_TOOLKITS", BENCHMARK)
+        row = run_setting("BENCHMARKS_OR_TOOLKITS")
+        assert row is not None
+        if choice not in (BENCHMARK, TOOLKIT_MODE):
+            self.report.add(NONE, f"{shown} BENCHMARKS_OR_TOOLKITS", f"expected {BENCHMARK} or {TOOLKIT_MODE}, got "
+                                                                      f"{choice!r}: perfplay's default, mode {TORCH}")
+            return nproc, None
+        mode = TOOLKIT if choice == TOOLKIT_MODE else None
+        if "BENCHMARKS_OR_TOOLKITS" in data:
+            self.report.add(MAPPED, f"{shown} BENCHMARKS_OR_TOOLKITS",
+                            f"-> {row.perfplay}: mode {mode or f'{TORCH} (the default, nothing to write)'}")
+        return nproc, mode
+
+    def _base_case(self, key: str, framework: Any, where: str, nproc: int, hosts: int, mode: str | None,
+                   vendor: Any) -> dict[str, Any] | None:
+        """A FlagPerf base case key ('computation-FP32' or 'computation-FP32:A100') as a base selection, or None
+        (reported)."""
+        name, _, hardware = key.partition(":")
+        case = BASE_CASES.get(name)
+        if case is None:
+            self.report.add(NONE, where, f"perfplay has no base benchmark for FlagPerf's '{name}' (its base cases: "
+                                         f"{', '.join(BASE_CASES)})")
+            return None
+        nnodes, ranks = {NODE_SCALE: (1, nproc), HOSTS_SCALE: (hosts, nproc), PAIR_IN_NODE: (1, 2),
+                         PAIR_ACROSS_NODES: (2, 1)}[case.scale]
+        selection: dict[str, Any] = {"case": case.benchmark, **({"hardware": hardware} if hardware else {}),
+                                     "nnodes": nnodes, "nproc": ranks}
+        overrides = {**dict(case.overrides), **({MODE: mode} if mode else {})}
+        if overrides:
+            selection["overrides"] = _plain(overrides)
+        notes = [case.note] if case.note else []
+        if not (isinstance(framework, str) and framework.startswith(FRAMEWORK)):
+            notes.append(f"framework {framework!r}: perfplay's base benchmarks are written for {FRAMEWORK}")
+        if mode and isinstance(vendor, str) and vendor in self.vendors and \
+                case.benchmark not in toolkit_names(self.root, vendor):
+            notes.append(f"perfplay's vendor/{vendor}/ ships no toolkit for {case.benchmark} yet: the plan refuses "
+                         "mode toolkit until one is written (docs/base.md)")
+        shown_overrides = f", overrides {selection['overrides']}" if "overrides" in selection else ""
+        self.report.add(MAPPED, where, f"-> perfplay_cases: {case.benchmark} {nnodes}x{ranks}{shown_overrides}"
+                                       + "".join(f"; {note}" for note in notes))
+        return selection
 
     def _settings_file(self, shown: str, run_vars: str, inventory: str) -> None:
         """The outcome of a run settings file: mapped when one of its settings was."""

@@ -12,8 +12,10 @@ from case_runners.vendors.layout import HARDWARE_NAME
 
 CONFIG_DIR = ("training", "run_benchmarks", "config")
 HOST_YAML_DIR = ("inference", "configs")
-HOST_SUITES = {"inference": HOST_YAML_DIR, "base": ("base", "configs"), "operation": ("operation", "configs"),
+BASE_HOST_DIR = ("base", "configs")
+HOST_SUITES = {"inference": HOST_YAML_DIR, "base": BASE_HOST_DIR, "operation": ("operation", "configs"),
                "generate": ("generate",)}  # FlagPerf's suites with a host.yaml, by its folder
+IMPORTED_SUITES = ("inference", "base")  # those whose host.yaml the importer maps
 # FlagPerf's config files, its hardware names perfplay's (vendor_files.py HARDWARE_NAME): A100, BI-V100, 9100.
 VENDOR_CONFIG = re.compile(rf"config_(?P<hw>{HARDWARE_NAME})x(?P<nnodes>[0-9]+)x(?P<nproc>[0-9]+)\.py")
 NOT_VENDORS = ("benchmarks", "run_benchmarks", "utils")  # folders of training/ that are not a vendor's
@@ -29,6 +31,7 @@ class Sources:
     test_conf: Path | None = None
     cluster_conf: Path | None = None
     host_yaml: Path | None = None
+    base_host_yaml: Path | None = None  # base/configs/host.yaml: the base suite's run settings
     vendor_configs: list[Path] = field(default_factory=list)
     in_container_configs: list[Path] = field(default_factory=list)  # training/<vendor>/<case>-in_container/config.py
     config_files: list[Path] = field(default_factory=list)  # every config file of the checkout (CONFIG_GLOBS)
@@ -43,16 +46,18 @@ def find_sources(path: Path) -> Sources:
         found.test_conf = _file(config_dir / TEST_CONF)
         found.cluster_conf = _file(config_dir / CLUSTER_CONF)
         found.host_yaml = _file(path.joinpath(*HOST_YAML_DIR, HOST_YAML))
+        found.base_host_yaml = _file(path.joinpath(*BASE_HOST_DIR, HOST_YAML))
         found.vendor_configs = sorted(p for p in path.glob("training/*/*/config/config_*.py")
                                       if p.parts[-4] not in NOT_VENDORS and VENDOR_CONFIG.fullmatch(p.name))
         found.in_container_configs = sorted(p for p in path.glob(IN_CONTAINER_GLOB) if p.parts[-3] not in NOT_VENDORS)
         found.config_files = sorted({p for pattern in CONFIG_GLOBS for p in path.glob(pattern) if p.is_file()})
         found.vendors = sorted(p.name for p in path.glob("training/*") if p.is_dir() and p.name not in NOT_VENDORS
                                and (any(p.glob("*/config")) or (p / f"{p.name}_monitor.py").is_file()))
-        if not (found.test_conf or found.cluster_conf or found.host_yaml or found.vendor_configs
-                or found.in_container_configs):
+        if not (found.test_conf or found.cluster_conf or found.host_yaml or found.base_host_yaml
+                or found.vendor_configs or found.in_container_configs):
             raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
                               f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
+                              f"{'/'.join(BASE_HOST_DIR)}/{HOST_YAML}, "
                               f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
         return found
     if not path.is_file():
@@ -64,10 +69,12 @@ def find_sources(path: Path) -> Sources:
         return found
     if name == HOST_YAML:
         suite = host_suite(path)
-        if suite != "inference":
-            raise ConfigError(f"{path} is the host file of FlagPerf's {suite} suite, not an inference one "
-                              f"({'/'.join(HOST_YAML_DIR)}/{HOST_YAML}): perfplay does not import that suite (its "
-                              f"own hardware benchmarks: docs/base.md)")
+        if suite == "base":
+            return Sources(base=_above(path, BASE_HOST_DIR), base_host_yaml=path)
+        if suite not in IMPORTED_SUITES:
+            raise ConfigError(f"{path} is the host file of FlagPerf's {suite} suite, not an inference or base one "
+                              f"({'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, {'/'.join(BASE_HOST_DIR)}/{HOST_YAML}): "
+                              "perfplay does not import that suite")
         return Sources(base=_above(path, HOST_YAML_DIR), host_yaml=path)
     if VENDOR_CONFIG.fullmatch(name):
         if len(parts) < 5 or parts[-5] != "training" or parts[-2] != "config" or "-" not in parts[-3] \

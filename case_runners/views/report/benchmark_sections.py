@@ -4,6 +4,7 @@ Each chart has a group per headline or combination and a bar per run (or per sta
 
 from __future__ import annotations
 
+from case_runners.plan.config.benchmarks import TORCH
 from case_runners.records import names
 from case_runners.records.summary import BaseRow, GenerateRow, Stat, SummaryCase
 from case_runners.records.summary_generate_rows import LATENCY_STATS
@@ -43,7 +44,9 @@ def _series(runs: list[RunData], run: RunData, one: str) -> str:
 # -- base -------------------------------------------------------------------------------------------------------------
 
 def _headline(case: SummaryCase, row: BaseRow) -> str:
-    return f"{row.benchmark} {row.kind} {row.stat} ({case.nnodes}x{case.nproc})"
+    """A chart's group: the headline, "toolkit" in it where the vendor's toolkit measured it."""
+    by = " toolkit" if base_rows.source(row) != TORCH else ""
+    return f"{row.benchmark} {row.kind}{by} {row.stat} ({case.nnodes}x{case.nproc})"
 
 
 def base_section(runs: list[RunData]) -> str | html.Omitted:

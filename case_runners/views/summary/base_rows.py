@@ -5,16 +5,23 @@
 from __future__ import annotations
 
 from case_runners.core.text import number_text, text_columns
-from case_runners.plan.config.benchmarks import BYTES, BYTES_S, FLOP_S
+from case_runners.plan.config.benchmarks import BYTES, BYTES_S, FLOP_S, TORCH
 from case_runners.records import names
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary, Stat, SummaryCase
 
-COLUMNS = ("case", "rounds", "ok", "benchmark", "kind", "stat", "size", "achieved", "peak", "fraction")
-DETAIL_COLUMNS = ("kind", "size", "achieved", "algbw", "seconds", "peak", "fraction")
+COLUMNS = ("case", "rounds", "ok", "benchmark", "kind", "by", "stat", "size", "achieved", "peak", "fraction")
+DETAIL_COLUMNS = ("kind", "by", "size", "achieved", "algbw", "seconds", "peak", "fraction")
 NOTE = ("Achieved against the vendor's stated peak (vendor.yaml hardware.<HW>), mean ± std over valid rounds; best "
         "and median over the sizes each benchmark ran. GEMM FLOPs = 2·M·N·K; bandwidths count the bytes each "
-        "benchmark's README states (collectives: nccl-tests' bus bandwidth).")
+        "benchmark's README states (collectives: nccl-tests' bus bandwidth). By: perfplay's torch benchmark, or the "
+        "vendor's toolkit (its own program, below the framework).")
+
+
+def source(item: object) -> str:
+    """Who measured a figure (a Measurement, Headline or BaseRow): torch, or the vendor's toolkit."""
+    found = getattr(item, "source", ABSENT)
+    return TORCH if found is ABSENT else str(found)
 
 
 def display_unit(value: float, unit: str) -> tuple[float, str, int]:
@@ -63,10 +70,11 @@ def table_rows(summary: RunSummary) -> list[list[str]]:
             continue
         head = [case.case_id, str(len(case.rounds)), f"{case.succeeded}/{len(case.rounds)}"]
         if not case.base:
-            rows.append([*head, case.case, "-", "-", "-", "-", "-", case.status])
+            rows.append([*head, case.case, "-", "-", "-", "-", "-", "-", case.status])
         for row in case.base:
-            rows.append([*head, row.benchmark, row.kind, row.stat, row.size or "-", _achieved(row.achieved, row.unit),
-                         human(row.peak, row.unit), _fraction(row.fraction_of_peak, row.reason)])
+            rows.append([*head, row.benchmark, row.kind, source(row), row.stat, row.size or "-",
+                         _achieved(row.achieved, row.unit), human(row.peak, row.unit),
+                         _fraction(row.fraction_of_peak, row.reason)])
     return rows
 
 
@@ -102,6 +110,6 @@ def case_markdown(case: SummaryCase) -> list[str]:
     for m in case.measurements:
         algbw = human(m.algbw, m.unit) if m.algbw is not ABSENT else "-"
         fraction = "-" if m.fraction_of_peak is None else f"{m.fraction_of_peak * 100:.1f}%"
-        lines.append(f"| {m.kind} | {m.size} | {human(m.achieved, m.unit)} | {algbw} | {number_text(m.seconds, 6)} | "
-                     f"{human(m.peak, m.unit)} | {fraction} |")
+        lines.append(f"| {m.kind} | {source(m)} | {m.size} | {human(m.achieved, m.unit)} | {algbw} | "
+                     f"{number_text(m.seconds, 6)} | {human(m.peak, m.unit)} | {fraction} |")
     return lines
