@@ -13,6 +13,7 @@ import pytest
 from case_runners.core.paths import project_root
 from case_runners.plan.run_plan import make_plan
 from case_runners.vendors.toolkits import load_toolkit
+from process_helpers import SHORT_S
 
 ROOT = project_root()
 
@@ -115,11 +116,12 @@ def test_each_source_parses_as_c_against_the_libraries_prototypes(tmp_path, benc
                                      "\n".join(line.strip() for line in text.splitlines()) + "\n#endif\n")
     path = ROOT / "vendor" / "nvidia" / "base" / "toolkits" / benchmark / source
     done = subprocess.run(["cc", "-x", "c", "-std=gnu11", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
-                           "-I", str(tmp_path), str(path)], capture_output=True, text=True, check=False)
+                           "-I", str(tmp_path), str(path)],
+                          capture_output=True, text=True, check=False, timeout=SHORT_S)
     assert done.returncode == 0, done.stderr
     broken = tmp_path / source
     broken.write_text(path.read_text().replace("&beta, c, p->type, m,", "&beta, c, m,")
                       .replace("ncclSum, comms[i], streams[i]", "ncclSum, streams[i]"))
     done = subprocess.run(["cc", "-x", "c", "-std=gnu11", "-fsyntax-only", "-Werror", "-I", str(tmp_path), str(broken)],
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, timeout=SHORT_S)
     assert done.returncode != 0 and "argument" in done.stderr, "a call that drops an argument is caught"
