@@ -35,6 +35,7 @@ from case_runners.plan.config.resolved import DEFAULT_CASE_TIMEOUT_S
 from case_runners.plan.config.selection import BOUNDS, FUNCTIONAL, Selection
 from case_runners.plan.config.shared_params import (
     DDP,
+    GLOBAL_BATCH,
     GRAD_ACCUMULATION,
     SHARED_FILE,
     TRAINER_PARAMS,
@@ -44,6 +45,7 @@ from case_runners.plan.config.stacks import PYTORCH, STACK_FIXED, STACK_PARAMS, 
 from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.types import to_float
 from case_runners.plan.config.yaml_io import load_mapping
+from case_runners.plan.global_batch import FUNCTIONAL_BATCH, functional_batch, global_batch_problems
 from case_runners.records.resolved import (
     FLOPS_COUNTED,
     SAMPLE,
@@ -264,6 +266,21 @@ def accumulation_problems(params: dict[str, Any], provenance: dict[str, str], ba
                         file=provenance.get(GRAD_ACCUMULATION, base_file))]
 
 
+def batch_problems(sel: Selection, params: dict[str, Any], provenance: dict[str, str],
+                   layers: list[str]) -> list[ConfigError]:
+    """A training case's batch: a functional round's one micro batch (plan/global_batch.py functional_batch), the
+    global batch's split over the selection's ranks, then the accumulation's of batch_size. `layers`: the files
+    laid, first (the case base) to last (the run overrides)."""
+    base_file = layers[0]
+    if GLOBAL_BATCH in params:  # a training case
+        if sel.functional:
+            functional_batch(params, provenance, f"{base_file} ({FUNCTIONAL})")
+        problems = global_batch_problems(params, provenance, base_file, sel.nnodes * sel.nproc, layers)
+        if problems:
+            return problems
+    return accumulation_problems(params, provenance, base_file)
+
+
 def _functional_block(base: dict[str, Any], shown: str) -> dict[str, Any]:
     """The case's `functional:` block ({} when it has none), checked as a run override is: the small, short shape of
     the functional check (a selection's `functional: true`), of run-only and trainer params only."""
@@ -401,7 +418,8 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
                 errors=errors)
     errors += stack_problems(params, provenance, base, base_file, sel.framework)
     errors += stack_model_problems(case_hooks(case_package(sel.case)), params, provenance, sel.framework)
-    errors += accumulation_problems(params, provenance, base_file)
+    layers = [base_file, base.get(MODEL_FILE, base_file), vendor_shown, f"{base_file} ({FUNCTIONAL})", overrides_file]
+    errors += batch_problems(sel, params, provenance, layers)
     counted = base.get("flops_per_sample") == FLOPS_COUNTED  # rank 0 counts them at the run's shape
     try:
         flops = 0.0 if counted else to_float(base.get("flops_per_sample", 0), key="flops_per_sample", file=base_file)
@@ -421,7 +439,8 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     if hasattr(hooks, "flops_per_sample"):  # of these params: no default it assumes
         flops = float(hooks.flops_per_sample(params))
     changed = [] if counted else [k for k in base["flops_depend_on"] if params.get(k) != base["params"].get(k)]
-    shrunk = list(base[FUNCTIONAL]) if sel.functional else []  # a functional round is never a standard one
+    # a functional round is never a standard one
+    shrunk = [*base[FUNCTIONAL], *(k for k in FUNCTIONAL_BATCH if k in params)] if sel.functional else []
     non_standard = [k for k in base["run_only"] + shrunk if params[k] != base["params"][k]]
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     stack_params = _stack_params(sel.framework, vendor_stack)  # compare leaves them out of the workload

@@ -152,11 +152,12 @@ def test_a_deepspeed_accumulation_the_vendor_leaves_out_is_the_benchmarks(tree, 
                  "training/benchmarks/baichuan2_13b/deepspeed/ds_config.json": '{"gradient_accumulation_steps": 8}'})
     out = tmp_path / "out"
     report = import_flagperf(tree / folder / "config_R300x2x8.py", out)
-    assert load(out / "vendor/kunlunxin/cases/baichuan2_13b/deepspeed/config_R300x2x8.yaml") == \
-        {"zero_stage": 1, "batch_size": 8, "grad_accumulation": 8}
-    assert f"mapped          {folder}/config_R300x2x8.py:2 batchsize: -> batch_size: 8; the global batch 128 " \
+    # its global batch 128 is not the model case's (nvidia's 1024): reported, not written
+    assert load(out / "vendor/kunlunxin/cases/baichuan2_13b/deepspeed/config_R300x2x8.yaml") == {"zero_stage": 1}
+    assert f"no counterpart  {folder}/config_R300x2x8.py:2 batchsize: global_batch: the global batch 128 " \
            f"(micro 1 x accumulation 8 (training/benchmarks/baichuan2_13b/deepspeed/ds_config.json) x 16 " \
-           f"data-parallel ranks) / 16 ranks" in lines(report)
+           f"data-parallel ranks) is not perfplay's baichuan2_13b's standard 1024: global_batch is run-only, a " \
+           f"vendor config may not set it" in lines(report)
 
 
 def test_a_megatron_config_without_a_vendor_stack_is_reported_as_needing_one(tree, tmp_path):
@@ -170,14 +171,16 @@ def test_a_megatron_config_without_a_vendor_stack_is_reported_as_needing_one(tre
     assert f"no counterpart  {shown}: needs a vendor stack: vendor/nvidia/stacks/<name>/stack.yaml whose cases list " \
            f"llama3_8b (or llama), running FlagPerf's megatron with params tensor_parallel, pipeline_parallel, " \
            f"micro_batch, recompute" in text
-    assert f"mapped          {shown}:2 localbs: -> batch_size: 64; the global batch 512 (training/benchmarks/" \
-           f"llama3_8B/megatron/pretrain_llama3.sh:4 --global-batch-size) / 8 ranks" in text
+    assert f"mapped          {shown}:2 localbs: -> global_batch: 512 (training/benchmarks/llama3_8B/megatron/" \
+           f"pretrain_llama3.sh:4 --global-batch-size), perfplay's llama3_8b's standard: nothing to write; 128 a " \
+           f"rank over the 4 data-parallel ranks (8 / (TP 2 x PP 1))" in text
     assert f"mapped          {shown}:3 train_steps: -> max_steps: 300, perfplay's llama3_8b's standard: nothing to " \
            "write" in text
     assert any(line.startswith(f"no counterpart  {shown}:6 tensor_parallel: tensor_parallel: 2: a vendor stack's "
                                f"param") for line in text)
-    assert f"no counterpart  {shown}: a vendor config of FlagPerf's megatron: needs a vendor stack: llama3_8b, 1 " \
-           f"param mapped, not written" in text
+    # its global batch is the model case's: nothing mapped to write (micro_batch needs the stack)
+    assert f"no counterpart  {shown}: a vendor config of FlagPerf's megatron: needs a vendor stack: llama3_8b, 0 " \
+           f"params mapped, not written" in text
     llava = "training/nvidia/llava1.5_7b-flagscale/config/config_H100x4x8.py"
     assert any(line.startswith(f"no counterpart  {llava}: perfplay has no model case 'llava1.5_7b' (FlagPerf's LLMs "
                                f"it has: ") for line in text)
@@ -190,7 +193,8 @@ def test_a_megatron_config_becomes_the_vendor_stacks_with_tp_pp_and_micro_batch(
     report = import_flagperf(tree, root / "out", root=root)
     shown = f"{MEGATRON}/config_H100x1x8.py"
     written = load(root / "out/vendor/nvidia/cases/llama3_8b/megatron/config_H100x1x8.yaml")
-    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "batch_size": 64, "micro_batch": 1}
+    # the model case's global batch 512 (FlagPerf's) over 4 data-parallel ranks: 128 micro batches of 1 each
+    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "micro_batch": 1, "grad_accumulation": 128}
     assert f"no counterpart  {shown}:8 recompute: recompute: True: vendor stack megatron has no param recompute " \
            f"(its params: tensor_parallel, pipeline_parallel, micro_batch): add it to " \
            f"vendor/nvidia/stacks/megatron/stack.yaml" in lines(report)
@@ -200,14 +204,15 @@ def test_a_megatron_config_becomes_the_vendor_stacks_with_tp_pp_and_micro_batch(
 
 def test_an_in_container_config_is_laid_over_its_benchmarks_and_goes_to_the_one_vendor_stack(tree, tmp_path):
     """aquila2_7B_container-in_container/config.py over training/benchmarks/.../in_container/config.py, as FlagPerf
-    merges them: TP 2 (the vendor's) on 1x8 of the vendor's default hardware, the global batch 72 as 9 per rank,
+    merges them: TP 2 (the vendor's) on 1x8 of the vendor's default hardware, the global batch 72 as 18 micro batches
+    of 1 on each of 4 data-parallel ranks,
     1e9 tokens of 2048 as 6782 steps of 72 (reported: not the model case's standard); the vendor's only stack for the
     case runs it."""
     root = checkout(tmp_path, "flagscale")
     report = import_flagperf(tree, root / "out", root=root)
     text = lines(report)
     written = load(root / "out/vendor/nvidia/cases/aquila2_7b/flagscale/config_A100x1x8.yaml")
-    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "batch_size": 9, "micro_batch": 1}
+    assert written == {"tensor_parallel": 2, "pipeline_parallel": 1, "micro_batch": 1, "grad_accumulation": 18}
     base = "training/benchmarks/aquila2_7B_container/in_container/config.py"
     # the container case's 1e9 tokens are not the model case's standard (FlagPerf's aquila2_7b: 1e8, 678 steps)
     assert f"no counterpart  {IN_CONTAINER}/config.py TRAINING_TOKENS (from {base}:2): -> max_steps: 6782, not " \
@@ -232,14 +237,16 @@ def test_two_frameworks_configs_of_one_file_the_stacks_own_framework_wins(tree, 
     root = checkout(tmp_path, "megatron")
     report = import_flagperf(tree, root / "out", root=root)
     out = "vendor/nvidia/cases/mixtral_8x7b/megatron/config_H100x4x8.yaml"
-    assert load(root / "out" / out) == {"tensor_parallel": 8, "pipeline_parallel": 2, "micro_batch": 3}
+    # FlagPerf's global batch 1200 over 2 data-parallel ranks (32 / (TP 8 x PP 2)): 200 micro batches of 3 each
+    assert load(root / "out" / out) == {"tensor_parallel": 8, "pipeline_parallel": 2, "micro_batch": 3,
+                                        "grad_accumulation": 200}
     assert f"no counterpart  training/nvidia/mixtral_8x7B-flagscale/config/config_H100x4x8.py: a vendor config whose " \
            f"file another framework's config writes: {out} is training/nvidia/mixtral_8x7B-megatron/config/" \
            f"config_H100x4x8.py's (FlagPerf's megatron); import this one alone (its path) to have it instead" \
            in lines(report)
-    assert "no counterpart  training/nvidia/mixtral_8x7B-megatron/config/config_H100x4x8.py:5 gbs: batch_size: the " \
-           "global batch 1200 (FlagPerf's global batch) is not a multiple of the 32 ranks: perfplay's batch_size is " \
-           "per rank" in lines(report)
+    assert "mapped          training/nvidia/mixtral_8x7B-megatron/config/config_H100x4x8.py:5 gbs: -> global_batch: " \
+           "1200 (FlagPerf's global batch), perfplay's mixtral_8x7b's standard: nothing to write; 600 a rank over " \
+           "the 2 data-parallel ranks (32 / (TP 8 x PP 2))" in lines(report)
 
 
 @pytest.mark.parametrize("setup, message", [

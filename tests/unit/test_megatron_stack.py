@@ -93,34 +93,44 @@ def test_llama3_8b_on_8_h100s_gets_flagperfs_megatron_arguments(tmp_path):
 
 
 def test_a_mixture_of_experts_and_the_stacks_params(tmp_path):
-    """mixtral_8x7b: its routed experts; recompute and no sequence parallelism as the config's params say."""
-    root = with_config(tmp_path, "mixtral_8x7b", "config_H100x4x8.yaml",
-                       "tensor_parallel: 8\npipeline_parallel: 2\nmicro_batch: 3\nbatch_size: 75\nrecompute: true\n"
-                       "sequence_parallel: false\n")
-    got = flags(launcher().megatron_argv(inputs_of("mixtral_8x7b:megatron:H100:4:8:1", tmp_path, root=root), "/m"))
+    """nvidia's mixtral_8x7b megatron config (FlagPerf's TP 8, PP 2, localbs 3): its routed experts, FlagPerf's
+    global batch 1200 over 2 data-parallel ranks in micro batches of 3, recompute; no sequence parallelism where a
+    run override turns it off."""
+    inputs = inputs_of("mixtral_8x7b:megatron:H100:4:8:1", tmp_path, sequence_parallel=False)
+    assert {k: inputs[k] for k in ("global_batch", "data_parallel", "batch_per_rank", "grad_accumulation",
+                                   "micro_batch_per_rank")} == {
+        "global_batch": 1200, "data_parallel": 2, "batch_per_rank": 600, "grad_accumulation": 200,
+        "micro_batch_per_rank": 3}
+    got = flags(launcher().megatron_argv(inputs, "/m"))
     assert {k: got.get(k) for k in ("--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
-                                    "--global-batch-size", "--micro-batch-size")} == {
+                                    "--global-batch-size", "--micro-batch-size", "--tensor-model-parallel-size",
+                                    "--pipeline-model-parallel-size")} == {
         "--num-experts": "8", "--moe-router-topk": "2", "--moe-ffn-hidden-size": "14336",
-        "--global-batch-size": "2400", "--micro-batch-size": "3"}
+        "--global-batch-size": "1200", "--micro-batch-size": "3", "--tensor-model-parallel-size": "8",
+        "--pipeline-model-parallel-size": "2"}
     assert "--recompute-activations" in got and "--sequence-parallel" not in got and "--ffn-hidden-size" not in got
 
 
-@pytest.mark.parametrize("key, overrides, message", [
-    ("baichuan2_13b:megatron:H100:1:8:1", {},
-     "model baichuan2_13b: the baichuan family is not one megatron-core's GPT model builds as perfplay does (this "
-     "stack runs llama, mixtral)"),
-    ("llama3_8b:megatron:H100:1:8:1", {"tensor_parallel": 3},
-     "8 ranks are not a multiple of tensor_parallel 3 x pipeline_parallel 1"),
-    ("llama3_8b:megatron:H100:1:8:1", {"micro_batch": 5},
-     "the global batch 512 is not a multiple of micro_batch 5 x 4 data-parallel ranks"),
-])
-def test_what_megatron_cannot_run_is_said_before_it_starts(tmp_path, key, overrides, message):
-    model = key.split(":")[0]
-    root = with_config(tmp_path, model, "config_H100x1x8.yaml", "micro_batch: 1\n") if model != "llama3_8b" else REPO
+def test_llama2_70b_trains_flagperfs_global_batch_of_44_on_32_gpus(tmp_path):
+    """FlagPerf's llama2_70B (global batch 44 on 32 GPUs, TP 8 x PP 4): one data-parallel rank accumulating 44
+    micro batches, which 32 data-parallel ranks could not split; Megatron is given 44."""
+    inputs = inputs_of("llama2_70b:megatron:H100:4:8:1", tmp_path, rank=31)
+    assert (inputs["global_batch"], inputs["data_parallel"], inputs["micro_batch_per_rank"],
+            inputs["grad_accumulation"]) == (44, 1, 1, 44)
+    got = flags(launcher().megatron_argv(inputs, "/m"))
+    assert (got["--global-batch-size"], got["--micro-batch-size"], got["--tensor-model-parallel-size"],
+            got["--pipeline-model-parallel-size"], got["--train-iters"]) == ("44", "1", "8", "4", "554")
+
+
+def test_what_megatron_cannot_run_is_said_before_it_starts(tmp_path):
+    """A family megatron-core does not build as perfplay does; the parallelism the ranks or the global batch do not
+    split is the plan's error (tests/unit/test_global_batch.py)."""
+    root = with_config(tmp_path, "baichuan2_13b", "config_H100x1x8.yaml", "micro_batch: 1\ngrad_accumulation: 128\n")
     module = launcher()
     with pytest.raises(module.InputsError) as raised:
-        module.megatron_argv(inputs_of(key, tmp_path, root=root, **overrides), "/m")
-    assert str(raised.value) == message
+        module.megatron_argv(inputs_of("baichuan2_13b:megatron:H100:1:8:1", tmp_path, root=root), "/m")
+    assert str(raised.value) == ("model baichuan2_13b: the baichuan family is not one megatron-core's GPT model builds "
+                                 "as perfplay does (this stack runs llama, mixtral)")
 
 
 def test_the_launcher_execs_pretrain_gpt_in_its_own_process(tmp_path):

@@ -295,17 +295,17 @@ def test_a_vendors_create_optimizer_over_a_stack_tunes_the_stacks_pair():
 
 # -- real runs: pytorch and deepspeed, two ranks each ----------------------------------------------------------------
 
-SHAPE = ["--set", "seq_len=32", "--set", "batch_size=4", "--set", "max_steps=6", "--set", "log_freq=1",
+SHAPE = ["--set", "seq_len=32", "--set", "global_batch=6", "--set", "max_steps=6", "--set", "log_freq=1",
          "--set", "eval_every_steps=0", "--set", "eval_samples=8", "--set", "warmup_steps=1"]
 
 
 @pytest.fixture(scope="session")
 def stack_runs(tmp_path_factory) -> dict[str, Path]:
     """The llama tiny shape on 2 CPU ranks, 6 steps, the same seed and data (prepare-text's bytes of a small text
-    tree): on pytorch, on deepspeed (ZeRO 2: the cpu vendor's config) and on torchtitan in one run, each rank's batch
-    of 4 in two micro batches (grad_accumulation 2: the stacks accumulate alike, a run of its own would cost 30-70 s;
-    test_trainer_fsdp.py holds the trainer's accumulation to the whole batch's), and on deepspeed with a 10x lr and
-    whole batches;
+    tree), a global batch of 6 (global_batch: 3 sequences a rank): on pytorch, on deepspeed (ZeRO 2: the cpu vendor's
+    config) and on torchtitan in one run, each rank's 3 in micro batches of 1 (grad_accumulation 3: the stacks
+    accumulate alike, a run of its own would cost 30-70 s; test_trainer_fsdp.py holds the trainer's accumulation to
+    the whole batch's), and on deepspeed with a 10x lr and whole batches;
     their case directories, and the fresh torch extensions folder the deepspeed runs had."""
     root = tmp_path_factory.mktemp("stack_runs")
     src = root / "text"
@@ -318,7 +318,7 @@ def stack_runs(tmp_path_factory) -> dict[str, Path]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(extensions)}
     found = {}
     runs = (("both", ["llama:pytorch:CPU:1:2:1", "llama:deepspeed:CPU:1:2:1", "llama:torchtitan:CPU:1:2:1"],
-             ["--set", "grad_accumulation=2"]),
+             ["--set", "grad_accumulation=3"]),
             ("wrong_lr", ["llama:deepspeed:CPU:1:2:1"], ["--set", "lr=0.03"]))
     for name, keys, extra in runs:
         results = root / name
@@ -338,7 +338,7 @@ def test_both_stacks_record_tokens_per_second_mfu_and_loss(stack_runs: dict[str,
         assert record["framework"] == name and record["status"] in ("success", "not_converged")
         assert record["throughput"]["unit"] == "tokens/s" and record["throughput"]["total"] > 0
         assert record["mfu"]["flops_per_sample"] > 0 and record["mfu"]["basis"] == "p_core"
-        assert record["metrics"]["samples"] == 6 * 2 * 4 * 32  # tokens: steps x ranks x batch x seq_len
+        assert record["metrics"]["samples"] == 6 * 6 * 32  # tokens: steps x the global batch x seq_len
         rank0 = json.loads(next((stack_runs[name] / "round1").glob("*_noderank0/rank0.result.json")).read_text())
         assert 0 < rank0["final_metric"] < 5.6  # the held-out loss, below a uniform guess over 257 bytes
         if name == "deepspeed":
@@ -358,19 +358,23 @@ def test_compare_aligns_the_stacks_loss_curves_and_catches_a_wrong_lr(stack_runs
     out = capsys.readouterr().out
     assert "6 aligned steps (1..6)" in out and "PASS" in out
     assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["wrong_lr"])]) == 2  # refused: lr differs
-    refused = capsys.readouterr().err  # grad_accumulation (2 against 1) is how the batch is fed: not a difference
+    refused = capsys.readouterr().err  # grad_accumulation (3 against 1) is how the batch is fed: not a difference
     assert "lr: reference 0.003, candidate 0.03" in refused and "grad_accumulation" not in refused
     assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["wrong_lr"]), "--allow-diff", "lr"]) == 1
     assert "FAIL" in capsys.readouterr().out
 
 
 def test_the_stacks_accumulate_the_micro_batches_they_are_given(stack_runs: dict[str, Path]):
-    """The aligned runs trained 2 micro batches a step (compare, above, aligned them): the same steps and tokens."""
+    """The aligned runs trained the global batch of 6 on 2 ranks as 3 micro batches of 1 a rank (compare, above,
+    aligned them): the plan set batch_size to the rank's share, and the records count the global batch's tokens.
+    A global batch the ranks do not divide (7 on 2) cannot run on data parallelism alone (each rank trains whole
+    sequences): the plan refuses it (tests/unit/test_global_batch.py)."""
     for name in ("pytorch", "deepspeed", "torchtitan"):
         config = json.loads((stack_runs[name] / "resolved_config.json").read_text())
-        assert config["params"]["grad_accumulation"] == 2 and config["params"]["batch_size"] == 4
+        assert (config["params"]["global_batch"], config["params"]["grad_accumulation"],
+                config["params"]["batch_size"]) == (6, 3, 3)
         record = json.loads((stack_runs[name] / "round1" / "round_record.json").read_text())
-        assert record["metrics"]["samples"] == 6 * 2 * 4 * 32
+        assert record["metrics"]["samples"] == 6 * 6 * 32
 
 
 def test_a_cpu_deepspeed_run_builds_no_cpp_op(stack_runs: dict[str, Path]):

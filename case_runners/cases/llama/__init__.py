@@ -58,7 +58,9 @@ def stack_inputs(params: dict[str, Any], data_dir: str | None) -> dict[str, Any]
     return {
         "model": {"name": shapes.canonical(str(params["model"])),
                   **{k: v for k, v in dataclasses.asdict(shape).items() if k != "description"},
-                  "head_dim": shape.head_dim},
+                  "head_dim": shape.head_dim,
+                  # a mixture of experts' load-balancing loss, added to the trained loss times it (0: off)
+                  shapes.ROUTER_AUX_LOSS: float(params.get(shapes.ROUTER_AUX_LOSS, 0.0))},
         "seq_len": int(params["seq_len"]),
         "data": {"dir": data_dir,
                  "format": "megatron_indexed" if prefixes else data.FORMAT_NAME,

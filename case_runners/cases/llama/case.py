@@ -19,7 +19,7 @@ from torch.utils.data import Subset
 from case_runners.cases import case_dir
 from case_runners.cases.llama import model as llama_model
 from case_runners.cases.llama.dataset import build_datasets, held_out_loader, train_loader, unigram_entropy
-from case_runners.cases.llama.shapes import shape_of
+from case_runners.cases.llama.shapes import ROUTER_AUX_LOSS, shape_of
 from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.tasks.training import dist
 from case_runners.tasks.training.case_api import RunContext, TrainingCase, warmup_schedule
@@ -91,6 +91,11 @@ class LlamaCase(TrainingCase):
 
     def train_step(self, model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
         input_ids, labels = batch  # labels are shifted already (dataset.py)
+        coef = float(self.params.get(ROUTER_AUX_LOSS, 0.0))
+        if coef:  # a mixture of experts' load-balancing loss (plan_problems: MoE shapes only), as transformers adds it
+            out = model(input_ids=input_ids, output_router_logits=True)
+            loss = F.cross_entropy(out.logits.float().flatten(0, 1), labels.flatten())
+            return loss + coef * out.aux_loss.float(), labels.numel()
         logits = model(input_ids=input_ids).logits
         loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
         return loss, labels.numel()

@@ -189,11 +189,19 @@ def flops_per_token(shape: Shape, seq_len: int) -> float:
     return 6.0 * matmul_weights(shape) + 12.0 * shape.layers * shape.heads * shape.head_dim * seq_len
 
 
+ROUTER_AUX_LOSS = "router_aux_loss_coef"  # the param of a mixture of experts' load-balancing loss (config.yaml)
+
+
 def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
-    """(param, message) for what the params ask that the shape cannot hold: a sequence longer than its context."""
+    """(param, message) for what the params ask that the shape cannot hold: a sequence longer than its context, a
+    load-balancing loss without experts to balance."""
     shape = shape_of(params)
     seq_len = int(params["seq_len"])
     if seq_len > shape.max_positions:
         return [("seq_len", f"key 'seq_len' is {seq_len}, longer than the context of model '{params['model']}' "
                 f"({shape.max_positions} positions); allowed: 1..{shape.max_positions}")]
+    if float(params.get(ROUTER_AUX_LOSS, 0.0)) and not shape.experts:
+        return [(ROUTER_AUX_LOSS, f"key '{ROUTER_AUX_LOSS}' is {params[ROUTER_AUX_LOSS]}, but model "
+                                  f"'{params['model']}' is dense: only a mixture of experts has a router to balance; "
+                                  f"allowed: 0")]
     return []

@@ -196,7 +196,8 @@ STACK_PARALLELISM = ("tensor_parallel", "pipeline_parallel", "micro_batch", "rec
 # The roles of LLM_PARAMS' rows computed together: batch_size = the global batch (given, or micro x accumulation x
 # data-parallel ranks) / ranks; max_steps = the steps, or the tokens / seq_len / the global batch.
 GLOBAL, MICRO, ACCUMULATION, STEPS, TOKENS = "global", "micro", "accumulation", "steps", "tokens"
-_GLOBAL = "the global batch (sequences per optimizer step): batch_size = it / ranks (nnodes x nproc)"
+_GLOBAL = "the global batch (sequences per optimizer step): the model case's global_batch (checked against it), or " \
+          "batch_size = it / data-parallel ranks where the model case has none"
 _MICRO = "the micro batch per rank: the vendor stack's micro_batch; the global batch is micro x accumulation x " \
          "data-parallel ranks (ranks / (TP x PP))"
 _DATA = "the data is perfplay's: the selection's data_dir (the llama case reads Megatron's .bin/.idx as they are)"
@@ -211,17 +212,18 @@ _SCALE = "FlagScale's own launcher settings: its train yaml (outside FlagPerf's 
 LLM_PARAMS: tuple[Name, ...] = (
     Name("seqlength", "seq_len", "tokens per sequence"),
     Name("SEQLENGTH", "seq_len", "tokens per sequence (in_container)"),
-    Name("GLOBAL_BATCHSIZE", "batch_size", f"{_GLOBAL} (in_container)", role=GLOBAL),
-    Name("gbs", "batch_size", _GLOBAL, role=GLOBAL),
+    Name("GLOBAL_BATCHSIZE", "global_batch", f"{_GLOBAL} (in_container)", role=GLOBAL),
+    Name("gbs", "global_batch", _GLOBAL, role=GLOBAL),
     Name("batchsize", "batch_size", f"deepspeed: the micro batch per rank, x its ds_config.json's "
          f"gradient_accumulation_steps = batch_size, in grad_accumulation micro batches of it; the others: {_MICRO}",
          role=MICRO),
     Name("localbs", "micro_batch", f"{_MICRO}; Megatron's global batch is its script's --global-batch-size",
          role=MICRO),
     Name("MICRO_BATCHSIZE", "micro_batch", f"{_MICRO} (in_container)", role=MICRO),
-    Name("accumulate_steps", "batch_size", "gradient accumulation: the global batch is micro x it x data-parallel "
-         "ranks; on deepspeed, batch_size / micro is grad_accumulation", role=ACCUMULATION),
-    Name("gradient_accumulation_steps", "batch_size", f"({DS_CONFIG}) the same as accumulate_steps", role=ACCUMULATION),
+    Name("accumulate_steps", "grad_accumulation", "gradient accumulation: the global batch is micro x it x "
+         "data-parallel ranks; grad_accumulation is the data-parallel rank's share / micro", role=ACCUMULATION),
+    Name("gradient_accumulation_steps", "grad_accumulation", f"({DS_CONFIG}) the same as accumulate_steps",
+         role=ACCUMULATION),
     Name("train_steps", "max_steps", "the run's optimizer steps", role=STEPS),
     Name("steps", "max_steps", "the run's optimizer steps (FlagScale)", role=STEPS),
     Name("TRAINING_TOKENS", "max_steps", "tokens / seq_len = FlagPerf's --train-samples; / the global batch = "

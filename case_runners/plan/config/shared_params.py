@@ -46,6 +46,45 @@ def micro_batch_size(batch_size: int, accumulation: int) -> int:
     return batch_size // accumulation
 
 
+GLOBAL_BATCH = "global_batch"  # TrainerParams.global_batch's name
+BATCH_SIZE = "batch_size"
+# The model-parallel params a stack declares where it has them (a vendor stack's stack.yaml params: Megatron's TP and
+# PP): the data-parallel ranks are the ranks / their product. A stack with MICRO_BATCH takes its micro batch as a
+# param of its own; the others' micro batch is batch_size / grad_accumulation.
+MODEL_PARALLEL = ("tensor_parallel", "pipeline_parallel")
+MICRO_BATCH = "micro_batch"
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSplit:
+    """The global batch of an optimizer step and how the ranks split it: micro x accumulation x data_parallel."""
+
+    global_batch: int
+    data_parallel: int  # ranks / (tensor_parallel x pipeline_parallel)
+    per_rank: int  # a data-parallel rank's sequences of a step: micro x accumulation
+    micro: int
+    accumulation: int
+
+
+def model_parallel(params: Mapping[str, Any]) -> int:
+    """The ranks one model replica spans: the product of the stack's MODEL_PARALLEL params (1 where it has none)."""
+    size = 1
+    for name in MODEL_PARALLEL:
+        size *= int(params.get(name, 1))
+    return size
+
+
+def batch_split(params: Mapping[str, Any], world_size: int) -> BatchSplit:
+    """The round's global batch and its split over world_size ranks (the plan has checked that it splits:
+    plan/layering.py global_batch_problems): global_batch where set, else batch_size x the data-parallel ranks."""
+    replica = model_parallel(params)
+    dp = max(1, world_size // replica)
+    accumulation = int(params.get(GRAD_ACCUMULATION, 1))
+    per_rank = int(params[BATCH_SIZE])
+    micro = int(params[MICRO_BATCH]) if MICRO_BATCH in params else micro_batch_size(per_rank, accumulation)
+    return BatchSplit(int(params.get(GLOBAL_BATCH) or 0) or per_rank * dp, dp, per_rank, micro, accumulation)
+
+
 DDP, FSDP = "ddp", "fsdp"  # data_parallel: DistributedDataParallel, or FSDP2's fully_shard (plan/config/parallel.py)
 
 
@@ -73,6 +112,10 @@ class TrainerParams:
     # ranks), the samples, the steps and the lr schedule mean what they mean at 1, and a config that only needs
     # memory (a smaller micro batch) changes nothing else
     grad_accumulation: int = field(default=1, metadata={"type": "int", "min": 1, "max": _BATCH["max"]})
+    # sequences (samples) of an optimizer step over all ranks, split as micro batch x grad_accumulation x the
+    # data-parallel ranks (ranks / the stack's tensor x pipeline parallel): the plan sets batch_size to its share
+    # and refuses a split that does not divide it (plan/layering.py). 0 = batch_size x the data-parallel ranks
+    global_batch: int = field(default=0, metadata={"type": "int", "min": 0, "max": 16_777_216})
     # the whole run's; 0 = off
     max_epochs: int = field(default=0, metadata=_EPOCHS)
     max_steps: int = field(default=0, metadata=_STEPS)

@@ -12,9 +12,11 @@ eval, init: how the pytorch stack draws its initial weights from the seed; and w
 hook, data.order: the path of a JSON file, ORDER_SCHEMA, whose `steps` list each of the rank's max_steps steps'
 training sequences in the pytorch stack's order, so that a stack that follows init and order trains on the same
 weights and batches and `compare` aligns it with the pytorch stack step by step): schema, case, stack, rank,
-world_size, local_rank, global_batch (sequences per optimizer step over all ranks), batch_per_rank,
-grad_accumulation and micro_batch_per_rank (the trainer param grad_accumulation: batch_per_rank in that many micro
-batches of micro_batch_per_rank, one optimizer step; Megatron's micro-batch-size, DeepSpeed's
+world_size, local_rank, global_batch (sequences per optimizer step over all ranks: the trainer param global_batch,
+or batch_size x data_parallel), data_parallel (the ranks / the stack's tensor_parallel x pipeline_parallel, where it
+declares them), batch_per_rank (a data-parallel rank's sequences of a step), grad_accumulation and
+micro_batch_per_rank (batch_per_rank in grad_accumulation micro batches of micro_batch_per_rank, one optimizer
+step; a stack's own micro_batch param where it has one: Megatron's micro-batch-size, DeepSpeed's
 train_micro_batch_size_per_gpu), max_steps, seed, log_freq, precision (fp32, tf32, bf16 or fp16), stack_params (its
 stack.yaml params as resolved), params (all of the round's, for reference), stream and log_file (where a log-parser
 stack declares one: the file the program writes its log to; else null).
@@ -59,8 +61,7 @@ from typing import Any, cast
 from case_runners.core import files
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import project_root
-from case_runners.plan.config.shared_params import GRAD_ACCUMULATION as ACCUMULATION
-from case_runners.plan.config.shared_params import micro_batch_size, precision_name
+from case_runners.plan.config.shared_params import batch_split, precision_name
 from case_runners.rank import stop_request
 from case_runners.rank.child import run_child as _run_command
 from case_runners.rank.driver import events as ev
@@ -120,14 +121,15 @@ def stack_inputs(config: ResolvedConfig, stack: VendorStack, env: DistEnv, log_d
         raise PerfplayError(f"case '{config.case}' gives a vendor stack no inputs (its package has no stack_inputs "
                             f"hook): it cannot run on the {stack.name} stack")
     p = config.params
-    batch, accumulation = int(p["batch_size"]), int(p[ACCUMULATION])
+    split = batch_split(p, env.world_size)
     case_part = hooks.stack_inputs(p, config.data_dir)
     if hasattr(hooks, "stack_order"):  # run() writes it
         case_part["data"] = {**case_part["data"], "order": str(order_path(log_dir, env.rank))}
     return {"schema": SCHEMA, "case": config.case, "stack": stack.name, "rank": env.rank,
             "local_rank": env.local_rank, "world_size": env.world_size, **case_part,
-            "global_batch": batch * env.world_size, "batch_per_rank": batch, "grad_accumulation": accumulation,
-            "micro_batch_per_rank": micro_batch_size(batch, accumulation), "max_steps": int(p["max_steps"]),
+            "global_batch": split.global_batch, "data_parallel": split.data_parallel,
+            "batch_per_rank": split.per_rank, "grad_accumulation": split.accumulation,
+            "micro_batch_per_rank": split.micro, "max_steps": int(p["max_steps"]),
             "seed": int(p["seed"]), "log_freq": int(p["log_freq"]),
             "precision": precision(p, config.vendor_info.amp_dtype),
             "stack_params": {name: p[name] for name in stack.params}, "params": p,

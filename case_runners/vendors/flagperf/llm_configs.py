@@ -3,8 +3,9 @@ config_<HW>x<N>x<P>.py of the frameworks plan/config/flagperf_names.py LLM_FRAME
 ds_config.json), and <case>-in_container/config.py laid over training/benchmarks/<case>/in_container/config.py.
 
 Each becomes vendor/<vendor>/cases/<model>/<stack>/config_<HW>x<N>x<P>.yaml (model: the shape's name, cases/llama/
-shapes.py): the workload as the model case's params (seq_len; the global batch as batch_size per rank, the global
-batch / ranks; tokens as max_steps), the parallelism as the stack's (deepspeed's zero_stage; a vendor stack's
+shapes.py): the workload as the model case's params (seq_len; the global batch checked against the model case's
+global_batch, or batch_size per data-parallel rank where it has none; grad_accumulation the rank's share in FlagPerf's
+micro batches; tokens as max_steps), the parallelism as the stack's (deepspeed's zero_stage; a vendor stack's
 tensor_parallel, pipeline_parallel, micro_batch, recompute where its stack.yaml declares them). deepspeed is a
 built-in stack; the others need a vendor stack of the vendor folder that runs the model (or the llama case): without
 one, nothing is written and the report says what stack it needs. Every name is reported (LLM_PARAMS), and every
@@ -35,7 +36,7 @@ from case_runners.plan.config.flagperf_names import (
     VENDOR_STACK,
     llm_param,
 )
-from case_runners.plan.config.shared_params import GRAD_ACCUMULATION
+from case_runners.plan.config.shared_params import GLOBAL_BATCH, GRAD_ACCUMULATION, MICRO_BATCH
 from case_runners.plan.config.stacks import STACK_PARAMS, stack_of
 from case_runners.plan.layering import load_case_base, with_vendor_stack
 from case_runners.vendors.description import load_vendor
@@ -274,8 +275,9 @@ class LlmConfig:
 
     def _batch_and_steps(self, found: Found, seq_len: int | None, nnodes: int, nproc: int,
                          base: dict[str, Any], params: dict[str, Any]) -> None:
-        """batch_size = the global batch / ranks; max_steps from steps or tokens; the micro batch as the stack's: a
-        built-in stack's (deepspeed's) as grad_accumulation = batch_size / micro, a vendor stack's its micro_batch."""
+        """The global batch (the model case's global_batch where it has one: checked, not written; else batch_size,
+        its share per data-parallel rank); the micro batch as the stack's: grad_accumulation = the rank's share /
+        micro, and a vendor stack's micro_batch; max_steps from steps or tokens."""
         ranks = nnodes * nproc
         sources = [found.values[role][1] for role in (GLOBAL, MICRO, ACCUMULATION) if role in found.values]
         glob: tuple[int, str] | None = None
@@ -288,23 +290,16 @@ class LlmConfig:
                 self._batch_line(sources, "batch_size: no global batch (neither a global batch, nor a micro batch "
                                           "with its accumulation, nor a --global-batch-size in "
                                           f"{self.imp.shown(self.base_dir)}/*.sh)")
-        elif glob[0] % ranks:
-            self._batch_line(sources, f"batch_size: the global batch {glob[0]} ({glob[1]}) is not a multiple of the "
-                                      f"{ranks} ranks: perfplay's batch_size is per rank")
-        else:
-            first = sources[0] if sources else glob[1]
-            if self._set("batch_size", glob[0] // ranks, first, base, params,
-                         note=f"the global batch {glob[0]} ({glob[1]}) / {ranks} ranks"):
-                self._batch_line(sources[1:], self.report.items[-1].detail, MAPPED)
-        if MICRO in found.values and self.stack is None and not self.needs:
-            if glob is not None and not glob[0] % ranks:
-                self._accumulation(found.values[MICRO], glob[0] // ranks, base, params)
-        elif MICRO in found.values:
+        per_rank = None if glob is None else self._global_batch_share(found, glob, ranks, sources, base, params)
+        if MICRO in found.values:
             micro, source = found.values[MICRO]
-            if "micro_batch" in base["params"]:
-                self._set("micro_batch", micro, source, base, params, note="the vendor stack's")
-            else:
-                self.report.add(NONE, source, f"micro_batch: {micro!r}: {self._why('micro_batch')}")
+            if self.stack is not None or self.needs:  # a vendor stack's param
+                if MICRO_BATCH in base["params"]:
+                    self._set(MICRO_BATCH, micro, source, base, params, note="the vendor stack's")
+                else:
+                    self.report.add(NONE, source, f"{MICRO_BATCH}: {micro!r}: {self._why(MICRO_BATCH)}")
+            if per_rank is not None and not self.needs:
+                self._accumulation(found.values[MICRO], per_rank, base, params)
         if STEPS in found.values:
             self._set("max_steps", found.get(STEPS), found.values[STEPS][1], base, params)
         elif TOKENS in found.values:
@@ -315,6 +310,34 @@ class LlmConfig:
                 samples = _positive(tokens) // seq_len
                 self._set("max_steps", max(1, math.ceil(samples / glob[0])), source, base, params,
                           note=f"{tokens} tokens / {seq_len} = {samples} samples / global batch {glob[0]}, rounded up")
+
+    def _global_batch_share(self, found: Found, glob: tuple[int, str], ranks: int, sources: list[str],
+                            base: dict[str, Any], params: dict[str, Any]) -> int | None:
+        """A data-parallel rank's share of FlagPerf's global batch (None, reported, where it has none): the ranks /
+        FlagPerf's TP x PP split it. The model case's global_batch is perfplay's (run-only): FlagPerf's is checked
+        against it, and batch_size written only for a model case without one (FlagPerf's micro 1 x ranks)."""
+        tp, pp = _positive(found.get("tensor_parallel") or 1), _positive(found.get("pipeline_parallel") or 1)
+        dp = ranks // (tp * pp) if not ranks % (tp * pp) else ranks
+        over = f"{ranks} ranks" if dp == ranks else f"{dp} data-parallel ranks ({ranks} / (TP {tp} x PP {pp}))"
+        standard = int(base["params"].get(GLOBAL_BATCH) or 0)
+        if glob[0] % dp:
+            self._batch_line(sources, f"batch_size: the global batch {glob[0]} ({glob[1]}) is not a multiple of the "
+                                      f"{over}: each trains whole sequences")
+            return None
+        if standard and glob[0] != standard:
+            self._batch_line(sources, f"{GLOBAL_BATCH}: the global batch {glob[0]} ({glob[1]}) is not perfplay's "
+                                      f"{self.model}'s standard {standard}: {GLOBAL_BATCH} is run-only, a vendor "
+                                      f"config may not set it")
+            return None
+        if standard:
+            self._batch_line(sources, f"-> {GLOBAL_BATCH}: {glob[0]} ({glob[1]}), perfplay's {self.model}'s "
+                                      f"standard: nothing to write; {glob[0] // dp} a rank over the {over}", MAPPED)
+        elif not self._set("batch_size", glob[0] // dp, sources[0] if sources else glob[1], base, params,
+                           note=f"the global batch {glob[0]} ({glob[1]}) / {over}"):
+            return None
+        else:
+            self._batch_line(sources[1:], self.report.items[-1].detail, MAPPED)
+        return glob[0] // dp
 
     def _accumulation(self, micro_found: tuple[Any, str], per_rank: int, base: dict[str, Any],
                       params: dict[str, Any]) -> None:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from case_runners.plan.config.shared_params import GRAD_ACCUMULATION as ACCUMULATION
-from case_runners.plan.config.shared_params import micro_batch_size
+from case_runners.plan.config.shared_params import batch_split
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,16 +29,16 @@ _ENGINES: dict[int, Any] = {}  # id(ctx): the rank's engine (one trainer per ran
 
 
 def _ds_config(ctx: AdapterContext) -> dict[str, Any]:
-    """DeepSpeed's config of the run: the global batch is the batch per rank times the ranks, in the trainer's
+    """DeepSpeed's config of the run: the global batch (global_batch, or batch_size x the ranks) in the trainer's
     grad_accumulation micro batches per rank (tasks/training/accumulation.py), which the trainer splits and steps
     once for: DeepSpeed's gradient accumulation with the boundary the caller's (managed_gradient_accumulation false:
     backward only accumulates, step() reduces where ZeRO has not already and updates); clipping at the case's
     max_grad_norm (0: off)."""
-    batch, accumulation = int(ctx.params["batch_size"]), int(ctx.params.get(ACCUMULATION, 1))
+    split = batch_split(ctx.params, ctx.world_size)
     return {
-        "train_batch_size": batch * ctx.world_size,
-        "train_micro_batch_size_per_gpu": micro_batch_size(batch, accumulation),
-        "gradient_accumulation_steps": accumulation,
+        "train_batch_size": split.global_batch,
+        "train_micro_batch_size_per_gpu": split.micro,
+        "gradient_accumulation_steps": split.accumulation,
         "managed_gradient_accumulation": False,
         "gradient_clipping": ctx.max_grad_norm,
         "zero_optimization": {"stage": int(ctx.params["zero_stage"])},

@@ -49,6 +49,9 @@ def model_args(model: dict[str, Any], seq_len: int) -> list[str]:
     if model["experts"]:
         args += ["--num-experts", str(model["experts"]), "--moe-router-topk", str(model["experts_per_token"]),
                  "--moe-ffn-hidden-size", str(model["expert_intermediate"])]
+        if model.get("router_aux_loss_coef"):  # FlagPerf's mixtral_8x7B: --moe-aux-loss-coeff 1e-2
+            args += ["--moe-router-load-balancing-type", "aux_loss",
+                     "--moe-aux-loss-coeff", f"{model['router_aux_loss_coef']:g}"]
     else:
         args += ["--ffn-hidden-size", str(model["intermediate"])]
     return args
