@@ -26,7 +26,8 @@ from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import GenerateRoundRecord, RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary
-from case_runners.tasks.generate.decode import digest, generate
+from case_runners.tasks.generate.decode import Decoder, digest, generate
+from case_runners.tasks.generate.task import measure
 
 ROOT = project_root()
 TINY = {"model": "tiny", "vocab_size": 0, "seed": 7}
@@ -51,6 +52,28 @@ def test_the_hand_loop_gives_what_transformers_generate_gives(model):
     expected = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=GenerationConfig(
         do_sample=False, max_new_tokens=7, eos_token_id=None, pad_token_id=0, use_cache=True))
     assert torch.equal(expected[:, 11:], found.tokens)
+
+
+def test_static_and_compiled_decoding_give_the_eager_tokens_and_compile_apart():
+    """The faster torch paths decode the same greedy tokens as the eager loop; compiled decoding's first generation
+    of a combination (the compilation) is its compile_s, outside the timed samples."""
+    torch.manual_seed(0)
+    model = build_model(TINY).eval()
+    ids = prompts(TINY, None, 2, 9)
+    eager = generate(model, ids, 5, lambda: None).tokens
+    static = Decoder(model, "static")
+    assert torch.equal(generate(model, ids, 5, lambda: None, static).tokens, eager)
+    assert torch.equal(generate(model, ids, 5, lambda: None, static).tokens, eager)  # the same cache, reset
+    other = prompts(TINY, None, 3, 4)  # another combination: its own cache
+    assert torch.equal(generate(model, other, 3, lambda: None, static).tokens,
+                       generate(model, other, 3, lambda: None).tokens)
+    compiled = Decoder(model, "compiled")
+    m = measure(compiled, ids, 5, {"warmup": 0, "iterations": 2}, lambda: None, torch.device("cpu"))
+    assert m.decode == "compiled" and isinstance(m.compile_s, float) and m.compile_s > 0
+    assert len(m.ttft_s) == 2 and len(m.tpot_s) == 2 * 4 and m.output_digest == digest(eager)
+    assert torch.equal(generate(model, ids, 5, lambda: None, compiled).tokens, eager)
+    eager_m = measure(Decoder(model), ids, 5, {"warmup": 0, "iterations": 1}, lambda: None, torch.device("cpu"))
+    assert eager_m.compile_s is None and eager_m.decode == "eager" and eager_m.output_digest == digest(eager)
 
 
 def test_prompts_are_the_same_for_a_seed_batch_and_length(tmp_path):
@@ -87,6 +110,10 @@ def test_the_plan_resolves_the_vendors_params_and_refuses_bad_selections_by_name
     assert any("key 'perfplay_cases[2].nnodes': generate measures each device on its own" in e for e in errors)
     assert any("key 'dtype': 'fp8' is not one of the allowed values (allowed: bf16, fp16, fp32)" in e for e in errors)
     assert any("key 'checkpoint': 'ckpt' is relative to data_dir, and the selection has none" in e for e in errors)
+    assert (cpu["params"]["decode"], h100["params"]["decode"]) == ("eager", "compiled")  # CI cheap; CUDA graphs
+    errors = plan({"case": "llama", "overrides": {"decode": "jit"}})["errors"]
+    assert any("key 'decode': 'jit' is not one of the allowed values (allowed: compiled, eager, static)" in e
+               for e in errors), errors
 
 
 def test_trained_needs_an_earlier_training_of_the_same_model_that_saves_its_checkpoint():
@@ -176,12 +203,14 @@ def test_a_generate_round_on_a_checkpoint_directory_with_prompts_from_val_bin(tm
     data = write_tokens(tmp_path / "data", 400)
     torch.manual_seed(3)
     save_checkpoint(build_model(TINY), data / "ckpt", TINY)
-    run_dir = run_cli(tmp_path, "--data-dir", str(data), "--set", "checkpoint=ckpt", "--set", "seed=7")
+    run_dir = run_cli(tmp_path, "--data-dir", str(data), "--set", "checkpoint=ckpt", "--set", "seed=7",
+                      "--set", "decode=static")
     record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "round_record.json")
     assert record.status == "success", record.reason
+    assert [(c["decode"], c["compile_s"]) for c in record.metrics["combinations"]] == [("static", None)] * 2
     assert record.metrics["checkpoint"] == str(data / "ckpt") and record.metrics["prompts"] == f"{data}/val.bin"
     model = load_checkpoint(data / "ckpt", TINY).eval()
-    for c in record.metrics["combinations"]:  # the checkpoint's own greedy outputs on the same prompts
+    for c in record.metrics["combinations"]:  # the checkpoint's own (eager) greedy outputs on the same prompts
         ids = prompts(TINY, str(data), c["batch"], 8)
         assert c["prompt_digest"] == digest(ids)
         assert c["output_digest"] == digest(generate(model, ids, 5, lambda: None).tokens)

@@ -8,7 +8,7 @@ import importlib
 import itertools
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from case_runners.rank import stop_request
 from case_runners.rank.driver import events as ev
@@ -19,6 +19,9 @@ from case_runners.records.generate import NO_ENGINE, RANDOM_WEIGHTS, GenerateMea
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.tasks.generate import CASE_MODEL_MODULE, checkpoint_dir
 
+if TYPE_CHECKING:  # torch is imported when the rank runs
+    from case_runners.tasks.generate.decode import Decoder
+
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # param dtype -> torch's name
 
 
@@ -28,6 +31,7 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     import torch
 
     from case_runners.rank.start import start_rank
+    from case_runners.tasks.generate.decode import Decoder
 
     stop_request.check("init")
     params = config.params
@@ -42,38 +46,43 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
                                "world_size": env.world_size, "params": params, "checkpoint": weights,
                                "python": sys.executable, "torch": torch.__version__, "versions": versions})
     say = print if env.rank == 0 else (lambda *_a, **_k: None)
-    say(f"generate: {config.case} {params.get('model', '')} ({weights}), {params['dtype']} on {device}; prompts "
-        f"from {prompts_from}", flush=True)
+    say(f"generate: {config.case} {params.get('model', '')} ({weights}), {params['dtype']} on {device}, "
+        f"{params['decode']} decoding; prompts from {prompts_from}", flush=True)
     case = importlib.import_module(CASE_MODEL_MODULE.format(case=config.case))
     torch.manual_seed(int(params["seed"]))  # random weights: the same every round, and so are the outputs
     model = case.build(params, checkpoint).to(device=device, dtype=getattr(torch, DTYPES[params["dtype"]])).eval()
     synchronize = runtime.synchronizer(device)
+    combinations = list(itertools.product(params["batch_sizes"], params["prompt_lens"], params["output_lens"]))
+    decoder = Decoder(model, params["decode"], len(combinations))
     measurements = []
-    for batch, prompt_len, output_len in itertools.product(params["batch_sizes"], params["prompt_lens"],
-                                                           params["output_lens"]):
+    for batch, prompt_len, output_len in combinations:
         stop_request.check(f"generate batch {batch} prompt {prompt_len} output {output_len}")
         prompts = case.prompts(params, config.data_dir, batch, prompt_len)
-        m = measure(model, prompts, output_len, params, synchronize, device)
+        m = measure(decoder, prompts, output_len, params, synchronize, device)
         log.event(ev.GENERATE_MEASUREMENT, {k: v for k, v in m.to_json().items()
                                             if k not in ("ttft_s", "tpot_s", "generation_s")})
+        compiled = "" if m.compile_s is None else f" (compiled in {m.compile_s:.1f} s, apart)"
         say(f"  batch {batch} prompt {prompt_len} output {output_len}: TTFT {m.ttft_ms.mean:.2f} ms, TPOT "
-            f"{'-' if m.tpot_ms.mean is None else f'{m.tpot_ms.mean:.2f}'} ms, {m.tokens_per_s:.1f} tokens/s",
-            flush=True)
+            f"{'-' if m.tpot_ms.mean is None else f'{m.tpot_ms.mean:.2f}'} ms, {m.tokens_per_s:.1f} tokens/s"
+            f"{compiled}", flush=True)
         measurements.append(m)
     return {"status": names.SUCCESS, "task": names.GENERATE, "device": str(device), "dtype": params["dtype"],
             "checkpoint": weights, "prompts": prompts_from, "measurements": [m.to_json() for m in measurements],
             "versions": versions}
 
 
-def measure(model: Any, prompts: Any, output_len: int, params: dict[str, Any], synchronize: Any,
+def measure(decoder: Decoder, prompts: Any, output_len: int, params: dict[str, Any], synchronize: Any,
             device: Any) -> GenerateMeasurement:
-    """One combination: `warmup` untimed generations, then `iterations` timed ones."""
+    """One combination: with compiled decoding a first generation that compiles (its seconds compile_s), then
+    `warmup` untimed generations, then `iterations` timed ones."""
     from case_runners.tasks.generate.decode import digest, generate
 
     on_device = prompts.to(device)
+    model = decoder.model
+    compile_s = generate(model, on_device, output_len, synchronize, decoder).seconds if decoder.compiles else None
     for _ in range(params["warmup"]):
-        generate(model, on_device, output_len, synchronize)
-    runs = [generate(model, on_device, output_len, synchronize) for _ in range(params["iterations"])]
+        generate(model, on_device, output_len, synchronize, decoder)
+    runs = [generate(model, on_device, output_len, synchronize, decoder) for _ in range(params["iterations"])]
     generation_s = [g.seconds for g in runs]
     batch = int(prompts.shape[0])
     return GenerateMeasurement(
@@ -81,4 +90,5 @@ def measure(model: Any, prompts: Any, output_len: int, params: dict[str, Any], s
         ttft_s=[g.ttft_s for g in runs], tpot_s=[s for g in runs for s in g.tpot_s], generation_s=generation_s,
         ttft_ms=Latency.of([g.ttft_s for g in runs]), tpot_ms=Latency.of([s for g in runs for s in g.tpot_s]),
         tokens_per_s=batch * output_len * len(runs) / sum(generation_s), prompt_digest=digest(prompts),
-        output_digest=digest(runs[-1].tokens), agreement=None, agreement_note=NO_ENGINE)
+        output_digest=digest(runs[-1].tokens), agreement=None, agreement_note=NO_ENGINE, decode=decoder.decode,
+        compile_s=compile_s)
