@@ -64,6 +64,7 @@ class GenerateMeasurement(Document):
     agreement_note: str  # what the agreement compares, or why it is null
     decode: str | Absent = ABSENT  # how the torch path decoded (tasks/generate DECODES); absent: eager, before it
     compile_s: float | None | Absent = ABSENT  # compiled decoding: the combination's first generation, untimed
+    prompt_agreement: list[float] | Absent = ABSENT  # an engine's agreement per prompt (absent: no engine)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -84,6 +85,7 @@ class Combination(Document):
     outputs_differ: list[int]  # the ranks whose outputs differ from rank 0's (the same prompts and weights)
     decode: str | Absent = ABSENT  # rank 0's
     compile_s: float | None | Absent = ABSENT  # the longest of the ranks' (null without compiled decoding)
+    prompt_agreement: list[float] | Absent = ABSENT  # rank 0's
 
 
 def combine(per_rank: Sequence[Sequence[GenerateMeasurement]]) -> list[Combination]:
@@ -105,7 +107,8 @@ def combine(per_rank: Sequence[Sequence[GenerateMeasurement]]) -> list[Combinati
             agreement=min(agreements) if len(agreements) == len(group) else None,
             agreement_note=first.agreement_note, prompt_digest=first.prompt_digest, output_digest=first.output_digest,
             outputs_differ=[rank for rank, m in group if m.output_digest != first.output_digest],
-            decode=first.decode, compile_s=max(compiles) if len(compiles) == len(group) else None))
+            decode=first.decode, compile_s=max(compiles) if len(compiles) == len(group) else None,
+            prompt_agreement=first.prompt_agreement))
     return found
 
 
