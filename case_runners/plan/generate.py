@@ -3,8 +3,10 @@ case_runners/cases/<case>/generate/config.yaml < vendor/<vendor>/cases/<case>/ge
 only) < run overrides, each value within its range; then the case's own checks (a prompt longer than the context).
 
 A case offers the task when it has a generate/ folder with config.yaml. Refused here as well: more than one node
-(each rank measures its own device: nproc says how many at once), and a checkpoint "trained" without an earlier
-training selection of the case in the run that saves a checkpoint of the same model (trained_checkpoints).
+(each rank measures its own device: nproc says how many at once), an engine the vendor does not offer (one beside
+torch is offered by the vendors that pin it: vendors/layout.py engine_requirements) or on more than one rank, and a
+checkpoint "trained" without an earlier training selection of the case in the run that saves a checkpoint of the
+same model (trained_checkpoints).
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.flat import flat_config, flat_params, selection_problems
 from case_runners.plan.layering import choose_hardware
 from case_runners.records.resolved import ResolvedConfig
-from case_runners.tasks.generate import CASE_MODULE, RANDOM, TRAINED
+from case_runners.tasks.generate import CASE_MODULE, ENGINES, RANDOM, TORCH, TRAINED
 from case_runners.vendors.description import VendorDescription
-from case_runners.vendors.layout import GENERATE_FILE, vendor_case_dir
+from case_runners.vendors.layout import GENERATE_FILE, engine_requirements, vendor_case_dir
 
 GENERATE_DIR = "generate"  # case_runners/cases/<case>/generate/: config.yaml and the case's generate modules
 SAVE_PARAM = "save_checkpoint"  # the training param that makes a training case save its checkpoint
@@ -86,7 +88,32 @@ def resolve_generate_selection(sel: Selection, vendor: VendorDescription, root: 
                                       "data_dir or an absolute path", key="checkpoint", file=provenance["checkpoint"]))
     if errors:
         return None, errors
-    return flat_config(sel, vendor, GENERATE, flat, CONVENTION, "generate: latencies and tokens/s, no MFU"), []
+    config = flat_config(sel, vendor, GENERATE, flat, CONVENTION, "generate: latencies and tokens/s, no MFU")
+    errors = engine_problems(config, sel, root)
+    return (None, errors) if errors else (config, [])
+
+
+def generate_engines(root: Path, vendor: str) -> list[str]:
+    """The generate engines a vendor offers: torch, and each other engine it pins."""
+    return [e for e in ENGINES if e == TORCH or engine_requirements(root, vendor, e).is_file()]
+
+
+def engine_problems(config: ResolvedConfig, sel: Selection, root: Path) -> list[ConfigError]:
+    """An engine the vendor does not offer, and an engine beside torch on more than one rank (it picks its own
+    device), each naming the key."""
+    engine, file = str(config.params["engine"]), config.provenance["engine"]
+    if engine == TORCH:
+        return []
+    offered = generate_engines(root, config.vendor)
+    if engine not in offered:
+        pins = display_path(engine_requirements(root, config.vendor, engine), root)
+        return [ConfigError(f"vendor '{config.vendor}' has no generate engine '{engine}' (a vendor offers it by "
+                            f"pinning it: {pins})", key="engine", file=file, allowed=offered)]
+    if config.nproc != 1:
+        return [ConfigError(f"the {engine} engine measures one device per round (it picks its device itself); "
+                            f"{config.case_id} has nproc {config.nproc}", key=f"{sel.source}.nproc",
+                            file=RUN_VARS_FILE, allowed=[1])]
+    return []
 
 
 def trained_checkpoints(cases: list[ResolvedConfig]) -> list[ConfigError]:

@@ -201,7 +201,7 @@ def _configs(checked: CheckedRequest, vendor: VendorDescription,
         # The vendor case's pip requirements (also installed into the host venv with the host runtime).
         config.requirements = [str(p.relative_to(root)) for p in
                                case_requirements(root, config.vendor, config.case, config.task_name,
-                                                 config.framework)]
+                                                 config.framework, config.engine)]
         cases.append(config)
     return cases, errors
 

@@ -14,7 +14,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from case_runners.records.schema import Document
+from case_runners.records.schema import ABSENT, Absent, Document
 
 MS = 1000.0
 RANDOM_WEIGHTS = "random weights"  # the checkpoint a record names when the model was not loaded from one
@@ -62,6 +62,9 @@ class GenerateMeasurement(Document):
     output_digest: str  # sha256 of the output ids of the last timed generation
     agreement: float | None  # the share of output tokens on which the engine path agrees with the eager one
     agreement_note: str  # what the agreement compares, or why it is null
+    decode: str | Absent = ABSENT  # how the torch path decoded (tasks/generate DECODES); absent: eager, before it
+    compile_s: float | None | Absent = ABSENT  # compiled decoding: the combination's first generation, untimed
+    prompt_agreement: list[float] | Absent = ABSENT  # an engine's agreement per prompt (absent: no engine)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -80,6 +83,9 @@ class Combination(Document):
     prompt_digest: str  # rank 0's
     output_digest: str  # rank 0's
     outputs_differ: list[int]  # the ranks whose outputs differ from rank 0's (the same prompts and weights)
+    decode: str | Absent = ABSENT  # rank 0's
+    compile_s: float | None | Absent = ABSENT  # the longest of the ranks' (null without compiled decoding)
+    prompt_agreement: list[float] | Absent = ABSENT  # rank 0's
 
 
 def combine(per_rank: Sequence[Sequence[GenerateMeasurement]]) -> list[Combination]:
@@ -92,6 +98,7 @@ def combine(per_rank: Sequence[Sequence[GenerateMeasurement]]) -> list[Combinati
     for (batch, prompt_len, output_len), group in groups.items():
         first = group[0][1]
         agreements = [m.agreement for _, m in group if m.agreement is not None]
+        compiles = [m.compile_s for _, m in group if isinstance(m.compile_s, float)]
         found.append(Combination(
             batch=batch, prompt_len=prompt_len, output_len=output_len, ranks=len(group), iterations=first.iterations,
             ttft_ms=Latency.of([s for _, m in group for s in m.ttft_s]),
@@ -99,7 +106,9 @@ def combine(per_rank: Sequence[Sequence[GenerateMeasurement]]) -> list[Combinati
             tokens_per_s=sum(m.tokens_per_s for _, m in group),
             agreement=min(agreements) if len(agreements) == len(group) else None,
             agreement_note=first.agreement_note, prompt_digest=first.prompt_digest, output_digest=first.output_digest,
-            outputs_differ=[rank for rank, m in group if m.output_digest != first.output_digest]))
+            outputs_differ=[rank for rank, m in group if m.output_digest != first.output_digest],
+            decode=first.decode, compile_s=max(compiles) if len(compiles) == len(group) else None,
+            prompt_agreement=first.prompt_agreement))
     return found
 
 

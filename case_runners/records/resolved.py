@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from case_runners.plan.config.resolved import RESOLVED_SCHEMA, TASKS, TRAINING
+from case_runners.plan.config.resolved import GENERATE, RESOLVED_SCHEMA, TASKS, TRAINING
 from case_runners.plan.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records.schema import ABSENT, Absent, Document, choices
 
@@ -138,6 +138,15 @@ class ResolvedConfig(Document):
     def throughput_unit(self) -> str:
         """The unit of a training case's samples/s: samples/s, or tokens/s."""
         return SAMPLES_PER_S if self.sample is ABSENT else f"{self.sample}s/s"
+
+    @property
+    def engine(self) -> str | None:
+        """The engine the task runs on, whose pins it needs (vendors/layout.py engine_requirements): an inference
+        config's compiler, a generate config's engine param (torch: its own path, with no pins file); None: none."""
+        if isinstance(self.inference, InferenceConfig):
+            return self.inference.compiler
+        engine = self.params.get("engine") if self.task_name == GENERATE else None
+        return None if engine is None else str(engine)
 
     @property
     def runtime_kind(self) -> str:

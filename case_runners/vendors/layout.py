@@ -1,7 +1,8 @@
 """Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (docs/adapting-a-chip.md).
 
 vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
-vendor), engines/<compiler>.py, docker_image/<framework>/ and, per case,
+vendor), engines/<compiler>.py, engines/<engine>-requirements.txt (an engine's pins: an inference compiler's or a
+generate engine's), docker_image/<framework>/ and, per case,
 vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml (the case's generate task),
 environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers),
 csrc/setup.py and <stack>/config_<HW>x<nnodes>x<nproc>.yaml (a stack's configs: a built-in stack's,
@@ -32,6 +33,8 @@ STACK_FILE = "stack.yaml"
 STACK_REQUIREMENTS = "requirements.txt"
 TOOLKITS_DIR = ("base", "toolkits")  # the vendor's base toolkits: base/toolkits/<benchmark>/
 TOOLKIT_FILE = "toolkit.yaml"
+ENGINES_DIR = "engines"
+ENGINE_REQUIREMENTS = "{engine}-requirements.txt"  # in engines/: the pins a round on that engine needs
 # A hardware name (a vendor.yaml hardware key, the <HW> of config files; FlagPerf's names too: BI-V100, 9100, a
 # vendor.yaml key written as a YAML string).
 HARDWARE_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
@@ -47,7 +50,13 @@ def vendor_dir(root: Path, vendor: str) -> Path:
 
 def vendor_engines(root: Path, vendor: str) -> list[str]:
     """The compilers of a vendor: vendor/<vendor>/engines/<compiler>.py."""
-    return sorted(p.stem for p in (vendor_dir(root, vendor) / "engines").glob("*.py") if p.stem != "__init__")
+    return sorted(p.stem for p in (vendor_dir(root, vendor) / ENGINES_DIR).glob("*.py") if p.stem != "__init__")
+
+
+def engine_requirements(root: Path, vendor: str, engine: str) -> Path:
+    """The pins of a vendor's engine: vendor/<vendor>/engines/<engine>-requirements.txt (may be absent). A generate
+    engine other than torch is offered by the vendors that pin it (plan/generate.py)."""
+    return vendor_dir(root, vendor) / ENGINES_DIR / ENGINE_REQUIREMENTS.format(engine=engine)
 
 
 def stacks_dir(root: Path, vendor: str) -> Path:
@@ -80,12 +89,13 @@ def adapter_file(root: Path, vendor: str, case: str) -> Path:
 
 
 def case_requirements(root: Path, vendor: str, case: str, task: str | None,
-                      framework: str = PYTORCH) -> list[Path]:
+                      framework: str = PYTORCH, engine: str | None = None) -> list[Path]:
     """The requirements files of a case of `task` (training when None) on `framework`, in install order: the
     standard case's requirements.txt (case_runners/cases/<case>/[inference/]requirements.txt), which
     vendor/<v>/cases/<case>/<v>_requirements.txt replaces when present (a vendor that needs other pins), the
     stack's pins (a built-in stack's, plan/config/stacks.py requirements_file, or the vendor stack's
-    stacks/<name>/requirements.txt), then the vendor case's requirements.txt."""
+    stacks/<name>/requirements.txt), then the vendor case's requirements.txt, then the engine's pins
+    (engine_requirements) when the config names an engine."""
     standard = root / "case_runners" / "cases" / case
     if task == INFERENCE:
         standard /= "inference"  # the folder of the case's inference pipeline
@@ -95,4 +105,6 @@ def case_requirements(root: Path, vendor: str, case: str, task: str | None,
              root / requirements_file(framework), case_dir / "requirements.txt"]
     if framework != PYTORCH:  # a vendor stack's pins, where the framework is one (built-in ones have no such folder)
         found.insert(2, stacks_dir(root, vendor) / framework / STACK_REQUIREMENTS)
+    if engine:
+        found.append(engine_requirements(root, vendor, engine))
     return [f for f in found if f.is_file()]

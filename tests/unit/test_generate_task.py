@@ -19,6 +19,7 @@ from case_runners.cases.llama.model import build_model, load_checkpoint, save_ch
 from case_runners.cases.llama.shapes import FAMILIES, MODEL_CHOICES, shape_of
 from case_runners.core.paths import project_root
 from case_runners.host.data_check import data_problems
+from case_runners.host.requirements import read_pins
 from case_runners.plan.generate import trained_checkpoints
 from case_runners.plan.run_plan import make_plan
 from case_runners.records.generate import Combination, GenerateMeasurement, Latency, combine, headline, percentile
@@ -26,7 +27,9 @@ from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import GenerateRoundRecord, RoundRecord
 from case_runners.records.schema import ABSENT
 from case_runners.records.summary import RunSummary
-from case_runners.tasks.generate.decode import digest, generate
+from case_runners.tasks.generate.decode import Decoder, digest, generate
+from case_runners.tasks.generate.task import measure
+from case_runners.tasks.generate.vllm_engine import agreement, figures, llm_args, sampling_args, token_prompts
 
 ROOT = project_root()
 TINY = {"model": "tiny", "vocab_size": 0, "seed": 7}
@@ -51,6 +54,28 @@ def test_the_hand_loop_gives_what_transformers_generate_gives(model):
     expected = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=GenerationConfig(
         do_sample=False, max_new_tokens=7, eos_token_id=None, pad_token_id=0, use_cache=True))
     assert torch.equal(expected[:, 11:], found.tokens)
+
+
+def test_static_and_compiled_decoding_give_the_eager_tokens_and_compile_apart():
+    """The faster torch paths decode the same greedy tokens as the eager loop; compiled decoding's first generation
+    of a combination (the compilation) is its compile_s, outside the timed samples."""
+    torch.manual_seed(0)
+    model = build_model(TINY).eval()
+    ids = prompts(TINY, None, 2, 9)
+    eager = generate(model, ids, 5, lambda: None).tokens
+    static = Decoder(model, "static")
+    assert torch.equal(generate(model, ids, 5, lambda: None, static).tokens, eager)
+    assert torch.equal(generate(model, ids, 5, lambda: None, static).tokens, eager)  # the same cache, reset
+    other = prompts(TINY, None, 3, 4)  # another combination: its own cache
+    assert torch.equal(generate(model, other, 3, lambda: None, static).tokens,
+                       generate(model, other, 3, lambda: None).tokens)
+    compiled = Decoder(model, "compiled")
+    m = measure(compiled, ids, 5, {"warmup": 0, "iterations": 2}, lambda: None, torch.device("cpu"))
+    assert m.decode == "compiled" and isinstance(m.compile_s, float) and m.compile_s > 0
+    assert len(m.ttft_s) == 2 and len(m.tpot_s) == 2 * 4 and m.output_digest == digest(eager)
+    assert torch.equal(generate(model, ids, 5, lambda: None, compiled).tokens, eager)
+    eager_m = measure(Decoder(model), ids, 5, {"warmup": 0, "iterations": 1}, lambda: None, torch.device("cpu"))
+    assert eager_m.compile_s is None and eager_m.decode == "eager" and eager_m.output_digest == digest(eager)
 
 
 def test_prompts_are_the_same_for_a_seed_batch_and_length(tmp_path):
@@ -87,6 +112,10 @@ def test_the_plan_resolves_the_vendors_params_and_refuses_bad_selections_by_name
     assert any("key 'perfplay_cases[2].nnodes': generate measures each device on its own" in e for e in errors)
     assert any("key 'dtype': 'fp8' is not one of the allowed values (allowed: bf16, fp16, fp32)" in e for e in errors)
     assert any("key 'checkpoint': 'ckpt' is relative to data_dir, and the selection has none" in e for e in errors)
+    assert (cpu["params"]["decode"], h100["params"]["decode"]) == ("eager", "compiled")  # CI cheap; CUDA graphs
+    errors = plan({"case": "llama", "overrides": {"decode": "jit"}})["errors"]
+    assert any("key 'decode': 'jit' is not one of the allowed values (allowed: compiled, eager, static)" in e
+               for e in errors), errors
 
 
 def test_trained_needs_an_earlier_training_of_the_same_model_that_saves_its_checkpoint():
@@ -176,12 +205,14 @@ def test_a_generate_round_on_a_checkpoint_directory_with_prompts_from_val_bin(tm
     data = write_tokens(tmp_path / "data", 400)
     torch.manual_seed(3)
     save_checkpoint(build_model(TINY), data / "ckpt", TINY)
-    run_dir = run_cli(tmp_path, "--data-dir", str(data), "--set", "checkpoint=ckpt", "--set", "seed=7")
+    run_dir = run_cli(tmp_path, "--data-dir", str(data), "--set", "checkpoint=ckpt", "--set", "seed=7",
+                      "--set", "decode=static")
     record = RoundRecord.load(run_dir / "llama_generate_CPUx1x1" / "round1" / "round_record.json")
     assert record.status == "success", record.reason
+    assert [(c["decode"], c["compile_s"]) for c in record.metrics["combinations"]] == [("static", None)] * 2
     assert record.metrics["checkpoint"] == str(data / "ckpt") and record.metrics["prompts"] == f"{data}/val.bin"
     model = load_checkpoint(data / "ckpt", TINY).eval()
-    for c in record.metrics["combinations"]:  # the checkpoint's own greedy outputs on the same prompts
+    for c in record.metrics["combinations"]:  # the checkpoint's own (eager) greedy outputs on the same prompts
         ids = prompts(TINY, str(data), c["batch"], 8)
         assert c["prompt_digest"] == digest(ids)
         assert c["output_digest"] == digest(generate(model, ids, 5, lambda: None).tokens)
@@ -209,3 +240,100 @@ def write_tokens(folder: Path, count: int) -> Path:
         "format": FORMAT_NAME, "dtype": "uint16", "tokens": count, "vocab_size": 4096,
         "max_token_id": int(ids.max()), "tokenizer": "bytes", "source": "test"}))
     return folder
+
+
+def test_the_vllm_engine_is_offered_where_the_vendor_pins_it_and_its_pins_install_with_it():
+    """engine: vllm needs the vendor's pins (vendor/<v>/engines/vllm-requirements.txt) and one rank; the round's
+    requirements are then those pins; an inference round on tensorrt gets TensorRT's pin the same way."""
+    errors = plan({"case": "llama", "overrides": {"engine": "vllm"}})["errors"]
+    assert errors == ["run overrides (perfplay_cases[0].overrides): key 'engine': vendor 'cpu' has no generate "
+                      "engine 'vllm' (a vendor offers it by pinning it: vendor/cpu/engines/vllm-requirements.txt) "
+                      "(allowed: torch)"], errors
+    errors = plan({"case": "llama", "hardware": "H100", "nproc": 2, "overrides": {"engine": "vllm"}},
+                  vendor="nvidia")["errors"]
+    assert any("key 'perfplay_cases[0].nproc': the vllm engine measures one device per round (it picks its device "
+               "itself); llama_generate_H100x1x2 has nproc 2 (allowed: 1)" in e for e in errors), errors
+    (vllm,) = plan({"case": "llama", "hardware": "H100", "overrides": {"engine": "vllm"}}, vendor="nvidia")["cases"]
+    assert vllm["params"]["engine"] == "vllm"
+    assert vllm["requirements"] == ["vendor/nvidia/engines/vllm-requirements.txt"]
+    (torch_path,) = plan({"case": "llama", "hardware": "H100"}, vendor="nvidia")["cases"]
+    assert torch_path["params"]["engine"] == "torch" and torch_path["requirements"] == []
+    (resnet,) = make_plan({"task": "inference", "vendor": "nvidia",
+                           "cases": [{"case": "resnet50", "hardware": "H100"}]}, check=True)["cases"]
+    assert resnet["inference"]["configurations"]["compiler"] == "tensorrt"
+    assert "vendor/nvidia/engines/tensorrt-requirements.txt" in resnet["requirements"]
+    assert [name for name, _ in read_pins(ROOT / "vendor/nvidia/engines/vllm-requirements.txt")] == ["vllm"]
+    assert [name for name, _ in read_pins(ROOT / "vendor/nvidia/engines/tensorrt-requirements.txt")] == \
+        ["tensorrt-cu12"]
+
+
+def test_the_vllm_engine_s_arguments_figures_and_agreement_per_prompt():
+    """What the vllm engine asks of vLLM (greedy, exactly output_len tokens, no prefix cache, the largest prefill in
+    one step) and what it makes of the timed requests and tokens: without vllm, which is imported only to run."""
+    params = {"seed": 5, "batch_sizes": [1, 8], "prompt_lens": [128, 512], "output_lens": [128], "decode": "compiled"}
+    assert llm_args(params, "/run/case/vllm_model", "bfloat16") == {
+        "model": "/run/case/vllm_model", "skip_tokenizer_init": True, "dtype": "bfloat16", "seed": 5,
+        "max_model_len": 640, "max_num_seqs": 8, "max_num_batched_tokens": 4096, "enable_prefix_caching": False,
+        "gpu_memory_utilization": 0.9}
+    assert sampling_args(16) == {"temperature": 0.0, "max_tokens": 16, "min_tokens": 16, "ignore_eos": True,
+                                 "detokenize": False}
+    assert token_prompts(torch.tensor([[1, 2], [3, 4]]).tolist()) == [{"prompt_token_ids": [1, 2]},
+                                                                      {"prompt_token_ids": [3, 4]}]
+    assert agreement([[1, 2, 3, 4], [5, 6, 7, 8]], [[1, 2, 9, 9], [5, 6, 7, 8]]) == [0.5, 1.0]
+    with pytest.raises(ValueError, match="2 outputs against 1 reference outputs"):
+        agreement([[1], [2]], [[1]])
+    reference = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+    m = figures(torch.zeros(2, 3, dtype=torch.int64), 4, [0.010, 0.020], [0.040, 0.050],
+                [[1, 2, 9, 9], [5, 6, 7, 8]], reference, "compiled", 30.0)
+    assert (m.batch, m.prompt_len, m.output_len, m.iterations) == (2, 3, 4, 2)
+    assert m.tpot_s == pytest.approx([0.010, 0.010]) and m.ttft_ms.mean == pytest.approx(15.0)
+    assert m.tokens_per_s == pytest.approx(2 * 4 * 2 / 0.090) and m.compile_s == 30.0
+    assert m.agreement == 0.75 and m.prompt_agreement == [0.5, 1.0] and "vllm against the torch path" in \
+        m.agreement_note
+    assert m.output_digest == digest(torch.tensor([[1, 2, 9, 9], [5, 6, 7, 8]]))
+    (pooled,) = combine([[m]])
+    assert pooled.agreement == 0.75 and pooled.prompt_agreement == [0.5, 1.0] and pooled.compile_s == 30.0
+
+
+def test_the_vllm_round_takes_the_torch_tokens_first_then_frees_the_device_and_measures_vllm(tmp_path, monkeypatch):
+    """The rank's vllm plumbing without vllm: a stand-in with vLLM's offline API (LLM(**kwargs), generate(prompts,
+    SamplingParams, use_tqdm) -> outputs[i].outputs[0].token_ids) decodes the saved transformers folder with
+    transformers' generate and changes prompt 0's last token, so the agreement must say 4 of 5 for it."""
+    import types
+
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    from case_runners.tasks.generate.task import start_vllm
+
+    class FakeLLM:
+        def __init__(self, **kwargs: object) -> None:
+            self.kwargs = kwargs
+            self.model = AutoModelForCausalLM.from_pretrained(str(kwargs["model"])).eval()
+
+        def generate(self, requests: list, sampling: object, use_tqdm: bool) -> list:
+            ids = torch.tensor([r["prompt_token_ids"] for r in requests])
+            wanted = int(sampling.max_tokens)  # type: ignore[attr-defined]
+            out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=(
+                GenerationConfig(do_sample=False, max_new_tokens=wanted, eos_token_id=None, pad_token_id=0)))
+            rows = out[:, ids.shape[1]:].tolist()
+            rows[0][-1] = (rows[0][-1] + 1) % 4096
+            return [types.SimpleNamespace(outputs=[types.SimpleNamespace(token_ids=row)]) for row in rows]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = FakeLLM  # type: ignore[attr-defined]
+    fake.SamplingParams = lambda **kwargs: types.SimpleNamespace(**kwargs)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    torch.manual_seed(0)
+    model = build_model(TINY).eval()
+    ids = prompts(TINY, None, 2, 6)
+    params = {**TINY, "dtype": "fp32", "batch_sizes": [2], "prompt_lens": [6], "output_lens": [5], "decode": "static",
+              "warmup": 1, "iterations": 2}
+    freed = []
+    engine = start_vllm(Decoder(model, "static"), [(ids, 5)], params, lambda: None, lambda: freed.append(1), tmp_path)
+    assert freed == [1] and (tmp_path / "vllm_model" / "config.json").is_file()
+    assert engine.llm.kwargs == llm_args(params, str(tmp_path / "vllm_model"), "float32")
+    (reference,) = engine.references
+    assert torch.equal(reference, generate(model, ids, 5, lambda: None).tokens)
+    m = engine.measure(ids, 5, params, reference)
+    assert m.prompt_agreement == [0.8, 1.0] and m.agreement == pytest.approx(0.9) and m.iterations == 2
+    assert len(m.tpot_s) == 2 and m.compile_s == engine.start_s and m.decode == "static"

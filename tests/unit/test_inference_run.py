@@ -180,13 +180,19 @@ def test_the_rank_names_its_devices_as_the_monitor_numbers_them(env, value, expe
     assert monitor_devices(env, {env: value} if env else {}) == expected
 
 
-def test_the_nvidia_vendor_runs_the_standard_tensorrt_fp16_or_inductor():
+def test_the_nvidia_vendor_runs_the_standard_tensorrt_fp16_or_inductor_or_torch_tensorrt():
     result = make_plan({"vendor": "nvidia", "task": "inference", "cases": [
         {"case": "resnet50", "hardware": "H100"},
-        {"case": "bert", "hardware": "A100", "overrides": {"compiler": "inductor", "exist_onnx_path": "unused"}}]},
-        check=True)
+        {"case": "bert", "hardware": "A100", "overrides": {"compiler": "inductor", "exist_onnx_path": "unused"}},
+        {"case": "resnet50", "hardware": "A100",
+         "overrides": {"compiler": "torch_tensorrt", "exist_onnx_path": "unused"}}]}, check=True)
     assert result["ok"], result["errors"]
-    resnet, bert = result["cases"]
+    resnet, bert, torch_trt = result["cases"]
     assert (resnet["params"]["compiler"], resnet["params"]["fp16"]) == ("tensorrt", True)
     assert resnet["vendor_info"]["hardware"]["peak_flops"]["fp16"] == 989.4e12, "MFU divides by the fp16 peak"
     assert bert["params"]["compiler"] == "inductor" and bert["flops_per_sample"] == pytest.approx(2 * 512 * 3.35e8)
+    # each engine's pins (vendor/nvidia/engines/<engine>-requirements.txt) install for its rounds only
+    assert "vendor/nvidia/engines/tensorrt-requirements.txt" in resnet["requirements"]
+    assert torch_trt["params"]["compiler"] == "torch_tensorrt" and \
+        "vendor/nvidia/engines/torch_tensorrt-requirements.txt" in torch_trt["requirements"]
+    assert not any("engines/" in r for r in bert["requirements"])

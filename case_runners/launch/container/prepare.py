@@ -84,7 +84,7 @@ def prepare(config: ResolvedConfig, config_path: Path, project_dir: Path, log_di
         log.write(f"environment: {'sourced ' + sourced if sourced else f'no {ENV_FILE}'}\n")
         _use_site(site)  # what an earlier round installed counts as installed
         for requirements in case_requirements(project_dir, config.vendor, config.case, config.task_name,
-                                              config.framework):
+                                              config.framework, config.engine):
             check = check_requirements(requirements)
             if check["satisfied"]:
                 log.write(f"requirements: {requirements.relative_to(project_dir)} already satisfied\n")

@@ -18,6 +18,15 @@ RANDOM = ""  # checkpoint: random weights
 TRAINED = "trained"  # checkpoint: this run's earlier training of the case
 CASE_MODULE = "case_runners.cases.{case}.generate"  # stdlib: plan_problems, data_problems, checkpoint_problems
 CASE_MODEL_MODULE = "case_runners.cases.{case}.generate.model"  # torch: build(params, dir), prompts(...)
+# param decode (decode.py): how the torch path decodes; the tokens are the same
+EAGER = "eager"  # transformers' DynamicCache, grown token by token
+STATIC = "static"  # a StaticCache allocated once per combination
+COMPILED = "compiled"  # the static cache and torch.compile of the one-token step (CUDA graphs on CUDA)
+DECODES = (EAGER, STATIC, COMPILED)
+# param engine: what generates and is timed; an engine beside torch reports its agreement with the torch path
+TORCH = "torch"  # the torch path itself (decode.py)
+VLLM = "vllm"  # vLLM's offline LLM API (vllm_engine.py), on a vendor that pins it (vendors/layout.py)
+ENGINES = (TORCH, VLLM)
 
 
 def given_checkpoint(checkpoint: str, data_dir: str | None) -> Path | None:
