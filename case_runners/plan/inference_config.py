@@ -98,7 +98,7 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
     # An inference case that is also a training case shares its params' ranges; an inference-only one has its own.
-    training, training_file = load_case_base(case, root) if case in list_cases(root) else ({"constraints": {}}, "")
+    training, training_file = load_case_base(case, root) if case in list_cases() else ({"constraints": {}}, "")
     params, param_ranges = declare_params(raw_params, file=params_file, inherited=training["constraints"],
                                           inherited_file=training_file)
     shape = _functional_shape(block, params, param_ranges, params_file)
