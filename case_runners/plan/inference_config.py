@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from case_runners.cases import list_cases
 from case_runners.core.errors import ConfigError, raise_all, shown
 from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
@@ -96,7 +97,8 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     if shared:
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
-    training, training_file = load_case_base(case, root)
+    # An inference case that is also a training case shares its params' ranges; an inference-only one has its own.
+    training, training_file = load_case_base(case, root) if case in list_cases() else ({"constraints": {}}, "")
     params, param_ranges = declare_params(raw_params, file=params_file, inherited=training["constraints"],
                                           inherited_file=training_file)
     shape = _functional_shape(block, params, param_ranges, params_file)

@@ -56,7 +56,7 @@ def test_the_runs_overrides_go_over_the_functional_shape():
     assert (config["params"]["max_steps"], config["params"]["num_layers"], config["params"]["seq_len"]) == (3, 1, 64)
 
 
-@pytest.mark.parametrize("case", ["bert", "resnet50", "digits_cnn"])
+@pytest.mark.parametrize("case", ["bert", "resnet50", "digits_cnn", "stable_diffusion_v1_4", "sam_h"])
 def test_every_inference_case_declares_a_functional_shape_its_plan_applies(case):
     assert case in inference_cases(ROOT)
     (standard,) = plan([{"case": case, "task": "inference"}])
