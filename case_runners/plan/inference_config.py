@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from case_runners.cases import list_cases
 from case_runners.core.errors import ConfigError, raise_all, shown
 from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
@@ -96,9 +97,9 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     if shared:
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
-    training, training_file = load_case_base(case, root)
-    params, param_ranges = declare_params(raw_params, file=params_file, inherited=training["constraints"],
-                                          inherited_file=training_file)
+    inherited, inherited_file = _training_ranges(case, root)
+    params, param_ranges = declare_params(raw_params, file=params_file, inherited=inherited,
+                                          inherited_file=inherited_file)
     shape = _functional_shape(block, params, param_ranges, params_file)
     shrunk = [key for key, value in shape.items() if value != params[key]] if functional else []
     if functional:
@@ -134,6 +135,15 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
                           key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
     return InferenceConfig(case=case, vendor=vendor, configurations=config, parameters=params, sources=sources,
                            provenance=provenance, **standard_fields(changed)), notes
+
+
+def _training_ranges(case: str, root: Path) -> tuple[dict[str, Constraint], str]:
+    """The ranges an inference case's parameters inherit, and their file: its training case's; none for an
+    inference-only case (inference/ but no config.yaml, as vit_l_16), whose parameters declare their own."""
+    if case not in list_cases():
+        return {}, ""
+    training, training_file = load_case_base(case, root)
+    return training["constraints"], training_file
 
 
 def _functional_shape(block: Any, params: dict[str, Any], ranges: dict[str, Constraint],
