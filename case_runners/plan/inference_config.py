@@ -97,10 +97,9 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     if shared:
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
-    # An inference case that is also a training case shares its params' ranges; an inference-only one has its own.
-    training, training_file = load_case_base(case, root) if case in list_cases() else ({"constraints": {}}, "")
-    params, param_ranges = declare_params(raw_params, file=params_file, inherited=training["constraints"],
-                                          inherited_file=training_file)
+    inherited, inherited_file = _training_ranges(case, root)
+    params, param_ranges = declare_params(raw_params, file=params_file, inherited=inherited,
+                                          inherited_file=inherited_file)
     shape = _functional_shape(block, params, param_ranges, params_file)
     shrunk = [key for key, value in shape.items() if value != params[key]] if functional else []
     if functional:
@@ -136,6 +135,15 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
                           key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
     return InferenceConfig(case=case, vendor=vendor, configurations=config, parameters=params, sources=sources,
                            provenance=provenance, **standard_fields(changed)), notes
+
+
+def _training_ranges(case: str, root: Path) -> tuple[dict[str, Constraint], str]:
+    """The ranges an inference case's parameters inherit, and their file: its training case's; none for an
+    inference-only case (inference/ but no config.yaml, as vit_l_16), whose parameters declare their own."""
+    if case not in list_cases():
+        return {}, ""
+    training, training_file = load_case_base(case, root)
+    return training["constraints"], training_file
 
 
 def _functional_shape(block: Any, params: dict[str, Any], ranges: dict[str, Constraint],

@@ -5,4 +5,5 @@
 - dataset.py: ImageFolder read with Pillow, synthetic images, the datasets a case's params ask for
 - recipe.py: mixup/cutmix with soft targets, EMA of the weights, optimizers, learning-rate schedules (torch)
 - classifier.py: ImageClassifierCase, the TrainingCase of an ImageNet classifier; a case adds its model
+- inference.py: the inference pipeline's data, top-1 metric, export and forward passes of the ImageNet classifiers
 """

@@ -4,8 +4,8 @@ check imports it, through each case's data.py, before torch is on the path).
 data_dir is an ImageNet tree in ImageFolder layout:
     <data_dir>/train/<class>/<image>.JPEG   one folder per class (e.g. the wnid n01440764)
     <data_dir>/val/<class>/<image>.JPEG     the same class folders
-resnet50's inference case reads val/ only; its data_dir may also be that val folder itself (FlagPerf's inference configs
-point at .../imagenet/val):
+The inference cases (resnet50, vit_l_16, swin_transformer) read val/ only; data_dir may also be that val folder itself
+(FlagPerf's inference configs point at .../imagenet/val):
     <data_dir>/<class>/<image>.JPEG
 """
 

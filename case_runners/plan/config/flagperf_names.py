@@ -170,6 +170,7 @@ LLM_MODELS: dict[str, str] = {"llama2_7b": "llama2_7b", "llama3_8B": "llama3_8b"
                               "qwen1.5_MoE": "qwen1.5_moe", "chatglm3_6b": "chatglm3_6b",
                               "baichuan2_13b": "baichuan2_13b"}
 CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge": "bert", "mobilenetv2": "mobilenetv2",
+                              "swinTransformer": "swin_transformer",  # its inference case
                               "vit": "vit", "efficientnet": "efficientnet", "swin_transformer": "swin_transformer",
                               "bigtransfer": "bigtransfer", "detr": "detr", "distilbert": "distilbert",
                               "bert_hf": "bert_hf", "longformer": "longformer", "t5_small": "t5_small",
