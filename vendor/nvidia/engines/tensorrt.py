@@ -46,7 +46,9 @@ class InferModel:
         builder = trt.Builder(self.logger)
         network = builder.create_network(0)  # TensorRT 10: explicit batch is the only mode
         parser = trt.OnnxParser(network, self.logger)
-        if not parser.parse(Path(onnx_path).read_bytes()):
+        # From the file, not its bytes: a model over ONNX's 2 GB (stable_diffusion_v1_4's fp32 UNet) keeps its weights
+        # in external data files beside it, which only a parse that knows the path finds.
+        if not parser.parse_from_file(str(onnx_path)):
             errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
             raise RuntimeError(f"TensorRT cannot parse {onnx_path}: {errors}")
         build_config = builder.create_builder_config()
