@@ -18,7 +18,7 @@ from case_runners.plan.config.resolved import BASE, GENERATE
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.stacks import PYTORCH, STACKS
 from case_runners.plan.generate import generate_cases
-from case_runners.plan.inference_config import note_warnings
+from case_runners.plan.inference_config import inference_cases, note_warnings
 from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.tasks.training.adapter import adapter_source
@@ -171,7 +171,7 @@ def _engine(path: Path, root: Path) -> list[Finding]:
 
 def _case(vendor: str, info: VendorDescription, folder: Path, root: Path) -> list[Finding]:
     shown = display_path(folder, root)
-    known = sorted({*list_cases(), *generate_cases(root)})  # a case may offer only its generate task
+    known = sorted({*list_cases(), *generate_cases(root), *inference_cases(root)})  # or only generate, inference
     if folder.name not in known:
         return [error(shown, f"unknown case '{folder.name}' (allowed: {', '.join(known)})")]
     found: list[Finding] = []
