@@ -161,6 +161,20 @@ def test_without_weights_the_model_is_random_at_the_shape_and_says_the_accuracy_
     assert result["items"] == 3 * 16 and result["accuracy"] == 0.0
 
 
+def test_a_weights_folder_without_safetensors_is_random_at_the_shape_on_the_real_prompts(data_dir: Path,
+                                                                                         tmp_path: Path):
+    shutil.copytree(data_dir / "mmlu_dataset", tmp_path / "mmlu_dataset")
+    (tmp_path / "tiny_hf").mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(data_dir / "tiny_hf" / name, tmp_path / "tiny_hf" / name)
+    config = conf(tmp_path)
+    model = mmlu.create_model(config)
+    assert type(model).__name__ == "RandomDecoder"
+    result = mmlu.model_forward(model, mmlu.build_dataloader(config), mmlu.evaluator, config)
+    assert len(result["predictions"]) == QUESTIONS, "ids past the tokenizer's vocab (4096 > its ids) are no letter"
+    assert all(p in (mmlu.NO_LETTER, 0, 1, 2, 3) for p in result["predictions"])
+
+
 def test_flagperfs_four_cases_are_model_cases_of_mmlu_with_the_shapes_flops_per_token():
     assert {"mmlu", "llama2_7b_mmlu", "llama3_8b_mmlu", "aquila_7b_mmlu"} <= set(inference_cases(ROOT))
     for case, model in (("mmlu", "tiny"), ("llama2_7b_mmlu", "llama2_7b"), ("llama3_8b_mmlu", "llama3_8b"),

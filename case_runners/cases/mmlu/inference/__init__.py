@@ -134,6 +134,13 @@ def evaluator(outputs: list[torch.Tensor], labels: torch.Tensor) -> tuple[int, l
     return int((letters == labels[:, 0]).sum()), letters.tolist()
 
 
+def answer_letters(letters: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+    """The letter of each predicted id; NO_LETTER for an id past the tokenizer's vocab (a model's embedding may
+    have more rows than its tokenizer has ids: DeepSeek's 102400 for 100015)."""
+    known = predicted < len(letters)
+    return torch.where(known, letters[predicted.clamp(max=len(letters) - 1)], NO_LETTER)
+
+
 def answer_loop(run_batch: Callable, dataloader: DataLoader, evaluate: Callable, config: dict[str, Any],
                 what: str) -> dict[str, Any]:
     """pipeline.forward_loop's figures with prompt tokens as items (whole and core time, foo_time left out of
@@ -152,7 +159,7 @@ def answer_loop(run_batch: Callable, dataloader: DataLoader, evaluate: Callable,
             outputs, foo = run_batch([input_ids, mask])
             core += time.perf_counter() - tick - foo
             foo_total += foo
-            answers = letters[outputs[0].float().argmax(dim=-1)]
+            answers = answer_letters(letters, outputs[0].float().argmax(dim=-1))
             right, predicted = evaluate([answers], labels)
             correct += right
             questions += len(labels)
