@@ -125,7 +125,7 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     else:
         model_sources, model_keys = [], []
     inherited, training_file = ({}, "")
-    if package in list_cases(root):  # an inference case beside a training case shares its params' ranges
+    if package in list_cases():  # an inference case beside a training case shares its params' ranges
         training, training_file = load_case_base(package, root)
         inherited = training["constraints"]
     params, param_ranges = declare_params(raw_params, file=params_file, inherited=inherited,

@@ -176,9 +176,10 @@ def test_a_weights_folder_without_safetensors_is_random_at_the_shape_on_the_real
 
 
 def test_flagperfs_four_cases_are_model_cases_of_mmlu_with_the_shapes_flops_per_token():
-    assert {"mmlu", "llama2_7b_mmlu", "llama3_8b_mmlu", "aquila_7b_mmlu"} <= set(inference_cases(ROOT))
+    assert {"mmlu", "llama2_7b_mmlu", "llama3_8b_mmlu", "aquila_7b_mmlu", "deepseek_7b_mmlu"} <= set(
+        inference_cases(ROOT))
     for case, model in (("mmlu", "tiny"), ("llama2_7b_mmlu", "llama2_7b"), ("llama3_8b_mmlu", "llama3_8b"),
-                        ("aquila_7b_mmlu", "aquila2_7b")):
+                        ("aquila_7b_mmlu", "aquila2_7b"), ("deepseek_7b_mmlu", "deepseek_7b")):
         resolved, _ = resolve_inference(case, "nvidia", ROOT)
         assert resolved.case_package == "mmlu" and resolved.parameters["model"] == model
         forward = shapes.flops_per_token(shapes.SHAPES[model], 0) / 3  # the llama case's, forward, no attention
@@ -194,7 +195,7 @@ def test_flagperfs_four_cases_are_model_cases_of_mmlu_with_the_shapes_flops_per_
 def test_flagperfs_case_names_map_onto_the_model_cases():
     from case_runners.plan.config.flagperf_names import CASE_NAMES
 
-    for name in ("llama2_7b_mmlu", "llama3_8b_mmlu", "Aquila_7b_mmlu"):
+    for name in ("llama2_7b_mmlu", "llama3_8b_mmlu", "Aquila_7b_mmlu", "deepseek_7b_mmlu"):
         assert CASE_NAMES.get(name, name) in inference_cases(ROOT), name
 
 
