@@ -47,7 +47,7 @@ def resolve_inference_selection(sel: Selection, vendor: VendorDescription, root:
         return None, errors
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     return ResolvedConfig(
-        task=INFERENCE, case=sel.case, case_id=sel.case_id, framework=sel.framework,
+        task=INFERENCE, case=sel.case, package=resolved.package, case_id=sel.case_id, framework=sel.framework,
         framework_version=sel.framework_version or ABSENT, vendor=vendor.name, hardware=hardware, nnodes=1,
         nproc=1, repeat=sel.repeat, data_dir=sel.data_dir,
         timeout_s=sel.timeout_s or default_timeout_s or DEFAULT_CASE_TIMEOUT_S, sources=resolved.sources,

@@ -8,6 +8,10 @@
   configurations.yaml is added with a warning; a changed key is logged; a key set to the value it already
   has is an error (an override must change something); a key of parameters.yaml is an error.
 
+A model case, `case_runners/cases/<case>/inference/models/<name>.yaml` (mmlu's llama3_8b_mmlu), is an inference case of
+its own named <name>: the folder's code and files with the model file's `parameters` and `configurations` laid over
+theirs; its vendor file is vendor/<vendor>/cases/<name>/. An inference case needs no training case beside it.
+
 Every value is checked against its range (case_runners/plan/config/constraints.py): the keys of configurations.yaml
 have theirs in shared_params.py; a parameter has the range of the training param of the same name in the case's
 config.yaml, or its own (`train_epochs: {default: 15, min: 1, max: 1000}`). A key a vendor adds has none.
@@ -25,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from case_runners.cases import list_cases
+from case_runners.cases import MODELS_DIR, list_cases
 from case_runners.core.errors import ConfigError, raise_all, shown
 from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
@@ -34,6 +38,7 @@ from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.layering import load_case_base
 from case_runners.records.resolved import InferenceConfig
+from case_runners.records.schema import ABSENT
 from case_runners.vendors.layout import vendor_engines
 
 CONFIG_KEYS = ("batch_size", "flops", "fp16", "compiler", "num_workers", "log_freq", "repeat", "no_validation",
@@ -44,7 +49,20 @@ _NUMBER = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$|^\.[0-9]+([eE][+-]?
 
 
 def inference_dir(root: Path, case: str) -> Path:
-    return root / "case_runners" / "cases" / case / "inference"
+    """The inference folder of case `case`: its package's (a model case's is its package's)."""
+    return root / "case_runners" / "cases" / inference_package(root, case) / "inference"
+
+
+def inference_models(root: Path) -> dict[str, str]:
+    """{inference model case: its package}: every cases/<package>/inference/models/<name>.yaml (mmlu's
+    llama3_8b_mmlu: FlagPerf's case, mmlu's code with the file's parameters and configurations)."""
+    found = (root / "case_runners" / "cases").glob(f"*/inference/{MODELS_DIR}/*.yaml")
+    return {path.stem: path.parent.parent.parent.name for path in sorted(found)}
+
+
+def inference_package(root: Path, case: str) -> str:
+    """The case package whose inference code runs `case`."""
+    return inference_models(root).get(case, case)
 
 
 def vendor_overrides_path(root: Path, vendor: str, case: str) -> Path:
@@ -97,7 +115,16 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     if shared:
         raise ConfigError(f"keys {shared} are in both {base_file} and {params_file}", key=shared[0],
                           file=params_file)
-    inherited, inherited_file = _training_ranges(case, root)
+    package = inference_package(root, case)
+    if package != case:  # a model case: its file's parameters and configurations over the package's
+        model_path = inference_dir(root, case) / MODELS_DIR / f"{case}.yaml"
+        model_file = display_path(model_path, root)
+        raw_params, base, model_keys = _model_layer(load_mapping(model_path, root), raw_params, base, model_file,
+                                                    params_file)
+        model_sources = [model_file]
+    else:
+        model_sources, model_keys = [], []
+    inherited, inherited_file = _training_ranges(package, root)
     params, param_ranges = declare_params(raw_params, file=params_file, inherited=inherited,
                                           inherited_file=inherited_file)
     shape = _functional_shape(block, params, param_ranges, params_file)
@@ -107,8 +134,9 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     defaults, constraints = declare_params({k: v for k, v in base.items() if k != "flops"}, file=base_file)
     config = {key: defaults.get(key, value) for key, value in base.items()}
     provenance = dict.fromkeys(base, base_file)  # which file set each key: errors name it
+    provenance.update(dict.fromkeys(model_keys, model_sources[-1] if model_keys else base_file))
     notes: list[str] = []
-    sources = [base_file] + ([params_file] if params_path.is_file() else []) + (
+    sources = [base_file] + ([params_file] if params_path.is_file() else []) + model_sources + (
         [f"{params_file} ({FUNCTIONAL})"] if functional else [])
     errors: list[ConfigError] = []
     over_path = vendor_overrides_path(root, vendor, case)
@@ -133,8 +161,28 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     if config["compiler"] is not None and config["compiler"] not in engines:
         raise ConfigError(f"vendor '{vendor}' has no engine '{config['compiler']}' (vendor/{vendor}/engines/)",
                           key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
-    return InferenceConfig(case=case, vendor=vendor, configurations=config, parameters=params, sources=sources,
-                           provenance=provenance, **standard_fields(changed)), notes
+    return InferenceConfig(case=case, package=package if package != case else ABSENT, vendor=vendor,
+                           configurations=config, parameters=params, sources=sources, provenance=provenance,
+                           **standard_fields(changed)), notes
+
+
+def _model_layer(layer: dict[str, Any], raw_params: dict[str, Any], base: dict[str, Any], model_file: str,
+                 params_file: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """A model case's file laid over its package's: `parameters` (values of the package's parameters, their
+    ranges kept) and `configurations` (keys of configurations.yaml), nothing else."""
+    unknown = sorted(set(layer) - {"parameters", "configurations"})
+    if unknown:
+        raise ConfigError("unknown key of a model case's file", key=unknown[0], file=model_file,
+                          allowed=["configurations", "parameters"])
+    params, configurations = layer.get("parameters") or {}, layer.get("configurations") or {}
+    errors = [ConfigError(f"is not a parameter of the case ({params_file})", key=key, file=model_file,
+                          allowed=raw_params) for key in params if key not in raw_params]
+    errors += [ConfigError("is not a key of configurations.yaml", key=key, file=model_file, allowed=CONFIG_KEYS)
+               for key in configurations if key not in CONFIG_KEYS]
+    raise_all(errors)
+    laid = {key: {**spec, "default": params[key]} if isinstance(spec, dict) and key in params
+            else params.get(key, spec) for key, spec in raw_params.items()}
+    return laid, {**base, **configurations}, list(configurations)
 
 
 def _training_ranges(case: str, root: Path) -> tuple[dict[str, Constraint], str]:
@@ -176,7 +224,7 @@ def note_warnings(notes: list[str] | None) -> list[str]:
 
 def inference_cases(root: Path) -> list[str]:
     found = (root / "case_runners" / "cases").glob("*/inference/configurations.yaml")
-    return sorted(p.parent.parent.name for p in found)
+    return sorted([p.parent.parent.name for p in found] + list(inference_models(root)))
 
 
 def _apply_layer(config: dict[str, Any], notes: list[str], layer: dict[str, Any], params: dict[str, Any],

@@ -46,6 +46,7 @@ class InferenceConfig(Document):
     """An inference case's resolved configuration (plan/inference_config.py resolve_inference): its three files,
     laid over one another and checked, and the run's overrides."""
     case: str
+    package: str | Absent = ABSENT  # a model case's package (plan/inference_config.py inference_models); absent: case
     vendor: str
     # configurations.yaml's keys (inference_config.py CONFIG_KEYS, ranges in plan/config/shared_params.py), the vendor's
     # <vendor>_configurations.yaml and the run's overrides over them, and the keys the vendor's file adds; flops
@@ -58,6 +59,11 @@ class InferenceConfig(Document):
     # from before the flag)
     standard: bool | Absent = ABSENT
     non_standard: list[str] | Absent = ABSENT  # the keys that changed the workload
+
+    @property
+    def case_package(self) -> str:
+        """The case package whose inference code runs the case."""
+        return self.case if self.package is ABSENT else str(self.package)
 
     @property
     def compiler(self) -> str | None:

@@ -27,6 +27,7 @@ from case_runners.plan.config.flagperf_names import (
     markdown_table,
 )
 from case_runners.plan.config.shared_params import SHARED_PARAMS
+from case_runners.plan.inference_config import inference_cases
 from case_runners.plan.layering import load_case_base
 from case_runners.plan.run_plan import make_plan
 from case_runners.plan.run_vars import DOCUMENTED_RUN_VARS, QUERIED_NAMES, RUN_VAR_PREFIX
@@ -361,7 +362,8 @@ def test_the_perfplay_side_of_the_mapping_exists():
     for row in PARAMS:
         if row.perfplay:
             assert row.perfplay in SHARED_PARAMS and row.perfplay in mutable, row
-    assert set(CASE_NAMES.values()) <= set(list_cases()) | set(SHAPES)  # FlagPerf's LLMs: the llama case's shapes
+    # FlagPerf's LLMs: the llama case's shapes; its MMLU cases: mmlu's model cases
+    assert set(CASE_NAMES.values()) <= set(list_cases()) | set(SHAPES) | set(inference_cases(ROOT))
     assert {row.perfplay for row in ADAPTER_POINTS if row.perfplay} <= set(POINTS)
 
 

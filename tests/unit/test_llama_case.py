@@ -56,11 +56,12 @@ def meta_model(params: dict):
 
 
 # The published parameter counts (billions, to the digits published): total and active per token. Sources: the
-# models' cards and papers (README.md's shape table); aquila2's are the nominal 7B/34B/70B only, checked below.
+# models' cards and papers (README.md's shape table); aquila2's and deepseek's are the nominal 7B/34B/70B only,
+# checked below.
 PUBLISHED = {"1b": ("1.24", "1.24"), "llama2_7b": ("6.74", "6.74"), "llama3_8b": ("8.03", "8.03"),
              "llama2_70b": ("68.98", "68.98"), "llama3_70b": ("70.55", "70.55"), "mixtral_8x7b": ("46.7", "12.9"),
              "qwen1.5_moe": ("14.3", "2.7"), "chatglm3_6b": ("6.24", "6.24"), "baichuan2_13b": ("13.9", "13.9")}
-NOMINAL = {"aquila2_7b": 7, "aquila2_34b": 34, "aquila2_70b": 70}
+NOMINAL = {"aquila2_7b": 7, "aquila2_34b": 34, "aquila2_70b": 70, "deepseek_7b": 7}
 
 
 @pytest.mark.parametrize("name", list(shapes.SHAPES))

@@ -98,8 +98,8 @@ def test_a_model_a_config_sets_that_the_stack_cannot_build_names_the_file_and_th
     _, errors = resolved({"case": "llama", "framework": "torchtitan", "nproc": 2, "overrides": {"model": "tiny_moe"}})
     assert errors == ["run overrides (perfplay_cases[0].overrides): key 'model': model 'tiny_moe' is of the mixtral "
                       "family, which the torchtitan stack does not build (it builds llama: case_runners/cases/llama/"
-                      "shapes.py STACK_FAMILIES) (allowed: 1b, 7b, aquila2_34b, aquila2_70b, aquila2_7b, llama2_70b, "
-                      "llama2_7b, llama3_70b, llama3_8b, tiny)"]
+                      "shapes.py STACK_FAMILIES) (allowed: 1b, 7b, aquila2_34b, aquila2_70b, aquila2_7b, deepseek_7b, "
+                      "llama2_70b, llama2_7b, llama3_70b, llama3_8b, tiny)"]
     root = tmp_path / "project"  # a vendor's torchtitan config that trains a mixture of experts
     shutil.copytree(REPO / "vendor" / "cpu", root / "vendor" / "cpu")
     (root / "vendor/cpu/cases/llama/torchtitan/config_CPUx1x2.yaml").write_text("model: tiny_moe\n")

@@ -101,6 +101,9 @@ SHAPES = {
                          "Aquila2 34B: 60 layers of 6144, 8 KV heads, 33.7B parameters"),
     "aquila2_70b": Shape(8192, 28672, 80, 64, 8, 100008, 4096, 10000.0, False,
                          "Aquila2 70B: Llama 2 70B's layers with a vocab of 100008, 70.1B parameters"),
+    "deepseek_7b": Shape(4096, 11008, 30, 32, 32, 102400, 4096, 10000.0, False,
+                         "DeepSeek LLM 7B: Llama 2 7B's layers, 30 of them, a vocab of 102400; 6.91B parameters",
+                         norm_eps=1e-6),
     "mixtral_8x7b": Shape(4096, 0, 32, 32, 8, 32000, 32768, 1e6, False,
                           "Mixtral 8x7B: 32 layers of 4096, 8 experts of FFN 14336, top-2; 46.7B parameters, 12.9B "
                           "active", family="mixtral", experts=8, experts_per_token=2, expert_intermediate=14336),

@@ -174,7 +174,8 @@ CASE_NAMES: dict[str, str] = {"resnet50": "resnet50", "bert": "bert", "bertLarge
                               "vit": "vit", "efficientnet": "efficientnet", "swin_transformer": "swin_transformer",
                               "bigtransfer": "bigtransfer", "detr": "detr", "distilbert": "distilbert",
                               "bert_hf": "bert_hf", "longformer": "longformer", "t5_small": "t5_small",
-                              "transformer": "transformer", "gpt2": "gpt2", "wav2vec2": "wav2vec2", **LLM_MODELS}
+                              "transformer": "transformer", "gpt2": "gpt2", "wav2vec2": "wav2vec2",
+                              "Aquila_7b_mmlu": "aquila_7b_mmlu", **LLM_MODELS}  # mmlu's model cases: lower case
 
 # FlagPerf's LLM training frameworks (the <framework> of training/<vendor>/<case>-<framework>/) and the stack a config
 # of each becomes (plan/config/stacks.py): deepspeed is a built-in stack; the others are Megatron forks a vendor

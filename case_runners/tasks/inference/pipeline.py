@@ -137,7 +137,7 @@ def run_pipeline(resolved: InferenceConfig, root: Path, work_dir: Path, data_dir
         raise ConfigError(f"{conf['exist_compiler_path']} does not exist", key="exist_compiler_path")
     if compiler and conf["exist_onnx_path"] is not None and getattr(engine_class, "needs_onnx", True):
         _check_onnx(conf["exist_onnx_path"], bool(conf["exist_compiler_path"]))  # engines that compile torch do not
-    case = load_case(resolved.case)
+    case = load_case(resolved.case_package)
     done("a")
 
     begin("b")

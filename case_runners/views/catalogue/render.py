@@ -9,6 +9,7 @@ from case_runners.core.text import text_columns
 from case_runners.plan.base import BENCHMARKS_DIR
 from case_runners.plan.config.resolved import BASE, TASKS
 from case_runners.plan.config.stacks import PYTORCH
+from case_runners.plan.inference_config import inference_models
 from case_runners.views.catalogue.build import Catalogue, Entry, VendorConfigs
 
 PAGE = "docs/catalogue.md"
@@ -50,7 +51,8 @@ def _readme(root: Path, entry: Entry) -> str | None:
     """The case's (a base benchmark's) README as the page links it, where there is one: a model case's is its
     package's."""
     parts = BENCHMARKS_DIR if entry.task == BASE else ("case_runners", "cases")
-    folder = entry.case if entry.task == BASE else model_cases(root).get(entry.case, entry.case)
+    packages = {**model_cases(root), **inference_models(root)}
+    folder = entry.case if entry.task == BASE else packages.get(entry.case, entry.case)
     path = root.joinpath(*parts, folder, "README.md")
     return f"../{path.relative_to(root).as_posix()}" if path.is_file() else None
 
