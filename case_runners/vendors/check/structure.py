@@ -14,13 +14,14 @@ from case_runners.core.errors import ConfigError
 from case_runners.core.paths import display_path
 from case_runners.launch.env_file import syntax_problem
 from case_runners.plan.base import base_suite, vendor_base
-from case_runners.plan.config.resolved import BASE, GENERATE
+from case_runners.plan.config.resolved import BASE, GENERATE, OPERATION
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.stacks import PYTORCH, STACKS
 from case_runners.plan.generate import generate_cases
 from case_runners.plan.inference_config import note_warnings
 from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.plan.run_plan import make_plan
+from case_runners.tasks.operation import CASE as OPERATION_CASE
 from case_runners.tasks.training.adapter import adapter_source
 from case_runners.vendors.check.findings import Finding, error, ok, warning
 from case_runners.vendors.description import VendorDescription, load_vendor, vendor_names
@@ -32,6 +33,7 @@ from case_runners.vendors.layout import (
     EXTERN_DIR,
     GENERATE_FILE,
     MONITOR_FILE,
+    OPERATION_FILE,
     STACK_FILE,
     VENDOR_FILE,
     adapter_file,
@@ -71,6 +73,7 @@ def check_structure(name: str, root: Path) -> list[Finding]:
                     f"{', '.join(vendor.hardware)}; runtime.py's source fits the contract"))
     found += _readme(folder / README, root)
     found += _base(name, root)
+    found += _operation(name, vendor, root)
     for engine in sorted((folder / "engines").glob("*.py")):
         found += _engine(engine, root)
     cases = sorted(p for p in (folder / "cases").iterdir() if p.is_dir()) if (folder / "cases").is_dir() else []
@@ -136,6 +139,21 @@ def _base(vendor: str, root: Path) -> list[Finding]:
         return found
     also = f"; the params of {', '.join(unrun)} too" if unrun else ""
     return [ok(shown, f"{suite_is} resolves ({', '.join(c['case_id'] for c in plan['cases'])}){also}")]
+
+
+def _operation(vendor: str, info: VendorDescription, root: Path) -> list[Finding]:
+    """operation.yaml, where the vendor has one: the operation task resolved on each hardware of the vendor."""
+    path = vendor_dir(root, vendor) / OPERATION_FILE
+    if not path.is_file():
+        return []
+    shown = display_path(path, root)
+    found = []
+    for hardware in info.hardware:
+        plan = make_plan({"vendor": vendor, "task": OPERATION, "cases": [{"case": OPERATION_CASE,
+                                                                          "hardware": hardware}]},
+                         check=True, root=root)
+        found += [error(shown, e) for e in plan["errors"]]
+    return found or [ok(shown, f"the operation task resolves on {', '.join(info.hardware)}")]
 
 
 def _in_base(message: str, shown: str) -> str:
