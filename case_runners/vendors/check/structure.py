@@ -142,18 +142,20 @@ def _base(vendor: str, root: Path) -> list[Finding]:
 
 
 def _operation(vendor: str, info: VendorDescription, root: Path) -> list[Finding]:
-    """operation.yaml, where the vendor has one: the operation task resolved on each hardware of the vendor."""
+    """operation.yaml, where the vendor has one: the operation task resolved on each hardware of the vendor (an error
+    of the file, the same on each, once)."""
     path = vendor_dir(root, vendor) / OPERATION_FILE
     if not path.is_file():
         return []
     shown = display_path(path, root)
-    found = []
+    problems: dict[str, None] = {}
     for hardware in info.hardware:
         plan = make_plan({"vendor": vendor, "task": OPERATION, "cases": [{"case": OPERATION_CASE,
                                                                           "hardware": hardware}]},
                          check=True, root=root)
-        found += [error(shown, e) for e in plan["errors"]]
-    return found or [ok(shown, f"the operation task resolves on {', '.join(info.hardware)}")]
+        problems.update(dict.fromkeys(_in_base(e, shown) for e in plan["errors"]))
+    return [error(shown, p) for p in problems] or [ok(shown, f"the operation task resolves on "
+                                                           f"{', '.join(info.hardware)}")]
 
 
 def _in_base(message: str, shown: str) -> str:
