@@ -309,3 +309,7 @@ def test_its_operator_suite_runs_natively_and_with_its_library_and_a_broken_kern
                if r["dtype"] in ("FP32", "BF16")), "TC1 has fp32 and bf16 peaks and a memory bandwidth"
     said = flat(run.output)
     assert "NOT CORRECT: relu FP32 testlib" in said and "testlib ok" in said, run.output[-5000:]
+    markdown = (results_dir / "newchip-operation" / "summary.md").read_text()
+    relu = next(line.split(" | ") for line in markdown.splitlines() if "| relu | FP32 |" in line)
+    assert relu[3] == "yes" and relu[7] == "NO" and relu[-1].endswith("x |"), "native and testlib side by side"
+    assert "- operators_operation_TC1x1x1: NOT CORRECT: relu FP32 testlib" in markdown

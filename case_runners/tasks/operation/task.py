@@ -38,7 +38,8 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
                                "torch": torch.__version__, "versions": versions})
     say = print if env.rank == 0 else (lambda *_a, **_k: None)
     runtime.allow_tf32(False)  # an FP32 operator is fp32, against the fp32 peak
-    kept: dict[Any, Any] | None = {} if device.type == "cpu" else None  # measure.py: a library on the CPU
+    library_on_cpu = device.type == "cpu" and len(params["oplibs"]) > 1  # it computes the reference too: measure.py
+    kept: dict[Any, Any] | None = {} if library_on_cpu else None
     rows = []
     with torch.no_grad():
         for oplib in params["oplibs"]:
