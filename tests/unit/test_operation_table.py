@@ -127,3 +127,45 @@ def test_the_test_chips_library_replaces_aten_kernels_and_a_broken_one_is_caught
     assert done.returncode == 0, done.stderr
     *correct, error = done.stdout.split()
     assert correct == ["True", "True", "False"] and float(error) == pytest.approx(0.5, abs=1e-3)
+
+
+class _HostEvent:
+    """A timing event as torch.cuda.Event's interface has it, on the host clock: what a hook's timing_event gives."""
+
+    def __init__(self) -> None:
+        self.at = 0.0
+
+    def record(self) -> None:
+        import time
+
+        self.at = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: _HostEvent) -> float:
+        return (end.at - self.at) * 1000.0  # ms
+
+
+class _EventRuntime:
+    """A runtime whose hook has timing events (and counts them)."""
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    def synchronizer(self, device):
+        return lambda: None
+
+    def timing_event(self, device):
+        self.events += 1
+        return _HostEvent()
+
+
+def test_where_the_hook_has_device_events_each_call_is_timed_by_them_and_the_figures_use_them():
+    runtime = _EventRuntime()
+    row = measure("mm", "FP32", {"M": 64, "N": 64, "K": 64}, "native", runtime=runtime, device=torch.device("cpu"),
+                  hardware=HARDWARE, warmup=1, iterations=4)
+    assert runtime.events == 1 + 2 * 4, "one probe, then a start and an end event per timed call"
+    assert row.device_median_s is not None and row.device_median_s > 0
+    assert row.flops_per_s == pytest.approx(row.flops / row.device_median_s)
+    assert row.bytes_per_s == pytest.approx(row.bytes / row.device_median_s)
