@@ -77,7 +77,7 @@ lint: $(VENV)/.installed-dev
 ## base gemm figure vs a bare torch.matmul loop, the report of 100 rounds, llama's time to first step on each stack
 ## against pytorch's
 # Every script runs; the target fails when any of them missed its target or could not judge it (bench/verdict.py).
-BENCHES := monitor_cost fidelity fidelity_image harness_overhead control_plane container_overhead inference gemm_honesty report_rounds stack_launch
+BENCHES := monitor_cost fidelity fidelity_image harness_overhead control_plane container_overhead inference gemm_honesty operator_timing report_rounds stack_launch
 bench: $(VENV)/.installed
 	@missed=""; for b in $(BENCHES); do $(PY) -m bench.$$b || missed="$$missed $$b"; done; \
 	$(PY) -m bench.fidelity --case llama || missed="$$missed fidelity-llama"; \

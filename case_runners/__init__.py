@@ -13,7 +13,7 @@ reads this map and fails on an import that goes up or sideways, and on a room th
      4  rank/driver/       a rank's lifecycle events and dllogger lines
      5  rank/              one rank: its environment, process group, stop requests, child programs and the worker that
                            runs a task
-     6  tasks/             what a rank runs: training, inference, base (microbenchmarks) and generate
+     6  tasks/             what a rank runs: training, inference, base (microbenchmarks), generate and operation
      7  cases/             the standard cases: model, data, configs, inference and generate parts
      7  host/              the host side: the host check, devices, data and requirement checks
      8  launch/            a node of a round: start its ranks, wait, end, clean up; container/ for the docker runtime

@@ -34,9 +34,10 @@ from case_runners.plan.config.resolved import TASKS, TRAINING
 from case_runners.plan.config.yaml_io import VALUE_LIMIT, load_yaml
 from case_runners.plan.run_plan import Plan, check_request, resolve_cases, write_run_dir
 from case_runners.plan.run_vars import RunRequest
-from case_runners.records.names import BASE, SUCCESS
+from case_runners.records.names import BASE, OPERATION, SUCCESS
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round_build import read_node_result, write_round_record
+from case_runners.tasks.operation import CASE as OPERATION_CASE
 from case_runners.vendors.description import vendor_for_device
 from case_runners.views.history.cli import index_into
 from case_runners.views.report.cli import write_report
@@ -77,6 +78,8 @@ def _request(args: argparse.Namespace) -> RunRequest:
         raise ConfigError(f"give the case as CASE or as --model-name, not both (got {' '.join(args.cases)} and "
                           f"--model-name {args.model_name})")
     names = args.cases or ([args.model_name] if args.model_name else [])
+    if not names and args.task == OPERATION:  # its one case, which the --set overrides apply to
+        names = [OPERATION_CASE]
     if not names and args.task != BASE:  # the base task's default: the vendor's base suite
         raise ConfigError("no case: give CASE or --model-name")
     overrides = _overrides(args)
@@ -222,7 +225,8 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                    help="[run var perfplay_task] inference: the cases' inference pipeline (steps a-g: torch "
                         "validation, ONNX export, the vendor's engine); base: hardware benchmarks (CASE: gemm, "
                         "allreduce, ...; none: the vendor's base suite); generate: LLM generation latency (TTFT, "
-                        "TPOT, tokens/s) of a case that offers it (llama)")
+                        "TPOT, tokens/s) of a case that offers it (llama); operation: single operators, native and "
+                        "with the vendor's operator library (no CASE: the vendor's operation.yaml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a mutable or run-only config key (a run-only one makes the run non-standard; "
                         "inference: a key of configurations.yaml); an option below that sets the same key must "

@@ -6,15 +6,15 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
+from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, OPERATION, TRAINING
 from case_runners.records.resolved import ResolvedConfig
 
 
 def data_problems(case: str, params: dict[str, Any], data_dir: str | None, task: str = TRAINING) -> list[str]:
     """Problems with a case's data dir, each naming the path and the expected format; [] when fine.
     An inference case without a data dir runs on synthetic data (digits_cnn: scikit-learn's digits); a base
-    benchmark reads no data."""
-    if params.get("synthetic") or task == BASE:
+    benchmark and the operation task read no data."""
+    if params.get("synthetic") or task in (BASE, OPERATION):
         return []
     if task == GENERATE:
         return generate_problems(case, params, data_dir)

@@ -69,6 +69,9 @@ def progress(log_dir: Path) -> dict[str, Any]:
             state["phase"] = "generating"
             state["measured"] = f"batch {value.get('batch')} prompt {value.get('prompt_len')} output " \
                                 f"{value.get('output_len')}"
+        elif name == ev.OPERATION_MEASUREMENT:
+            state["phase"] = "measuring"
+            state["measured"] = f"{value.get('op')} {value.get('dtype')} {value.get('oplib')}"
         elif name in (ev.TRAIN_END, ev.FINISHED):
             state["phase"] = "finishing"
     return state

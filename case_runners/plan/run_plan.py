@@ -22,15 +22,17 @@ from case_runners.launch.container.image import BUILD_KEYS, image_spec
 from case_runners.plan.base import base_suite, resolve_base_selection, vendor_base
 from case_runners.plan.bundle import BUNDLE_NAME, write_bundle
 from case_runners.plan.config.parallel import data_parallel_problems
-from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, TRAINING
+from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, OPERATION, TRAINING
 from case_runners.plan.config.selection import Selection, parse_selections
 from case_runners.plan.generate import resolve_generate_selection, trained_checkpoints
 from case_runners.plan.inference import resolve_inference_selection
 from case_runners.plan.layering import resolve
+from case_runners.plan.operation import resolve_operation_selection
 from case_runners.plan.rounds import expand_rounds, host_needs, missing_hosts
 from case_runners.plan.run_vars import RunRequest, check_run_vars
 from case_runners.records.history_db import default_db, path_problems
 from case_runners.records.resolved import ResolvedConfig, Runtime
+from case_runners.tasks.operation import CASE as OPERATION_CASE
 from case_runners.tasks.training.adapter import check_adapter_source
 from case_runners.vendors.description import VendorDescription, load_vendor
 from case_runners.vendors.layout import case_requirements
@@ -150,6 +152,8 @@ def _cases_asked(cases: Any, task: str, vendor: VendorDescription | None, root: 
     where the run names no case the default case, or the vendor's base suite (adding its errors to `errors`)."""
     if cases is not None:
         return cases, "perfplay_cases", None
+    if task == OPERATION:
+        return [OPERATION_CASE], "perfplay_cases", None
     if task != BASE or vendor is None:
         return defaults.CASE, "perfplay_cases", None
     try:
@@ -187,7 +191,8 @@ def _configs(checked: CheckedRequest, vendor: VendorDescription,
     adapters_checked: set[str] = set()
     for sel in checked.selections:
         resolver = {INFERENCE: resolve_inference_selection, BASE: resolve_base_selection,
-                    GENERATE: resolve_generate_selection}.get(sel.task, resolve)
+                    GENERATE: resolve_generate_selection, OPERATION: resolve_operation_selection}.get(sel.task,
+                                                                                                    resolve)
         config, case_errors = resolver(sel, vendor, root, checked.run_vars["case_timeout_s"])
         errors += _in_file(case_errors, checked.suite_file)
         if config is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from case_runners.plan.config.resolved import BASE as BASE
 from case_runners.plan.config.resolved import GENERATE as GENERATE
 from case_runners.plan.config.resolved import INFERENCE as INFERENCE
+from case_runners.plan.config.resolved import OPERATION as OPERATION
 from case_runners.plan.config.resolved import TASKS as TASKS
 from case_runners.plan.config.resolved import TRAINING as TRAINING
 
@@ -63,6 +64,8 @@ BASE_METRICS = ("benchmark", "device", "measurements", "headlines", "convention"
 # headline figures, in this order.
 GENERATE_HEADLINE = ("ttft_ms", "tpot_ms", "tokens_per_s", "agreement")
 GENERATE_METRICS = ("device", "dtype", "checkpoint", "prompts", "combinations", *GENERATE_HEADLINE, "e2e_time")
+# An operation round record's metrics: rank 0's rows (records/operation.py) and the rows not correct, in this order.
+OPERATION_METRICS = ("device", "oplibs", "operation", "incorrect", "e2e_time")
 NODE_THROUGHPUTS = THROUGHPUTS  # a node's: the sums over its ranks of rank_<key>
 
 # What the run summary shows of them: mean and std over the valid rounds.
@@ -72,21 +75,24 @@ SUMMARY_INFERENCE_STATS = (*INFERENCE_THROUGHPUTS, *INFERENCE_ACCURACIES, "agree
                            DEVICE_MEMORY_PEAK)
 SUMMARY_BASE_STATS = ("e2e_time",)  # a base case's headlines have their own statistics (records/summary.py)
 SUMMARY_GENERATE_STATS = (*GENERATE_HEADLINE, "e2e_time")  # its combinations have their own (records/summary.py)
+SUMMARY_OPERATION_STATS = ("e2e_time",)  # its rows are the last valid round's (records/summary.py)
 SUMMARY_NODE_STATS = ("p_train", "p_core")
 # What a round's compact digest (set_stats, the AWX artifact perfplay_rounds) shows of them.
 COMPACT_TRAINING = (*THROUGHPUTS, "e2e_time", "final_metric", "converged")
 COMPACT_INFERENCE = (*INFERENCE_THROUGHPUTS, *INFERENCE_ACCURACIES, "e2e_time")
 COMPACT_BASE = ("benchmark", "headlines")
 COMPACT_GENERATE = ("checkpoint", *GENERATE_HEADLINE)
+COMPACT_OPERATION = ("oplibs", "incorrect")
 
 
 def summary_stats(task: str | None) -> tuple[str, ...]:
     """The figures of a round the run summary has the mean and std of, for its task (training when None)."""
     return {INFERENCE: SUMMARY_INFERENCE_STATS, BASE: SUMMARY_BASE_STATS,
-            GENERATE: SUMMARY_GENERATE_STATS}.get(task or TRAINING, SUMMARY_TRAINING_STATS)
+            GENERATE: SUMMARY_GENERATE_STATS, OPERATION: SUMMARY_OPERATION_STATS}.get(task or TRAINING,
+                                                                                      SUMMARY_TRAINING_STATS)
 
 
 def metric_keys(task: str | None) -> tuple[str, ...]:
     """A round record's metric keys for its task (training when None)."""
-    return {INFERENCE: INFERENCE_METRICS, BASE: BASE_METRICS, GENERATE: GENERATE_METRICS}.get(task or TRAINING,
-                                                                                           TRAINING_METRICS)
+    return {INFERENCE: INFERENCE_METRICS, BASE: BASE_METRICS, GENERATE: GENERATE_METRICS,
+            OPERATION: OPERATION_METRICS}.get(task or TRAINING, TRAINING_METRICS)

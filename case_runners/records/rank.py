@@ -1,10 +1,11 @@
 """rank<R>.result.json (`perfplay.rank_result/1`): what one rank reports when it ends, however it ends.
 
-Six variants under one schema: a training rank's result, an inference rank's, a base benchmark rank's, a generate
-rank's, a failed rank's (any task), and a silent training rank's (a vendor stack's rank whose program does not log the
-steps: `logged_by` names the rank whose log does). RankResult.from_json picks the variant from the document (status
-failed, logged_by, task inference, base or generate, else training). The rank runtime writes it
-(case_runners/rank/worker.py) from what the task returns; rank 0's is authoritative, or the rank its logged_by names.
+Seven variants under one schema: a training rank's result, an inference rank's, a base benchmark rank's, a
+generate rank's, an operation rank's, a failed rank's (any task), and a silent training rank's (a vendor stack's rank
+whose program does not log the steps: `logged_by` names the rank whose log does). RankResult.from_json picks the
+variant from the document (status failed, logged_by, task inference, base, generate or operation, else training).
+The rank runtime writes it (case_runners/rank/worker.py) from what the task returns; rank 0's is authoritative, or
+the rank its logged_by names.
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ from case_runners.plan.config.benchmarks import BENCHMARKS
 from case_runners.records.base import Headline, Measurement
 from case_runners.records.environment import Threads
 from case_runners.records.generate import GenerateMeasurement
-from case_runners.records.names import BASE, FAILED, GENERATE, INFERENCE, NOT_CONVERGED, STOP_REASONS, SUCCESS
+from case_runners.records.names import (
+    BASE,
+    FAILED,
+    GENERATE,
+    INFERENCE,
+    NOT_CONVERGED,
+    OPERATION,
+    STOP_REASONS,
+    SUCCESS,
+)
+from case_runners.records.operation import OperationRow
 from case_runners.records.schema import ABSENT, Absent, Document, choices
 
 RESULT_PATTERN = re.compile(r"^rank(?P<rank>\d+)\.result\.json$")  # in the node directory
@@ -47,7 +58,8 @@ class RankResult(Document):
         if LOGGED_BY in doc:
             return SilentRankResult
         return {INFERENCE: InferenceRankResult, BASE: BaseRankResult,
-                GENERATE: GenerateRankResult}.get(str(doc.get("task")), TrainingRankResult)
+                GENERATE: GenerateRankResult, OPERATION: OperationRankResult}.get(str(doc.get("task")),
+                                                                                  TrainingRankResult)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -161,6 +173,20 @@ class GenerateRankResult(RankResult):
     checkpoint: str  # the checkpoint directory the weights came from, or "random weights"
     prompts: str  # where the prompts came from: the token file, or random ids
     measurements: list[GenerateMeasurement]  # one per combination, in the order measured
+    versions: dict[str, Any]
+    e2e_time: float
+
+
+@dataclasses.dataclass(kw_only=True)
+class OperationRankResult(RankResult):
+    """The operators measured on this rank's device (case_runners/tasks/operation/): not_converged when one is not
+    correct (a valid result that missed its target: `incorrect` names them)."""
+    status: str = dataclasses.field(metadata=choices(SUCCESS, NOT_CONVERGED))
+    task: str = dataclasses.field(metadata=choices(OPERATION))
+    device: str
+    oplibs: list[str]  # the sides, native first
+    operation: list[OperationRow]  # per operator x dtype x oplib, in the order measured
+    incorrect: list[str]  # "op dtype oplib" of each row not correct
     versions: dict[str, Any]
     e2e_time: float
 

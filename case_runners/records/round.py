@@ -2,10 +2,11 @@
 every node directory of the round (case_runners/records/round_build.py). A run directory written before it had this name
 holds it as result.json, which every reader still reads (record_path, find_records).
 
-Four variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput
+Five variants under one schema, by the record's task: a training round's (per-node throughputs, its throughput
 block on p_train), an inference round's (the pipeline's metrics; one rank, no per-node throughputs), a base
-round's (its benchmark's measurements and headlines, each with its fraction of the vendor's peak; no throughput)
-and a generate round's (its combinations' TTFT, TPOT and tokens/s, pooled over the ranks).
+round's (its benchmark's measurements and headlines, each with its fraction of the vendor's peak; no throughput),
+a generate round's (its combinations' TTFT, TPOT and tokens/s, pooled over the ranks) and an operation round's (rank
+0's operator rows).
 Rank 0's metrics are the round's; its type is the rank result's for the same key (records/rank.py), or null where
 rank 0 left none.
 """
@@ -21,11 +22,12 @@ from case_runners.plan.config.standard import NON_STANDARD, STANDARD, read_stand
 from case_runners.records import names
 from case_runners.records.environment import Environment
 from case_runners.records.generate import Combination
-from case_runners.records.names import BASE, GENERATE, INFERENCE, NODE_STATUSES, ROUND_STATUSES, TASKS
+from case_runners.records.names import BASE, GENERATE, INFERENCE, NODE_STATUSES, OPERATION, ROUND_STATUSES, TASKS
 from case_runners.records.rank import (
     BaseRankResult,
     GenerateRankResult,
     InferenceRankResult,
+    OperationRankResult,
     RankResult,
     TrainingRankResult,
 )
@@ -133,6 +135,7 @@ def _metric_types(result: type[RankResult]) -> dict[str, Any]:
 _TRAINING_TYPES = _metric_types(TrainingRankResult)
 _INFERENCE_TYPES = _metric_types(InferenceRankResult)
 _BASE_TYPES = _metric_types(BaseRankResult)
+_OPERATION_TYPES = _metric_types(OperationRankResult)
 _GENERATE_TYPES = {**_metric_types(GenerateRankResult), "combinations": list[Combination] | None,
                    **{key: float | None for key in names.GENERATE_HEADLINE}}
 
@@ -212,7 +215,8 @@ class RoundRecord(Document):
         if cls is not RoundRecord:
             return cls
         return {INFERENCE: InferenceRoundRecord, BASE: BaseRoundRecord,
-                GENERATE: GenerateRoundRecord}.get(str(doc.get("task")), TrainingRoundRecord)
+                GENERATE: GenerateRoundRecord, OPERATION: OperationRoundRecord}.get(str(doc.get("task")),
+                                                                                    TrainingRoundRecord)
 
     def standard_fields(self) -> dict[str, Any]:
         """standard and non_standard (plan/config/standard.py), a record without them counting as standard."""
@@ -248,5 +252,14 @@ class GenerateRoundRecord(RoundRecord):
     """A generate round: its combinations, every rank's samples pooled and tokens/s summed (records/generate.py),
     and their headline; no MFU (latencies and tokens/s), no throughput block."""
     metrics: dict[str, Any] = dataclasses.field(metadata=_metrics_check(names.GENERATE_METRICS, _GENERATE_TYPES))
+    throughput: None
+    per_node: list[NodeEntry]
+
+
+@dataclasses.dataclass(kw_only=True)
+class OperationRoundRecord(RoundRecord):
+    """An operation round: rank 0's rows (records/operation.py), each with its own FLOP/s and roofline fraction; no
+    MFU, no throughput block."""
+    metrics: dict[str, Any] = dataclasses.field(metadata=_metrics_check(names.OPERATION_METRICS, _OPERATION_TYPES))
     throughput: None
     per_node: list[NodeEntry]

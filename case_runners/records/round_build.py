@@ -24,7 +24,7 @@ from case_runners.records import names
 from case_runners.records.environment_build import build_environment
 from case_runners.records.generate import combine, headline
 from case_runners.records.node import NODE_RESULT, NodeResult
-from case_runners.records.rank import RESULT_PATTERN, FlopsCount, RankResult, SilentRankResult
+from case_runners.records.rank import RESULT_PATTERN, FlopsCount, OperationRankResult, RankResult, SilentRankResult
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import (
     RECORD_NAME,
@@ -35,6 +35,7 @@ from case_runners.records.round import (
     InferenceThroughput,
     Mfu,
     NodeEntry,
+    OperationRoundRecord,
     RoundRecord,
     TrainingNodeEntry,
     TrainingRoundRecord,
@@ -214,6 +215,11 @@ def build_round_record(round_dir: Path, config: ResolvedConfig, round_no: int, r
             reason="a base benchmark: each measurement has its fraction_of_peak"))
     if config.task_name == names.GENERATE:
         return generate_record(common, nodes, [r for _, _, r in ranks], config)
+    if config.task_name == names.OPERATION:  # each row has its FLOP/s and roofline fraction: no MFU, no throughput
+        return OperationRoundRecord(**common, throughput=None, per_node=nodes, mfu=Mfu(
+            value=None, basis="roofline_fraction", flops_per_sample=0.0, precision="-", peak_flops_per_device=None,
+            devices=config.nnodes * config.nproc, convention=str(config.flops_convention),
+            reason="the operation task: each operator row has its roofline_fraction"))
     if inference:  # MFU and throughput on the engine's core throughput, or the framework's without one
         side = "inference" if metrics.get("p_inference_core") is not None or metrics.get("compiler") else "validation"
         basis = f"p_{side}_core"
@@ -258,6 +264,8 @@ def _status(nodes: list[NodeEntry], rank0: RankResult | None, rank0_invalid: str
     if rank0 is None:
         return names.FAILED, f"rank {reporter}'s result is not valid: {rank0_invalid}" if rank0_invalid else \
             f"rank {reporter} wrote no result" + (" (the rank whose log carries the steps)" if reporter else "")
+    if isinstance(rank0, OperationRankResult) and rank0.incorrect:  # a valid run whose operators are not all correct
+        return names.NOT_CONVERGED, f"not correct: {', '.join(rank0.incorrect)}"
     if rank0.status == names.NOT_CONVERGED:
         return names.NOT_CONVERGED, (f"{getattr(rank0, 'metric', None)} {getattr(rank0, 'final_metric', None)} did "
                                      f"not reach {getattr(rank0, 'target', None)} "
@@ -303,6 +311,8 @@ def compact_record(record: RoundRecord, errors: list[str] | tuple[str, ...] = ()
         compact["task"], shown = names.BASE, names.COMPACT_BASE
     if record.task == names.GENERATE:
         compact["task"], shown = names.GENERATE, names.COMPACT_GENERATE
+    if record.task == names.OPERATION:
+        compact["task"], shown = names.OPERATION, names.COMPACT_OPERATION
     compact.update((key, record.metrics.get(key)) for key in shown)
     compact["mfu"] = record.mfu.value
     compact["errors"] = list(errors)

@@ -13,6 +13,7 @@ from case_runners.plan.config.standard import NON_STANDARD, STANDARD, read_stand
 from case_runners.records import names
 from case_runners.records.base import Measurement
 from case_runners.records.names import SUMMARY_ROUND_STATUSES, TASKS
+from case_runners.records.operation import OperationRow
 from case_runners.records.schema import (
     ABSENT,
     Absent,
@@ -143,6 +144,7 @@ class SummaryCase(Document):
     generate: list[GenerateRow] | Absent = ABSENT  # (generate) its combinations over the valid rounds
     checkpoint: str | None | Absent = ABSENT  # (generate) the weights of its last valid round: a directory or
     #                                           "random weights"
+    operation: list[OperationRow] | Absent = ABSENT  # (operation) the rows of its last valid round
     stats: dict[str, Stat]  # stat_keys: {mean, std, n} over the valid rounds
     per_node: list[SummaryNode]
     succeeded: int

@@ -22,6 +22,7 @@ from case_runners.monitors.summary import saturated_by_others
 from case_runners.plan.config.standard import NON_STANDARD, STANDARD, read_standard
 from case_runners.records import names, summary_base_rows, summary_generate_rows
 from case_runners.records.environment_build import HOST_MONITOR
+from case_runners.records.operation import OperationRow
 from case_runners.records.resolved import SAMPLES_PER_S, ResolvedConfig
 from case_runners.records.round import Mfu, RoundRecord, TrainingNodeEntry, find_records
 from case_runners.records.schema import ABSENT, RecordError
@@ -214,6 +215,8 @@ def _summary_case(entry: _Case) -> SummaryCase:
     if first.task == names.GENERATE:
         own = {"generate": summary_generate_rows.generate_rows(entry.records),
                "checkpoint": summary_generate_rows.last_checkpoint(entry.records)}
+    if first.task == names.OPERATION:
+        own = {"operation": last_operation_rows(entry.records)}
     unit = _unit(first)
     return SummaryCase(
         case_id=first.case_id, case=first.case, task=first.task, vendor=first.vendor, hardware=first.hardware,
@@ -227,6 +230,13 @@ def _summary_case(entry: _Case) -> SummaryCase:
                   for rank, node in sorted(entry.nodes.items())],
         succeeded=statuses.count(names.SUCCESS), converged=sum(1 for r in entry.rounds if r.get("converged")),
         status=names.SUCCESS if set(statuses) == {names.SUCCESS} else ",".join(sorted(set(statuses))))
+
+
+def last_operation_rows(records: list[Any]) -> list[OperationRow]:
+    """An operation case's rows: its last valid round's."""
+    valid = sorted((r for r in records if isinstance(r, RoundRecord) and r.status in names.VALID_STATUSES),
+                   key=lambda r: r.round)
+    return [OperationRow.from_json(row) for row in valid[-1].metrics.get("operation") or []] if valid else []
 
 
 def _number(value: Any) -> bool:

@@ -1,7 +1,8 @@
 """Where a vendor's files are: one definition of the layout of vendor/<vendor>/ (docs/adapting-a-chip.md).
 
 vendor/<vendor>/vendor.yaml, runtime.py, monitor.py, base.yaml (the base suite and the benchmarks' params on this
-vendor), engines/<compiler>.py, engines/<engine>-requirements.txt (an engine's pins: an inference compiler's or a
+vendor), operation.yaml and operation_requirements.txt (the operation task's operators and pins),
+engines/<compiler>.py, engines/<engine>-requirements.txt (an engine's pins: an inference compiler's or a
 generate engine's), docker_image/<framework>/ and, per case,
 vendor/<vendor>/cases/<case>/: config_<HW>x<nnodes>x<nproc>.yaml, generate.yaml (the case's generate task),
 environment_variables.sh, requirements.txt, <vendor>_requirements.txt, extern/ (trainer adapter, converter, layers),
@@ -17,13 +18,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from case_runners.plan.config.resolved import INFERENCE
+from case_runners.plan.config.resolved import INFERENCE, OPERATION
 from case_runners.plan.config.stacks import PYTORCH, requirements_file, stack_folder
 
 VENDOR_FILE = "vendor.yaml"
 RUNTIME_FILE = "runtime.py"
 MONITOR_FILE = "monitor.py"
 BASE_FILE = "base.yaml"
+OPERATION_FILE = "operation.yaml"  # the operation task on this vendor: suite, oplibs, dtypes, shapes per chip
+OPERATION_REQUIREMENTS = "operation_requirements.txt"  # its pins (the operator library: flag_gems on nvidia)
 GENERATE_FILE = "generate.yaml"  # per case: the params of the case's generate task on this vendor
 ENV_FILE = "environment_variables.sh"
 EXTERN_DIR = "extern"
@@ -95,7 +98,11 @@ def case_requirements(root: Path, vendor: str, case: str, task: str | None,
     vendor/<v>/cases/<case>/<v>_requirements.txt replaces when present (a vendor that needs other pins), the
     stack's pins (a built-in stack's, plan/config/stacks.py requirements_file, or the vendor stack's
     stacks/<name>/requirements.txt), then the vendor case's requirements.txt, then the engine's pins
-    (engine_requirements) when the config names an engine."""
+    (engine_requirements) when the config names an engine. The operation task's: the vendor's
+    operation_requirements.txt."""
+    if task == OPERATION:
+        pins = vendor_dir(root, vendor) / OPERATION_REQUIREMENTS
+        return [pins] if pins.is_file() else []
     standard = root / "case_runners" / "cases" / case
     if task == INFERENCE:
         standard /= "inference"  # the folder of the case's inference pipeline

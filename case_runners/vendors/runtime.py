@@ -18,6 +18,8 @@ applies, through torch's module for the device type (torch.<device>: synchronize
     def memory_info(device) -> (free, total) | None    the device's memory, bytes
     def empty_cache(device): ...       give the allocator's cached memory back to the device
     def pin_memory(tensor) -> tensor   page-locked host memory the device copies from directly
+    OPLIBS = ["flag_gems"]             operator libraries enable_oplib can turn on (the operation task's oplibs)
+    def enable_oplib(name): ...        turn one of OPLIBS on for the rest of the process (it replaces aten kernels)
 
 A rank calls prepare() (environment, imports, setup) before it touches torch's device or backend. The module itself
 must import with the standard library only: the host preflight loads it where torch may be absent (the docker
@@ -53,8 +55,10 @@ POINTS = contract(
     Point("memory_info", ("device",), "(free, total) bytes of the device's memory, or None"),
     Point("empty_cache", ("device",), "give the allocator's cached memory back to the device"),
     Point("pin_memory", ("tensor",), "the tensor in page-locked host memory"),
+    Point("enable_oplib", ("name",), "turn the operator library `name` (one of OPLIBS) on for this process"),
 )
-CONSTANTS = {"IMPORTS": "modules imported before the case", "ENVIRONMENT": "variables set before the imports"}
+CONSTANTS = {"IMPORTS": "modules imported before the case", "ENVIRONMENT": "variables set before the imports",
+             "OPLIBS": "the operator libraries enable_oplib turns on"}
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")  # the form of a torch device type and of a backend name
 
 
@@ -85,6 +89,7 @@ class VendorRuntime:
         self.points: dict[str, Any] = {}
         self.imports: list[str] = []
         self.environment: dict[str, str] = {}
+        self.oplibs: list[str] = []  # the hook's OPLIBS
         self.prepared = False
         self.on_call: Callable[[str], None] = lambda call: None  # told "<file>: <call>" before each (vendor_calls)
         self._load()
@@ -107,6 +112,10 @@ class VendorRuntime:
         if not isinstance(environment, dict) or not all(isinstance(k, str) for k in environment):
             raise RuntimeHookError(f"{self.shown}: ENVIRONMENT must be a mapping of variable names to values")
         self.imports, self.environment = list(imports), {k: str(v) for k, v in environment.items()}
+        oplibs = getattr(module, "OPLIBS", [])
+        if not isinstance(oplibs, (list, tuple)) or not all(isinstance(o, str) and NAME.match(o) for o in oplibs):
+            raise RuntimeHookError(f"{self.shown}: OPLIBS must be a list of library names, not {oplibs!r}")
+        self.oplibs = list(oplibs)
         self.points, problems = loaded_points(module, POINTS, self.shown)
         if problems:
             raise RuntimeHookError("; ".join(problems))
@@ -257,6 +266,15 @@ class VendorRuntime:
         if "pin_memory" in self.points:
             return self._call("pin_memory", tensor)
         return tensor.pin_memory()
+
+    def enable_oplib(self, name: str) -> None:
+        """Turn the operator library `name` on (the hook's enable_oplib); "native", plain PyTorch, is always on."""
+        if name == "native":
+            return
+        if name not in self.oplibs or "enable_oplib" not in self.points:
+            raise RuntimeHookError(f"{self.shown}: no operator library '{name}' (its OPLIBS: "
+                                   f"{', '.join(self.oplibs) or 'none'}, with enable_oplib)")
+        self._call("enable_oplib", name)
 
     def versions(self) -> dict[str, str]:
         """torch's and this Python's versions, and the hook's (the vendor's software stack)."""

@@ -289,3 +289,42 @@ def test_its_base_suite_runs_through_the_playbook_with_no_code(checkout, results
     assert f"<td>{case_id}</td><td>1</td><td>1/1</td><td>memory_bandwidth</td><td>triad</td><td>toolkit</td>" \
         in report
     assert f"{case_id} " in flat(run.output) and " toolkit " in flat(run.output), "the play's base table"
+
+
+def test_its_operator_suite_runs_natively_and_with_its_library_and_a_broken_kernel_is_reported(checkout, results_dir):
+    """`perfplay_task: operation` on testchip (its operation.yaml: all 52 operators at small shapes, each of their
+    dtypes, native and testlib): every native row correct; with testlib's relu made deliberately wrong, its relu rows
+    are not, the round says so (not_converged, naming them) and so does the summary; every library row has its
+    speed-up, every row its roofline against the chip's peaks."""
+    lib = checkout / "vendor" / "testchip" / "testlib.py"
+    kept = lib.read_text()
+    assert kept.count("BROKEN: tuple[str, ...] = ()") == 1
+    lib.write_text(kept.replace("BROKEN: tuple[str, ...] = ()", 'BROKEN: tuple[str, ...] = ("relu",)'))
+    try:
+        run = run_playbook(checkout, "run_case.yml", "-e", json.dumps({
+            "perfplay_vendor": "testchip", "perfplay_task": "operation", "perfplay_results_dir": str(results_dir),
+            "perfplay_run_id": "newchip-operation"}))
+    finally:
+        lib.write_text(kept)
+    assert run.rc == 0, run.output[-5000:]
+    summary = json.loads((results_dir / "newchip-operation" / "summary.json").read_text())
+    (case,) = summary["cases"]
+    assert case["task"] == "operation" and case["status"] == "not_converged"
+    (round_,) = case["rounds"]
+    assert round_["reason"] == "not correct: relu FP32 testlib, relu FP16 testlib, relu BF16 testlib"
+    rows = case["operation"]
+    assert len({r["op"] for r in rows}) == 52 and len(rows) == 2 * (49 * 3 + 3 * 2)
+    assert all(r["correct"] for r in rows if r["oplib"] == "native" or r["op"] != "relu"), \
+        [(r["op"], r["dtype"], r["oplib"], r["max_error"]) for r in rows if not r["correct"]]
+    assert {(r["dtype"], r["correct"]) for r in rows if r["oplib"] == "testlib" and r["op"] == "relu"} == \
+        {("FP32", False), ("FP16", False), ("BF16", False)}
+    assert all(r["speedup"] > 0 for r in rows if r["oplib"] == "testlib")
+    assert all(r["speedup"] is None for r in rows if r["oplib"] == "native")
+    assert all(r["bound"] in ("compute", "memory") and r["roofline_fraction"] > 0 for r in rows
+               if r["dtype"] in ("FP32", "BF16")), "TC1 has fp32 and bf16 peaks and a memory bandwidth"
+    said = flat(run.output)
+    assert "NOT CORRECT: relu FP32 testlib" in said and "testlib ok" in said, run.output[-5000:]
+    markdown = (results_dir / "newchip-operation" / "summary.md").read_text()
+    relu = next(line.split(" | ") for line in markdown.splitlines() if "| relu | FP32 |" in line)
+    assert relu[3] == "yes" and relu[7] == "NO" and relu[-1].endswith("x |"), "native and testlib side by side"
+    assert "- operators_operation_TC1x1x1: NOT CORRECT: relu FP32 testlib" in markdown

@@ -185,6 +185,14 @@ def test_gemm_honesty_quick_one_pair_cannot_judge_and_an_impossible_target_is_mi
     assert f"over 3) {MISSED}: target 1000..1001" in missed.stdout
 
 
+def test_operator_timing_quick_times_mm_and_add_both_ways_and_one_pair_cannot_judge():
+    quick = bench("bench.operator_timing", "--quick")
+    assert quick.returncode == 1, quick.stdout + quick.stderr
+    for op in ("mm", "add"):
+        assert f"{op} pair  1: harness " in quick.stdout and f"operator timing {op}: harness / bare" in quick.stdout
+    assert quick.stdout.count(f"{CANNOT_JUDGE}: 1 measured") == 2, quick.stdout
+
+
 
 def test_fidelity_image_bare_loop_trains_the_case_s_model_at_the_harness_s_threads():
     """bench/fidelity_image.py's bare loop (its quick pair runs the whole case: too slow for CI): written apart from

@@ -253,3 +253,18 @@ def test_a_key_the_inference_configuration_adds_is_the_runs_warning(root):
     shown = "vendor/testchip/cases/digits_cnn/testchip_configurations.yaml"
     assert lines(root) == [f"warning: {shown}: key 'testrt_opt_level' is not in "
                            "case_runners/cases/digits_cnn/inference/configurations.yaml; added as 3"]
+
+
+def test_operation_yaml_resolves_on_each_hardware_and_its_bad_keys_name_the_file(root):
+    """testchip's operation.yaml (all 52 operators sized for a CI box, native and testlib) resolves; an unknown chip,
+    operator, param or library in it is an error naming the file, the key and what is allowed."""
+    path = root / "vendor" / "testchip" / "operation.yaml"
+    found = [str(f) for f in check_vendor("testchip", root) if "operation.yaml" in str(f)]
+    assert found == ["ok: vendor/testchip/operation.yaml: the operation task resolves on TC1"]
+    path.write_text("oplibs: [native, flag_gems]\nparams:\n  TC2: {mm: {M: 8}}\n  TC1: {mm: {Q: 8}, conv: {M: 1}}\n")
+    errors = [str(f) for f in check_vendor("testchip", root) if "operation.yaml" in str(f)]
+    shown = "error: vendor/testchip/operation.yaml: key"
+    assert f"{shown} 'oplibs[1]': unknown 'flag_gems' (allowed: native, testlib)" in errors
+    assert f"{shown} 'params.TC2': unknown chip 'TC2' (allowed: TC1)" in errors
+    assert f"{shown} 'params.TC1.mm.Q': unknown param 'Q' of mm (allowed: K, M, N)" in errors
+    assert any(e.startswith(f"{shown} 'params.TC1.conv': unknown operator 'conv' (allowed: abs, add,") for e in errors)

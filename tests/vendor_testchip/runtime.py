@@ -1,12 +1,15 @@
 """The test chip's runtime hook (contract: case_runners/vendors/runtime.py): the host's CPU under another name, with
-a collective backend and a device probe of its own."""
+a collective backend, a device probe and an operator library (testlib.py) of its own."""
 
 from __future__ import annotations
 
+import importlib.util
 import resource
+from pathlib import Path
 
 BACKEND = "testccl"
 ENVIRONMENT = {"TESTCHIP_SDK_HOME": "/opt/testchip"}  # what a vendor SDK reads at import time
+OPLIBS = ["testlib"]
 
 
 def setup() -> None:
@@ -41,3 +44,11 @@ def peak_memory_bytes(device) -> int:
 
 def versions() -> dict:
     return {"testchip_sdk": "1.0.0", "testccl": "1.0.0"}
+
+
+def enable_oplib(name: str) -> None:
+    """testlib: the chip's own kernels of relu, add and silu over aten's (testlib.py, beside this file)."""
+    spec = importlib.util.spec_from_file_location("testchip_testlib", Path(__file__).with_name("testlib.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.enable()

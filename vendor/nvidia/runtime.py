@@ -3,6 +3,8 @@ counted by NVML (the host preflight may have no torch: the docker runtime's host
 
 from __future__ import annotations
 
+OPLIBS = ["flag_gems"]  # the operation task's operator library: FlagGems (operation_requirements.txt pins it)
+
 
 def device_count() -> int:
     import pynvml  # nvidia-ml-py, in requirements-agent.txt
@@ -55,3 +57,10 @@ def versions() -> dict:
     import torch
 
     return {"cuda": str(torch.version.cuda), "cudnn": str(torch.backends.cudnn.version()), **_nvml_versions()}
+
+
+def enable_oplib(name: str) -> None:
+    """flag_gems: FlagGems' Triton kernels in place of aten's CUDA ones for the rest of the process."""
+    import flag_gems
+
+    flag_gems.enable()

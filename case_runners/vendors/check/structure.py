@@ -14,13 +14,14 @@ from case_runners.core.errors import ConfigError
 from case_runners.core.paths import display_path
 from case_runners.launch.env_file import syntax_problem
 from case_runners.plan.base import base_suite, vendor_base
-from case_runners.plan.config.resolved import BASE, GENERATE
+from case_runners.plan.config.resolved import BASE, GENERATE, OPERATION
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.stacks import PYTORCH, STACKS
 from case_runners.plan.generate import generate_cases
 from case_runners.plan.inference_config import inference_cases, note_warnings
 from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.plan.run_plan import make_plan
+from case_runners.tasks.operation import CASE as OPERATION_CASE
 from case_runners.tasks.training.adapter import adapter_source
 from case_runners.vendors.check.findings import Finding, error, ok, warning
 from case_runners.vendors.description import VendorDescription, load_vendor, vendor_names
@@ -32,6 +33,7 @@ from case_runners.vendors.layout import (
     EXTERN_DIR,
     GENERATE_FILE,
     MONITOR_FILE,
+    OPERATION_FILE,
     STACK_FILE,
     TOOLKIT_FILE,
     VENDOR_FILE,
@@ -75,6 +77,7 @@ def check_structure(name: str, root: Path) -> list[Finding]:
     found += _readme(folder / README, root)
     found += _base(name, root)
     found += _toolkits(name, root)
+    found += _operation(name, vendor, root)
     for engine in sorted((folder / "engines").glob("*.py")):
         found += _engine(engine, root)
     cases = sorted(p for p in (folder / "cases").iterdir() if p.is_dir()) if (folder / "cases").is_dir() else []
@@ -157,6 +160,23 @@ def _toolkits(vendor: str, root: Path) -> list[Finding]:
         found.append(ok(shown, f"{name} toolkit: {toolkit.metric} ({toolkit.unit}); {built}; runs per "
                                f"{toolkit.runs_on} (--set mode=toolkit or both)"))
     return found
+
+
+def _operation(vendor: str, info: VendorDescription, root: Path) -> list[Finding]:
+    """operation.yaml, where the vendor has one: the operation task resolved on each hardware of the vendor (an error
+    of the file, the same on each, once)."""
+    path = vendor_dir(root, vendor) / OPERATION_FILE
+    if not path.is_file():
+        return []
+    shown = display_path(path, root)
+    problems: dict[str, None] = {}
+    for hardware in info.hardware:
+        plan = make_plan({"vendor": vendor, "task": OPERATION, "cases": [{"case": OPERATION_CASE,
+                                                                          "hardware": hardware}]},
+                         check=True, root=root)
+        problems.update(dict.fromkeys(_in_base(e, shown) for e in plan["errors"]))
+    return [error(shown, p) for p in problems] or [ok(shown, f"the operation task resolves on "
+                                                           f"{', '.join(info.hardware)}")]
 
 
 def _in_base(message: str, shown: str) -> str:

@@ -22,7 +22,7 @@ from case_runners.cases import list_cases
 from case_runners.core.errors import ConfigError, PerfplayError
 from case_runners.plan.base import base_suite, benchmark_config_path
 from case_runners.plan.config.benchmarks import BENCHMARKS
-from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, TASKS, TRAINING
+from case_runners.plan.config.resolved import BASE, GENERATE, INFERENCE, OPERATION, TASKS, TRAINING
 from case_runners.plan.config.selection import parse_selections
 from case_runners.plan.config.stacks import PYTORCH
 from case_runners.plan.config.yaml_io import load_mapping
@@ -31,8 +31,16 @@ from case_runners.plan.inference_config import inference_cases, resolve_inferenc
 from case_runners.plan.layering import frameworks, load_case_base
 from case_runners.records.resolved import Target
 from case_runners.records.schema import Document, choices
+from case_runners.tasks.operation import CASE as OPERATION_CASE
 from case_runners.vendors.description import VendorDescription, load_vendor, vendor_names
-from case_runners.vendors.layout import CONFIG_NAME, GENERATE_FILE, vendor_case_dir, vendor_config_dir
+from case_runners.vendors.layout import (
+    CONFIG_NAME,
+    GENERATE_FILE,
+    OPERATION_FILE,
+    vendor_case_dir,
+    vendor_config_dir,
+    vendor_dir,
+)
 
 SCALE = "{nnodes}x{nproc}"
 # An inference case has no description of its own: its model is its training case's.
@@ -128,6 +136,10 @@ def _base(root: Path, benchmark: str, vendor: VendorDescription) -> dict[str, se
     return found
 
 
+OPERATION_DESCRIPTION = ("FlagPerf's 52 single operators: correctness against float64, latency and roofline "
+                         "fraction, natively and with the vendor's operator library.")
+
+
 def _entries(root: Path, vendors: list[VendorDescription]) -> list[Entry]:
     entries = []
 
@@ -152,6 +164,8 @@ def _entries(root: Path, vendors: list[VendorDescription]) -> list[Entry]:
         add(GENERATE, case, load_mapping(config, root).get("description"), None,
             lambda v, c=case: _everywhere(v) if (vendor_case_dir(root, v.name, c) / GENERATE_FILE).is_file()
             else {})
+    add(OPERATION, OPERATION_CASE, OPERATION_DESCRIPTION, None,
+        lambda v: _everywhere(v) if (vendor_dir(root, v.name) / OPERATION_FILE).is_file() else {})
     return entries
 
 

@@ -70,8 +70,9 @@ def render_markdown(catalogue: Catalogue, root: Path) -> str:
              "folder's `config_<HW>x<nnodes>x<nproc>.yaml` (a stack's, `case:stack`, in its `<stack>/` subfolder); "
              "inference: where the case's configuration resolves on the "
              "vendor (with its `<vendor>_configurations.yaml`, or the standard one where the vendor has the engine "
-             "of its compiler); generate: the vendor's `generate.yaml` for the case; both hold for every hardware "
-             "of the vendor's table, at 1x1. Base: the scales of the vendor's base suite. "
+             "of its compiler); generate: the vendor's `generate.yaml` for the case; operation: the vendor's "
+             "`operation.yaml`; these hold for every hardware of the vendor's table, at 1x1. Base: the scales of the "
+             "vendor's base suite. "
              "A `-` is a vendor without configs for the case: [Adapting a chip](adapting-a-chip.md) adds them."]
     for task in TASKS:
         entries = [e for e in catalogue.entries if e.task == task]

@@ -8,7 +8,7 @@ from case_runners.records import names
 from case_runners.records.resolved import SAMPLES_PER_S
 from case_runners.records.summary import RunSummary, SummaryCase
 from case_runners.records.summary_build import SCALING_BASIS, case_unit, is_standard, saturated_rounds, training_units
-from case_runners.views.summary import base_rows, generate_rows
+from case_runners.views.summary import base_rows, generate_rows, operation_rows
 from case_runners.views.summary.cells import (
     COLUMNS,
     ELSEWHERE,
@@ -49,6 +49,7 @@ def render_markdown(summary: RunSummary) -> str:
         lines += ["| " + " | ".join(row) + " |" for row in inference]
     lines += base_rows.render_markdown(summary)
     lines += generate_rows.render_markdown(summary)
+    lines += operation_rows.render_markdown(summary)
     non_standard = non_standard_notes(summary)
     if non_standard:
         lines += ["", f"**{NOT_STANDARD_NOTE}:**", "", *(f"- {note}" for note in non_standard)]
@@ -65,6 +66,9 @@ def render_markdown(summary: RunSummary) -> str:
             continue
         if case.task == names.GENERATE:
             lines += generate_rows.case_markdown(case)
+            continue
+        if case.task == names.OPERATION:
+            lines += operation_rows.case_markdown(case)
             continue
         if case.task == names.INFERENCE:
             keys = names.INFERENCE_THROUGHPUTS

@@ -8,7 +8,7 @@ from case_runners.records import names
 from case_runners.records.resolved import SAMPLES_PER_S
 from case_runners.records.summary import RunSummary
 from case_runners.records.summary_build import case_unit, saturated_rounds, training_units
-from case_runners.views.summary import base_rows, generate_rows
+from case_runners.views.summary import base_rows, generate_rows, operation_rows
 from case_runners.views.summary.cells import (
     COLUMNS,
     ELSEWHERE,
@@ -74,6 +74,9 @@ def render_table(summary: RunSummary) -> str:
     generate = generate_rows.render_text(summary)
     if generate:
         lines += ([""] if training or inference or base else []) + generate
+    operation = operation_rows.render_text(summary)
+    if operation:
+        lines += ([""] if training or inference or base or generate else []) + operation
     # A round that missed its target is a valid result (a --step run's, by design), listed apart from failures.
     rounds = [(c.case_id, r) for c in summary.cases for r in c.rounds if r["status"] != names.SUCCESS]
     for title, valid in (("not converged (valid results, in the means):", True), ("failures:", False)):
