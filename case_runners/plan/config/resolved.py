@@ -9,4 +9,5 @@ TRAINING = "training"  # the task of a config without one
 INFERENCE = "inference"  # the case's inference pipeline, steps a-g
 BASE = "base"  # a hardware microbenchmark (case_runners/tasks/base/): its figures against the vendor's peaks
 GENERATE = "generate"  # LLM generation latency (case_runners/tasks/generate/): TTFT, TPOT, tokens/s of a case's model
+OPERATION = "operation"
 TASKS = (TRAINING, INFERENCE, BASE, GENERATE)
