@@ -77,9 +77,10 @@ def test_a_training_run_has_the_sections_of_its_figures_and_says_what_it_lacks(t
     assert omitted(page) == (
         "Side by side (one run: give the report two runs or more); Scaling efficiency (no case ran at two scales "
         "or more within a run); Base benchmarks (no base benchmark (task base: gemm, memory bandwidth, transfers, "
-        "collectives)); Generation latency (no generate case (task generate: LLM generation latency)); Accuracy "
-        "alignment (one run: an alignment needs a reference run and a candidate run of the same training case); "
-        "Monitors (no round has monitor samples: run without --no-monitors).")
+        "collectives)); Generation latency (no generate case (task generate: LLM generation latency)); Operators "
+        "(no operation case (task operation: single operators against the roofline)); Accuracy alignment (one run: "
+        "an alignment needs a reference run and a candidate run of the same training case); Monitors (no round has "
+        "monitor samples: run without --no-monitors).")
     assert 'id="no-results"' not in page
     assert "No MFU value" in found["mfu"]
     assert "FLOPs per sample x its throughput" in found["mfu"] and " per sample</td>" in found["mfu"]

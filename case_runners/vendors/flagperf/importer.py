@@ -56,6 +56,7 @@ from case_runners.plan.inference_config import inference_cases
 from case_runners.plan.layering import load_case_base
 from case_runners.vendors.description import load_vendor, vendor_names
 from case_runners.vendors.flagperf.llm_configs import LlmConfig, llm_case, models_line
+from case_runners.vendors.flagperf.operation import OperationImport, operator_standard
 from case_runners.vendors.flagperf.pyconfig import PyConfig, read_config
 from case_runners.vendors.flagperf.report import MAPPED, NONE, READ, SKIPPED, Output, Report, write
 from case_runners.vendors.flagperf.sources import NOT_VENDORS, VENDOR_CONFIG, Sources, find_sources
@@ -93,6 +94,7 @@ class Importer:
         self.vendor_settings: dict[str, list[dict[str, tuple[Any, str]]]] = {}  # one dict per settings file
         # vendor: the same settings as test_conf.py's comments list them (for a vendor no settings file names)
         self.commented: dict[str, dict[str, tuple[str, str]]] = {}
+        self.operators = operator_standard(root)  # perfplay's standard operators, None without the task
 
     def shown(self, path: Path) -> str:
         """The path as the report names it: within the checkout (a link by its own name, not its target's)."""
@@ -133,6 +135,8 @@ class Importer:
             list_adapter(self.report, case_dir, vendor, case, self.shown)
         for vendor in sources.vendors:
             self._vendor_folder(vendor)
+        if sources.operation:
+            OperationImport(self, sources.operation, self.operators).run()
         for path in sources.config_files:
             if self.shown(path) not in self.report.files:
                 self.report.file(self.shown(path), SKIPPED, *self._not_read(path))
@@ -654,9 +658,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def import_flagperf(path: Path, out: Path, *, force: bool = False, root: Path | None = None) -> Report:
+def import_flagperf(path: Path, out: Path, *, force: bool = False, root: Path | None = None,
+                    operators: dict[str, dict[str, Any]] | None = None) -> Report:
     """Read the FlagPerf configs at `path` and write perfplay's under `out` (ConfigError, before anything is
-    written, when an input cannot be read)."""
-    report = Importer(find_sources(path), root or project_root()).run()
+    written, when an input cannot be read). `operators`: the standard operators to compare FlagPerf's with, in
+    place of the checkout's (operation.py operator_standard)."""
+    importer = Importer(find_sources(path), root or project_root())
+    if operators is not None:
+        importer.operators = operators
+    report = importer.run()
     write(report, out, force=force)
     return report

@@ -22,7 +22,9 @@ NOT_VENDORS = ("benchmarks", "run_benchmarks", "utils")  # folders of training/ 
 # Where a checkout keeps config files, each of which the report names (read, mapped or skipped, with the reason).
 IN_CONTAINER_GLOB = "training/*/*-in_container/config.py"  # FlagPerf's in_container configs (no config/ folder)
 CONFIG_GLOBS = ("training/run_benchmarks/config/*", "training/*/*/config/**/*", "inference/configs/**/*",
-                "base/configs/*", "operation/configs/*", "generate/host.yaml", IN_CONTAINER_GLOB)
+                "base/configs/*", "operation/configs/*", "generate/host.yaml", IN_CONTAINER_GLOB,
+                "operation/benchmarks/*/case_config.yaml", "operation/benchmarks/*/*/*/case_config.yaml")
+OPERATION_DIR = "operation"  # FlagPerf's operator suite: benchmarks/<op>/[<vendor>/<chip>/]case_config.yaml
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Sources:
     in_container_configs: list[Path] = field(default_factory=list)  # training/<vendor>/<case>-in_container/config.py
     config_files: list[Path] = field(default_factory=list)  # every config file of the checkout (CONFIG_GLOBS)
     vendors: list[str] = field(default_factory=list)  # the vendor folders training/<vendor>/ to import
+    operation: Path | None = None  # operation/, when it has benchmarks/
 
 
 def find_sources(path: Path) -> Sources:
@@ -53,12 +56,14 @@ def find_sources(path: Path) -> Sources:
         found.config_files = sorted({p for pattern in CONFIG_GLOBS for p in path.glob(pattern) if p.is_file()})
         found.vendors = sorted(p.name for p in path.glob("training/*") if p.is_dir() and p.name not in NOT_VENDORS
                                and (any(p.glob("*/config")) or (p / f"{p.name}_monitor.py").is_file()))
+        found.operation = path / OPERATION_DIR if (path / OPERATION_DIR / "benchmarks").is_dir() else None
         if not (found.test_conf or found.cluster_conf or found.host_yaml or found.base_host_yaml
-                or found.vendor_configs or found.in_container_configs):
+                or found.vendor_configs or found.in_container_configs or found.operation):
             raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
                               f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
                               f"{'/'.join(BASE_HOST_DIR)}/{HOST_YAML}, "
-                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py")
+                              f"training/<vendor>/<case>-<framework>/config/config_<HW>x<N>x<P>.py, "
+                              f"{OPERATION_DIR}/benchmarks/")
         return found
     if not path.is_file():
         raise ConfigError(f"{path} does not exist")
@@ -71,6 +76,9 @@ def find_sources(path: Path) -> Sources:
         suite = host_suite(path)
         if suite == "base":
             return Sources(base=_above(path, BASE_HOST_DIR), base_host_yaml=path)
+        if suite == OPERATION_DIR:
+            raise ConfigError(f"{path} is the host file of FlagPerf's operation suite: import the checkout it is in "
+                              f"(its CASES are read with {OPERATION_DIR}/benchmarks/, the standard they refer to)")
         if suite not in IMPORTED_SUITES:
             raise ConfigError(f"{path} is the host file of FlagPerf's {suite} suite, not an inference or base one "
                               f"({'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, {'/'.join(BASE_HOST_DIR)}/{HOST_YAML}): "

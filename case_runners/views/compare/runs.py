@@ -24,8 +24,10 @@ from case_runners.records.schema import Document, RecordError, choices
 from case_runners.records.summary import RunSummary, Stat, SummaryCase, stat_keys
 from case_runners.records.summary_build import case_unit, summarize_run
 from case_runners.views.compare.alignment import differences, workload_params
+from case_runners.views.compare.operators import case_rows, rate, roofline_geomean, row_name
 
 HIGHER, LOWER = "higher", "lower"
+ROOFLINE_GEOMEAN = "roofline fraction (geometric mean)"  # an operation case's correct rows' (operators.py)
 FRACTION = "fraction"  # the unit of a figure between 0 and 1 (MFU, agreement, fraction of peak): shown as %
 # Each figure compare-runs shows, the one place that says which way is better and its unit: the summary's statistics
 # of every task (records/summary.py stat_keys), and each base headline's achieved figure and fraction of peak.
@@ -47,6 +49,8 @@ FIGURES: dict[str, tuple[str | None, str | None]] = {
     "tokens_per_s": (HIGHER, "tokens/s"),
     "achieved": (HIGHER, None),  # a base headline's FLOP/s, B/s or B
     "fraction_of_peak": (HIGHER, FRACTION),
+    "operator": (HIGHER, None),  # an operator row's achieved FLOP/s or B/s: its ratio is the speed-up between runs
+    ROOFLINE_GEOMEAN: (HIGHER, FRACTION),
 }
 NOISE_SIGMAS = 2.0
 NOISE_RULE = (f"a difference is beyond the noise when |mean B - mean A| > {NOISE_SIGMAS:g} x sqrt(sA^2/nA + sB^2/nB) "
@@ -203,7 +207,8 @@ class Figure:
 
 def figures(case: SummaryCase, higher_is_better: bool | None) -> dict[str, Figure]:
     """A summary case's figures, by name, in the summary's order: its statistics, then a base case's headlines (their
-    achieved figure and fraction of peak). higher_is_better: the case's target's (None: unknown)."""
+    achieved figure and fraction of peak), an operation case's roofline fraction and each operator row's work rate
+    (operators.py rate: a ratio of two is the speed-up). higher_is_better: the case's target's (None: unknown)."""
     found = {}
     for key in stat_keys(case.task):
         better, unit = FIGURES[key]
@@ -218,6 +223,13 @@ def figures(case: SummaryCase, higher_is_better: bool | None) -> dict[str, Figur
         found[name] = Figure(row.unit, FIGURES["achieved"][0], row.achieved)
         found[f"{name} fraction of peak"] = Figure(FRACTION, FIGURES["fraction_of_peak"][0],
                                                    row.fraction_of_peak)
+    rows = case_rows(case)
+    if rows:
+        geomean = roofline_geomean(rows)
+        found[ROOFLINE_GEOMEAN] = Figure(FRACTION, HIGHER, Stat.of([] if geomean is None else [geomean]))
+    for entry in rows:
+        value, unit = rate(entry)
+        found[row_name(entry)] = Figure(unit, FIGURES["operator"][0], Stat.of([] if value is None else [value]))
     return found
 
 

@@ -16,7 +16,7 @@ from case_runners.core.cli_io import ArgumentParser
 from case_runners.core.errors import PerfplayError
 from case_runners.core.paths import RESULTS_NAME, results_root
 from case_runners.core.text import number_text, percent_text, text_columns
-from case_runners.plan.config.resolved import TASKS
+from case_runners.plan.config.resolved import OPERATION, TASKS
 from case_runners.records import names
 from case_runners.records.history_db import (
     COLUMNS,
@@ -32,6 +32,7 @@ from case_runners.records.history_db import (
     schema_version,
     select,
 )
+from case_runners.views.compare.operators import ROWS_KEY, roofline_geomean, rows_of
 from case_runners.views.history.index import DATE_FORMAT, index_run
 
 # The table's throughput column: each task's headline figure (a base round's are its benchmark's, per kind).
@@ -94,10 +95,14 @@ def _csv_cell(value: Any, column: str) -> Any:
 
 def _table_row(row: Row) -> list[str]:
     figure = TABLE_FIGURE.get(row["task"])
+    # An operation round's MFU: the geometric mean of its correct operators' fraction of the roofline, comparable
+    # across chips whatever their peaks and their shapes (views/compare/operators.py).
+    mfu = roofline_geomean(rows_of(row["metrics"].get(ROWS_KEY))) if row["task"] == OPERATION else \
+        row["metrics"].get("mfu")
     return [row["date"] or "-", row["run_id"], row["case_id"], str(row["round"]), row["status"],
             "yes" if row["standard"] else "no", row["vendor"] or "-", row["hardware"] or "-",
             f"{row['nnodes']}x{row['nproc']}", number_text(row["metrics"].get(figure)) if figure else "-",
-            percent_text(row["metrics"].get("mfu"))]
+            percent_text(mfu)]
 
 
 def add_runs(run_dirs: list[Path], db: Path, check: bool) -> dict[str, Any]:

@@ -193,3 +193,55 @@ def alignment_chart(found: Comparison) -> str:
         figure = _figure(5.0)
         draw(found, figure)
         return _uri(figure)
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """A roofline point: an operator row's arithmetic intensity (FLOP/byte) and achieved FLOP/s."""
+    series: str  # its oplib: a marker each
+    dtype: str  # a colour each, as its compute roof
+    intensity: float
+    flops_per_s: float
+    correct: bool
+
+
+def roofline_chart(points: Sequence[Point], peaks: dict[str, float], bandwidth: float | None, title: str) -> str:
+    """Achieved FLOP/s against arithmetic intensity, both log: a marker per series, a colour per dtype; each dtype's
+    roof is min(its peak, intensity x bandwidth), dashed, and without a bandwidth its peak alone, dotted; a red
+    cross on each incorrect point."""
+    with _style():
+        figure = _figure(4.2)
+        axes = figure.subplots()
+        dtypes = list(dict.fromkeys([*(p.dtype.lower() for p in points), *peaks]))
+        colours = {dtype: f"C{at % 10}" for at, dtype in enumerate(dtypes)}
+        for at, series in enumerate(dict.fromkeys(p.series for p in points)):
+            for dtype in dtypes:
+                mine = [p for p in points if p.series == series and p.dtype.lower() == dtype]
+                if mine:
+                    axes.scatter([p.intensity for p in mine], [p.flops_per_s for p in mine], s=22, alpha=0.8,
+                                 marker=MARKERS[at % len(MARKERS)], color=colours[dtype], label=f"{series} {dtype}")
+        wrong = [p for p in points if not p.correct]
+        if wrong:
+            axes.scatter([p.intensity for p in wrong], [p.flops_per_s for p in wrong], s=70, marker="x",
+                         color="red", label="incorrect")
+        xs = [p.intensity for p in points] or [1.0]
+        low, high = min(xs) / 4, max(xs) * 4
+        if bandwidth is not None:
+            for dtype, peak in peaks.items():
+                ridge = peak / bandwidth  # where the memory slope meets the compute roof
+                x = [low, *([ridge] if low < ridge < high else []), high]
+                axes.plot(x, [min(peak, v * bandwidth) for v in x], linestyle="--", color=colours[dtype],
+                          label=f"roof {dtype}")
+            if not peaks:
+                axes.plot([low, high], [low * bandwidth, high * bandwidth], linestyle="--", color="gray",
+                          label="memory bandwidth")
+        else:
+            for dtype, peak in peaks.items():
+                axes.axhline(peak, linestyle=":", color=colours[dtype], label=f"peak {dtype}")
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("arithmetic intensity (FLOP/byte)")
+        axes.set_ylabel("achieved FLOP/s")
+        axes.set_title(title)
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _uri(figure)

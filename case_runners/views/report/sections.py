@@ -28,6 +28,7 @@ from case_runners.views.report.data import (
     scale_label,
     valid_rounds,
 )
+from case_runners.views.report.operation_section import operation_section
 from case_runners.views.report.side_by_side import side_by_side_section
 from case_runners.views.summary import base_rows, generate_rows
 from case_runners.views.summary.cells import (
@@ -447,6 +448,7 @@ SECTIONS: tuple[tuple[str, str, Callable[[list[RunData]], str | html.Omitted]], 
     ("mfu", "MFU", mfu_section),
     ("base", "Base benchmarks", base_section),
     ("generate", "Generation latency", generate_section),
+    ("operation", "Operators", operation_section),
     ("convergence", "Loss and eval metric", convergence_section),
     ("alignment", "Accuracy alignment", alignment_section),
     ("monitors", "Monitors", monitors_section),

@@ -1,0 +1,50 @@
+"""An operation case's rows in compare-runs and history: each operator x dtype x oplib of two runs side by side with
+its speed-up (the ratio of the work rates), the geometric mean of the roofline fraction as the case's figure and as
+history's headline."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from case_runners.views.compare.runs import FIGURES, ONE_ROUND, ROOFLINE_GEOMEAN, compare_summaries
+from case_runners.views.compare.runs_text import render_text
+from case_runners.views.history.cli import _table_row
+from operation_rows import row, run, standard_rows, summary_case
+
+MM = {"flops": 2.0 * 4096 ** 3, "nbytes": 3.0 * 4096 ** 2 * 4, "shape": {"M": 4096, "N": 4096, "K": 4096}}
+
+
+def faster_mm(rows: list[dict]) -> list[dict]:
+    """The rows with native mm FP32 twice as fast (1 ms instead of 2)."""
+    return [row("mm", "FP32", "native", 1e-3, **MM) if (r["op"], r["dtype"], r["oplib"]) == ("mm", "FP32", "native")
+            else r for r in rows]
+
+
+def test_two_runs_operators_side_by_side_with_the_speed_up(tmp_path: Path):
+    base = run(tmp_path / "run1", [summary_case(standard_rows())])
+    later = run(tmp_path / "run2", [summary_case(faster_mm(standard_rows()))])
+    found = compare_summaries([(base.run_dir, base.summary), (later.run_dir, later.summary)])
+    (match,) = found.matches
+    rows = {r.figure: r for r in match.rows}
+    assert [name for name in rows if name.startswith("mm ")] == [
+        "mm FP32 native", "mm FP32 flag_gems", "mm BF16 native", "mm BF16 flag_gems"]
+    mm = rows["mm FP32 native"]
+    assert mm.unit == "FLOP/s" and mm.better == FIGURES["operator"][0] == "higher"
+    assert math.isclose(mm.others[0].ratio or 0, 2.0) and mm.others[0].verdict == ONE_ROUND
+    assert rows["add FP32 native"].unit == "B/s" and math.isclose(rows["add FP32 native"].others[0].ratio or 0, 1.0)
+    geomean = rows[ROOFLINE_GEOMEAN]
+    assert geomean.unit == "fraction" and (geomean.others[0].ratio or 0) > 1.0
+    text = render_text(found)
+    assert "mm FP32 native" in text and "2.000" in text and ROOFLINE_GEOMEAN in text
+
+
+def test_history_shows_an_operation_round_s_roofline_geomean():
+    rows = standard_rows()
+    correct = [r["roofline_fraction"] for r in rows if r["correct"]]
+    expected = math.exp(sum(map(math.log, correct)) / len(correct))
+    entry = {"date": "2026-11-26 22:00:00", "run_id": "run1", "case_id": "operators_H100x1x1", "round": 1,
+             "status": "success", "standard": True, "vendor": "nvidia", "hardware": "H100", "nnodes": 1, "nproc": 1,
+             "task": "operation", "metrics": {"operation": rows, "mfu": None}}
+    assert _table_row(entry)[-1] == f"{expected * 100:.2f}%"
+    assert _table_row({**entry, "metrics": {"operation": [], "mfu": None}})[-1] == "-"
