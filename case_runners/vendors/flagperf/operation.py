@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from case_runners.core.errors import ConfigError
 from case_runners.plan.config.yaml_io import load_mapping
+from case_runners.tasks.operation import operators
 from case_runners.vendors.flagperf.report import MAPPED, NONE, READ
 
 if TYPE_CHECKING:
@@ -36,8 +37,9 @@ PEAK = "SPECTFLOPS"  # a chip's peak TFLOP/s as FlagPerf's operator config state
 def operator_standard(root: Path) -> dict[str, dict[str, Any]] | None:
     """perfplay's standard operators (its operation task's table: op -> {params, dtypes}); None where this checkout
     has no operation task."""
-    path = root.joinpath(*OPERATORS_FILE)
-    return load_mapping(path, root) if path.is_file() else None
+    if not root.joinpath(*OPERATORS_FILE).is_file():
+        return None
+    return {name: {"params": dict(op.params), "dtypes": list(op.dtypes)} for name, op in operators().items()}
 
 
 class OperationImport:
