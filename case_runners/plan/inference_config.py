@@ -88,7 +88,7 @@ def parse_flops(value: Any, *, file: str) -> float:
     return flops
 
 
-def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, Any] | None = None,
+def resolve_inference(case: str, vendor: str | None, root: Path, overrides: dict[str, Any] | None = None,
                       overrides_file: str = "run overrides", functional: bool = False) -> tuple[InferenceConfig,
                                                                                               list[str]]:
     """The case's resolved inference config and the notes (warnings, changes) its overrides produced.
@@ -139,8 +139,8 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     sources = [base_file] + ([params_file] if params_path.is_file() else []) + model_sources + (
         [f"{params_file} ({FUNCTIONAL})"] if functional else [])
     errors: list[ConfigError] = []
-    over_path = vendor_overrides_path(root, vendor, case)
-    if over_path.is_file():
+    over_path = vendor_overrides_path(root, vendor, case) if vendor is not None else None
+    if over_path is not None and over_path.is_file():
         over_file = display_path(over_path, root)
         sources.append(over_file)
         layer = load_mapping(over_path, root)
@@ -157,11 +157,11 @@ def resolve_inference(case: str, vendor: str, root: Path, overrides: dict[str, A
     base_values = {**defaults, "flops": parse_flops(base["flops"], file=base_file)}
     changed = [key for key in WORKLOAD_KEYS if config[key] != base_values[key]] + shrunk
     _check_switches(config, provenance)
-    engines = vendor_engines(root, vendor)
-    if config["compiler"] is not None and config["compiler"] not in engines:
+    engines = vendor_engines(root, vendor) if vendor is not None else []
+    if vendor is not None and config["compiler"] is not None and config["compiler"] not in engines:
         raise ConfigError(f"vendor '{vendor}' has no engine '{config['compiler']}' (vendor/{vendor}/engines/)",
                           key="compiler", file=provenance["compiler"], allowed=engines + ["null"])
-    return InferenceConfig(case=case, package=package if package != case else ABSENT, vendor=vendor,
+    return InferenceConfig(case=case, package=package if package != case else ABSENT, vendor=vendor or "",
                            configurations=config, parameters=params, sources=sources, provenance=provenance,
                            **standard_fields(changed)), notes
 

@@ -1,7 +1,8 @@
 """FlagPerf's names and perfplay's, in one table: the run settings of training/run_benchmarks/config/test_conf.py,
 cluster_conf.py and inference/configs/host.yaml (RUN_SETTINGS), the case params of the vendor configs
 config_<HW>x<N>x<P>.py (PARAMS), the trainer adapter points of extern/trainer_adapter.py (ADAPTER_POINTS), the
-case names (CASE_NAMES), and the base suite's cases (BASE_CASES, from base/configs/host.yaml).
+case names (CASE_NAMES), the base suite's cases (BASE_CASES, from base/configs/host.yaml), and the inference
+compilers and engine settings of inference/configs/<case>/vendor_config/ (INFERENCE_ENGINES, INFERENCE_SETTINGS).
 
 A row whose perfplay side is None has no counterpart; its note says why and where the setting lives instead.
 The importer (case_runners/vendors/flagperf/importer.py), the plan's refusal of FlagPerf run vars (plan/run_vars.py) and
@@ -312,11 +313,61 @@ BASE_CASES: dict[str, BaseCase] = {c.flagperf: c for c in (
 )}
 BENCHMARK, TOOLKIT_MODE = "BENCHMARK", "TOOLKIT"  # BENCHMARKS_OR_TOOLKITS's values
 
+# FlagPerf's inference compilers (inference/inference_engine/<vendor>/<compiler>.py) that perfplay's nvidia vendor ships
+# as an engine (vendor/<vendor>/engines/<engine>.py); any other keeps its name, an engine the vendor brings.
+INFERENCE_ENGINES: tuple[Name, ...] = (
+    Name("tensorrt", "tensorrt", "TensorRT on the exported ONNX file (vendor/nvidia/engines/tensorrt.py)"),
+    Name("torchtrt", "torch_tensorrt", "torch-TensorRT on the torch model (vendor/nvidia/engines/torch_tensorrt.py)"),
+    Name("inductor", "inductor", "torch.compile on the torch model (vendor/nvidia/engines/inductor.py)"),
+)
+_VENDOR_ENGINE = "a setting of the vendor's own engine (inference/inference_engine/<vendor>/<compiler>.py): the " \
+                 "vendor's vendor/<vendor>/engines/<compiler>.py reads it, added to this file by the vendor (a new " \
+                 "key: a warning)"
+_WARMUP = "FlagPerf's inductor warm-up calls: perfplay's inductor engine compiles on the first call of each input " \
+          "shape, outside the core time (foo_time)"
+# The keys of FlagPerf's inference vendor files (vendor_config/<vendor>_configurations.yaml) that its engines read,
+# not a key of the case's configurations.yaml.
+INFERENCE_SETTINGS: tuple[Name, ...] = (
+    Name("trt_tmp_path", None, "where FlagPerf's tensorrt engine writes its engine file: perfplay's tensorrt engine "
+         "serializes it in the round's inference_work/ (<ONNX file's name>.plan)"),
+    Name("has_dynamic_axis", None, "FlagPerf's trtexec shape switch: perfplay's tensorrt engine builds one profile "
+         "for batch sizes 1..batch_size"),
+    Name("torchtrt_full_compile", None, "FlagPerf's torchtrt require_full_compilation: perfplay's torch_tensorrt "
+         "engine compiles with torch-TensorRT's defaults"),
+    Name("dynamo_mode", "inductor_mode", "torch.compile's mode (reduce-overhead: CUDA graphs), which perfplay's "
+         "inductor engine reads: a key the vendor's file adds (the plan warns), where the case's compiler is "
+         "inductor"),
+    Name("dynamo_dynamic", None, "torch.compile's dynamic shapes: perfplay's inductor engine compiles each input "
+         "shape once, outside the core time (foo_time)"),
+    Name("dynamo_wamrup_iters", None, _WARMUP),
+    Name("dynamo_wamrup_times", None, _WARMUP),
+    Name("ixrt_tmp_path", None, f"iluvatar's ixrt: {_VENDOR_ENGINE}"),
+    Name("vm_enable", None, f"kunlunxin's xtcl: {_VENDOR_ENGINE}"),
+    Name("build_config", None, f"kunlunxin's xtcl: {_VENDOR_ENGINE}"),
+    Name("disabled_pass", None, f"kunlunxin's xtcl: {_VENDOR_ENGINE}"),
+    Name("resnet50_fuse", None, f"kunlunxin's xtcl: {_VENDOR_ENGINE}"),
+    Name("zixiao_test_batch_size", None, f"zixiao's zxrt: {_VENDOR_ENGINE}"),
+)
+
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}
 _PARAMS = {n.flagperf: n for n in PARAMS}
 _ADAPTER_POINTS = {n.flagperf: n for n in ADAPTER_POINTS}
 _LLM_PARAMS = {n.flagperf: n for n in LLM_PARAMS}
+_INFERENCE_ENGINES = {n.flagperf: n for n in INFERENCE_ENGINES}
+_INFERENCE_SETTINGS = {n.flagperf: n for n in INFERENCE_SETTINGS}
+
+
+def inference_engine(compiler: Any) -> Any:
+    """perfplay's engine name of a FlagPerf inference compiler (its own name where perfplay ships none; None: torch
+    alone)."""
+    row = _INFERENCE_ENGINES.get(compiler) if isinstance(compiler, str) else None
+    return row.perfplay if row is not None else compiler
+
+
+def inference_setting(name: str) -> Name | None:
+    """The row of a FlagPerf inference engine's setting (a key of a vendor's <vendor>_configurations.yaml)."""
+    return _INFERENCE_SETTINGS.get(name)
 
 
 def llm_param(name: str) -> Name | None:

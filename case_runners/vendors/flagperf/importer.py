@@ -12,6 +12,9 @@ and writes under OUT:
   the case; beside it the case folder's environment_variables.sh and requirements.txt (vendor_folder.py);
 - vendor/<vendor>/cases/<model>/<stack>/config_<HW>x<N>x<P>.yaml from the configs of FlagPerf's LLM stacks
   (<case>-{megatron,megatron-deepspeed,deepspeed,flagscale}/config/, <case>-in_container/config.py): llm_configs.py;
+- vendor/<vendor>/cases/<case>/<vendor>_configurations.yaml from inference/configs/<case>/vendor_config/, with what
+  differs from perfplay's standard (inference.py, which also compares the case's configurations.yaml and
+  parameters.yaml with perfplay's);
 - vendor/<vendor>/ for a FlagPerf vendor perfplay lacks: the new-vendor scaffold filled from FlagPerf's tree
   (vendor_facts.py, vendor_folder.py); a vendor perfplay has is compared with its vendor.yaml instead.
 
@@ -55,6 +58,7 @@ from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.inference_config import inference_cases
 from case_runners.plan.layering import load_case_base
 from case_runners.vendors.description import load_vendor, vendor_names
+from case_runners.vendors.flagperf.inference import InferenceImport
 from case_runners.vendors.flagperf.llm_configs import LlmConfig, llm_case, models_line
 from case_runners.vendors.flagperf.operation import OperationImport, operator_standard
 from case_runners.vendors.flagperf.pyconfig import PyConfig, read_config
@@ -137,6 +141,8 @@ class Importer:
             self._vendor_folder(vendor)
         if sources.operation:
             OperationImport(self, sources.operation, self.operators).run()
+        if sources.inference:
+            InferenceImport(self, sources.inference).run()
         for path in sources.config_files:
             if self.shown(path) not in self.report.files:
                 self.report.file(self.shown(path), SKIPPED, *self._not_read(path))
@@ -148,7 +154,8 @@ class Importer:
         parts = Path(self.shown(path)).parts
         top = parts[0]
         if top == "inference":
-            return "an inference case's FlagPerf configuration (perfplay's inference cases keep their own)", ""
+            return ("not an inference case's config (<case>/configurations.yaml, parameters.yaml, "
+                    "vendor_config/<vendor>_configurations.yaml)"), ""
         if top != "training":
             return (f"the host file of FlagPerf's {top} suite, not an inference or base one: a suite perfplay does "
                     "not import"), ""

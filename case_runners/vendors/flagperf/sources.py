@@ -24,6 +24,9 @@ IN_CONTAINER_GLOB = "training/*/*-in_container/config.py"  # FlagPerf's in_conta
 CONFIG_GLOBS = ("training/run_benchmarks/config/*", "training/*/*/config/**/*", "inference/configs/**/*",
                 "base/configs/*", "operation/configs/*", "generate/host.yaml", IN_CONTAINER_GLOB,
                 "operation/benchmarks/*/case_config.yaml", "operation/benchmarks/*/*/*/case_config.yaml")
+# An inference case's files under inference/configs/<case>/: its standard, its parameters, a vendor's overrides.
+INFERENCE_STANDARD, INFERENCE_PARAMETERS = "configurations.yaml", "parameters.yaml"
+INFERENCE_VENDOR_GLOB = "vendor_config/*_configurations.yaml"
 OPERATION_DIR = "operation"  # FlagPerf's operator suite: benchmarks/<op>/[<vendor>/<chip>/]case_config.yaml
 
 
@@ -39,6 +42,7 @@ class Sources:
     config_files: list[Path] = field(default_factory=list)  # every config file of the checkout (CONFIG_GLOBS)
     vendors: list[str] = field(default_factory=list)  # the vendor folders training/<vendor>/ to import
     operation: Path | None = None  # operation/, when it has benchmarks/
+    inference: Path | None = None  # inference/configs/, when it has a case's folder (<case>/)
 
 
 def find_sources(path: Path) -> Sources:
@@ -57,8 +61,10 @@ def find_sources(path: Path) -> Sources:
         found.vendors = sorted(p.name for p in path.glob("training/*") if p.is_dir() and p.name not in NOT_VENDORS
                                and (any(p.glob("*/config")) or (p / f"{p.name}_monitor.py").is_file()))
         found.operation = path / OPERATION_DIR if (path / OPERATION_DIR / "benchmarks").is_dir() else None
+        inference = path.joinpath(*HOST_YAML_DIR)
+        found.inference = inference if any(p.is_dir() for p in inference.glob("*")) else None
         if not (found.test_conf or found.cluster_conf or found.host_yaml or found.base_host_yaml
-                or found.vendor_configs or found.in_container_configs or found.operation):
+                or found.vendor_configs or found.in_container_configs or found.operation or found.inference):
             raise ConfigError(f"{path} is not a FlagPerf checkout: it has none of {'/'.join(CONFIG_DIR)}/"
                               f"{TEST_CONF}, {CLUSTER_CONF}, {'/'.join(HOST_YAML_DIR)}/{HOST_YAML}, "
                               f"{'/'.join(BASE_HOST_DIR)}/{HOST_YAML}, "
