@@ -5,7 +5,12 @@ case's own configurations.yaml and parameters.yaml are compared with perfplay's 
 
 from __future__ import annotations
 
-from case_runners.plan.config.flagperf_names import INFERENCE_ENGINES, INFERENCE_SETTINGS, markdown_table
+from case_runners.plan.config.flagperf_names import (
+    INFERENCE_ENGINES,
+    INFERENCE_PARAMS,
+    INFERENCE_SETTINGS,
+    markdown_table,
+)
 from case_runners.plan.inference_config import CONFIG_KEYS
 from case_runners.plan.run_plan import make_plan
 from case_runners.vendors.flagperf.importer import import_flagperf
@@ -127,15 +132,16 @@ def test_flagperf_s_standard_is_compared_with_perfplay_s(tmp_path):
             "stands") in text
     # a model case's standard is its model file's
     assert "(case_runners/cases/mmlu/inference/models/llama3_8b_mmlu.yaml): perfplay's standard stands" in text
-    assert (f"no counterpart  {SD}/parameters.yaml num_inference_steps: FlagPerf's standard 40, perfplay's 50: "
+    assert (f"no counterpart  {SD}/parameters.yaml num_inference_steps: FlagPerf's standard 40, perfplay's "
+            "num_inference_steps 50: "
             "perfplay's standard stands") in text
-    assert f"no counterpart  {SD}/parameters.yaml random_seed: 0: perfplay's stable_diffusion_v1_4 has no parameter " \
-           "random_seed" in text
+    # FlagPerf's names perfplay spells otherwise (INFERENCE_PARAMS)
+    assert f"mapped          {SD}/parameters.yaml random_seed: -> seed: 0, perfplay's standard" in text
     outcomes = {name: (o.status, o.detail) for name, o in report.files.items()}
     assert outcomes[f"{RESNET}/configurations.yaml"] == ("read", "differs: flops")
     assert outcomes[f"{SWIN}/configurations.yaml"] == ("read", "differs: flops")
     assert outcomes[f"{RESNET}/parameters.yaml"] == ("read", "none")
-    assert outcomes[f"{SD}/parameters.yaml"] == ("read", "differs: random_seed, num_inference_steps")
+    assert outcomes[f"{SD}/parameters.yaml"] == ("read", "differs: num_inference_steps")
 
 
 def test_the_written_files_pass_the_plan(tmp_path):
@@ -173,7 +179,7 @@ def test_the_written_files_pass_the_plan(tmp_path):
 
 def test_the_docs_tables_are_the_inference_mapping():
     text = DOC.read_text(encoding="utf-8")
-    for rows in (INFERENCE_ENGINES, INFERENCE_SETTINGS):
+    for rows in (INFERENCE_ENGINES, INFERENCE_SETTINGS, INFERENCE_PARAMS):
         table = "\n".join(markdown_table(rows, files=False))
         assert table in text, f"{DOC.name} must show this table:\n{table}"
     # an engine setting is never a key of perfplay's configurations (those map by name)

@@ -2,7 +2,8 @@
 cluster_conf.py and inference/configs/host.yaml (RUN_SETTINGS), the case params of the vendor configs
 config_<HW>x<N>x<P>.py (PARAMS), the trainer adapter points of extern/trainer_adapter.py (ADAPTER_POINTS), the
 case names (CASE_NAMES), the base suite's cases (BASE_CASES, from base/configs/host.yaml), and the inference
-compilers and engine settings of inference/configs/<case>/vendor_config/ (INFERENCE_ENGINES, INFERENCE_SETTINGS).
+compilers, engine settings and parameters of inference/configs/<case>/ (INFERENCE_ENGINES, INFERENCE_SETTINGS,
+INFERENCE_PARAMS).
 
 A row whose perfplay side is None has no counterpart; its note says why and where the setting lives instead.
 The importer (case_runners/vendors/flagperf/importer.py), the plan's refusal of FlagPerf run vars (plan/run_vars.py) and
@@ -349,6 +350,35 @@ INFERENCE_SETTINGS: tuple[Name, ...] = (
     Name("zixiao_test_batch_size", None, f"zixiao's zxrt: {_VENDOR_ENGINE}"),
 )
 
+_WEIGHTS = "a weights folder under the data dir: where perfplay's case has no parameter of this name, its checkpoint " \
+           "names the weights (the case's README)"
+_FLAGAI = "FlagAI's AquilaChat checkpoint (Aquila_7b_mmlu): perfplay's mmlu reads weights in transformers' format " \
+          "from weight_dir"
+# The parameters of FlagPerf's inference/configs/<case>/parameters.yaml that perfplay's case names otherwise, or has
+# none of (a name perfplay's case has is compared as it is).
+INFERENCE_PARAMS: tuple[Name, ...] = (
+    Name("random_seed", "seed", "the seed of the case's generators (bertLarge, stable_diffusion_v1_4)"),
+    Name("seq_length", "seq_len", "tokens per sequence (bertLarge)"),
+    Name("mask_ratio", "mask_prob", "the share of tokens masked (bertLarge)"),
+    Name("in_channels", "latent_channels", "the UNet's latent channels (stable_diffusion_v1_4)"),
+    Name("embed_hidden_size", "text_hidden_size", "the text encoder's width (stable_diffusion_v1_4)"),
+    Name("ntrain", "few_shots", "shots per prompt (Aquila_7b_mmlu)"),
+    Name("scale_size", None, "the VAE's downscale (stable_diffusion_v1_4): perfplay's follows from vae_channels, 8 "
+         "for its 4 blocks"),
+    Name("number_boxes", None, "values per box, 5 + the classes (yolov5): perfplay's yolov5 derives them from "
+         "num_classes"),
+    Name("hidden_size", None, "where perfplay's case has no hidden_size: yolov5's boxes at 640, 3 x (80² + 40² + "
+         "20²) = 25200, which perfplay's yolov5 derives from image_size"),
+    Name("weight_dir", None, _WEIGHTS),
+    Name("weights", None, _WEIGHTS),
+    Name("eval_file", None, "bertLarge's evaluation text: perfplay's bert reads eval/*.npz or FlagPerf's "
+         "eval_set_uncompressed/*.hdf5 under the data dir (its README)"),
+    Name("state_dict", None, _FLAGAI),
+    Name("model_name", None, f"{_FLAGAI}; the shape is its param model"),
+    Name("download_path", None, _FLAGAI),
+    Name("max_gen_len", None, "tokens generated per prompt (1): perfplay's mmlu takes the next token's prediction"),
+)
+
 FLAGPERF_RUN_VARS: frozenset[str] = frozenset(n.flagperf for n in RUN_SETTINGS)
 _RUN_SETTINGS = {n.flagperf: n for n in RUN_SETTINGS}
 _PARAMS = {n.flagperf: n for n in PARAMS}
@@ -356,6 +386,7 @@ _ADAPTER_POINTS = {n.flagperf: n for n in ADAPTER_POINTS}
 _LLM_PARAMS = {n.flagperf: n for n in LLM_PARAMS}
 _INFERENCE_ENGINES = {n.flagperf: n for n in INFERENCE_ENGINES}
 _INFERENCE_SETTINGS = {n.flagperf: n for n in INFERENCE_SETTINGS}
+_INFERENCE_PARAMS = {n.flagperf: n for n in INFERENCE_PARAMS}
 
 
 def inference_engine(compiler: Any) -> Any:
@@ -363,6 +394,11 @@ def inference_engine(compiler: Any) -> Any:
     alone)."""
     row = _INFERENCE_ENGINES.get(compiler) if isinstance(compiler, str) else None
     return row.perfplay if row is not None else compiler
+
+
+def inference_param(name: str) -> Name | None:
+    """The row of a parameter of FlagPerf's inference parameters.yaml that perfplay's case names otherwise."""
+    return _INFERENCE_PARAMS.get(name)
 
 
 def inference_setting(name: str) -> Name | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from case_runners.core.errors import ConfigError
-from case_runners.plan.config.flagperf_names import CASE_NAMES, inference_engine, inference_setting
+from case_runners.plan.config.flagperf_names import CASE_NAMES, inference_engine, inference_param, inference_setting
 from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.inference_config import (
     CONFIG_KEYS,
@@ -121,14 +121,21 @@ class InferenceImport:
         shown, mine = self.importer.shown(path), standard.parameters
         differ = []
         for key, value in data.items():
-            if key not in mine:
+            row = inference_param(key) if key not in mine else None
+            name = row.perfplay if row is not None and row.perfplay in mine else key
+            if row is not None and row.perfplay is None:
+                self.report.add(NONE, f"{shown} {key}", f"{_text(value)}: {row.note}")
+                differ.append(key)
+            elif name not in mine:
                 self.report.add(NONE, f"{shown} {key}", f"{_text(value)}: perfplay's {standard.case} has no parameter "
                                                         f"{key} (its parameters: {', '.join(mine)})")
                 differ.append(key)
-            elif value != mine[key]:
-                self.report.add(NONE, f"{shown} {key}", f"FlagPerf's standard {_text(value)}, perfplay's "
-                                                        f"{_text(mine[key])}: perfplay's standard stands")
+            elif value != mine[name]:
+                self.report.add(NONE, f"{shown} {key}", f"FlagPerf's standard {_text(value)}, perfplay's {name} "
+                                                        f"{_text(mine[name])}: perfplay's standard stands")
                 differ.append(key)
+            elif name != key:
+                self.report.add(MAPPED, f"{shown} {key}", f"-> {name}: {_text(value)}, perfplay's standard")
         self.report.file(shown, READ, "an inference case's FlagPerf parameters, compared with perfplay's",
                          f"differs: {', '.join(differ)}" if differ else "the same" if data else "none")
 
