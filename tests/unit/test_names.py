@@ -17,8 +17,8 @@ from case_runners.core.paths import project_root
 
 REPO = project_root()
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Names that other code calls by convention, not by name: Ansible's callback hooks, dunders, pytest's tests.
-BY_CONVENTION = re.compile(r"^(__\w+__|v2_\w+|test_\w+|Test\w+)$")
+# Names that other code calls by convention, not by name: Ansible's callback hooks, dunders, pytest's tests and hooks.
+BY_CONVENTION = re.compile(r"^(__\w+__|v2_\w+|test_\w+|Test\w+|pytest_\w+)$")
 CODE = ("case_runners", "vendor", "library", "module_utils", "playbooks")
 
 
