@@ -26,8 +26,9 @@ def row(op: str, dtype: str, oplib: str, median_s: float, flops: float, nbytes: 
     peak = hardware["peak_flops"][dtype.lower()]
     intensity = flops / nbytes
     roof = min(peak, intensity * hardware["memory_bandwidth_bytes_s"])
-    doc = {"op": op, "dtype": dtype, "oplib": oplib, "shape": shape or {"Melements": 1}, "correct": correct,
-           "max_error": max_error, "tolerance": {"atol": tolerance, "rtol": tolerance}, "latency_cold_s": median_s * 20,
+    doc = {"op": op, "dtype": dtype, "oplib": oplib, "shape": shape or {"Melements": 1},
+           "check_shape": {"Melements": 0.0625}, "correct": correct, "max_error": max_error,
+           "tolerance": {"atol": tolerance, "rtol": tolerance}, "latency_cold_s": median_s * 20,
            "latency_median_s": median_s, "latency_p99_s": median_s * 1.2, "device_median_s": None, "flops": flops,
            "bytes": nbytes, "flops_per_s": flops / median_s, "bytes_per_s": nbytes / median_s,
            "intensity": intensity, "roofline_fraction": flops / median_s / roof,

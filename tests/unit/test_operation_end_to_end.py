@@ -81,7 +81,7 @@ def test_compare_runs_and_history_read_the_real_rows(runs, tmp_path, capsys):
     assert [(r["run_id"], r["status"]) for r in found] == [(clean.name, "success"), (broken.name, "not_converged")]
     rows = found[1]["metrics"]["operation"]
     assert {(r["op"], r["dtype"]) for r in rows if not r["correct"]} == {("relu", "FP32"), ("relu", "FP16")}
-    assert all(isinstance(r["tolerance"], dict) for r in rows)
+    assert all(isinstance(r["tolerance"], dict) and r["check_shape"] for r in rows)
     assert cli.main(["history", "list", "--db", str(db), "--task", "operation"]) == 0
     listing = capsys.readouterr().out.splitlines()
     assert all(re.search(r"operators_operation_TC1x1x1 .* \d+\.\d+%$", line) for line in listing[1:]), listing
