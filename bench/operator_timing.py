@@ -7,11 +7,13 @@ for mm (compute-bound) and add (memory-bound), alternated in one process.
 The harness side is the task's measure() (case_runners/tasks/operation/measure.py) on the vendor's runtime, natively:
 the cpu vendor, or nvidia where torch sees a CUDA device; its figure is the row's median latency (the device events'
 where the runtime has them). The bare side makes the same inputs and calls the same torch function: `warmup` untimed
-calls, a synchronize, then `iterations` calls timed as one block (CUDA events on a GPU, perf_counter and a
-synchronize on the CPU), divided by `iterations`. Harness and bare alternate pair by pair (which goes first
-alternates too); per operator, the figure is the median over the pairs of harness / bare. Target: within 3 %, judged
-by bench/verdict.py on the pairs' ratios and their spread. On a CPU both use one torch thread unless --threads says
-otherwise. --quick: one pair at the smallest shapes (which one pair cannot judge).
+calls, a synchronize, then `iterations` calls, each timed alone without a synchronize between them (CUDA events around
+each call on a GPU, perf_counter on the CPU), and takes their median: the same statistic as the harness's, so a call
+that another process slowed down counts the same on both sides (a block's mean would keep it). Harness and bare
+alternate pair by pair (which goes first alternates too); per operator, the figure is the median over the pairs of
+harness / bare. Target: within 3 %, judged by bench/verdict.py on the pairs' ratios and their spread. On a CPU both use
+one torch thread unless --threads says otherwise. --quick: one pair at the smallest shapes (which one pair cannot
+judge).
 """
 
 from __future__ import annotations
@@ -43,25 +45,31 @@ QUICK: tuple[dict[str, dict[str, Any]], int, int, int] = (
 
 def bare(op: str, shape: dict[str, Any], dtype: str, device: Any, synchronize: Any, warmup: int,
          iterations: int) -> float:
-    """Seconds per call of the operator's torch call in a plain loop, timed as one block."""
+    """Seconds of the median call of the operator's torch call in a plain loop: the harness's statistic (the median
+    of single calls) without its instrumentation. Each call between two timestamps and no synchronize between calls:
+    CUDA events recorded around each call, read once the loop is done, on a GPU; perf_counter on the CPU, whose
+    calls return when their work is done."""
     args = tuple(a.to(device) for a in inputs(op, shape, dtype))
     call = OPS[op][1]
     for _ in range(warmup):
         call(*args)
     synchronize()
     if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iterations):
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(iterations)]
+        for start, end in events:
+            start.record()
             call(*args)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1000.0 / iterations
-    began = time.perf_counter()
+            end.record()
+        events[-1][1].synchronize()
+        return statistics.median(start.elapsed_time(end) for start, end in events) / 1000.0
+    seconds = []
     for _ in range(iterations):
+        began = time.perf_counter()
         call(*args)
+        seconds.append(time.perf_counter() - began)
     synchronize()
-    return (time.perf_counter() - began) / iterations
+    return statistics.median(seconds)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
-"""Operator rows (task operation) as an operation case's summary carries them, for the views' tests: OPERATION_KEYS
-is the row's key list in one place (the operation task's record type, records/operation.py, replaces it once it is
-on this branch), `row` one row, `summary_case` a summary case with rows, `run` a run directory with its roofs."""
+"""Operator rows (task operation) as an operation case's summary carries them, for the views' tests: `row` one row
+(the keys of the task's record type, records/operation.py), `summary_case` a summary case with rows, `run` a run
+directory with its roofs."""
 
 from __future__ import annotations
 
@@ -10,46 +10,43 @@ from typing import Any
 
 from case_runners.core.paths import RESOLVED_NAME
 from case_runners.plan.config.resolved import OPERATION
+from case_runners.records.operation import OperationRow
 from case_runners.records.summary import RunSummary, Stat, SummaryCase, stat_keys
 from case_runners.views.report.data import RunData
 
-OPERATION_KEYS = ("op", "dtype", "oplib", "shape", "correct", "max_error", "tolerance", "latency_cold_s",
-                  "latency_median_s", "latency_p99_s", "device_median_s", "flops", "bytes", "flops_per_s",
-                  "bytes_per_s", "intensity", "roofline_fraction", "bound", "speedup")
 # A chip's roofs, as vendor.yaml hardware.<chip> states them: 100 TFLOP/s fp32, 400 bf16, 2 TB/s.
 HARDWARE = {"peak_flops": {"fp32": 1.0e14, "bf16": 4.0e14}, "memory_bandwidth_bytes_s": 2.0e12}
 
 
 def row(op: str, dtype: str, oplib: str, median_s: float, flops: float, nbytes: float, *, correct: bool = True,
-        max_error: float = 1e-7, tolerance: float = 1e-5, native_s: float | None = None,
+        max_error: float | None = 1e-7, tolerance: float = 1e-5, native_s: float | None = None,
         shape: dict[str, int] | None = None, hardware: dict[str, Any] = HARDWARE) -> dict[str, Any]:
     """A row whose figures follow from its latency, FLOPs and bytes against `hardware`'s roofs (the task's
     arithmetic); native_s: the native row's median, for a library row's speed-up."""
     peak = hardware["peak_flops"][dtype.lower()]
     intensity = flops / nbytes
     roof = min(peak, intensity * hardware["memory_bandwidth_bytes_s"])
-    doc = {"op": op, "dtype": dtype, "oplib": oplib, "shape": shape or {"Melements": 1}, "correct": correct,
-           "max_error": max_error, "tolerance": tolerance, "latency_cold_s": median_s * 20,
+    doc = {"op": op, "dtype": dtype, "oplib": oplib, "shape": shape or {"Melements": 1},
+           "check_shape": {"Melements": 0.0625}, "correct": correct, "max_error": max_error,
+           "tolerance": {"atol": tolerance, "rtol": tolerance}, "latency_cold_s": median_s * 20,
            "latency_median_s": median_s, "latency_p99_s": median_s * 1.2, "device_median_s": None, "flops": flops,
            "bytes": nbytes, "flops_per_s": flops / median_s, "bytes_per_s": nbytes / median_s,
            "intensity": intensity, "roofline_fraction": flops / median_s / roof,
            "bound": "compute" if roof == peak else "memory",
            "speedup": None if native_s is None else native_s / median_s}
-    assert tuple(doc) == OPERATION_KEYS
+    assert OperationRow.from_json(doc).to_json() == doc, "a row of the task's record type"
     return doc
 
 
 def summary_case(rows: list[dict[str, Any]], *, case: str = "operators", hardware: str = "H100",
                  vendor: str = "nvidia") -> SummaryCase:
     """A one-round operation case of `rows` at 1x1."""
-    found = SummaryCase(
+    return SummaryCase(
         case_id=f"{case}_{hardware}x1x1", case=case, task=OPERATION, vendor=vendor, hardware=hardware, nnodes=1,
         nproc=1, framework="pytorch", metric=None, target=None,
         rounds=[{"round": 1, "status": "success", "reason": None}],
         stats={key: Stat.of([1.0]) for key in stat_keys(OPERATION)}, per_node=[], succeeded=1, converged=1,
-        status="success")
-    setattr(found, "operation", rows)  # noqa: B010 (a field of SummaryCase once the operation task is in)
-    return found
+        status="success", operation=[OperationRow.from_json(r) for r in rows])
 
 
 def run(run_dir: Path, cases: list[SummaryCase], hardware: dict[str, Any] = HARDWARE) -> RunData:

@@ -18,8 +18,9 @@ class OperationRow(Document):
     op: str
     dtype: str  # FlagPerf's name: FP32, FP16, BF16, INT32, INT16
     oplib: str  # native (plain PyTorch) or the library the vendor's runtime hook enabled
-    shape: dict[str, Any]  # the operator's params (FlagPerf's keys: M, N, K, Melements, ...)
-    correct: bool  # every element within the tolerance of the float64 CPU reference
+    shape: dict[str, Any]  # the operator's params it is timed at (FlagPerf's keys: M, N, K, Melements, ...)
+    check_shape: dict[str, Any]  # the params its correctness is checked at (operators.yaml's small `check`)
+    correct: bool  # at check_shape, every element within the tolerance of the float64 CPU reference
     max_error: float | None  # the largest absolute difference (null: an infinity or NaN where the reference has none)
     tolerance: dict[str, float]  # atol and rtol (0 and 0: an integer or bool result, compared exactly)
     latency_cold_s: float  # the first call, synchronized

@@ -41,8 +41,8 @@ def test_operators_side_by_side_with_the_speed_up_and_the_incorrect_row_marked(t
     # add is memory-bound: its achieved figure is bytes/s
     assert "GB/s</td><td>80.5 % (memory)</td>" in body
     assert body.count('<td class="bad">') == 1
-    assert '<td class="bad">INCORRECT (0.5 &gt; 0.016)</td>' in body
-    assert '<p class="warn">add BF16 flag_gems: max error 0.5 &gt; tolerance 0.016</p>' in body
+    assert '<td class="bad">INCORRECT (max error 0.5, atol 0.016, rtol 0.016)</td>' in body
+    assert '<p class="warn">add BF16 flag_gems: max error 0.5, atol 0.016, rtol 0.016</p>' in body
     assert "Roofs: fp32 100.00 TFLOP/s, bf16 400.00 TFLOP/s; memory 2000.00 GB/s." in body
     (image,) = re.findall(r'<img src="data:image/svg\+xml;base64,([^"]+)" alt="roofline of operators 1x1">', body)
     svg = base64.b64decode(image).decode()
@@ -72,7 +72,7 @@ def test_the_operator_section_renders_in_chromium(tmp_path, chromium, artifacts)
         assert "operation" in facts["sections"]
         assert facts["images"] and all(w > 0 and h > 0 for w, h, _ in facts["images"])
         assert facts["tables"] == ["mm", "add"] and facts["headers"] == [11, 11]
-        assert facts["bad"] == [["INCORRECT (0.5 > 0.016)", RED]]
+        assert facts["bad"] == [["INCORRECT (max error 0.5, atol 0.016, rtol 0.016)", RED]]
         assert facts["warn"][0].startswith("Incorrect: 1 of 8 operator row(s)")
         browser.screenshot(artifacts / "report-operation.png")
     finally:

@@ -194,6 +194,26 @@ def test_operator_timing_quick_times_mm_and_add_both_ways_and_one_pair_cannot_ju
 
 
 
+def test_operator_timing_bare_loop_takes_the_harness_s_statistic_the_median_of_single_calls(monkeypatch):
+    """One call of three slowed down (another process, on a busy box) moves a block's mean, not the median the
+    harness reports: the bare side takes the median too."""
+    import time
+
+    import torch
+
+    from bench import operator_timing
+
+    slow = [0.5]
+
+    def call(x):
+        time.sleep(slow.pop() if slow else 0.001)
+        return x
+
+    monkeypatch.setattr(operator_timing, "inputs", lambda op, shape, dtype: (torch.zeros(1),))
+    monkeypatch.setitem(operator_timing.OPS, "slowed", (None, call))
+    seconds = operator_timing.bare("slowed", {}, "FP32", torch.device("cpu"), lambda: None, 0, 3)
+    assert not slow and seconds < 0.1, f"{seconds} s: a mean of the three calls would be over 0.16 s"
+
 def test_fidelity_image_bare_loop_trains_the_case_s_model_at_the_harness_s_threads():
     """bench/fidelity_image.py's bare loop (its quick pair runs the whole case: too slow for CI): written apart from
     the case, it builds the model the case trains (the same parameters), at the thread count it is given, and times

@@ -57,6 +57,30 @@ def test_every_operator_is_correct_on_cpu_in_each_of_its_dtypes(op):
             assert (row.bound, row.roofline_fraction) == (None, None), "no peak for the dtype"
 
 
+def test_correctness_is_checked_at_the_small_check_shape_never_at_the_timed_one(monkeypatch):
+    """mm timed at 512 x 384 x 256: the float64 reference on the host only ever sees the inputs of mm's check shape
+    (operators.yaml), the row names both shapes and its FLOPs are the timed shape's."""
+    from case_runners.tasks.operation import measure as measuring
+
+    seen, real = [], measuring.reference
+
+    def spy(op, cpu_args, out):
+        seen.append([tuple(a.shape) for a in cpu_args if isinstance(a, torch.Tensor)])
+        return real(op, cpu_args, out)
+
+    monkeypatch.setattr(measuring, "reference", spy)
+    timed = {"M": 512, "N": 384, "K": 256}
+    row = measure("mm", "FP32", timed, "native", runtime=VendorRuntime(None, "cpu", "gloo"),
+                  device=torch.device("cpu"), hardware=HARDWARE, warmup=0, iterations=2)
+    check = operators()["mm"].check
+    assert row.correct and row.shape == timed and row.check_shape == check == {"M": 64, "N": 64, "K": 64}
+    assert seen == [[(64, 64), (64, 64)]], "the reference at the check shape, once"
+    assert row.flops == 2 * 512 * 384 * 256
+    for op, spec in operators().items():
+        assert set(spec.check) == set(spec.params), op
+        assert all(param_problem(op, key, value) is None for key, value in spec.check.items()), op
+
+
 def test_the_check_catches_a_wrong_result_and_compares_integers_exactly():
     ref = torch.linspace(-1, 1, 1000, dtype=torch.float64)
     assert compare(ref.to(torch.float32), ref, {"atol": 1e-4, "rtol": 1e-4})[0]
@@ -90,7 +114,7 @@ def test_flops_bytes_and_the_roofline_follow_the_formulas():
 
 def test_a_library_row_gets_its_speedup_over_the_native_row():
     def row(oplib: str, median: float) -> OperationRow:
-        return OperationRow(op="relu", dtype="FP32", oplib=oplib, shape={}, correct=True, max_error=0.0,
+        return OperationRow(op="relu", dtype="FP32", oplib=oplib, shape={}, check_shape={}, correct=True, max_error=0.0,
                             tolerance={"atol": 0.0, "rtol": 0.0}, latency_cold_s=1.0, latency_median_s=median,
                             latency_p99_s=median, device_median_s=None, flops=1.0, bytes=1.0, flops_per_s=1.0,
                             bytes_per_s=1.0, intensity=1.0, roofline_fraction=None, bound=None, speedup=None)
@@ -100,7 +124,8 @@ def test_a_library_row_gets_its_speedup_over_the_native_row():
 
 def test_the_test_chips_library_replaces_aten_kernels_and_a_broken_one_is_caught():
     """In a process of its own (the library replaces aten's CPU kernels for the rest of the process): relu natively
-    correct; with testlib, its own relu still correct; with relu broken, the row says it is not."""
+    correct; with testlib, its own relu still correct; with relu broken, the row says it is not (checked at relu's
+    check shape, timed at four times it)."""
     script = textwrap.dedent("""\
         import importlib.util, sys, torch
         from case_runners.tasks.operation.measure import measure
@@ -109,7 +134,7 @@ def test_the_test_chips_library_replaces_aten_kernels_and_a_broken_one_is_caught
         lib = importlib.util.module_from_spec(spec); spec.loader.exec_module(lib)
         runtime, kept = VendorRuntime(None, "cpu", "gloo"), {}
         def row(oplib):
-            return measure("relu", "FP32", {"Melements": 0.0625}, oplib, runtime=runtime, device=torch.device("cpu"),
+            return measure("relu", "FP32", {"Melements": 0.25}, oplib, runtime=runtime, device=torch.device("cpu"),
                            hardware={}, warmup=0, iterations=2, kept=kept)
         native = row("native")
         x = torch.randn(100)

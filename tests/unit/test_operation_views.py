@@ -48,3 +48,10 @@ def test_history_shows_an_operation_round_s_roofline_geomean():
              "task": "operation", "metrics": {"operation": rows, "mfu": None}}
     assert _table_row(entry)[-1] == f"{expected * 100:.2f}%"
     assert _table_row({**entry, "metrics": {"operation": [], "mfu": None}})[-1] == "-"
+
+
+def test_a_row_without_a_max_error_reads_as_an_infinity_or_nan_against_its_tolerance():
+    from case_runners.views.report.operation_section import correctness
+
+    wrong = row("exp", "BF16", "native", 1e-3, 2.0 ** 20, 2.0 ** 22, correct=False, max_error=None, tolerance=1e-3)
+    assert correctness(wrong) == "INCORRECT (max error inf/nan, atol 0.001, rtol 0.001)"

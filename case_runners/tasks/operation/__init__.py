@@ -35,6 +35,7 @@ class Operator:
     name: str
     source: str  # FlagPerf's case_config.yaml its standard shape comes from
     params: dict[str, Any]  # the standard shape
+    check: dict[str, Any]  # the small shape correctness is checked at, whatever the timed shape
     dtypes: tuple[str, ...]
     flops: str  # formulas of the params and E
     bytes: str
@@ -47,7 +48,7 @@ def operators() -> dict[str, Operator]:
     """The standard table, by operator name in the table's order."""
     data = load_mapping(TABLE_FILE)
     default = data["tolerance"]
-    return {name: Operator(name=name, source=spec["source"], params=dict(spec["params"]),
+    return {name: Operator(name=name, source=spec["source"], params=dict(spec["params"]), check=dict(spec["check"]),
                            dtypes=tuple(spec.get("dtypes", FLOAT_DTYPES)), flops=spec["flops"], bytes=spec["bytes"],
                            tolerance={**default, **spec.get("tolerance", {})},
                            millions=tuple(spec.get("millions", [k for k in spec["params"] if k == "Melements"])))

@@ -1,7 +1,8 @@
-"""One operator x dtype x oplib on the rank's device: its output against the float64 CPU reference, its first
-(cold) call, then `warmup` untimed calls and `iterations` calls each timed on the host clock around the vendor's
-synchronize, and with the vendor's device events where its runtime hook has them (tasks/base/timing.py's sources
-of time, per call here: the median and the 99th percentile need each call)."""
+"""One operator x dtype x oplib on the rank's device: its first (cold) call at the timed shape, its output at the
+table's small check shape against the float64 CPU reference (never computed at the timed shape), then `warmup`
+untimed calls and `iterations` calls each timed on the host clock around the vendor's synchronize, and with the
+vendor's device events where its runtime hook has them (tasks/base/timing.py's sources of time, per call here: the
+median and the 99th percentile need each call)."""
 
 from __future__ import annotations
 
@@ -81,31 +82,37 @@ def host_and_device_times(fn: Callable[[], Any], iterations: int, runtime: Any,
     return host, events
 
 
-def measure(op: str, dtype: str, shape: dict[str, Any], oplib: str, *, runtime: Any, device: Any,
-            hardware: dict[str, Any], warmup: int, iterations: int,
-            kept: dict[tuple[str, str], torch.Tensor] | None = None) -> OperationRow:
-    """The row of `op` in `dtype` at `shape` with `oplib` enabled already. `kept`: references by (op, dtype), read
-    before computing one and filled after (where the device is the CPU, a library enabled there would compute the
-    reference too: the native side's are kept for it)."""
-    cpu_args = inputs(op, shape, dtype)
-    args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in cpu_args)
-    call = OPS[op][1]
-    synchronize = runtime.synchronizer(device)
-    synchronize()
-    began = time.perf_counter()
-    out = _first(call(*args))
-    synchronize()
-    cold = time.perf_counter() - began
-    got = out.detach().cpu()
+def check(op: str, dtype: str, device: Any, kept: dict[tuple[str, str], torch.Tensor] | None = None) -> tuple[
+        bool, float | None, dict[str, float]]:
+    """compare's (correct, max error, tolerance) of `op` in `dtype` on `device` at its check shape (operators.yaml),
+    with the oplib that is enabled. `kept`: references by (op, dtype), read before computing one and filled after
+    (where the device is the CPU, a library enabled there would compute the reference too: the native side's are
+    kept for it)."""
+    cpu_args = inputs(op, operators()[op].check, dtype)
+    got = _first(OPS[op][1](*(a.to(device) if isinstance(a, torch.Tensor) else a for a in cpu_args))).detach().cpu()
     if op in REFERENCES or kept is None or (op, dtype) not in kept:
         ref = reference(op, cpu_args, got)
         if kept is not None and op not in REFERENCES:
             kept[(op, dtype)] = ref
     else:
         ref = kept[(op, dtype)]
-    correct, max_error, tolerance = compare(got, ref, operators()[op].tolerance.get(dtype, {"atol": 0.0,
-                                                                                            "rtol": 0.0}))
-    del out, got
+    return compare(got, ref, operators()[op].tolerance.get(dtype, {"atol": 0.0, "rtol": 0.0}))
+
+
+def measure(op: str, dtype: str, shape: dict[str, Any], oplib: str, *, runtime: Any, device: Any,
+            hardware: dict[str, Any], warmup: int, iterations: int,
+            kept: dict[tuple[str, str], torch.Tensor] | None = None) -> OperationRow:
+    """The row of `op` in `dtype` timed at `shape`, checked at its check shape, with `oplib` enabled already
+    (`kept`: check's)."""
+    args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in inputs(op, shape, dtype))
+    call = OPS[op][1]
+    synchronize = runtime.synchronizer(device)
+    synchronize()
+    began = time.perf_counter()
+    call(*args)
+    synchronize()
+    cold = time.perf_counter() - began
+    correct, max_error, tolerance = check(op, dtype, device, kept)
     for _ in range(warmup):
         call(*args)
     host, events = host_and_device_times(lambda: call(*args), iterations, runtime, device)
@@ -116,8 +123,9 @@ def measure(op: str, dtype: str, shape: dict[str, Any], oplib: str, *, runtime: 
     flops_per_s, intensity = flops / seconds, flops / moved
     fraction, bound = roofline(flops_per_s, intensity, (hardware.get("peak_flops") or {}).get(DTYPES[dtype][2]),
                                hardware.get("memory_bandwidth_bytes_s"))
-    return OperationRow(op=op, dtype=dtype, oplib=oplib, shape=dict(shape), correct=correct, max_error=max_error,
-                        tolerance=tolerance, latency_cold_s=cold, latency_median_s=median,
-                        latency_p99_s=percentile(sorted(host), 99), device_median_s=device_median, flops=flops,
-                        bytes=moved, flops_per_s=flops_per_s, bytes_per_s=moved / seconds, intensity=intensity,
-                        roofline_fraction=fraction, bound=bound, speedup=None)
+    return OperationRow(op=op, dtype=dtype, oplib=oplib, shape=dict(shape), check_shape=dict(operators()[op].check),
+                        correct=correct, max_error=max_error, tolerance=tolerance, latency_cold_s=cold,
+                        latency_median_s=median, latency_p99_s=percentile(sorted(host), 99),
+                        device_median_s=device_median, flops=flops, bytes=moved, flops_per_s=flops_per_s,
+                        bytes_per_s=moved / seconds, intensity=intensity, roofline_fraction=fraction, bound=bound,
+                        speedup=None)

@@ -22,6 +22,7 @@ from case_runners.views.compare.operators import (
 from case_runners.views.report import html, plots
 from case_runners.views.report.data import NONE, RunData, scale_label
 from case_runners.views.summary import base_rows
+from case_runners.views.summary.operation_rows import error_text
 
 NOTE = ("Each operator at its shape and dtype, once per oplib (native: PyTorch's own kernels; a library replaces "
         "them): warm latency median and p99 on the host clock (the device's median where the runtime gives "
@@ -43,10 +44,9 @@ def duration(seconds: Any) -> str:
 
 
 def correctness(row: Mapping[str, Any]) -> str:
-    """A row's correctness cell: "ok (1e-07 <= 1e-05)", or "INCORRECT (0.5 > 0.016)" (max error, tolerance)."""
-    ok = row.get("correct") is True
-    return f"{'ok' if ok else 'INCORRECT'} ({row.get('max_error')!s:.10} {'<=' if ok else '>'} " \
-        f"{row.get('tolerance')!s:.10})"
+    """A row's correctness cell: "ok (max error 1e-07, atol 1e-05, rtol 1e-05)", or "INCORRECT (max error 0.5, ...)"."""
+    verdict = "ok" if row.get("correct") is True else "INCORRECT"
+    return f"{verdict} ({error_text(row.get('max_error'), row.get('tolerance'))})"
 
 
 def _shape(row: Mapping[str, Any]) -> str:
@@ -84,8 +84,7 @@ def operator_table(op: str, rows: list[dict[str, Any]]) -> str:
     libraries = [name for name in oplibs if name != NATIVE]
     header = ["dtype", "shape"]
     for name in oplibs:
-        header += [f"{name} median / p99", f"{name} achieved", f"{name} of roofline",
-                   f"{name} correct (max error, tolerance)"]
+        header += [f"{name} median / p99", f"{name} achieved", f"{name} of roofline", f"{name} correct"]
     header += [f"{name} speed-up" for name in libraries]
     lines, bad = [], []
     for dtype in dict.fromkeys(str(row["dtype"]) for row in rows):
@@ -132,7 +131,7 @@ def operation_section(runs: list[RunData]) -> str | html.Omitted:
         if not rows:
             parts.append(html.empty(f"{title}: no valid round: no operator row."))
             continue
-        wrong = [f"{row_name(row)}: max error {row.get('max_error')} > tolerance {row.get('tolerance')}"
+        wrong = [f"{row_name(row)}: {error_text(row.get('max_error'), row.get('tolerance'))}"
                  for row in rows if row.get("correct") is not True]
         if wrong:
             parts += [html.para(f"Incorrect: {len(wrong)} of {len(rows)} operator row(s) of {title} do not match the "

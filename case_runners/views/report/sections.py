@@ -30,7 +30,7 @@ from case_runners.views.report.data import (
 )
 from case_runners.views.report.operation_section import operation_section
 from case_runners.views.report.side_by_side import side_by_side_section
-from case_runners.views.summary import base_rows, generate_rows
+from case_runners.views.summary import base_rows, generate_rows, operation_rows
 from case_runners.views.summary.cells import (
     COLUMNS,
     GIB,
@@ -89,6 +89,10 @@ def _summary_tables(summary: RunSummary) -> list[str]:
                                 ("Generate", generate_rows.COLUMNS, generate_rows.table_rows(summary))):
         if rows:
             parts += [html.para(title), html.table(header, rows)]
+    operators = operation_rows.table_rows(summary)
+    if operators:  # an incorrect side's "ok" cell in red
+        parts += [html.para(operation_rows.TITLE[0].upper() + operation_rows.TITLE[1:]),
+                  html.table(operation_rows.columns(summary), operators, bad_values=[operation_rows.INCORRECT])]
     return parts
 
 

@@ -4,6 +4,9 @@ roofline fraction, the library's speed-up), from each operation case's rows (rec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from case_runners.core.text import number_text, text_columns
 from case_runners.records import names
 from case_runners.records.operation import NATIVE, OperationRow
@@ -16,13 +19,14 @@ NOTE = ("Each operator in each dtype, natively and with the operator library: co
         "vendor's runtime has them, else the host clock around synchronize); FLOP/s as FlagPerf counts them; roof = "
         "FLOP/s over min(peak FLOP/s, intensity x memory bandwidth) of vendor.yaml; speed-up = the native median "
         "over the library's.")
+INCORRECT = "NO"  # an incorrect side's "ok" cell
 
 
 def _side(row: OperationRow | None) -> list[str]:
     if row is None:
         return ["-"] * 4
     seconds = row.device_median_s if row.device_median_s is not None else row.latency_median_s
-    return ["yes" if row.correct else "NO", number_text(seconds * 1e6, 1),
+    return ["yes" if row.correct else INCORRECT, number_text(seconds * 1e6, 1),
             f"{row.flops_per_s / 1e9:.2f}G", "-" if row.roofline_fraction is None else f"{row.roofline_fraction:.1%}"]
 
 
@@ -59,9 +63,16 @@ def table_rows(summary: RunSummary) -> list[list[str]]:
     return rows
 
 
+def error_text(max_error: Any, tolerance: Any) -> str:
+    """A row's max error against its tolerance as every view says it: "max error 0.5 > atol 0.01, rtol 0.016" (a
+    null max error: an infinity or NaN where the reference has none)."""
+    error = "inf/nan" if max_error is None else f"{max_error:.6g}" if isinstance(max_error, (int, float)) else "-"
+    limits = tolerance if isinstance(tolerance, Mapping) else {}
+    return f"max error {error}, atol {limits.get('atol', '-')}, rtol {limits.get('rtol', '-')}"
+
+
 def _incorrect(summary: RunSummary) -> list[str]:
-    return [f"{case.case_id}: NOT CORRECT: {r.op} {r.dtype} {r.oplib} (max error {number_text(r.max_error, 6)}, "
-            f"atol {r.tolerance.get('atol')}, rtol {r.tolerance.get('rtol')})"
+    return [f"{case.case_id}: NOT CORRECT: {r.op} {r.dtype} {r.oplib} ({error_text(r.max_error, r.tolerance)})"
             for case in _cases(summary) for r in _rows(case) if not r.correct]
 
 
