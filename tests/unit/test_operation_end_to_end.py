@@ -84,4 +84,5 @@ def test_compare_runs_and_history_read_the_real_rows(runs, tmp_path, capsys):
     assert all(isinstance(r["tolerance"], dict) and r["check_shape"] for r in rows)
     assert cli.main(["history", "list", "--db", str(db), "--task", "operation"]) == 0
     listing = capsys.readouterr().out.splitlines()
-    assert all(re.search(r"operators_operation_TC1x1x1 .* \d+\.\d+%$", line) for line in listing[1:]), listing
+    assert re.search(r"operators_operation_TC1x1x1 .* success .* \d+\.\d+%$", listing[1]), listing
+    assert re.search(r"operators_operation_TC1x1x1 .* not_converged .* -$", listing[2]), "a broken relu: no figure"

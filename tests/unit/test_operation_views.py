@@ -22,8 +22,9 @@ def faster_mm(rows: list[dict]) -> list[dict]:
 
 
 def test_two_runs_operators_side_by_side_with_the_speed_up(tmp_path: Path):
-    base = run(tmp_path / "run1", [summary_case(standard_rows())])
-    later = run(tmp_path / "run2", [summary_case(faster_mm(standard_rows()))])
+    correct = [r for r in standard_rows() if r["correct"]]  # an incorrect row leaves the case no geometric mean
+    base = run(tmp_path / "run1", [summary_case(correct)])
+    later = run(tmp_path / "run2", [summary_case(faster_mm(correct))])
     found = compare_summaries([(base.run_dir, base.summary), (later.run_dir, later.summary)])
     (match,) = found.matches
     rows = {r.figure: r for r in match.rows}
@@ -39,15 +40,18 @@ def test_two_runs_operators_side_by_side_with_the_speed_up(tmp_path: Path):
     assert "mm FP32 native" in text and "2.000" in text and ROOFLINE_GEOMEAN in text
 
 
-def test_history_shows_an_operation_round_s_roofline_geomean():
-    rows = standard_rows()
-    correct = [r["roofline_fraction"] for r in rows if r["correct"]]
-    expected = math.exp(sum(map(math.log, correct)) / len(correct))
+def test_history_shows_an_operation_round_s_roofline_geomean_and_none_with_an_incorrect_operator():
+    rows = [r for r in standard_rows() if r["correct"]]
+    fractions = [r["roofline_fraction"] for r in rows]
+    expected = math.exp(sum(map(math.log, fractions)) / len(fractions))
     entry = {"date": "2026-11-26 22:00:00", "run_id": "run1", "case_id": "operators_H100x1x1", "round": 1,
              "status": "success", "standard": True, "vendor": "nvidia", "hardware": "H100", "nnodes": 1, "nproc": 1,
              "task": "operation", "metrics": {"operation": rows, "mfu": None}}
     assert _table_row(entry)[-1] == f"{expected * 100:.2f}%"
     assert _table_row({**entry, "metrics": {"operation": [], "mfu": None}})[-1] == "-"
+    # flag_gems' BF16 add is wrong: leaving it out would score the broken run over the same chip's clean one
+    assert _table_row({**entry, "status": "not_converged", "metrics": {"operation": standard_rows(), "mfu": None}}
+                      )[-1] == "-"
 
 
 def test_a_row_without_a_max_error_reads_as_an_infinity_or_nan_against_its_tolerance():

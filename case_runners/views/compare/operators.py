@@ -60,9 +60,14 @@ def rate(row: Mapping[str, Any]) -> tuple[float | None, str]:
 
 
 def roofline_geomean(rows: Iterable[Mapping[str, Any]]) -> float | None:
-    """The geometric mean of the correct rows' fraction of the roofline: one figure of how close a chip's operators
-    come to its own peaks, comparable across chips whatever their peaks and shapes (None without such a row)."""
-    values = [v for row in rows if row.get("correct") is True and (v := positive(row.get("roofline_fraction")))]
+    """The geometric mean of the rows' fraction of the roofline: one figure of how close a chip's operators come to
+    its own peaks, comparable across chips whatever their peaks and shapes. None without such a row, and None where
+    any row is incorrect: leaving a wrong kernel's row out would change the set the mean is over (and raise it when
+    that row was slow), so such a run has no figure and its status names the rows."""
+    rows = list(rows)
+    if any(row.get("correct") is not True for row in rows):
+        return None
+    values = [v for row in rows if (v := positive(row.get("roofline_fraction")))]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
