@@ -100,6 +100,16 @@ class Importer:
         self.commented: dict[str, dict[str, tuple[str, str]]] = {}
         self.operators = operator_standard(root)  # perfplay's standard operators, None without the task
 
+    def read_mapping(self, path: Path, what: str) -> dict[str, Any] | None:
+        """A YAML file of the checkout, or None when it cannot be read, reported as `what` (a noun phrase)."""
+        shown = self.shown(path)
+        try:
+            return load_mapping(path, self.sources.base)
+        except ConfigError as exc:
+            self.report.add(NONE, shown, f"cannot be read: {exc}")
+            self.report.file(shown, NONE, f"{what} that cannot be read", str(exc))
+            return None
+
     def shown(self, path: Path) -> str:
         """The path as the report names it: within the checkout (a link by its own name, not its target's)."""
         try:

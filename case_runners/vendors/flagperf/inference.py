@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from case_runners.core.errors import ConfigError
 from case_runners.plan.config.flagperf_names import CASE_NAMES, inference_engine, inference_param, inference_setting
-from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.plan.inference_config import (
     CONFIG_KEYS,
     inference_cases,
@@ -73,15 +72,7 @@ class InferenceImport:
                 self._vendor_file(path, name, flagperf, standard)
 
     def _read(self, path: Path) -> dict[str, Any] | None:
-        if not path.is_file():
-            return None
-        shown = self.importer.shown(path)
-        try:
-            return load_mapping(path, self.importer.sources.base)
-        except ConfigError as exc:
-            self.report.add(NONE, shown, f"cannot be read: {exc}")
-            self.report.file(shown, NONE, "an inference configuration that cannot be read", str(exc))
-            return None
+        return self.importer.read_mapping(path, "an inference configuration") if path.is_file() else None
 
     # -- FlagPerf's standard ---------------------------------------------------------------------------------------
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from case_runners.core.errors import ConfigError
-from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.tasks.operation import operators
 from case_runners.vendors.flagperf.report import MAPPED, NONE, READ
 
@@ -78,13 +76,7 @@ class OperationImport:
                                  f"differ from the standard", dict(data))
 
     def _read(self, path: Path) -> dict[str, Any] | None:
-        shown = self.importer.shown(path)
-        try:
-            return load_mapping(path, self.importer.sources.base)
-        except ConfigError as exc:
-            self.report.add(NONE, shown, f"cannot be read: {exc}")
-            self.report.file(shown, NONE, "an operator config that cannot be read", str(exc))
-            return None
+        return self.importer.read_mapping(path, "an operator config")
 
     def _unknown(self, op: str) -> str:
         return f"perfplay has no operator {op}" if self.perfplay else \
