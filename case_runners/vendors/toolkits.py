@@ -44,7 +44,7 @@ from typing import Any
 from case_runners.core.errors import ConfigError, PerfplayError, shown
 from case_runners.core.paths import display_path
 from case_runners.plan.config.benchmarks import BENCHMARKS
-from case_runners.plan.config.yaml_io import load_mapping
+from case_runners.plan.config.yaml_io import check_keys, load_mapping
 from case_runners.vendors.layout import TOOLKIT_FILE, toolkits_dir
 
 KEYS = ("description", "metric", "unit", "peak", "build", "run", "runs_on")
@@ -116,12 +116,7 @@ def load_toolkit(root: Path, vendor: str, benchmark: str) -> Toolkit:
         raise ConfigError(f"is missing: vendor '{vendor}' ships no toolkit for {benchmark}", file=file,
                           allowed=[f"the toolkits of {vendor}: {', '.join(have) or 'none'}", "mode torch"])
     data = load_mapping(path, root)
-    unknown = sorted(set(data) - set(KEYS), key=str)
-    if unknown:
-        raise ConfigError("unknown key", key=str(unknown[0]), file=file, allowed=KEYS)
-    missing = [key for key in REQUIRED if key not in data]
-    if missing:
-        raise ConfigError("is missing", key=missing[0], file=file, allowed=KEYS)
+    check_keys(data, KEYS, REQUIRED, file)
     spec = BENCHMARKS[benchmark]
     for key in ("description", "metric"):
         if not isinstance(data.get(key, ""), str) or (key == "metric" and not data[key]):

@@ -36,7 +36,7 @@ from case_runners.core.errors import ConfigError
 from case_runners.core.paths import display_path
 from case_runners.plan.config.constraints import Constraint, declare_params
 from case_runners.plan.config.stacks import PYTORCH, STACKS
-from case_runners.plan.config.yaml_io import load_mapping
+from case_runners.plan.config.yaml_io import check_keys, load_mapping
 from case_runners.vendors.layout import STACK_FILE, STACK_REQUIREMENTS, stacks_dir
 
 PYTHON = "{python}"  # in a command: the rank's Python (sys.executable)
@@ -125,12 +125,7 @@ def load_stack(root: Path, vendor: str, name: str) -> VendorStack:
     if not path.is_file():
         raise ConfigError(f"is missing: a vendor stack's folder needs its {STACK_FILE}", file=shown)
     data = load_mapping(path, root)
-    unknown = sorted(set(data) - set(KEYS), key=str)
-    if unknown:
-        raise ConfigError("unknown key", key=str(unknown[0]), file=shown, allowed=KEYS)
-    missing = [key for key in REQUIRED if key not in data]
-    if missing:
-        raise ConfigError("is missing", key=missing[0], file=shown, allowed=KEYS)
+    check_keys(data, KEYS, REQUIRED, shown)
     if data["name"] != name:
         raise ConfigError(f"{data['name']!r} is not the stack's folder name", key="name", file=shown, allowed=[name])
     if not NAME.match(name) or name == PYTORCH or name in STACKS:

@@ -99,3 +99,14 @@ def load_mapping(path: Path, root: Path | None = None) -> dict[str, Any]:
         raise ConfigError(f"the top level must be a mapping of keys to values, not {type(data).__name__}",
                           file=shown)
     return data
+
+
+def check_keys(data: dict[str, Any], keys: tuple[str, ...], required: tuple[str, ...], file: str) -> None:
+    """A mapping's keys: each one of `keys`, each of `required` there; the first one that is not, named with the file
+    and the allowed keys."""
+    unknown = sorted(set(data) - set(keys), key=str)
+    if unknown:
+        raise ConfigError("unknown key", key=str(unknown[0]), file=file, allowed=keys)
+    missing = [key for key in required if key not in data]
+    if missing:
+        raise ConfigError("is missing", key=missing[0], file=file, allowed=keys)
