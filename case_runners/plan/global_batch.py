@@ -3,6 +3,7 @@ ranks and the stack's parallelism before any host is touched, and turned into ea
 
     micro batch x grad_accumulation x data-parallel ranks == global_batch,
     data-parallel ranks = ranks / (tensor_parallel x pipeline_parallel)   (the stack's, where it declares them)
+    expert_tensor_parallel x expert_parallel x pipeline_parallel divides the ranks   (where it declares them)
 
 the micro batch being the stack's micro_batch param where it has one (Megatron's), else batch_size /
 grad_accumulation. A data-parallel rank trains whole sequences, so a global batch the data-parallel ranks do not
@@ -12,15 +13,20 @@ PP 4: one). Also the functional round's batch: the vendor's parallelism at one m
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 from case_runners.core.errors import ConfigError
 from case_runners.plan.config.shared_params import (
     BATCH_SIZE,
+    EXPERT_PARALLEL,
+    EXPERT_TENSOR_PARALLEL,
     GLOBAL_BATCH,
     GRAD_ACCUMULATION,
     MICRO_BATCH,
     MODEL_PARALLEL,
+    expert_grid,
     model_parallel,
 )
 
@@ -54,6 +60,8 @@ def global_batch_problems(params: dict[str, Any], provenance: dict[str, str], ba
         return [ConfigError(f"{parallel} = {replica} ranks a model replica spans do not divide the {world_size} "
                             f"ranks of the selection (model-parallel sizes that divide them: "
                             f"{', '.join(map(str, _divisors(world_size)))})", key=key, file=source(key))]
+    if problem := _expert_grid_problem(params, world_size, source, layer):
+        return [problem]
     dp = world_size // replica
     ranks = f"{dp} data-parallel ranks ({world_size} ranks" + (f" / ({parallel}))" if parallel else ")")
     wanted = int(params.get(GLOBAL_BATCH) or 0)
@@ -86,6 +94,25 @@ def global_batch_problems(params: dict[str, Any], provenance: dict[str, str], ba
             f"{pairs}", key=GRAD_ACCUMULATION, file=source(GRAD_ACCUMULATION),
             allowed=[per_rank // micro] if per_rank % micro == 0 else None)]
     return []
+
+
+def _expert_grid_problem(params: dict[str, Any], world_size: int, source: Callable[[str], str],
+                         layer: Callable[[str], int]) -> ConfigError | None:
+    """The experts' grid (shared_params.expert_grid) where it does not divide the ranks, named by the one of
+    expert_parallel and expert_tensor_parallel the latest layer set."""
+    grid = expert_grid(params)
+    size = math.prod(grid.values())
+    if not grid or world_size % size == 0:
+        return None
+    axes = " x ".join(f"{name} {value}" for name, value in grid.items())
+    implied = "" if params.get(EXPERT_TENSOR_PARALLEL) else f" ({EXPERT_TENSOR_PARALLEL} 0: tensor_parallel's)"
+    fits = [ep for ep in _divisors(world_size) if world_size % (size // grid[EXPERT_PARALLEL] * ep) == 0]
+    key = max((EXPERT_PARALLEL, EXPERT_TENSOR_PARALLEL), key=layer)  # a tie: expert_parallel
+    give = f"give {EXPERT_PARALLEL} one of {', '.join(map(str, fits))}, or " if fits else "give "
+    return ConfigError(f"{axes}{implied} = {size} ranks the experts' grid spans do not divide the {world_size} "
+                       f"ranks of the selection: {give}a smaller {EXPERT_TENSOR_PARALLEL} (1: each expert whole "
+                       f"on its rank)", key=key, file=source(key),
+                       allowed=(fits or None) if key == EXPERT_PARALLEL else None)
 
 
 FUNCTIONAL_BATCH = (BATCH_SIZE, GRAD_ACCUMULATION, GLOBAL_BATCH)  # what functional_batch sets

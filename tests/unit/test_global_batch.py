@@ -73,6 +73,25 @@ def test_a_model_parallelism_the_ranks_do_not_divide_is_refused():
                      f"them: 1, 2, 4, 8)")
 
 
+def test_expert_parallelism_must_split_the_experts_and_its_grid_the_ranks():
+    """The megatron stack's experts lay their own grid over the ranks (expert tensor x expert x pipeline): where it
+    does not divide them, or expert_parallel does not divide the model's experts, the plan says which values fit."""
+    mixtral = "mixtral_8x7b:megatron:H100:4:8:1"  # nvidia's: TP 8, PP 2, EP 8 with expert_tensor_parallel 1
+    assert plan(key(mixtral))["params"]["expert_parallel"] == 8
+    error = plan_error(key(mixtral, overrides={"expert_tensor_parallel": 0}))
+    assert error == (f"{OVERRIDES}: key 'expert_tensor_parallel': expert_tensor_parallel 8 x expert_parallel 8 x "
+                     f"pipeline_parallel 2 (expert_tensor_parallel 0: tensor_parallel's) = 128 ranks the experts' grid "
+                     f"spans do not divide the 32 ranks of the selection: give expert_parallel one of 1, 2, or a "
+                     f"smaller expert_tensor_parallel (1: each expert whole on its rank)")
+    assert plan(key(mixtral, overrides={"expert_parallel": 4}))["params"]["expert_parallel"] == 4  # 1 x 4 x 2 | 32
+    error = plan_error(key(mixtral, overrides={"expert_parallel": 16}))
+    assert error == (f"{OVERRIDES}: key 'expert_parallel' is 16, but model 'mixtral_8x7b' cannot be split so (its 8 "
+                     f"experts a layer); allowed: 1, 2, 4, 8")
+    error = plan_error(key("llama3_8b:megatron:H100:1:8:1", overrides={"expert_parallel": 2}))
+    assert error == (f"{OVERRIDES}: key 'expert_parallel' is 2, but model 'llama3_8b' cannot be split so (it is "
+                     f"dense: no experts to split); allowed: 1")
+
+
 def test_a_batch_size_that_is_not_the_ranks_share_is_refused():
     error = plan_error(key("llama3_8b:pytorch:H100:1:8:1", overrides={"batch_size": 32}))
     assert error == (f"{OVERRIDES}: key 'batch_size': 32 is not the data-parallel rank's share of global_batch 512 "

@@ -249,6 +249,36 @@ def test_two_frameworks_configs_of_one_file_the_stacks_own_framework_wins(tree, 
            "the 2 data-parallel ranks (32 / (TP 8 x PP 2))" in lines(report)
 
 
+def test_flagperfs_expert_parallelism_goes_to_a_stack_that_takes_it_each_expert_whole_where_the_grid_needs(
+        tree, tmp_path):
+    """mixtral_8x7B's Megatron script passes --expert-model-parallel-size 8: on nvidia's shipped megatron stack (its
+    param expert_parallel) it is written, with expert_tensor_parallel 1, since megatron-core's default (each expert
+    over the TP 8 ranks) spans 8 x 8 x PP 2 = 128 of the 32 ranks: the parallelism of the shipped config. The
+    vendor's training_adapter.sh wins over the benchmark's script."""
+    config = "training/nvidia/mixtral_8x7B-megatron/config"
+    write(tree, {f"{config}/config_H100x4x8.py": "localbs = 3\ntrain_steps = 100\ntensor_parallel = 8\n"
+                                                 "pipeline_parallel = 2\n",
+                 "training/benchmarks/mixtral_8x7B/megatron/megatron_main.sh":
+                     'MOE_ARGS=" \\\n    --num-experts 8 \\\n    --expert-model-parallel-size 8 \\\n"\n'
+                     'MODEL_ARGS=" \\\n    --global-batch-size 1200 \\\n"\n'})
+    root = copy_checkout(tmp_path / "checkout")
+    out = "vendor/nvidia/cases/mixtral_8x7b/megatron/config_H100x4x8.yaml"
+    report = import_flagperf(tree, root / "out", root=root)
+    written = load(root / "out" / out)
+    assert written == {"tensor_parallel": 8, "pipeline_parallel": 2, "micro_batch": 3, "grad_accumulation": 200,
+                       "expert_parallel": 8, "expert_tensor_parallel": 1}
+    shipped = load(root / out)
+    assert {k: shipped[k] for k in written} == written
+    script = "training/benchmarks/mixtral_8x7B/megatron/megatron_main.sh:3 --expert-model-parallel-size"
+    assert f"mapped          {script}: -> expert_parallel: 8" in lines(report)
+    assert f"mapped          {script}: -> expert_tensor_parallel: 1; each expert whole on its rank: megatron-core's " \
+           f"default makes expert_tensor_parallel 8 x expert_parallel 8 x pipeline_parallel 2 = 128 ranks, which 32 " \
+           f"cannot hold" in lines(report)
+    write(tree, {f"{config}/training_adapter.sh": "MOE_ARGS=\"--expert-model-parallel-size 4\"\n"})
+    import_flagperf(tree, root / "again", root=root)
+    assert load(root / "again" / out)["expert_parallel"] == 4
+
+
 @pytest.mark.parametrize("setup, message", [
     (lambda t: (t / DEEPSPEED / "ds_config.json").write_text('{"zero_optimization": {"stage": 2,}'),
      f"error: {DEEPSPEED}/ds_config.json: cannot be read as JSON (Expecting property name"),

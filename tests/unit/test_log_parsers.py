@@ -49,6 +49,32 @@ def test_megatrons_training_line_is_a_step_of_the_stream(line: str):
     assert event["data"] == pytest.approx(STEP)
 
 
+@pytest.mark.parametrize("coef, loss", [(0.01, 7.399415 + 0.01 * 2 * 1.021334), (0.0, 7.399415)])
+def test_a_mixture_of_experts_trained_loss_adds_the_balancing_loss_on_the_built_in_stacks_scale(coef, loss):
+    """Megatron logs its routers' Switch loss apart, over the coefficient and 1 when balanced; the built-in stacks
+    train lm loss + coefficient x transformers' (top-k when balanced): the parser adds coefficient x k x it, and
+    nothing where the model case has no coefficient."""
+    model = {"experts": 8, "experts_per_token": 2, "router_aux_loss_coef": coef}
+    event = megatron(MOE, {**INPUTS, "model": model})
+    assert event is not None and event["data"]["train.loss"] == pytest.approx(loss)
+
+
+def test_transformers_balancing_loss_is_k_times_megatrons_logged_one_for_a_layer():
+    """The scale the parser converts by, on one layer's router: transformers' load_balancing_loss_func against
+    Megatron's switch_load_balancing_loss_func over its coefficient (megatron/core/transformer/moe/moe_utils.py:
+    sum_e (sum_t p_te) x tokens_e x E / (k x T^2)), written out here."""
+    import torch
+    from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
+
+    experts, k, tokens = 8, 2, 64
+    logits = torch.randn(tokens, experts, generator=torch.Generator().manual_seed(0)) * 2
+    probs = torch.softmax(logits, dim=-1)
+    chosen = torch.topk(probs, k, dim=-1).indices.reshape(-1)
+    per_expert = torch.bincount(chosen, minlength=experts).float()
+    logged = (probs.sum(dim=0) * per_expert).sum() * experts / (k * tokens * tokens)
+    assert float(load_balancing_loss_func((logits,), experts, k)) == pytest.approx(k * float(logged), rel=1e-5)
+
+
 @pytest.mark.parametrize("line, step", [
     (" validation loss at iteration 500 | lm loss value: 6.912345E+00 | lm loss PPL: 1.004476E+03 | ", 500),
     (" validation loss at iteration 1000 on validation set | lm loss value: 6.912345E+00 | lm loss PPL: "

@@ -109,6 +109,24 @@ def test_a_mixture_of_experts_and_the_stacks_params(tmp_path):
         "--global-batch-size": "1200", "--micro-batch-size": "3", "--tensor-model-parallel-size": "8",
         "--pipeline-model-parallel-size": "2"}
     assert "--recompute-activations" in got and "--sequence-parallel" not in got and "--ffn-hidden-size" not in got
+    # FlagPerf's expert parallelism, each expert whole on its rank (megatron-core's expert grid: 1 x 8 x PP 2 | 32)
+    assert {k: got.get(k, "absent") for k in ("--expert-model-parallel-size", "--expert-tensor-parallel-size",
+                                              "--moe-grouped-gemm", "--moe-token-dispatcher-type")} == {
+        "--expert-model-parallel-size": "8", "--expert-tensor-parallel-size": "1", "--moe-grouped-gemm": None,
+        "--moe-token-dispatcher-type": "allgather"}
+
+
+def test_a_dense_model_gets_no_expert_flags_and_expert_tensor_parallel_0_is_megatrons_default(tmp_path):
+    """The MoE flags only for a model with experts; expert_tensor_parallel 0 leaves Megatron's default (TP's)."""
+    dense = flags(launcher().megatron_argv(inputs_of("llama3_8b:megatron:H100:1:8:1", tmp_path), "/m"))
+    assert not [flag for flag in dense if "expert" in flag or flag.startswith("--moe")]
+    moe = flags(launcher().megatron_argv(inputs_of("mixtral_8x7b:megatron:H100:4:8:1", tmp_path,
+                                                   expert_tensor_parallel=0, expert_parallel=2,
+                                                   moe_token_dispatcher="alltoall", moe_grouped_gemm=False), "/m"))
+    assert {k: moe.get(k, "absent") for k in ("--expert-model-parallel-size", "--expert-tensor-parallel-size",
+                                              "--moe-grouped-gemm", "--moe-token-dispatcher-type")} == {
+        "--expert-model-parallel-size": "2", "--expert-tensor-parallel-size": "absent",
+        "--moe-grouped-gemm": "absent", "--moe-token-dispatcher-type": "alltoall"}
 
 
 def test_llama2_70b_trains_flagperfs_global_batch_of_44_on_32_gpus(tmp_path):

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from case_runners.plan.config.stacks import PYTORCH
+from case_runners.plan.config.shared_params import EXPERT_PARALLEL
+from case_runners.plan.config.stacks import PYTORCH, ROUTER_AUX_LOSS
 
 CONVENTION = ("PaLM: 6·N + 12·L·H·Q·T FLOPs per token trained; N = the matmul weights a token goes through "
               "(attention and MLP projections of every layer, and the output head; in a mixture of experts the "
@@ -192,12 +193,12 @@ def flops_per_token(shape: Shape, seq_len: int) -> float:
     return 6.0 * matmul_weights(shape) + 12.0 * shape.layers * shape.heads * shape.head_dim * seq_len
 
 
-ROUTER_AUX_LOSS = "router_aux_loss_coef"  # the param of a mixture of experts' load-balancing loss (config.yaml)
 
 
 def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
     """(param, message) for what the params ask that the shape cannot hold: a sequence longer than its context, a
-    load-balancing loss without experts to balance."""
+    load-balancing loss without experts to balance, expert parallelism (a stack's param) that does not divide its
+    experts."""
     shape = shape_of(params)
     seq_len = int(params["seq_len"])
     if seq_len > shape.max_positions:
@@ -207,4 +208,10 @@ def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
         return [(ROUTER_AUX_LOSS, f"key '{ROUTER_AUX_LOSS}' is {params[ROUTER_AUX_LOSS]}, but model "
                                   f"'{params['model']}' is dense: only a mixture of experts has a router to balance; "
                                   f"allowed: 0")]
+    split = int(params.get(EXPERT_PARALLEL, 1))
+    if split > 1 and (not shape.experts or shape.experts % split):
+        fits = [n for n in range(1, shape.experts + 1) if shape.experts % n == 0] if shape.experts else [1]
+        what = f"its {shape.experts} experts a layer" if shape.experts else "it is dense: no experts to split"
+        return [(EXPERT_PARALLEL, f"key '{EXPERT_PARALLEL}' is {split}, but model '{params['model']}' cannot be "
+                                  f"split so ({what}); allowed: {', '.join(map(str, fits))}")]
     return []

@@ -53,6 +53,11 @@ BATCH_SIZE = "batch_size"
 # param of its own; the others' micro batch is batch_size / grad_accumulation.
 MODEL_PARALLEL = ("tensor_parallel", "pipeline_parallel")
 MICRO_BATCH = "micro_batch"
+# A stack's expert parallelism where it declares it (Megatron's): a mixture-of-experts layer's experts split over
+# expert_parallel ranks, each expert's matrices over expert_tensor_parallel ranks (0: tensor_parallel's, Megatron's
+# default). The experts lay their own grid over the ranks: expert tensor x expert x pipeline ranks divide them, and
+# the data-parallel ranks (the batch's split) stay those of MODEL_PARALLEL.
+EXPERT_PARALLEL, EXPERT_TENSOR_PARALLEL = "expert_parallel", "expert_tensor_parallel"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +77,16 @@ def model_parallel(params: Mapping[str, Any]) -> int:
     for name in MODEL_PARALLEL:
         size *= int(params.get(name, 1))
     return size
+
+
+def expert_grid(params: Mapping[str, Any]) -> dict[str, int]:
+    """The ranks the experts' grid spans, by axis ({} for a stack without EXPERT_PARALLEL): its expert tensor, expert
+    and pipeline sizes, whose product divides the ranks."""
+    if EXPERT_PARALLEL not in params:
+        return {}
+    tensor = int(params.get(EXPERT_TENSOR_PARALLEL) or 0) or int(params.get(MODEL_PARALLEL[0], 1))
+    return {EXPERT_TENSOR_PARALLEL: tensor, EXPERT_PARALLEL: int(params[EXPERT_PARALLEL]),
+            MODEL_PARALLEL[1]: int(params.get(MODEL_PARALLEL[1], 1))}
 
 
 def batch_split(params: Mapping[str, Any], world_size: int) -> BatchSplit:

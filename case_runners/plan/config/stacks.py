@@ -17,6 +17,9 @@ from typing import Any
 PYTORCH = "pytorch"  # the trainer's own stack, implicit in every training case
 STACKS_KEY = "stacks"  # the key of a case's config.yaml that lists the built-in stacks it runs on
 STACK_DIR = "case_runners/tasks/training/stacks"
+# A mixture of experts' load-balancing loss coefficient: the llama case's param and the key of the stack inputs'
+# model; every stack trains lm loss + it x the routers' Switch loss (a log parser adds a stack's logged one).
+ROUTER_AUX_LOSS = "router_aux_loss_coef"
 
 # Each built-in stack's params: {name: range and default} (plan/config/constraints.py).
 STACK_PARAMS: dict[str, dict[str, dict[str, Any]]] = {

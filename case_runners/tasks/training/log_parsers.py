@@ -30,6 +30,7 @@ from typing import Any
 
 from case_runners.core import files
 from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.stacks import ROUTER_AUX_LOSS
 from case_runners.rank.driver.dllogger import EVAL_PREFIX, TRAIN_LOSS, TRAIN_LR, JSONStream
 from case_runners.vendors.vendor_stacks import LOG_PARSERS, MEGATRON, PARSER_FUNCTION, VendorStack
 
@@ -51,20 +52,31 @@ JOIN_S = 10.0  # a follower's time to read the rest once the program ended
 # is not printed. Its evaluation, evaluate_and_print_results() (prefix 'iteration <N>' during training, 'iteration
 # <N> on validation set' / 'on test set' at the end):
 #  validation loss at iteration 100 on validation set | lm loss value: 6.912345E+00 | lm loss PPL: 1.004E+03 |
+# A mixture of experts' line also carries the router's 'load_balancing_loss' (megatron/core/transformer/moe/
+# moe_logging.py, reported into training_log's total_loss_dict): per MoE layer the Switch loss divided by
+# --moe-aux-loss-coeff (router.py attach_and_log_load_balancing_loss), E/k x sum_e f_e p_e with f_e the share of the
+# top-k assignments expert e got and p_e its mean router probability (moe_utils.py switch_load_balancing_loss_func),
+# 1 when balanced, averaged over the layers. transformers' load_balancing_loss_func, which the built-in stacks add to
+# the trained loss, is E x sum_e f_e p_e over every layer's tokens at once (top-k when balanced): k times Megatron's,
+# but for the layers being pooled before the product rather than after.
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _VALIDATION = re.compile(r"\bvalidation loss at (?P<prefix>[^|]*?)\s*\|(?P<fields>.*)$")
 _STEP_TIME, _BATCH, _LOSS, _LR = "elapsed time per iteration (ms)", "global batch size", "lm loss", "learning rate"
+_BALANCING = "load_balancing_loss"
 
 
 def megatron(line: str, inputs: Mapping[str, Any]) -> dict[str, Any] | None:
     """Megatron-LM's training or validation line (above) as the stream's event; samples: the global batch size
-    (sequences) x the inputs' seq_len. Run Megatron with --log-interval 1: the contract wants every step."""
+    (sequences) x the inputs' seq_len; the trained loss the built-in stacks' (lm loss + the model's
+    router_aux_loss_coef x k x load_balancing_loss, where the line has it). Run Megatron with --log-interval 1: the
+    contract wants every step."""
     if found := _ITERATION.search(line):
         fields = _fields(line[found.end():])
         missing = [name for name in (_STEP_TIME, _BATCH, _LOSS) if name not in fields]
         if missing:
             raise ValueError(f"lacks {', '.join(repr(m) for m in missing)}")
-        data = {TRAIN_LOSS: _float(fields, _LOSS), "step_time": _float(fields, _STEP_TIME) / 1000.0,
+        data = {TRAIN_LOSS: _float(fields, _LOSS) + _balancing(fields, inputs.get("model") or {}),
+                "step_time": _float(fields, _STEP_TIME) / 1000.0,
                 "samples": int(_float(fields, _BATCH)) * int(inputs["seq_len"])}
         if _LR in fields:
             data[TRAIN_LR] = _float(fields, _LR)
@@ -80,6 +92,14 @@ def megatron(line: str, inputs: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"step": int(step.group(1)) if step else None,
                 "data": {EVAL_PREFIX + str(inputs["eval"]["metric"]): _float(fields, f"{_LOSS} value")}}
     return None
+
+
+def _balancing(fields: dict[str, str], model: Mapping[str, Any]) -> float:
+    """The load-balancing term of the trained loss on transformers' scale (above); 0 without a coefficient."""
+    coef = float(model.get(ROUTER_AUX_LOSS) or 0.0)
+    if not coef or _BALANCING not in fields:
+        return 0.0
+    return coef * int(model["experts_per_token"]) * _float(fields, _BALANCING)
 
 
 def _fields(text: str) -> dict[str, str]:

@@ -6,7 +6,8 @@ Each becomes vendor/<vendor>/cases/<model>/<stack>/config_<HW>x<N>x<P>.yaml (mod
 shapes.py): the workload as the model case's params (seq_len; the global batch checked against the model case's
 global_batch, or batch_size per data-parallel rank where it has none; grad_accumulation the rank's share in FlagPerf's
 micro batches; tokens as max_steps), the parallelism as the stack's (deepspeed's zero_stage; a vendor stack's
-tensor_parallel, pipeline_parallel, micro_batch, recompute where its stack.yaml declares them). deepspeed is a
+tensor_parallel, pipeline_parallel, micro_batch, recompute where its stack.yaml declares them, and a mixture of
+experts' expert_parallel from its Megatron script). deepspeed is a
 built-in stack; the others need a vendor stack of the vendor folder that runs the model (or the llama case): without
 one, nothing is written and the report says what stack it needs. Every name is reported (LLM_PARAMS), and every
 value checked against the model case (the llama case with the shape, until the model cases exist) and the stack.
@@ -36,7 +37,14 @@ from case_runners.plan.config.flagperf_names import (
     VENDOR_STACK,
     llm_param,
 )
-from case_runners.plan.config.shared_params import GLOBAL_BATCH, GRAD_ACCUMULATION, MICRO_BATCH
+from case_runners.plan.config.shared_params import (
+    EXPERT_PARALLEL,
+    EXPERT_TENSOR_PARALLEL,
+    GLOBAL_BATCH,
+    GRAD_ACCUMULATION,
+    MICRO_BATCH,
+    expert_grid,
+)
 from case_runners.plan.config.stacks import STACK_PARAMS, stack_of
 from case_runners.plan.layering import load_case_base, with_vendor_stack
 from case_runners.vendors.description import load_vendor
@@ -51,7 +59,9 @@ IN_CONTAINER = "in_container"
 IN_CONTAINER_CONFIG = "config.py"  # training/<vendor>/<case>-in_container/config.py
 IN_CONTAINER_NPROC = 8  # training/benchmarks/<case>/in_container/singlenode_run.sh: --nproc_per_node 8
 LLAMA = "llama"  # the case every model case is a shape of
-SCRIPT_FLAGS = {"global_batch": "--global-batch-size", "seq_len": "--seq-length"}  # of a Megatron script, literal
+# of a Megatron script, literal
+SCRIPT_FLAGS = {"global_batch": "--global-batch-size", "seq_len": "--seq-length",
+                EXPERT_PARALLEL: "--expert-model-parallel-size"}
 _FRAMEWORKS = sorted((row.flagperf for row in LLM_FRAMEWORKS), key=len, reverse=True)  # megatron-deepspeed first
 
 
@@ -112,6 +122,7 @@ class LlmConfig:
             self._name(name, value, self._source(name, where[name]), found, base, params)
         seq_len = self._seq_len(found, params, base)
         self._batch_and_steps(found, seq_len, nnodes, nproc, base, params)
+        self._experts(nnodes * nproc, base, params)
         self._write(params, hardware, nnodes, nproc)
 
     def _name(self, name: str, value: Any, source: str, found: Found, base: dict[str, Any],
@@ -178,17 +189,38 @@ class LlmConfig:
             return f"{where} {name}"
         return f"{self.shown} {name} (from {where})"
 
-    def _script(self, flag: str) -> tuple[int, str] | None:
-        """A literal number of the benchmark's Megatron script (`--global-batch-size 512`), with its file:line."""
-        if not self.base_dir.is_dir():
+    def _script(self, flag: str, folder: Path | None = None) -> tuple[int, str] | None:
+        """A literal number of the benchmark's Megatron script (`--global-batch-size 512`; or of another folder's
+        scripts), with its file:line."""
+        folder = folder or self.base_dir
+        if not folder.is_dir():
             return None
-        for script in sorted(self.base_dir.glob("*.sh")):
+        for script in sorted(folder.glob("*.sh")):
             text = script.read_text(encoding="utf-8", errors="replace")
             for number, line in enumerate(text.splitlines(), 1):
                 match = re.search(rf"{re.escape(flag)}\s+([0-9]+)\b", line)
                 if match and not line.lstrip().startswith("#"):
                     return int(match[1]), f"{self.imp.shown(script)}:{number} {flag}"
         return None
+
+    def _experts(self, ranks: int, base: dict[str, Any], params: dict[str, Any]) -> None:
+        """A mixture of experts' expert parallelism on a stack that takes it: its Megatron script's
+        --expert-model-parallel-size (the vendor's training_adapter.sh, else the benchmark's), and
+        expert_tensor_parallel 1 where megatron-core's default (TP's) makes an expert grid the ranks cannot hold
+        (FlagPerf's mixtral_8x7B: EP 8 over TP 8 x PP 2 on 32 ranks)."""
+        if EXPERT_PARALLEL not in base["params"] or not SHAPES[self.model].experts:
+            return
+        flag = SCRIPT_FLAGS[EXPERT_PARALLEL]
+        found = self._script(flag, self.path.parent) or self._script(flag)
+        if found is None or not self._set(EXPERT_PARALLEL, found[0], found[1], base, params):
+            return
+        laid = {**base["params"], **params}
+        if ranks % math.prod(expert_grid(laid).values()) and EXPERT_TENSOR_PARALLEL in base["params"] and \
+                not ranks % math.prod(expert_grid({**laid, EXPERT_TENSOR_PARALLEL: 1}).values()):
+            grid = " x ".join(f"{name} {value}" for name, value in expert_grid(laid).items())
+            self._set(EXPERT_TENSOR_PARALLEL, 1, found[1], base, params,
+                      note=f"each expert whole on its rank: megatron-core's default makes {grid} = "
+                           f"{math.prod(expert_grid(laid).values())} ranks, which {ranks} cannot hold")
 
     # -- the stack ----------------------------------------------------------------------------------------------
 

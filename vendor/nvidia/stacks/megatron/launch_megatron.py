@@ -97,6 +97,21 @@ def training_args(inputs: dict[str, Any]) -> list[str]:
         args += ["--sequence-parallel"]
     if stack["recompute"]:
         args += ["--recompute-activations"]
+    if inputs["model"]["experts"]:
+        args += moe_parallel_args(stack)
+    return args
+
+
+def moe_parallel_args(stack: dict[str, Any]) -> list[str]:
+    """A mixture of experts' parallelism: the experts over expert_parallel ranks, each over expert_tensor_parallel
+    (0: Megatron's default, tensor_parallel's), grouped GEMMs, the token dispatcher. The plan has checked that they
+    split the experts and the ranks (perfplay's plan/global_batch.py and the llama case's shapes.py)."""
+    args = ["--expert-model-parallel-size", str(int(stack["expert_parallel"])),
+            "--moe-token-dispatcher-type", str(stack["moe_token_dispatcher"])]
+    if int(stack["expert_tensor_parallel"]):
+        args += ["--expert-tensor-parallel-size", str(int(stack["expert_tensor_parallel"]))]
+    if stack["moe_grouped_gemm"]:
+        args += ["--moe-grouped-gemm"]
     return args
 
 
