@@ -17,6 +17,7 @@ from typing import Any
 PYTORCH = "pytorch"  # the trainer's own stack, implicit in every training case
 STACKS_KEY = "stacks"  # the key of a case's config.yaml that lists the built-in stacks it runs on
 STACK_DIR = "case_runners/tasks/training/stacks"
+COMPILE = "compile"  # torchtitan's param below
 # A mixture of experts' load-balancing loss coefficient: the llama case's param and the key of the stack inputs'
 # model; every stack trains lm loss + it x the routers' Switch loss (a log parser adds a stack's logged one).
 ROUTER_AUX_LOSS = "router_aux_loss_coef"
@@ -28,8 +29,9 @@ STACK_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
     # which its six vendors run as is; baichuan2_13b's reference is 1 (training/benchmarks/baichuan2_13b/
     # deepspeed/ds_config.json), iluvatar runs it at 3, metax at 2.
     "deepspeed": {"zero_stage": {"type": "int", "min": 0, "max": 3, "default": 3}},
-    # torchtitan's parallelism on this stack is its FSDP2 over the ranks (stacks/torchtitan.py): no params yet.
-    "torchtitan": {},
+    # torchtitan's parallelism on this stack is its FSDP2 over the ranks (stacks/torchtitan.py). compile: its
+    # torch.compile of each transformer block (inductor, fullgraph), as its --compile.enable with components model.
+    "torchtitan": {COMPILE: {"type": "bool", "default": False}},
 }
 # The stacks whose pins are installed without their declared dependencies (pip --no-deps): torchtitan 0.3.0 declares
 # its trainer's (datasets, wandb, ...), which the stack never imports and which would move perfplay's pinned tree.

@@ -23,7 +23,8 @@ attention needs flash kernels; scaled_dot_product_attention runs everywhere (cau
 transformers' attention in the pytorch stack is).
 
 Points, in the order the trainer calls them:
-    convert_model      the case's LlamaForCausalLM -> torchtitan's Llama3Model of the same shape and weights
+    convert_model      the case's LlamaForCausalLM -> torchtitan's Llama3Model of the same shape and weights, each
+                       block compiled as torchtitan compiles it where the stack's param compile is true
     create_optimizer   with several ranks, first shards the model as torchtitan does (FSDP2 must shard before the
                        optimizer is made: fully_shard replaces the parameters), then the case's own optimizer
     model_to_ddp       the model create_optimizer sharded, as it is (torchtitan has no DDP: its data parallelism
@@ -39,6 +40,7 @@ import torch
 from torch import nn
 
 from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.stacks import COMPILE
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -135,7 +137,20 @@ def convert_model(model: nn.Module, ctx: AdapterContext) -> nn.Module:
     except KeyError as exc:
         raise PerfplayError(f"the {STACK} stack has no torchtitan name for the case model's weight {exc}") from exc
     decoder.load_state_dict(state, strict=True)
+    if ctx.params.get(COMPILE):
+        _compile(decoder, ctx)
     return TitanCausalLM(decoder)
+
+
+def _compile(decoder: nn.Module, ctx: AdapterContext) -> None:
+    """torchtitan's apply_compile: each transformer block compiled (inductor, fullgraph) before FSDP2 wraps it, as
+    its parallelize_llama does; the first step pays the compilation."""
+    from torchtitan.config import CompileConfig
+    from torchtitan.distributed import ParallelDims
+    from torchtitan.distributed.compile import apply_compile
+
+    dims = ParallelDims(dp_replicate=1, dp_shard=ctx.world_size, cp=1, tp=1, pp=1, ep=1, world_size=ctx.world_size)
+    apply_compile(decoder, compile_config=CompileConfig(enable=True, components=["model"]), parallel_dims=dims)
 
 
 def _sharded(ctx: AdapterContext) -> bool:
