@@ -79,7 +79,7 @@ def test_vendor_files_carry_only_what_differs_from_perfplay_s_standard(tmp_path)
     assert load(vendor / "nvidia/cases/yolov5/nvidia_configurations.yaml") == {"batch_size": 96}
     # torch.compile's mode is the inductor engine's inductor_mode, where the case compiles with inductor
     assert load(vendor / "nvidia/cases/llama3_8b_mmlu/nvidia_configurations.yaml") == {
-        "inductor_mode": "reduce-overhead"}
+        "inductor_mode": "reduce-overhead", "inductor_dynamic": True}
     assert not (vendor / "nvidia/cases/aquila_7b_mmlu/nvidia_configurations.yaml").exists()
     assert load(vendor / "kunlunxin/cases/resnet50/kunlunxin_configurations.yaml") == {
         "fp16": False, "compiler": "xtcl", "no_validation": True,
@@ -156,6 +156,7 @@ def test_the_written_files_pass_the_plan(tmp_path):
     yolov5, llama = plan["cases"]
     assert yolov5["inference"]["configurations"]["batch_size"] == 96
     assert llama["inference"]["configurations"]["inductor_mode"] == "reduce-overhead"
+    assert llama["inference"]["configurations"]["inductor_dynamic"] is True
     assert "vendor/nvidia/cases/llama3_8b_mmlu/nvidia_configurations.yaml" in llama["sources"]
     request = {"vendor": "kunlunxin", "task": "inference", "cases": ["resnet50", "swin_transformer"],
                "results_dir": results}

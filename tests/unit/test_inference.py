@@ -3,6 +3,7 @@ pipeline's steps a-g under each switch, on the digits case with ONNX Runtime."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import shutil
 from pathlib import Path
@@ -255,6 +256,29 @@ def test_the_nvidia_inductor_engine_compiles_the_torch_model_outside_the_core_ti
     assert result["steps"] == ["a", "b", "c", "e", "f", "g"]
     assert result["foo_time_s"] > 0, "the first call of each shape compiles, outside the core time"
     assert result["inference_accuracy"] >= 0.95 and result["agreement"] >= 0.99
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_inductor_dynamic_compiles_once_for_every_length_or_once_per_length(dynamic: bool):
+    """inductor_dynamic (FlagPerf's dynamo_dynamic, which its MMLU cases set): true, a new sequence length runs the
+    first graph; false, it compiles again (which torch reports here as an error, error_on_recompile)."""
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("inductor_engine", REPO / "vendor/nvidia/engines/inductor.py")
+    assert spec is not None and spec.loader is not None
+    engine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(engine)
+    torch.compiler.reset()
+    model = engine.InferModel({"inductor_dynamic": dynamic}, "", torch.nn.Sequential(torch.nn.Linear(4, 3)))
+    model([torch.ones(1, 5, 4)])
+    with torch._dynamo.config.patch(error_on_recompile=True), \
+            (contextlib.nullcontext() if dynamic else pytest.raises(Exception, match="[Rr]ecompil")):
+        outputs, _ = model([torch.ones(1, 7, 4)])
+        assert outputs[0].shape == (1, 7, 3)
+    with pytest.raises(ValueError, match="inductor_dynamic is 'yes': true"):
+        engine.InferModel({"inductor_dynamic": "yes"}, "", torch.nn.Linear(4, 3))
 
 
 def _tiny_bert(tmp_path: Path, data_dir: str | None = None) -> dict:

@@ -338,8 +338,8 @@ INFERENCE_SETTINGS: tuple[Name, ...] = (
     Name("dynamo_mode", "inductor_mode", "torch.compile's mode (reduce-overhead: CUDA graphs), which perfplay's "
          "inductor engine reads: a key the vendor's file adds (the plan warns), where the case's compiler is "
          "inductor"),
-    Name("dynamo_dynamic", None, "torch.compile's dynamic shapes: perfplay's inductor engine compiles each input "
-         "shape once, outside the core time (foo_time)"),
+    Name("dynamo_dynamic", "inductor_dynamic", "torch.compile's dynamic shapes, which perfplay's inductor engine "
+         "reads: a key the vendor's file adds (the plan warns), where the case's compiler is inductor"),
     Name("dynamo_wamrup_iters", None, _WARMUP),
     Name("dynamo_wamrup_times", None, _WARMUP),
     Name("ixrt_tmp_path", None, f"iluvatar's ixrt: {_VENDOR_ENGINE}"),
