@@ -10,7 +10,7 @@ from pathlib import Path
 from case_runners.views.compare.runs import FIGURES, ONE_ROUND, ROOFLINE_GEOMEAN, compare_summaries
 from case_runners.views.compare.runs_text import render_text
 from case_runners.views.history.cli import _table_row
-from operation_rows import row, run, standard_rows, summary_case
+from operation_rows import HARDWARE, row, run, standard_rows, summary_case
 
 MM = {"flops": 2.0 * 4096 ** 3, "nbytes": 3.0 * 4096 ** 2 * 4, "shape": {"M": 4096, "N": 4096, "K": 4096}}
 
@@ -38,6 +38,20 @@ def test_two_runs_operators_side_by_side_with_the_speed_up(tmp_path: Path):
     assert geomean.unit == "fraction" and (geomean.others[0].ratio or 0) > 1.0
     text = render_text(found)
     assert "mm FP32 native" in text and "2.000" in text and ROOFLINE_GEOMEAN in text
+
+
+def test_a_later_runs_rows_are_read_in_the_baselines_units_whatever_bounds_them_on_its_chip(tmp_path: Path):
+    """Which roof bounds a row is the chip's: add is memory-bound on the H100 (B/s) and compute-bound on a chip of
+    a far lower peak. Its work rate is compared in the baseline's unit, so the ratio is still the speed-up."""
+    slow_peak = {**HARDWARE, "peak_flops": {k: v / 1e4 for k, v in HARDWARE["peak_flops"].items()}}
+    add = {"flops": 2.0 ** 28, "nbytes": 3.0 * 2 ** 28 * 4, "shape": {"Melements": 256}}
+    base = run(tmp_path / "run1", [summary_case([row("add", "FP32", "native", 2e-3, **add)])])
+    fast = row("add", "FP32", "native", 1e-3, hardware=slow_peak, **add)
+    assert fast["bound"] == "compute"
+    later = run(tmp_path / "run2", [summary_case([fast])], hardware=slow_peak)
+    (match,) = compare_summaries([(base.run_dir, base.summary), (later.run_dir, later.summary)]).matches
+    added = next(r for r in match.rows if r.figure == "add FP32 native")
+    assert added.unit == "B/s" and math.isclose(added.others[0].ratio or 0, 2.0)
 
 
 def test_history_shows_an_operation_round_s_roofline_geomean_and_none_with_an_incorrect_operator():

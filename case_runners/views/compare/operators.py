@@ -50,13 +50,14 @@ def positive(value: Any) -> float | None:
     return float(value) if ok else None
 
 
-def rate(row: Mapping[str, Any]) -> tuple[float | None, str]:
+def rate(row: Mapping[str, Any], unit: str | None = None) -> tuple[float | None, str]:
     """The work a row did per second against the roof that bounds it: achieved FLOP/s (compute-bound), bytes/s
-    (memory-bound, or an operator that counts no FLOPs). Between two runs of the same shape its ratio is the
-    speed-up; between chips of different shapes, the ratio of work rates."""
-    if row.get("bound") != MEMORY and positive(row.get("flops")) is not None:
-        return positive(row.get("flops_per_s")), FLOP_S
-    return positive(row.get("bytes_per_s")), BYTES_S
+    (memory-bound, or an operator that counts no FLOPs); in `unit` (FLOP_S or BYTES_S) where given, since which roof
+    bounds a row is the chip's: compare-runs reads a later run's rows in its baseline's units. Between two runs of
+    the same shape its ratio is the speed-up; between chips of different shapes, the ratio of work rates."""
+    if unit is None:
+        unit = FLOP_S if row.get("bound") != MEMORY and positive(row.get("flops")) is not None else BYTES_S
+    return positive(row.get("flops_per_s" if unit == FLOP_S else "bytes_per_s")), unit
 
 
 def roofline_geomean(rows: Iterable[Mapping[str, Any]]) -> float | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -205,10 +206,13 @@ class Figure:
     stat: Stat
 
 
-def figures(case: SummaryCase, higher_is_better: bool | None) -> dict[str, Figure]:
+def figures(case: SummaryCase, higher_is_better: bool | None,
+            units: Mapping[str, str] | None = None) -> dict[str, Figure]:
     """A summary case's figures, by name, in the summary's order: its statistics, then a base case's headlines (their
     achieved figure and fraction of peak), an operation case's roofline fraction and each operator row's work rate
-    (operators.py rate: a ratio of two is the speed-up). higher_is_better: the case's target's (None: unknown)."""
+    (operators.py rate: a ratio of two is the speed-up; in units[name] where given, the baseline's). higher_is_better:
+    the case's target's (None: unknown)."""
+    units = units or {}
     found = {}
     for key in stat_keys(case.task):
         better, unit = FIGURES[key]
@@ -228,7 +232,7 @@ def figures(case: SummaryCase, higher_is_better: bool | None) -> dict[str, Figur
         geomean = roofline_geomean(rows)
         found[ROOFLINE_GEOMEAN] = Figure(FRACTION, HIGHER, Stat.of([] if geomean is None else [geomean]))
     for entry in rows:
-        value, unit = rate(entry)
+        value, unit = rate(entry, units.get(row_name(entry)))
         found[row_name(entry)] = Figure(unit, FIGURES["operator"][0], Stat.of([] if value is None else [value]))
     return found
 
@@ -286,7 +290,8 @@ def _match(base_run: _Run, case: SummaryCase, others: list[tuple[_Run, SummaryCa
     for run, other in others:
         sides.append(_side(run, other, {key: list(values) for key, values in
                                         differences(_workload(config), _workload(run.config(other))).items()}))
-        theirs = figures(other, target.higher_is_better if target else None)
+        theirs = figures(other, target.higher_is_better if target else None,
+                         {name: figure.unit for name, figure in base_figures.items()})
         for name, figure in base_figures.items():
             mine = theirs.get(name)
             cells[name].append(compare_stat(run.index, figure.stat, mine.stat if mine else Stat.of([]),
