@@ -15,7 +15,7 @@ from case_runners.core.paths import project_root
 from case_runners.plan.config.yaml_io import load_mapping
 from case_runners.records.operation import COMPUTE, MEMORY, ROW_FIELDS, OperationRow, roofline, with_speedups
 from case_runners.tasks.operation import flops_and_bytes, formula, operators, param_problem
-from case_runners.tasks.operation.measure import compare, measure
+from case_runners.tasks.operation.measure import compare, inputs, measure
 from case_runners.vendors.runtime import VendorRuntime
 
 ROOT = project_root()
@@ -79,6 +79,17 @@ def test_correctness_is_checked_at_the_small_check_shape_never_at_the_timed_one(
     for op, spec in operators().items():
         assert set(spec.check) == set(spec.params), op
         assert all(param_problem(op, key, value) is None for key, value in spec.check.items()), op
+
+
+@pytest.mark.parametrize("op", ["add", "all", "bitwise_and", "cross_entropy_loss"])
+def test_timed_inputs_are_drawn_on_the_device_where_torch_has_a_generator_for_it_else_copied(op):
+    """Every kind of input (floats, a range, integers, class indices) is made on the device by a generator of the
+    device (the CPU's: the same values as the check's); for a device torch has no generator for (meta here) on the
+    CPU and moved there."""
+    shape = operators()[op].check
+    on_device = inputs(op, shape, "FP32", torch.device("cpu"))
+    assert all(torch.equal(a, b) for a, b in zip(on_device, inputs(op, shape, "FP32")))
+    assert {a.device.type for a in inputs(op, shape, "FP32", "meta") if isinstance(a, torch.Tensor)} == {"meta"}
 
 
 def test_the_check_catches_a_wrong_result_and_compares_integers_exactly():

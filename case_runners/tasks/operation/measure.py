@@ -21,10 +21,18 @@ from case_runners.tasks.operation.table import OPS, REFERENCES
 SEED = 1234  # the inputs: the same every round, oplib and rank
 
 
-def inputs(op: str, shape: dict[str, Any], dtype: str) -> tuple[Any, ...]:
-    """The operator's inputs on the CPU, made by a generator seeded with SEED."""
+def inputs(op: str, shape: dict[str, Any], dtype: str, device: Any = None) -> tuple[Any, ...]:
+    """The operator's inputs, made by a generator seeded with SEED on `device` (the CPU where None), so that a timed
+    shape's gigabytes are not drawn on the host and copied over; on the CPU and copied where torch has no generator
+    for the device."""
     make, _ = OPS[op]
-    return make(shape, getattr(torch, DTYPES[dtype][0]), torch.Generator().manual_seed(SEED))
+    target = torch.device(device or "cpu")
+    try:
+        generator = torch.Generator(device=target)
+    except RuntimeError:  # a device type without a torch generator
+        generator = torch.Generator()
+    made = make(shape, getattr(torch, DTYPES[dtype][0]), generator.manual_seed(SEED))
+    return tuple(a.to(target) if isinstance(a, torch.Tensor) else a for a in made)
 
 
 def _first(out: Any) -> torch.Tensor:
@@ -104,7 +112,7 @@ def measure(op: str, dtype: str, shape: dict[str, Any], oplib: str, *, runtime: 
             kept: dict[tuple[str, str], torch.Tensor] | None = None) -> OperationRow:
     """The row of `op` in `dtype` timed at `shape`, checked at its check shape, with `oplib` enabled already
     (`kept`: check's)."""
-    args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in inputs(op, shape, dtype))
+    args = inputs(op, shape, dtype, device)
     call = OPS[op][1]
     synchronize = runtime.synchronizer(device)
     synchronize()

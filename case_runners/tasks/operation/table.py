@@ -1,5 +1,6 @@
-"""The torch side of the operator table (operators.yaml): each operator's inputs, made on the CPU from its shape
-params and dtype by a seeded generator (the reference gets the same values), and its call. FlagPerf's main.py of
+"""The torch side of the operator table (operators.yaml): each operator's inputs, made from its shape params and
+dtype by a seeded generator on the generator's device (the CPU for a check, whose reference gets the same values),
+and its call. FlagPerf's main.py of
 each operator is the model: the same torch call on the same kind of inputs. Operators FlagPerf times with a backward
 pass (relu, softmax, ...) are timed forward here."""
 
@@ -21,7 +22,7 @@ def _rows(p: dict[str, Any], key: str = "Melements") -> tuple[int, int]:
 
 
 def _randn(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
+    return torch.randn(shape, generator=gen, dtype=torch.float32, device=gen.device).to(dtype)
 
 
 def _one(p: dict[str, Any], dtype: torch.dtype, gen: torch.Generator) -> tuple[Any, ...]:
@@ -35,7 +36,7 @@ def _two(p: dict[str, Any], dtype: torch.dtype, gen: torch.Generator) -> tuple[A
 def _ints(count: int) -> Inputs:
     def make(p: dict[str, Any], dtype: torch.dtype, gen: torch.Generator) -> tuple[Any, ...]:
         low, high = (-32768, 32768) if dtype != torch.int16 else (-32768, 32767)
-        return tuple(torch.randint(low, high, _rows(p), generator=gen, dtype=torch.int32).to(dtype)
+        return tuple(torch.randint(low, high, _rows(p), generator=gen, dtype=torch.int32, device=gen.device).to(dtype)
                      for _ in range(count))
     return make
 
@@ -73,7 +74,8 @@ OPS: dict[str, tuple[Inputs, Callable[..., Any]]] = {
     "add": (_two, torch.add),
     "addmm": (_matrices(lambda p: (p["M"], p["K"]), lambda p: (p["M"], p["N"]), lambda p: (p["N"], p["K"])),
               torch.addmm),
-    "all": (lambda p, dtype, gen: (torch.arange(0, p["Melements"] * 1048576, dtype=torch.float32).to(dtype),),
+    "all": (lambda p, dtype, gen: (torch.arange(0, p["Melements"] * 1048576, dtype=torch.float32,
+                                                device=gen.device).to(dtype),),
             torch.all),
     "amax": (_matrices(lambda p: (80 * p["M"], 80 * p["N"])), lambda a: torch.amax(a, 1)),
     "argmax": (_matrices(lambda p: (80 * p["M"], 80 * p["N"])), lambda a: torch.argmax(a, 1)),
@@ -84,7 +86,7 @@ OPS: dict[str, tuple[Inputs, Callable[..., Any]]] = {
     "cos": (_one, torch.cos),
     "cross_entropy_loss": (lambda p, dtype, gen: (
         _randn((p["bs"], p["elements"]), dtype, gen),
-        torch.randint(0, p["elements"], (p["bs"],), generator=gen)), F.cross_entropy),
+        torch.randint(0, p["elements"], (p["bs"],), generator=gen, device=gen.device)), F.cross_entropy),
     "div": (_one, lambda a: torch.div(a, 0.5)),
     "dropout": (_one, _dropout),
     "eq": (_two, torch.eq),
