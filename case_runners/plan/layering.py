@@ -41,7 +41,15 @@ from case_runners.plan.config.shared_params import (
     TRAINER_PARAMS,
     TRAINER_RUN_ONLY,
 )
-from case_runners.plan.config.stacks import PYTORCH, STACK_FIXED, STACK_PARAMS, STACKS, STACKS_KEY, stack_of
+from case_runners.plan.config.stacks import (
+    PYTORCH,
+    STACK_FIXED,
+    STACK_PARAMS,
+    STACK_PEAKS,
+    STACKS,
+    STACKS_KEY,
+    stack_of,
+)
 from case_runners.plan.config.standard import standard_fields
 from case_runners.plan.config.types import to_float
 from case_runners.plan.config.yaml_io import load_mapping
@@ -234,6 +242,18 @@ def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dic
     return errors
 
 
+def stack_peak_problems(params: dict[str, Any], provenance: dict[str, str], base_file: str, framework: str,
+                        hardware: str, facts: dict[str, Any], vendor_file: str) -> list[ConfigError]:
+    """A stack's param set true that needs a precision the chip has no peak for (STACK_PEAKS: torchtitan's float8
+    on a chip without an fp8 peak), naming the key, the file that set it and the vendor file without the peak."""
+    peaks = facts.get("peak_flops") or {}
+    return [ConfigError(f"needs a chip that computes in {precision}: hardware {hardware} has no {precision} peak "
+                        f"({vendor_file} hardware.{hardware}.peak_flops.{precision})", key=name,
+                        file=provenance.get(name, base_file), allowed=[False])
+            for name, precision in STACK_PEAKS.get(framework, {}).items()
+            if params.get(name) and not peaks.get(precision)]
+
+
 def _stack_params(framework: str, vendor_stack: VendorStack | None) -> list[str]:
     """The params of the selection's stack: a vendor stack's declared ones, or a built-in stack's."""
     return sorted(vendor_stack.params if vendor_stack is not None else STACK_PARAMS.get(framework, {}))
@@ -417,6 +437,8 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
                 allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
                 errors=errors)
     errors += stack_problems(params, provenance, base, base_file, sel.framework)
+    errors += stack_peak_problems(params, provenance, base_file, sel.framework, str(sel.hardware),
+                                  vendor.hardware[str(sel.hardware)], display_path(vendor.path, root))
     errors += stack_model_problems(case_hooks(case_package(sel.case)), params, provenance, sel.framework)
     layers = [base_file, base.get(MODEL_FILE, base_file), vendor_shown, f"{base_file} ({FUNCTIONAL})", overrides_file]
     errors += batch_problems(sel, params, provenance, layers)

@@ -17,7 +17,7 @@ from typing import Any
 PYTORCH = "pytorch"  # the trainer's own stack, implicit in every training case
 STACKS_KEY = "stacks"  # the key of a case's config.yaml that lists the built-in stacks it runs on
 STACK_DIR = "case_runners/tasks/training/stacks"
-COMPILE = "compile"  # torchtitan's param below
+COMPILE, FLOAT8 = "compile", "float8"  # torchtitan's params below
 # A mixture of experts' load-balancing loss coefficient: the llama case's param and the key of the stack inputs'
 # model; every stack trains lm loss + it x the routers' Switch loss (a log parser adds a stack's logged one).
 ROUTER_AUX_LOSS = "router_aux_loss_coef"
@@ -31,7 +31,8 @@ STACK_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
     "deepspeed": {"zero_stage": {"type": "int", "min": 0, "max": 3, "default": 3}},
     # torchtitan's parallelism on this stack is its FSDP2 over the ranks (stacks/torchtitan.py). compile: its
     # torch.compile of each transformer block (inductor, fullgraph), as its --compile.enable with components model.
-    "torchtitan": {COMPILE: {"type": "bool", "default": False}},
+    # float8: its Float8LinearConverter (torchao's Float8Linear, rowwise scaling) on the blocks' linear layers.
+    "torchtitan": {COMPILE: {"type": "bool", "default": False}, FLOAT8: {"type": "bool", "default": False}},
 }
 # The stacks whose pins are installed without their declared dependencies (pip --no-deps): torchtitan 0.3.0 declares
 # its trainer's (datasets, wandb, ...), which the stack never imports and which would move perfplay's pinned tree.
@@ -50,6 +51,11 @@ STACK_FIXED: dict[str, dict[str, str]] = {
         "save_checkpoint": "the case's checkpoint is transformers' model, not torchtitan's",
     },
 }
+
+
+# A stack's bool params that need the chip's peak of a precision (vendor.yaml hardware peak_flops): {stack: {param:
+# precision}}; the plan refuses one set true on a chip without that peak.
+STACK_PEAKS: dict[str, dict[str, str]] = {"torchtitan": {FLOAT8: "fp8"}}
 
 
 def stack_of(param: str) -> str | None:

@@ -23,8 +23,9 @@ attention needs flash kernels; scaled_dot_product_attention runs everywhere (cau
 transformers' attention in the pytorch stack is).
 
 Points, in the order the trainer calls them:
-    convert_model      the case's LlamaForCausalLM -> torchtitan's Llama3Model of the same shape and weights, each
-                       block compiled as torchtitan compiles it where the stack's param compile is true
+    convert_model      the case's LlamaForCausalLM -> torchtitan's Llama3Model of the same shape and weights; with
+                       the stack's param float8 its blocks' linear layers torchao's Float8Linear, with compile
+                       each block compiled, as torchtitan converts and compiles them
     create_optimizer   with several ranks, first shards the model as torchtitan does (FSDP2 must shard before the
                        optimizer is made: fully_shard replaces the parameters), then the case's own optimizer
     model_to_ddp       the model create_optimizer sharded, as it is (torchtitan has no DDP: its data parallelism
@@ -40,7 +41,7 @@ import torch
 from torch import nn
 
 from case_runners.core.errors import PerfplayError
-from case_runners.plan.config.stacks import COMPILE
+from case_runners.plan.config.stacks import COMPILE, FLOAT8
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 STACK = "torchtitan"
 VERSION = "0.3.0"  # the torchtitan whose API the model and helpers below use
+HEAD_FQN = "lm_head"  # the output head's name in torchtitan's llama3 model config
 MESH_DIM = "fsdp"  # torchtitan's name for the data-parallel shard dimension of its device mesh
 
 
@@ -131,6 +133,8 @@ def convert_model(model: nn.Module, ctx: AdapterContext) -> nn.Module:
     from torchtitan.models.llama3 import Llama3StateDictAdapter
 
     config = _titan_config(model.config)  # type: ignore[arg-type] # a transformers model's config
+    if ctx.params.get(FLOAT8):
+        config = _float8(config, ctx)
     decoder = config.build()
     try:
         state = Llama3StateDictAdapter(config, None).from_hf(dict(model.state_dict()))
@@ -140,6 +144,22 @@ def convert_model(model: nn.Module, ctx: AdapterContext) -> nn.Module:
     if ctx.params.get(COMPILE):
         _compile(decoder, ctx)
     return TitanCausalLM(decoder)
+
+
+def _float8(config: Any, ctx: AdapterContext) -> Any:
+    """torchtitan's Float8LinearConverter on the model config: each block's linear layers as torchao's Float8Linear
+    (rowwise scaling; a layer with a dimension not a multiple of 16 stays as it is), the output head left in the
+    round's precision as torchtitan's llama3 recipe filters its head. The chip needs float8 matrix units (the plan
+    checks its fp8 peak); on a CPU only torchao's emulation runs, which the stack's tests use."""
+    from torchtitan.components.quantization.float8 import Float8LinearConverter
+
+    settings = Float8LinearConverter.Config(filter_fqns=[HEAD_FQN], emulate=ctx.device.type == "cpu",
+                                            model_compile_enabled=bool(ctx.params.get(COMPILE)))
+    try:
+        return Float8LinearConverter(settings).convert(config)
+    except (ImportError, ValueError) as exc:
+        raise PerfplayError(f"the {STACK} stack's float8 cannot run here: {exc} (torchao: "
+                            f"case_runners/tasks/training/stacks/torchtitan-requirements.txt)") from exc
 
 
 def _compile(decoder: nn.Module, ctx: AdapterContext) -> None:
