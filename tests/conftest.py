@@ -1,5 +1,5 @@
-"""Fixtures every suite shares (tests/process_helpers.py, tests/real_runs.py), and in CI a skip is a failure
-(tests/ci_skips.py)."""
+"""Fixtures every suite shares (tests/process_helpers.py, tests/real_runs.py), in CI a skip is a failure
+(tests/ci_skips.py), and the longest test files start first (tests/run_order.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from case_runners.core.paths import FLOPS_CACHE_ENV, FLOPS_CACHE_FILE  # noqa: E
 from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401 - hooks
 from process_helpers import Sleepers  # noqa: E402
 from real_runs import DIGITS_5_STEPS, DIGITS_INFERENCE, RealRun, run_case  # noqa: E402
+from run_order import pytest_collection_modifyitems, pytest_configure  # noqa: E402, F401 - hooks
 
 
 @pytest.fixture(scope="session", autouse=True)
