@@ -13,8 +13,8 @@ LONGEST_FIRST = (
     "test_llama_playbook.py", "test_bench_quick.py", "test_inference_playbook.py", "test_new_chip.py",
     "test_cleanup.py",
     # tests/unit and tests/report
-    "test_inference.py", "test_worker_stop.py", "test_compare_runs.py", "test_stacks.py", "test_inference_run.py",
-    "test_trainer_fsdp.py", "test_cases.py", "test_report_page.py",
+    "test_inference.py", "test_compare_runs.py", "test_stacks.py", "test_inference_run.py", "test_trainer_fsdp.py",
+    "test_cases.py", "test_report_page.py", "test_worker_stop.py",
 )
 
 
