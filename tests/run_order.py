@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 # The files of a minute or more under make test on the 2-core CI machine, longest first; the others follow in
-# collection order.
+# collection order. pytest-xdist starts a worker on two files when its first has 2 tests or fewer: the llama
+# playbook's has 3, so that no other long file waits behind it.
 LONGEST_FIRST = (
     # tests/modules and tests/integration (the llama playbook alone is about 5 minutes)
     "test_llama_playbook.py", "test_bench_quick.py", "test_inference_playbook.py", "test_new_chip.py",
