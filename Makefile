@@ -49,7 +49,9 @@ dev: $(VENV)/.installed-dev
 # Separate pytest processes: importing Ansible patches sys.intern, which torch._dynamo then refuses.
 # The cluster tests need root (namespaces, sshd): skipped without it, except in CI where that fails.
 # The unit and report tests, and the module and integration tests, run in two workers each (pytest-xdist), a test
-# file per worker at a time, so that the fixtures a file shares stay in one process. Each pytest process lists its slowest tests and then its own wall time, so CI's output shows where the time goes.
+# file per worker at a time, so that the fixtures a file shares stay in one process, the longest files first
+# (tests/run_order.py). Each pytest process lists its slowest tests and then its own wall time, so CI's output
+# shows where the time goes.
 PYTEST := $(PY) -m pytest --durations=15
 timed_sh = echo "$(PYTEST) $(1)"; start=$$(date +%s); $(PYTEST) $(1); rc=$$?; \
 	echo "make test: pytest $(1): $$(( $$(date +%s) - start )) s, exit $$rc"; exit $$rc

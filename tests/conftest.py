@@ -1,5 +1,5 @@
-"""Fixtures every suite shares (tests/process_helpers.py, tests/real_runs.py), and in CI a skip is a failure
-(tests/ci_skips.py)."""
+"""Fixtures every suite shares (tests/process_helpers.py, tests/real_runs.py), in CI a skip is a failure
+(tests/ci_skips.py), and the longest test files start first (tests/run_order.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # process_helpers, wha
 from case_runners.core.paths import FLOPS_CACHE_ENV, FLOPS_CACHE_FILE  # noqa: E402
 from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401 - hooks
 from process_helpers import Sleepers  # noqa: E402
-from real_runs import DIGITS_5_STEPS, DIGITS_INFERENCE, RealRun, run_case  # noqa: E402
+from real_runs import DIGITS_5_STEPS, DIGITS_INFERENCE, RealRun, run_once  # noqa: E402
+from run_order import pytest_collection_modifyitems, pytest_configure  # noqa: E402, F401 - hooks
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -43,11 +44,12 @@ def sleepers() -> Iterator[Sleepers]:
     started.kill_all()
 
 
-# The real runs several modules only read (never write into: a test that edits a file copies it first).
+# The real runs several modules only read (never write into: a test that edits a file copies it first), made once
+# per session whichever worker asks first (real_runs.run_once).
 @pytest.fixture(scope="session")
 def digits_run(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
     """digits_cnn, one round of 5 steps (1: not converged, a valid result)."""
-    run = run_case(tmp_path_factory.mktemp("digits_run"), *DIGITS_5_STEPS)
+    run = run_once(tmp_path_factory, "digits_run", *DIGITS_5_STEPS)
     assert run.done.returncode in (0, 1), run.done.stderr[-3000:]
     return run
 
@@ -55,6 +57,6 @@ def digits_run(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
 @pytest.fixture(scope="session")
 def digits_inference_run(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
     """digits_cnn's inference case, every step, eager (compiler=null)."""
-    run = run_case(tmp_path_factory.mktemp("digits_inference_run"), *DIGITS_INFERENCE)
+    run = run_once(tmp_path_factory, "digits_inference_run", *DIGITS_INFERENCE)
     assert run.done.returncode == 0, run.done.stderr[-3000:]
     return run

@@ -1,14 +1,18 @@
 """Real `python -m case_runners run` runs, as a user makes them: a module's short functional run of its cases
 (functional_run, short_round), and the ones several test modules only read, each made once per test session
-(tests/conftest.py's fixtures) instead of once per module."""
+(tests/conftest.py's fixtures, run_once) instead of once per module."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
+from filelock import FileLock
 
 from process_helpers import RUN_S
 
@@ -28,6 +32,26 @@ def run_case(results: Path, *argv: str, env: dict[str, str] | None = None) -> Re
     found = list(results.glob("run*"))
     assert len(found) == 1, f"{argv}: exit {done.returncode}, run directories {found}\n{done.stderr[-3000:]}"
     return RealRun(done, found[0])
+
+
+def run_once(tmp_path_factory: pytest.TempPathFactory, name: str, *argv: str) -> RealRun:
+    """run_case(ARGV), made once per test session: under pytest-xdist (make test: -n 2) by the first worker that asks,
+    in the directory the workers share (the session's, above each worker's own: pytest-xdist's recipe), the others
+    waiting for it and reading what it wrote there."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return run_case(tmp_path_factory.mktemp(name), *argv)
+    results = tmp_path_factory.getbasetemp().parent / name
+    with FileLock(f"{results}.lock"):
+        done = results / "completed.json"
+        if done.exists():
+            saved = json.loads(done.read_text())
+            return RealRun(subprocess.CompletedProcess(saved["args"], saved["returncode"], saved["stdout"],
+                                                       saved["stderr"]), Path(saved["run_dir"]))
+        results.mkdir()
+        run = run_case(results, *argv)
+        done.write_text(json.dumps({"args": run.done.args, "returncode": run.done.returncode,
+                                    "stdout": run.done.stdout, "stderr": run.done.stderr, "run_dir": str(run.run_dir)}))
+        return run
 
 
 # A case's functional shape (its tiny model) on synthetic data: 3 steps of 4 samples, evaluation batches of 8.

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from case_runners.core.paths import project_root
+from run_order import LONGEST_FIRST
 
 REPO = project_root()
 # The unit and report tests, then the module and integration tests, in two workers, a file per worker at a time
@@ -71,3 +72,10 @@ def test_the_cluster_and_docker_suites_run_side_by_side_each_output_whole(tmp_pa
     # each process's lines together: its command, what it printed, its time
     assert lines[cluster + 1] == "cluster output" and lines[cluster + 2].startswith("make test: pytest tests/cluster: ")
     assert lines[docker + 1] == "docker output" and lines[docker + 2].startswith("make test: pytest tests/docker: ")
+
+
+def test_the_files_queued_first_are_one_test_file_each():
+    """run_order's LONGEST_FIRST names files: one renamed or duplicated would lose its place unnoticed."""
+    names = [path.name for path in (REPO / "tests").rglob("test_*.py")]
+    assert [name for name in LONGEST_FIRST if names.count(name) != 1] == []
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)

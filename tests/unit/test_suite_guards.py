@@ -145,14 +145,17 @@ def test_never():
 
 
 def run_skips(tmp_path: Path, ci: str | None, *files: str) -> subprocess.CompletedProcess:
-    """pytest on SKIPS' `files` with tests/conftest.py as its plugin (its hooks, as every suite here has them)."""
+    """pytest on SKIPS' `files` with tests/conftest.py as its plugin (its hooks, as every suite here has them). Its
+    temporary directory (tests/conftest.py's session fixtures make one) is its own: in the default place, pytest
+    would delete the oldest of the host's earlier pytest directories first, minutes for a suite's real runs."""
     for name, text in SKIPS.items():
         (tmp_path / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "CI"} | ({"CI": ci} if ci is not None else {})
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(REPO), env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir",
-                           str(tmp_path), "-p", "no:cacheprovider", "-p", "conftest", *files], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=SHORT_S)
+                           str(tmp_path), "--basetemp", str(tmp_path / "basetemp"), "-p", "no:cacheprovider",
+                           "-p", "conftest", *files], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=SHORT_S)
 
 
 def test_in_ci_every_skip_fails_the_suite_naming_its_reason(tmp_path: Path):
