@@ -27,6 +27,7 @@ from case_runners.plan.config.shared_params import (
     MICRO_BATCH,
     MODEL_PARALLEL,
     expert_grid,
+    grid_text,
     model_parallel,
 )
 
@@ -104,12 +105,12 @@ def _expert_grid_problem(params: dict[str, Any], world_size: int, source: Callab
     size = math.prod(grid.values())
     if not grid or world_size % size == 0:
         return None
-    axes = " x ".join(f"{name} {value}" for name, value in grid.items())
     implied = "" if params.get(EXPERT_TENSOR_PARALLEL) else f" ({EXPERT_TENSOR_PARALLEL} 0: tensor_parallel's)"
     fits = [ep for ep in _divisors(world_size) if world_size % (size // grid[EXPERT_PARALLEL] * ep) == 0]
     key = max((EXPERT_PARALLEL, EXPERT_TENSOR_PARALLEL), key=layer)  # a tie: expert_parallel
     give = f"give {EXPERT_PARALLEL} one of {', '.join(map(str, fits))}, or " if fits else "give "
-    return ConfigError(f"{axes}{implied} = {size} ranks the experts' grid spans do not divide the {world_size} "
+    axes, _, total = grid_text(grid).rpartition(" = ")
+    return ConfigError(f"{axes}{implied} = {total} ranks the experts' grid spans do not divide the {world_size} "
                        f"ranks of the selection: {give}a smaller {EXPERT_TENSOR_PARALLEL} (1: each expert whole "
                        f"on its rank)", key=key, file=source(key),
                        allowed=(fits or None) if key == EXPERT_PARALLEL else None)

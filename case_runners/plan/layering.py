@@ -437,8 +437,9 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
                 allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
                 errors=errors)
     errors += stack_problems(params, provenance, base, base_file, sel.framework)
-    errors += stack_peak_problems(params, provenance, base_file, sel.framework, str(sel.hardware),
-                                  vendor.hardware[str(sel.hardware)], display_path(vendor.path, root))
+    hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
+    errors += stack_peak_problems(params, provenance, base_file, sel.framework, hardware, vendor.hardware[hardware],
+                                  display_path(vendor.path, root))
     errors += stack_model_problems(case_hooks(case_package(sel.case)), params, provenance, sel.framework)
     layers = [base_file, base.get(MODEL_FILE, base_file), vendor_shown, f"{base_file} ({FUNCTIONAL})", overrides_file]
     errors += batch_problems(sel, params, provenance, layers)
@@ -464,7 +465,6 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     # a functional round is never a standard one
     shrunk = [*base[FUNCTIONAL], *(k for k in FUNCTIONAL_BATCH if k in params)] if sel.functional else []
     non_standard = [k for k in base["run_only"] + shrunk if params[k] != base["params"][k]]
-    hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     stack_params = _stack_params(sel.framework, vendor_stack)  # compare leaves them out of the workload
     config = ResolvedConfig(
         case=sel.case, case_id=sel.case_id, framework=sel.framework,

@@ -193,8 +193,6 @@ def flops_per_token(shape: Shape, seq_len: int) -> float:
     return 6.0 * matmul_weights(shape) + 12.0 * shape.layers * shape.heads * shape.head_dim * seq_len
 
 
-
-
 def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
     """(param, message) for what the params ask that the shape cannot hold: a sequence longer than its context, a
     load-balancing loss without experts to balance, expert parallelism (a stack's param) that does not divide its

@@ -15,6 +15,7 @@ unusual. Per rank where it matters; steps and epochs count the whole run; 0 mean
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any
@@ -87,6 +88,11 @@ def expert_grid(params: Mapping[str, Any]) -> dict[str, int]:
     tensor = int(params.get(EXPERT_TENSOR_PARALLEL) or 0) or int(params.get(MODEL_PARALLEL[0], 1))
     return {EXPERT_TENSOR_PARALLEL: tensor, EXPERT_PARALLEL: int(params[EXPERT_PARALLEL]),
             MODEL_PARALLEL[1]: int(params.get(MODEL_PARALLEL[1], 1))}
+
+
+def grid_text(grid: Mapping[str, int]) -> str:
+    """'expert_tensor_parallel 8 x expert_parallel 8 x pipeline_parallel 2 = 128': a grid and the ranks it spans."""
+    return f"{' x '.join(f'{name} {value}' for name, value in grid.items())} = {math.prod(grid.values())}"
 
 
 def batch_split(params: Mapping[str, Any], world_size: int) -> BatchSplit:

@@ -1,8 +1,7 @@
 """The torch side of the operator table (operators.yaml): each operator's inputs, made from its shape params and
 dtype by a seeded generator on the generator's device (the CPU for a check, whose reference gets the same values),
-and its call. FlagPerf's main.py of
-each operator is the model: the same torch call on the same kind of inputs. Operators FlagPerf times with a backward
-pass (relu, softmax, ...) are timed forward here."""
+and its call. FlagPerf's main.py of each operator is the model: the same torch call on the same kind of inputs.
+Operators FlagPerf times with a backward pass (relu, softmax, ...) are timed forward here."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ from case_runners.plan.config.shared_params import (
     GRAD_ACCUMULATION,
     MICRO_BATCH,
     expert_grid,
+    grid_text,
 )
 from case_runners.plan.config.stacks import STACK_PARAMS, stack_of
 from case_runners.plan.layering import load_case_base, with_vendor_stack
@@ -215,12 +216,12 @@ class LlmConfig:
         if found is None or not self._set(EXPERT_PARALLEL, found[0], found[1], base, params):
             return
         laid = {**base["params"], **params}
-        if ranks % math.prod(expert_grid(laid).values()) and EXPERT_TENSOR_PARALLEL in base["params"] and \
-                not ranks % math.prod(expert_grid({**laid, EXPERT_TENSOR_PARALLEL: 1}).values()):
-            grid = " x ".join(f"{name} {value}" for name, value in expert_grid(laid).items())
+        default, whole = expert_grid(laid), expert_grid({**laid, EXPERT_TENSOR_PARALLEL: 1})
+        if ranks % math.prod(default.values()) and EXPERT_TENSOR_PARALLEL in base["params"] and \
+                not ranks % math.prod(whole.values()):
             self._set(EXPERT_TENSOR_PARALLEL, 1, found[1], base, params,
-                      note=f"each expert whole on its rank: megatron-core's default makes {grid} = "
-                           f"{math.prod(expert_grid(laid).values())} ranks, which {ranks} cannot hold")
+                      note=f"each expert whole on its rank: megatron-core's default makes {grid_text(default)} "
+                           f"ranks, which {ranks} cannot hold")
 
     # -- the stack ----------------------------------------------------------------------------------------------
 
