@@ -23,6 +23,7 @@ workload a vendor config may not change (it sets the rest: batch_size per rank, 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Collection
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -43,6 +44,7 @@ from case_runners.plan.config.shared_params import (
 )
 from case_runners.plan.config.stacks import (
     PYTORCH,
+    STACK_CONFLICTS,
     STACK_FIXED,
     STACK_PARAMS,
     STACK_PEAKS,
@@ -207,22 +209,23 @@ def choose_framework(sel: Selection, base: dict[str, Any], base_file: str, vendo
 def with_vendor_stack(base: dict[str, Any], stack: VendorStack) -> None:
     """A loaded case base with the vendor stack's params (vendors/vendor_stacks.py), vendor-mutable for this
     selection only; ConfigError for one the case or the trainer already has."""
-    taken = sorted(set(stack.params) & set(base["params"]))
+    taken = sorted(name for name in set(stack.params) & set(base["params"]) if stack_of(name) is None)
     if taken:
         raise ConfigError(f"is already a param of case '{base.get('case')}' (or the trainer's): a stack's params are "
                           f"its own", key=f"params.{taken[0]}", file=stack.shown)
-    base["params"] = {**base["params"], **stack.params}
+    base["params"] = {**base["params"], **stack.params}  # over a built-in stack's of the same name
     base["constraints"] = {**base["constraints"], **stack.constraints}
-    base["mutable"] = [*base["mutable"], *stack.params]
+    base["mutable"] = [*base["mutable"], *(name for name in stack.params if name not in base["mutable"])]
 
 
 def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dict[str, Any], base_file: str,
-                   framework: str) -> list[ConfigError]:
+                   framework: str, own: Collection[str] = ()) -> list[ConfigError]:
     """Another stack's params set by a layer (an error each, naming the key and the file), then dropped from params
-    and provenance: only their stack reads them. Another stack than pytorch shards with its own params, so
-    data_parallel stays ddp."""
+    and provenance: only their stack reads them (`own`: the selection's vendor stack's, which are its own whatever
+    a built-in stack calls its). Another stack than pytorch shards with its own params, so data_parallel stays
+    ddp."""
     errors = []
-    for name in [name for name in params if stack_of(name) not in (None, framework)]:
+    for name in [name for name in params if stack_of(name, own) not in (None, framework)]:
         if provenance.get(name, base_file) != base_file:
             errors.append(ConfigError(f"is a param of the {stack_of(name)} stack, and this selection runs on "
                                       f"{framework}: set it in the {stack_of(name)} stack's configs only", key=name,
@@ -239,6 +242,13 @@ def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dic
         if params.get(name, default) != default:
             errors.append(ConfigError(f"the {framework} stack cannot run it: {why}", key=name,
                                       file=provenance.get(name, base_file), allowed=[default]))
+    stack = STACK_PARAMS.get(framework, {})
+    for name, other, why in STACK_CONFLICTS.get(framework, ()):
+        if params.get(name, stack[name]["default"]) != stack[name]["default"] and \
+                params.get(other, stack[other]["default"]) != stack[other]["default"]:
+            errors.append(ConfigError(f"the {framework} stack cannot run it with {other} {params[other]} "
+                                      f"({provenance.get(other, base_file)}): {why}", key=name,
+                                      file=provenance.get(name, base_file), allowed=[stack[name]["default"]]))
     return errors
 
 
@@ -436,7 +446,8 @@ def resolve(sel: Selection, vendor: VendorDescription, root: Path,
     apply_layer(params, provenance, sel.overrides, constraints=base["constraints"],
                 allowed=base["mutable"] + base["run_only"], run_only=base["run_only"], file=overrides_file,
                 errors=errors)
-    errors += stack_problems(params, provenance, base, base_file, sel.framework)
+    errors += stack_problems(params, provenance, base, base_file, sel.framework,
+                             vendor_stack.params if vendor_stack is not None else ())
     hardware = str(sel.hardware)  # the vendor's default when the selection named none (choose_hardware)
     errors += stack_peak_problems(params, provenance, base_file, sel.framework, hardware, vendor.hardware[hardware],
                                   display_path(vendor.path, root))

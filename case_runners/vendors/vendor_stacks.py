@@ -7,8 +7,10 @@ measures what it writes (tasks/training/vendor_stack.py). Its folder:
     stack.yaml         name (the folder's), description, cases it runs (e.g. [llama]), command (an argv list run
                        per rank like a torchrun worker: relative paths are the folder's files, {python} the rank's
                        Python), params (its own, vendor-mutable where it runs: {name: {default: ..., <range>}} as
-                       plan/config/constraints.py declares them), log_parser (optional: for a program that prints
-                       its own log instead of writing perfplay's stream, a built-in parser's name, LOG_PARSERS, or
+                       plan/config/constraints.py declares them; not the case's or the trainer's names, but a
+                       built-in stack's may be reused, as Megatron's tensor_parallel is torchtitan's too),
+                       log_parser (optional: for a program that prints its own log instead of writing perfplay's
+                       stream, a built-in parser's name, LOG_PARSERS, or
                        a .py file of the folder defining PARSER_FUNCTION(line, inputs):
                        tasks/training/log_parsers.py), log_file (optional, with a log_parser: the file the program
                        writes its log to, parsed instead of its output; LOG_FILE_PLACEHOLDERS {log_dir}, the rank's

@@ -161,7 +161,7 @@ def test_every_nvidia_llm_config_fits_its_gpu_by_the_estimate_its_file_shows():
     for case in model_cases():
         assert any(key.startswith(f"{case}/deepspeed/") for key in written) or case in TP_PP_ONLY, case
     assert {"llama/pytorch/1x1", "llama/deepspeed/1x1", "llama/torchtitan/1x1", "llama3_8b/deepspeed/1x8",
-            "mixtral_8x7b/deepspeed/2x8"} <= set(written)
+            "mixtral_8x7b/deepspeed/2x8", "llama2_70b/torchtitan/4x8", "aquila2_70b/torchtitan/4x8"} <= set(written)
     # FlagPerf's global batch 44 (1200) on 32 data-parallel ranks does not split: megatron's TP x PP configs only
     assert not {"llama2_70b/pytorch/1x8", "llama3_70b/pytorch/4x8", "mixtral_8x7b/torchtitan/4x8",
                 "llama2_70b/pytorch/4x8", "mixtral_8x7b/deepspeed/4x8", "aquila2_7b/pytorch/2x8"} & set(written)
@@ -183,6 +183,13 @@ def test_the_estimate_counts_what_sharding_and_checkpointing_save():
     saved = memory.estimate(shape, 8192, 1, 8, memory.FSDP, False).parts["activations"][0]
     assert saved == 8192 * 32 * memory.layer_activation_bytes(shape) > 3 * fsdp.parts["activations"][0]
     assert fsdp.parts["logits"][0] == 8192 * 128256 * 14
+    # torchtitan's tensor parallelism over 8 of 32 ranks: the states still a 32nd, each activation an 8th plus the
+    # two gathered projection inputs, the logits whole (gathered for the case's loss)
+    seventy = shapes.SHAPES["llama2_70b"]
+    plain, tp8 = (memory.estimate(seventy, 4096, 1, 32, memory.FSDP, False, tensor_parallel=tp) for tp in (1, 8))
+    assert tp8.parts["states"] == plain.parts["states"] and tp8.parts["logits"] == plain.parts["logits"]
+    assert tp8.parts["activations"][0] == 4096 * 80 * (memory.layer_activation_bytes(seventy) // 8 + 4 * 8192)
+    assert tp8.parts["gathered"][0] < plain.parts["gathered"][0] / 7
     with pytest.raises(ValueError, match="sharding 'zero4'"):
         memory.estimate(shape, 8192, 1, 8, "zero4", True)
     # a config's activations and logits are one micro batch's: 64 sequences in 32 micro batches hold 2 at once

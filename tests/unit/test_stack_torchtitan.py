@@ -2,12 +2,14 @@
 built from the case's model computes the case model's logits (its q/k RoPE permutation and every weight mapped);
 three steps of the real trainer through the stack's points give the losses of the pytorch stack (the trainer's own
 code) from the same seed; on two gloo ranks, torchtitan's FSDP2 (create_optimizer, model_to_ddp, backward) gives
-the loss and gradient of one rank on both ranks' batches, and the trainer on it the pytorch stack's DDP losses;
-what the stack cannot run is refused by name. The ranks are forked from the test process: a fresh process would
+the loss and gradient of one rank on both ranks' batches, and the trainer on it the pytorch stack's DDP losses; on
+four, tensor_parallel 2 (torchtitan's tensor and sequence parallelism within each pair, FSDP2 over the pairs) the
+same; what the stack cannot run is refused by name. The ranks are forked from the test process: a fresh process would
 spend most of its time importing torch, transformers and torchtitan again."""
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
@@ -19,11 +21,12 @@ from typing import Any
 import pytest
 import torch
 
+from case_runners.cases.llama import shapes
 from case_runners.cases.llama.case import TARGET_METRIC, build_case
 from case_runners.cases.llama.model import build_model, model_config
 from case_runners.core.paths import project_root
 from case_runners.plan.config.selection import parse_selections
-from case_runners.plan.config.shared_params import TRAINER_PARAMS
+from case_runners.plan.config.shared_params import TRAINER_PARAMS, model_parallel
 from case_runners.plan.layering import resolve
 from case_runners.rank.driver.events import EventLogger, read_events
 from case_runners.records.resolved import Target
@@ -81,7 +84,7 @@ def context(work_dir: Path, rank: int = 0, world_size: int = 1, **overrides: Any
     p = params(**overrides)
     log = EventLogger(work_dir / "logs", rank, 1, stream=None)
     run = RunContext(rank=rank, local_rank=rank, world_size=world_size, device=torch.device("cpu"), data_dir=None,
-                     log=log, work_dir=work_dir)
+                     log=log, work_dir=work_dir, model_parallel=model_parallel(p))
     case = build_case(p, run)
     actx = AdapterContext(device=run.device, rank=rank, local_rank=rank, world_size=world_size, params=p,
                           precision="fp32", amp=False, amp_dtype=None, max_grad_norm=1.0, case=case, log=log)
@@ -123,12 +126,13 @@ def test_the_converted_model_computes_the_case_models_logits(tmp_path, variant):
     assert (got - expected).abs().max().item() <= LOGITS_TOL
 
 
-def run_trainer(work_dir: Path, adapter: TrainerAdapter | None, rank: int = 0, world_size: int = 1
-                ) -> dict[str, Any]:
+def run_trainer(work_dir: Path, adapter: TrainerAdapter | None, rank: int = 0, world_size: int = 1,
+                **overrides: Any) -> dict[str, Any]:
     """A real trainer run of the llama case on one rank of world_size, with the stack's points or the trainer's
-    own code: its step losses and result. The data is one batch per rank."""
+    own code: its step losses and result. The data is one batch per data-parallel rank."""
     seed_everything(SEED)
-    data = {"synthetic_samples": world_size * BATCH, "eval_samples": world_size * BATCH}
+    data_ranks = world_size // model_parallel(overrides)
+    data = {"synthetic_samples": data_ranks * BATCH, "eval_samples": data_ranks * BATCH, **overrides}
     case, _ = context(work_dir, rank, world_size, **data)
     trainer = Trainer(case, params(**data), case.ctx, Target(metric=TARGET_METRIC, value=0.0, higher_is_better=False),
                       **({"adapter": adapter} if adapter else {}))
@@ -157,7 +161,9 @@ def test_compile_compiles_each_block_as_torchtitan_does_and_trains_the_eager_los
         seed_everything(SEED)
         case, actx = context(tmp_path / str(compiled), compile=compiled)
         runs[compiled] = point_steps(case, actx, fixed_batches(1))
-        blocks = list(stack.convert_model(case.build_model(), actx).decoder.layers.values())
+        model = stack.convert_model(case.build_model(), actx)
+        stack.create_optimizer(model, actx, functools.partial(case.build_optimizer, model))  # compiles it
+        blocks = list(model.decoder.layers.values())
         assert [block._compiled_call_impl is not None for block in blocks] == [compiled] * len(blocks)
     eager, compiled_run = runs[False], runs[True]
     assert eager["losses"][0] - eager["losses"][-1] > 100 * LOSS_TOL
@@ -167,15 +173,15 @@ def test_compile_compiles_each_block_as_torchtitan_does_and_trains_the_eager_los
 
 def point_steps(case: Any, actx: AdapterContext, batches: list[tuple[torch.Tensor, torch.Tensor]]
                 ) -> dict[str, list[float]]:
-    """STEPS steps through the stack's points, the trainer's order, each step on this rank's batch: the mean loss
-    over the ranks and the gradient's norm over the whole model, per step."""
+    """STEPS steps through the stack's points, the trainer's order, each step on this rank's batch (its data-parallel
+    rank's): the mean loss over the ranks and the gradient's norm over the whole model, per step."""
     import torch.distributed as dist
 
     model = stack.convert_model(case.build_model(), actx)
     optimizer, scheduler = stack.create_optimizer(model, actx, lambda: case.build_optimizer(model))
     if actx.world_size > 1:
         model = stack.model_to_ddp(model, actx)
-    batch = batches[actx.rank]
+    batch = batches[case.ctx.data_rank]
     losses, norms = [], []
     for step in range(1, STEPS + 1):
         optimizer.zero_grad(set_to_none=True)
@@ -193,45 +199,45 @@ def point_steps(case: Any, actx: AdapterContext, batches: list[tuple[torch.Tenso
     return {"losses": losses, "norms": norms}
 
 
-def rank_main(out: str, rank: int) -> None:
-    """One of the two ranks: point_steps on its half of the batches, then the trainer on each stack, into
-    out/rank<R>.json."""
+def rank_main(out: str, rank: int, world_size: int, tp: int) -> None:
+    """One of the ranks: point_steps on its data-parallel rank's batch, then the trainer on the torchtitan stack (and
+    with tensor_parallel 1 on the pytorch stack), into out/rank<R>.json."""
     import torch.distributed as dist
 
     from case_runners.rank.dist import shutdown_distributed
 
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
     try:
         seed_everything(SEED)
-        case, actx = context(Path(out) / "points", rank, 2)
-        result: dict[str, Any] = {"points": point_steps(case, actx, fixed_batches(2))}
-        for name, adapter in (("pytorch", None), ("torchtitan", stack_adapter())):
-            result[name] = run_trainer(Path(out) / name, adapter, rank, 2)
+        case, actx = context(Path(out) / "points", rank, world_size, tensor_parallel=tp)
+        result: dict[str, Any] = {"points": point_steps(case, actx, fixed_batches(world_size // tp))}
+        for name, adapter in (("pytorch", None), ("torchtitan", stack_adapter()))[tp > 1:]:
+            result[name] = run_trainer(Path(out) / name, adapter, rank, world_size,
+                                       **({"tensor_parallel": tp} if adapter else {}))
         (Path(out) / f"rank{rank}.json").write_text(json.dumps(result))
     finally:
         shutdown_distributed()
 
 
-def fork_rank(out: str, rank: int, port: int) -> None:
+def fork_rank(out: str, rank: int, port: int, world_size: int, tp: int) -> None:
     """A rank forked from the test process: torch, transformers and torchtitan are imported already (importing
     them again in a fresh process takes most of a run's time)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)  # as DataLoader's forked workers: the parent's thread pool is not the child's
-    rank_main(out, rank)
+    rank_main(out, rank, world_size, tp)
 
 
-@pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """rank_main on two gloo ranks, each a process forked from this one (killed if it does not end)."""
+def forked_ranks(out: Path, world_size: int, tp: int) -> list[dict[str, Any]]:
+    """rank_main on world_size gloo ranks, each a process forked from this one (killed if it does not end)."""
     import torchtitan.models.llama3  # noqa: F401 - before the fork, so that the ranks inherit it
     from transformers import LlamaForCausalLM  # noqa: F401 - as torchtitan
 
-    out = tmp_path_factory.mktemp("two_ranks")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    procs = [multiprocessing.get_context("fork").Process(target=fork_rank, args=(str(out), rank, port))
-             for rank in range(2)]
+    procs = [multiprocessing.get_context("fork").Process(target=fork_rank, args=(str(out), rank, port, world_size,
+                                                                                  tp))
+             for rank in range(world_size)]
     try:
         for proc in procs:
             proc.start()
@@ -242,16 +248,33 @@ def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=REAPED_S)
-    assert [p.exitcode for p in procs] == [0, 0]  # a rank's traceback is in the test's captured output
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [p.exitcode for p in procs] == [0] * world_size  # a rank's traceback is in the test's captured output
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world_size)]
 
 
-def test_two_gloo_ranks_through_torchtitans_fsdp_train_as_one_rank_on_both_batches(two_ranks, tmp_path):
-    seed_everything(SEED)  # one rank, the same model, on the two ranks' batches as one
-    case, actx = context(tmp_path)
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Two ranks of FSDP2 (tensor_parallel 1)."""
+    return forked_ranks(tmp_path_factory.mktemp("two_ranks"), 2, 1)
+
+
+@pytest.fixture(scope="module")
+def four_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Four ranks: tensor_parallel 2 x FSDP2 over 2 data-parallel ranks."""
+    return forked_ranks(tmp_path_factory.mktemp("four_ranks"), 4, 2)
+
+
+def one_rank_on_both_batches(work_dir: Path) -> dict[str, list[float]]:
+    seed_everything(SEED)  # one rank, the same model, on the two data-parallel ranks' batches as one
+    case, actx = context(work_dir)
     both = fixed_batches(2)
     one = point_steps(case, actx, [(torch.cat([b[0] for b in both]), torch.cat([b[1] for b in both]))])
     assert one["losses"][0] - one["losses"][-1] > 100 * LOSS_TOL
+    return one
+
+
+def test_two_gloo_ranks_through_torchtitans_fsdp_train_as_one_rank_on_both_batches(two_ranks, tmp_path):
+    one = one_rank_on_both_batches(tmp_path)
     for got in (rank["points"] for rank in two_ranks):
         assert max(abs(a - b) for a, b in zip(got["losses"], one["losses"])) <= LOSS_TOL, (got, one)
         # the gradients summed over the ranks of the loss over the ranks: Adam's update would hide a factor 2
@@ -266,6 +289,29 @@ def test_two_ranks_of_the_trainer_on_torchtitans_fsdp_give_the_pytorch_stacks_dd
         assert abs(pytorch["result"]["final_metric"] - titan["result"]["final_metric"]) <= LOSS_TOL
         assert titan["result"]["adapted"] == ["backward", "convert_model", "create_optimizer", "model_to_ddp"]
         assert titan["result"]["samples"] == pytorch["result"]["samples"] == 2 * STEPS * BATCH * SEQ
+
+
+def test_tensor_parallel_2_by_fsdp_2_trains_as_one_rank_on_both_data_parallel_batches(four_ranks, tmp_path):
+    """tensor_parallel 2 on 4 ranks: torchtitan's tensor and sequence parallelism within each pair of ranks, which
+    train the same batch, FSDP2 over the pairs; the loss and the gradient's norm of one rank on both pairs'
+    batches, every step."""
+    one = one_rank_on_both_batches(tmp_path)
+    for got in (rank["points"] for rank in four_ranks):
+        assert max(abs(a - b) for a, b in zip(got["losses"], one["losses"])) <= LOSS_TOL, (got, one)
+        assert max(abs(a - b) / b for a, b in zip(got["norms"], one["norms"])) <= LOSS_TOL, (got, one)
+
+
+def test_the_trainer_at_tensor_parallel_2_gives_the_ddp_losses_and_counts_each_sample_once(two_ranks, four_ranks):
+    """The trainer on 4 ranks at tensor_parallel 2: the data split over the 2 data-parallel ranks, the pytorch
+    stack's 2-rank DDP losses and held-out loss; the samples of a tensor-parallel pair counted once (the global
+    figure that of 2 ranks), each rank reporting its half, so that the ranks sum to the round's."""
+    for rank, got in enumerate(four_ranks):
+        pytorch, titan = two_ranks[rank // 2]["pytorch"], got["torchtitan"]  # its data-parallel rank's
+        assert len(titan["losses"]) == STEPS
+        assert max(abs(a - b) for a, b in zip(pytorch["losses"], titan["losses"])) <= LOSS_TOL, (pytorch, titan)
+        assert abs(pytorch["result"]["final_metric"] - titan["result"]["final_metric"]) <= LOSS_TOL
+        assert titan["result"]["samples"] == pytorch["result"]["samples"] == 2 * STEPS * BATCH * SEQ
+        assert titan["result"]["rank_samples"] == STEPS * BATCH * SEQ // 2
 
 
 @pytest.mark.parametrize(("overrides", "key"), [({"data_parallel": "fsdp"}, "data_parallel"),
@@ -295,6 +341,38 @@ def test_float8_is_refused_on_a_chip_without_an_fp8_peak_and_planned_on_the_h100
     selections[0].overrides = {"float8": True}
     config, problems = resolve(selections[0], load_vendor("nvidia", REPO), REPO)
     assert not problems and config is not None and config.params["float8"] is True
+
+
+def test_tensor_parallel_is_checked_against_the_ranks_the_heads_and_float8_before_any_host():
+    """A tensor_parallel the ranks cannot hold, one that splits an attention head, and float8 beside it are plan
+    errors naming the key, the file and what would fit."""
+    selections, _ = parse_selections([{"case": "llama", "framework": "torchtitan", "nproc": 2,
+                                       "overrides": {"tensor_parallel": 4}}])
+    _, (problem,) = resolve(selections[0], load_vendor("cpu", REPO), REPO)
+    assert problem.key == "tensor_parallel" and problem.file == "run overrides (perfplay_cases[0].overrides)"
+    assert "do not divide the 2 ranks of the selection (model-parallel sizes that divide them: 1, 2)" in str(problem)
+    selections, _ = parse_selections(["llama:torchtitan:H100:1:1:1"])
+    selections[0].overrides = {"float8": True, "tensor_parallel": 2}
+    _, problems = resolve(selections[0], load_vendor("nvidia", REPO), REPO)
+    (float8,) = [p for p in problems if p.key == "float8"]
+    assert float8.allowed == ["False"] and "cannot run it with tensor_parallel 2" in str(float8)
+    assert shapes.plan_problems({"model": "chatglm3_6b", "seq_len": 128, "tensor_parallel": 4}) == [(
+        "tensor_parallel", "key 'tensor_parallel' is 4, but model 'chatglm3_6b' cannot be split so (its 32 attention "
+                           "heads over 2 KV heads: each rank computes whole heads); allowed: 1, 2")]
+    assert shapes.plan_problems({"model": "llama2_70b", "seq_len": 4096, "tensor_parallel": 8}) == []
+
+
+def test_tensor_parallel_is_torchtitans_and_the_megatron_vendor_stacks_each_on_its_own_selections():
+    """One name for tensor parallelism: torchtitan's param, and the one nvidia's Megatron stack declares in its
+    stack.yaml; each selection reads its own stack's, from its own config."""
+    found = {}
+    for key in ("llama3_8b:torchtitan:H100:1:8:1", "llama3_8b:megatron:H100:1:8:1"):
+        selections, _ = parse_selections([key])
+        config, problems = resolve(selections[0], load_vendor("nvidia", REPO), REPO)
+        assert not problems and config is not None, problems
+        found[key.split(":")[1]] = (config.params["tensor_parallel"], config.stack_params)
+    assert found["torchtitan"] == (2, ["compile", "float8", "tensor_parallel"])
+    assert found["megatron"][0] == 2 and "tensor_parallel" in found["megatron"][1]  # FlagPerf's TP 2
 
 
 def test_float8_trains_the_blocks_linear_layers_as_torchaos_float8linear_near_the_eager_losses(tmp_path):

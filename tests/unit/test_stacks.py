@@ -305,7 +305,8 @@ def stack_runs(tmp_path_factory) -> dict[str, Path]:
     tree), a global batch of 6 (global_batch: 3 sequences a rank): on pytorch, on deepspeed (ZeRO 2: the cpu vendor's
     config) and on torchtitan in one run, each rank's 3 in micro batches of 1 (grad_accumulation 3: the stacks
     accumulate alike, a run of its own would cost 30-70 s; test_trainer_fsdp.py holds the trainer's accumulation to
-    the whole batch's), and on deepspeed with a 10x lr and whole batches;
+    the whole batch's), on deepspeed with a 10x lr and whole batches, and on torchtitan at tensor_parallel 2 (one
+    data-parallel rank: the batch of 6 in micro batches of 2);
     their case directories, and the fresh torch extensions folder the deepspeed runs had."""
     root = tmp_path_factory.mktemp("stack_runs")
     src = root / "text"
@@ -319,7 +320,9 @@ def stack_runs(tmp_path_factory) -> dict[str, Path]:
     found = {}
     runs = (("both", ["llama:pytorch:CPU:1:2:1", "llama:deepspeed:CPU:1:2:1", "llama:torchtitan:CPU:1:2:1"],
              ["--set", "grad_accumulation=3"]),
-            ("wrong_lr", ["llama:deepspeed:CPU:1:2:1"], ["--set", "lr=0.03"]))
+            ("wrong_lr", ["llama:deepspeed:CPU:1:2:1"], ["--set", "lr=0.03"]),
+            ("tensor_parallel", ["llama:torchtitan:CPU:1:2:1"], ["--set", "tensor_parallel=2",
+                                                                 "--set", "grad_accumulation=3"]))
     for name, keys, extra in runs:
         results = root / name
         done = subprocess.run([sys.executable, "-m", "case_runners", "run", *keys, "--dataset-path", str(data),
@@ -329,7 +332,8 @@ def stack_runs(tmp_path_factory) -> dict[str, Path]:
         (found[name],) = results.glob("run*")
     return {"pytorch": found["both"] / "llama_CPUx1x2", "deepspeed": found["both"] / "llama_deepspeed_CPUx1x2",
             "torchtitan": found["both"] / "llama_torchtitan_CPUx1x2",
-            "wrong_lr": found["wrong_lr"] / "llama_deepspeed_CPUx1x2", "extensions": extensions}
+            "wrong_lr": found["wrong_lr"] / "llama_deepspeed_CPUx1x2", "extensions": extensions,
+            "tensor_parallel": found["tensor_parallel"] / "llama_torchtitan_CPUx1x2"}
 
 
 def test_both_stacks_record_tokens_per_second_mfu_and_loss(stack_runs: dict[str, Path]):
@@ -362,6 +366,23 @@ def test_compare_aligns_the_stacks_loss_curves_and_catches_a_wrong_lr(stack_runs
     assert "lr: reference 0.003, candidate 0.03" in refused and "grad_accumulation" not in refused
     assert cli(["compare", str(stack_runs["pytorch"]), str(stack_runs["wrong_lr"]), "--allow-diff", "lr"]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+def test_torchtitans_tensor_parallelism_trains_the_data_parallel_runs_batches_and_counts_them_once(
+        stack_runs: dict[str, Path], capsys):
+    """Two ranks at tensor_parallel 2 are one data-parallel rank: it trains the global batch of 6 that the two
+    data-parallel ranks of the pytorch run split (the plan set batch_size 6), the same sequences each step, so that
+    `compare` aligns the two loss curves; the record counts the batch's tokens once, each rank its half."""
+    run = stack_runs["tensor_parallel"]
+    config = json.loads((run / "resolved_config.json").read_text())
+    assert (config["params"]["tensor_parallel"], config["params"]["batch_size"]) == (2, 6)
+    assert cli(["compare", str(stack_runs["pytorch"]), str(run)]) == 0  # parallelism is not the workload
+    out = capsys.readouterr().out
+    assert "6 aligned steps (1..6)" in out and "PASS" in out
+    record = json.loads((run / "round1" / "round_record.json").read_text())
+    assert record["metrics"]["samples"] == 6 * 6 * 32
+    ranks = [json.loads(path.read_text()) for path in sorted((run / "round1").glob("*_noderank0/rank*.result.json"))]
+    assert [rank["rank_samples"] for rank in ranks] == [6 * 6 * 32 // 2] * 2
 
 
 def test_the_stacks_accumulate_the_micro_batches_they_are_given(stack_runs: dict[str, Path]):

@@ -54,7 +54,8 @@ class LlamaCase(TrainingCase):
         seq_len = int(p["seq_len"])
         train, held_out = build_datasets(ctx.data_dir, p)
         # The first ones, the same every round; a multiple of the ranks, so that every rank runs as many forwards
-        # (under FSDP each forward is a collective of all ranks).
+        # (under FSDP each forward is a collective of all ranks). The ranks of a model replica (tensor parallelism)
+        # read the same data: the data-parallel rank's share.
         evaluated = min(len(held_out), int(p["eval_samples"])) // ctx.world_size * ctx.world_size
         if evaluated == 0:
             raise ValueError(f"the held-out split has fewer sequences of seq_len {seq_len} + 1 tokens "
@@ -66,13 +67,13 @@ class LlamaCase(TrainingCase):
             print(f"held-out unigram entropy {self.entropy:.3f} nats/token (a model knowing only token "
                   f"frequencies); target: held-out loss <= {case_target()}", flush=True)
         workers, pin = int(p["num_workers"]), ctx.pin_memory
-        self.train_loader = train_loader(train, int(p["batch_size"]), ctx.rank, ctx.world_size, seed=int(p["seed"]),
-                                         num_workers=workers, pin_memory=pin)
+        self.train_loader = train_loader(train, int(p["batch_size"]), ctx.data_rank, ctx.data_ranks,
+                                         seed=int(p["seed"]), num_workers=workers, pin_memory=pin)
         if len(self.train_loader) == 0:
             raise ValueError(f"{len(train)} training sequences of seq_len {seq_len} are fewer than one global "
-                             f"batch ({p['batch_size']} x {ctx.world_size} ranks)")
-        return self.train_loader, held_out_loader(evaluated_set, int(p["eval_batch_size"]), ctx.rank, ctx.world_size,
-                                                  num_workers=workers, pin_memory=pin)
+                             f"batch ({p['batch_size']} x {ctx.data_ranks} data-parallel ranks)")
+        return self.train_loader, held_out_loader(evaluated_set, int(p["eval_batch_size"]), ctx.data_rank,
+                                                  ctx.data_ranks, num_workers=workers, pin_memory=pin)
 
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:
         """AdamW, weight decay on the matrices only (not the norms); linear warmup then cosine to lr_min at

@@ -19,6 +19,12 @@ pytorch and torchtitan) or DeepSpeed's bf16 (its bf16 weights and gradients besi
                and one layer recomputed in backward; else every layer's
   logits       B·T·V: bf16, their fp32 copy, the log-softmax and its gradient: 14 B each
   reserve      the CUDA context, NCCL's buffers and the allocator's slack: RESERVE
+
+Tensor parallelism over P of the R ranks (torchtitan's tensor_parallel, with its sequence parallelism): the states
+stay divided by R (FSDP2 over the R / P data-parallel ranks, each of their shards split P ways); a gathered unit is
+a P-th of one; every activation above is a P-th (sequence-sharded norms, head-sharded attention, column-sharded MLP)
+and each layer also keeps the two bf16 inputs its column-parallel projections all-gathered (4·D bytes per token);
+the logits stay whole (the head's vocabulary shards are gathered for the case's loss).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from case_runners.cases.llama import shapes
-from case_runners.plan.config.shared_params import GRAD_ACCUMULATION, micro_batch_size
+from case_runners.plan.config.shared_params import GRAD_ACCUMULATION, TENSOR_PARALLEL, micro_batch_size
 
 GB = 1e9
 RESERVE = 4 * GB
@@ -73,7 +79,7 @@ def layer_activation_bytes(shape: shapes.Shape) -> int:
 
 
 def estimate(shape: shapes.Shape, seq_len: int, batch: int, ranks: int, sharding: str,
-             checkpointing: bool) -> Estimate:
+             checkpointing: bool, tensor_parallel: int = 1) -> Estimate:
     """A rank's memory in bf16 mixed precision (the module docstring)."""
     if sharding not in SHARDINGS:
         raise ValueError(f"sharding {sharding!r} (allowed: {', '.join(SHARDINGS)})")
@@ -85,14 +91,17 @@ def estimate(shape: shapes.Shape, seq_len: int, batch: int, ranks: int, sharding
     states = n * (weight / shard[0] + grad / shard[1] + optim / shard[2])
     how = (f"{n / 1e9:.2f}B params x ({weight}/{shard[0]} + {grad}/{shard[1]} + {optim}/{shard[2]}) B"
            if ranks > 1 else f"{n / 1e9:.2f}B params x {weight + grad + optim} B")
-    if stage == 3 and ranks > 1:  # the unit computed and the one prefetched, gathered whole
-        unit, per = max(layer_parameters(shape), shape.vocab * shape.hidden), 6 if sharding == FSDP else 2
+    tp = tensor_parallel
+    if stage == 3 and ranks > 1:  # the unit computed and the one prefetched, gathered whole (a P-th under TP)
+        unit, per = max(layer_parameters(shape), shape.vocab * shape.hidden) // tp, 6 if sharding == FSDP else 2
         gathered, gathered_how = 2 * unit * per, f"2 units of {unit / 1e6:.0f}M params x {per} B"
     else:
         layer = layer_parameters(shape)
         gathered, gathered_how = 2 * layer, f"one layer's bf16 copies ({layer / 1e6:.0f}M params x 2 B)"
     tokens = batch * seq_len
     per_layer = layer_activation_bytes(shape)
+    if tp > 1:  # a P-th of each, and the two gathered projection inputs whole
+        per_layer = per_layer // tp + 4 * shape.hidden
     if checkpointing:
         activations = tokens * (4 * shape.hidden * shape.layers + per_layer)
         act_how = (f"{batch} x {seq_len} tokens x (4 B x {shape.hidden} x {shape.layers} layers + one layer's "
@@ -100,6 +109,8 @@ def estimate(shape: shapes.Shape, seq_len: int, batch: int, ranks: int, sharding
     else:
         activations = tokens * per_layer * shape.layers
         act_how = f"{batch} x {seq_len} tokens x {per_layer / 1e3:.0f} KB x {shape.layers} layers"
+    if tp > 1:
+        act_how += f" (TP {tp})"
     logits = tokens * shape.vocab * 14
     return Estimate({
         "states": (states, how),
@@ -124,4 +135,5 @@ def of_config(params: dict[str, Any], framework: str, ranks: int) -> Estimate:
     """The estimate of a resolved config's params on `ranks` ranks, at its micro batch."""
     return estimate(shapes.shape_of(params), int(params["seq_len"]),
                     micro_batch_size(int(params["batch_size"]), int(params.get(GRAD_ACCUMULATION, 1))), ranks,
-                    sharding_of(params, framework, ranks), bool(params.get("activation_checkpointing")))
+                    sharding_of(params, framework, ranks), bool(params.get("activation_checkpointing")),
+                    int(params.get(TENSOR_PARALLEL, 1)))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from case_runners.plan.config.shared_params import EXPERT_PARALLEL
+from case_runners.plan.config.shared_params import EXPERT_PARALLEL, TENSOR_PARALLEL
 from case_runners.plan.config.stacks import PYTORCH, ROUTER_AUX_LOSS
 
 CONVENTION = ("PaLM: 6·N + 12·L·H·Q·T FLOPs per token trained; N = the matmul weights a token goes through "
@@ -196,7 +196,7 @@ def flops_per_token(shape: Shape, seq_len: int) -> float:
 def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
     """(param, message) for what the params ask that the shape cannot hold: a sequence longer than its context, a
     load-balancing loss without experts to balance, expert parallelism (a stack's param) that does not divide its
-    experts."""
+    experts, tensor parallelism (a stack's param) that does not divide its heads and KV heads."""
     shape = shape_of(params)
     seq_len = int(params["seq_len"])
     if seq_len > shape.max_positions:
@@ -212,4 +212,10 @@ def plan_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
         what = f"its {shape.experts} experts a layer" if shape.experts else "it is dense: no experts to split"
         return [(EXPERT_PARALLEL, f"key '{EXPERT_PARALLEL}' is {split}, but model '{params['model']}' cannot be "
                                   f"split so ({what}); allowed: {', '.join(map(str, fits))}")]
+    tp = int(params.get(TENSOR_PARALLEL, 1))
+    if tp > 1 and (shape.heads % tp or shape.kv_heads % tp):
+        fits = [n for n in range(1, shape.kv_heads + 1) if shape.heads % n == 0 and shape.kv_heads % n == 0]
+        return [(TENSOR_PARALLEL, f"key '{TENSOR_PARALLEL}' is {tp}, but model '{params['model']}' cannot be split "
+                                  f"so (its {shape.heads} attention heads over {shape.kv_heads} KV heads: each rank "
+                                  f"computes whole heads); allowed: {', '.join(map(str, fits))}")]
     return []

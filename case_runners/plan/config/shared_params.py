@@ -52,7 +52,8 @@ BATCH_SIZE = "batch_size"
 # The model-parallel params a stack declares where it has them (a vendor stack's stack.yaml params: Megatron's TP and
 # PP): the data-parallel ranks are the ranks / their product. A stack with MICRO_BATCH takes its micro batch as a
 # param of its own; the others' micro batch is batch_size / grad_accumulation.
-MODEL_PARALLEL = ("tensor_parallel", "pipeline_parallel")
+TENSOR_PARALLEL = "tensor_parallel"
+MODEL_PARALLEL = (TENSOR_PARALLEL, "pipeline_parallel")
 MICRO_BATCH = "micro_batch"
 # A stack's expert parallelism where it declares it (Megatron's): a mixture-of-experts layer's experts split over
 # expert_parallel ranks, each expert's matrices over expert_tensor_parallel ranks (0: tensor_parallel's, Megatron's

@@ -34,6 +34,19 @@ class RunContext:
     runtime: VendorRuntime | None = None  # the vendor's hook: synchronize, memory, versions
     pin_memory: bool = False  # page-locked host batches: the device is not the host
     work_dir: Path | None = None  # the case's directory on this host (beside resolved_config.json)
+    # The ranks one model replica spans (a stack's tensor parallelism: plan/config/shared_params.py model_parallel):
+    # consecutive ranks, as torchtitan's device mesh lays tensor parallelism innermost. They train the same batches.
+    model_parallel: int = 1
+
+    @property
+    def data_rank(self) -> int:
+        """The rank's data-parallel rank: which share of the data it trains (its replica's)."""
+        return self.rank // self.model_parallel
+
+    @property
+    def data_ranks(self) -> int:
+        """The data-parallel ranks: the shares the data is split into (the ranks / model_parallel)."""
+        return self.world_size // self.model_parallel
 
 
 class TrainingCase(ABC):
@@ -46,7 +59,8 @@ class TrainingCase(ABC):
 
     @abstractmethod
     def build_data(self) -> tuple[Iterable, Iterable]:
-        """(train loader, eval loader); the train loader shards by rank when world_size > 1."""
+        """(train loader, eval loader); the train loader shards by data-parallel rank (ctx.data_rank of
+        ctx.data_ranks) when there are several."""
 
     @abstractmethod
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any | None]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.shared_params import model_parallel
 from case_runners.plan.config.stacks import PYTORCH, STACKS
 from case_runners.rank import stop_request
 from case_runners.rank.driver import events as ev
@@ -77,7 +78,8 @@ def run(config: ResolvedConfig, config_path: str, log: EventLogger, env: DistEnv
     seed_everything(trainer_params.seed)
     ctx = RunContext(rank=env.rank, local_rank=env.local_rank, world_size=env.world_size,
                      device=device, data_dir=config.data_dir, log=log, runtime=runtime,
-                     pin_memory=device.type != "cpu", work_dir=Path(config_path).parent)
+                     pin_memory=device.type != "cpu", work_dir=Path(config_path).parent,
+                     model_parallel=model_parallel(params))
     case = load_case_builder(config.case_package)(params, ctx)
     stop_request.check("init (trainer)")
     if config.target is None:

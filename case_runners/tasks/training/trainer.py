@@ -9,7 +9,8 @@ Times (seconds) and throughputs (global samples/s), as in FlagPerf's FINISHED ev
 A vendor's extern/ adapter (tasks/training/adapter.py) replaces the steps it defines, the trainer's code runs the
 others; timing and stop conditions stay the trainer's.
 
-Each rank also reports its own share: rank_samples (the samples this rank trained on) and
+Each rank also reports its own share: rank_samples (the samples this rank trained on; where a stack's tensor
+parallelism spreads a model replica over several ranks, which train the same samples, its share of them) and
 rank_p_whole / rank_p_train / rank_p_core = rank_samples over this rank's own train_time /
 train_no_eval_time / rank_core_time. Summed over a node's ranks they give the node's throughput.
 
@@ -425,6 +426,9 @@ class Trainer:
         log.event(ev.TRAIN_END, {"train_time": train_time, "epoch": epoch, "step": step})
 
         global_samples, global_core = all_reduce_sum([samples, core_time], self.device)
+        # The ranks of a model replica (tensor parallelism) train the same samples: counted once, each rank its share.
+        replica = self.ctx.model_parallel
+        global_samples, samples = global_samples / replica, samples // replica
         if self.save_to is not None:  # after TRAIN_END and the timings: a failure raised before this point
             self._save_checkpoint()
         rank_core_time = core_time

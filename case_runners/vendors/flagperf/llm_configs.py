@@ -142,7 +142,7 @@ class LlmConfig:
         if row is not None and target == "amp_dtype":
             self._precision(name, value, source, base, params)
         elif (target in STACK_PARALLELISM and target not in base["params"]) or \
-                stack_of(target) not in (None, self.stack_name):
+                stack_of(target, self._own()) not in (None, self.stack_name):
             self.report.add(NONE, source, f"{target}: {value!r}: {self._why(target)}")
         else:
             self._set(target, value, source, base, params, note=row.note if row is not None else "")
@@ -392,13 +392,17 @@ class LlmConfig:
         for source in sources:
             self.report.add(status, source, detail)
 
+    def _own(self) -> list[str]:
+        """The params of the vendor stack that runs this config (none for a built-in stack)."""
+        return list(self.stack.params) if self.stack is not None else []
+
     def _why(self, param: str) -> str:
         """Why a stack param has no place in the config."""
-        owner = stack_of(param)
-        if owner is not None and owner != self.stack_name:
-            return f"the {owner} stack's param, and this config is FlagPerf's {self.framework}"
+        owner = stack_of(param, self._own())
         if self.needs:
             return "a vendor stack's param, and no vendor stack runs this config (its 'needs a vendor stack' line)"
+        if owner is not None and owner != self.stack_name:
+            return f"the {owner} stack's param, and this config is FlagPerf's {self.framework}"
         if self.stack is None:
             return f"the built-in {self.stack_name} stack has no {param} (its params: " \
                    f"{', '.join(STACK_PARAMS[self.stack_name]) or 'none'})"

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from case_runners.core.errors import PerfplayError
-from case_runners.plan.config.shared_params import GRAD_ACCUMULATION
+from case_runners.plan.config.shared_params import BATCH_SIZE, GLOBAL_BATCH, GRAD_ACCUMULATION, batch_split
 from case_runners.plan.config.stacks import stack_of
 from case_runners.records.resolved import ResolvedConfig
 from case_runners.records.round import TrainingRoundRecord
@@ -66,11 +66,17 @@ def align(reference: Mapping[int, float], candidate: Mapping[int, float], from_s
 
 
 def workload(config: ResolvedConfig, record: TrainingRoundRecord) -> dict[str, Any]:
-    """What a round computes: its case, world size, precision and params (less NOT_WORKLOAD and a stack's params).
-    The vendor, the hardware, the framework (the stack) and its version and the data's path are what a comparison
-    is for, or where it runs."""
-    return {CASE: config.case, WORLD_SIZE: config.nnodes * config.nproc, PRECISION: record.metrics["precision"],
-            **workload_params(config)}
+    """What a round computes: its case, world size, precision and params (less NOT_WORKLOAD and a stack's params),
+    the batch as the global batch of a step (a data-parallel rank's batch_size is how a stack's model parallelism
+    splits it: tensor_parallel 2 on 2 ranks trains the 6 sequences of 2 data-parallel ranks' 3). The vendor, the
+    hardware, the framework (the stack) and its version and the data's path are what a comparison is for, or where
+    it runs."""
+    world = config.nnodes * config.nproc
+    params = workload_params(config)
+    if BATCH_SIZE in config.params:
+        del params[BATCH_SIZE]
+        params[GLOBAL_BATCH] = batch_split(config.params, world).global_batch
+    return {CASE: config.case, WORLD_SIZE: world, PRECISION: record.metrics["precision"], **params}
 
 
 def workload_params(config: ResolvedConfig) -> dict[str, Any]:

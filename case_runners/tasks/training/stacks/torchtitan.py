@@ -1,21 +1,25 @@
-"""The torchtitan stack: the llama case trained on torchtitan's llama3 model and its FSDP2, by perfplay's trainer.
+"""The torchtitan stack: the llama case trained on torchtitan's llama3 model and its parallelism, by perfplay's trainer.
 
 torchtitan's: the model (torchtitan.models.llama3's Llama3Model, its blocks, fused QKV projection and complex RoPE,
 attention through torch's scaled_dot_product_attention), its HF weight mapping (Llama3StateDictAdapter.from_hf,
 which reverses the q/k RoPE permutation: torchtitan rotates adjacent pairs, transformers rotates halves) and its
-data parallelism (torchtitan.distributed.fsdp.apply_fsdp_to_decoder: each block, the embedding, the norm with the
-head (one unit with the embedding where it is tied) and the root as FSDP2 units, gradients summed, not averaged).
+parallelism, in parallelize_llama's order: tensor parallelism (the param tensor_parallel: its llama3 sharding plan,
+set_llama3_sharding_config with sequence parallelism, applied by Module.parallelize over the innermost mesh axis),
+compile (the param), and FSDP2 over the data-parallel ranks (torchtitan.distributed.fsdp.apply_fsdp_to_decoder:
+each block, the embedding, the norm with the head (one unit with the embedding where it is tied) and the root as
+FSDP2 units, gradients summed, not averaged), on torchtitan's ParallelDims and device mesh.
 perfplay's: the shape (read from the case's transformers config, so both stacks build the same network), the
 weights (the case's freshly built model's, loaded into torchtitan's: a pytorch-stack and a torchtitan run start
-from the same point), the data, the loss and samples (the case's own train_step and evaluate run on the model this
-stack builds), the optimizer and schedule (the case's AdamW, decaying the matrices only, and its cosine schedule;
-torchtitan's default AdamW decays every parameter and its schedule decays linearly), the loop, timing and
-precision.
+from the same point), the data (each data-parallel rank its share; a tensor-parallel group's ranks the same), the
+loss and samples (the case's own train_step and evaluate run on the model this stack builds: under tensor
+parallelism the head's vocabulary shards are gathered for it, torchtitan's loss parallelism is not used), the
+optimizer and schedule (the case's AdamW, decaying the matrices only, and its cosine schedule; torchtitan's
+default AdamW decays every parameter and its schedule decays linearly), the loop, timing and precision.
 
 Gradient accumulation is the trainer's (grad_accumulation, tasks/training/accumulation.py), as torchtitan's own: its
 training.local_batch_size is the micro batch (batch_size / grad_accumulation) and its training.global_batch_size
-batch_size x ranks; like torchtitan's train_step, every micro batch's gradients are reduce-scattered, the loss of
-each weighted by its share of the batch.
+batch_size x the data-parallel ranks; like torchtitan's train_step, every micro batch's gradients are
+reduce-scattered, the loss of each weighted by its share of the batch.
 
 torchtitan's Trainer is not used: it cannot run without an accelerator (it sets a CUDA device at start), and the
 loop is what perfplay keeps comparable. Its default attention (flex) has no backward on a CPU and its varlen
@@ -24,13 +28,15 @@ transformers' attention in the pytorch stack is).
 
 Points, in the order the trainer calls them:
     convert_model      the case's LlamaForCausalLM -> torchtitan's Llama3Model of the same shape and weights; with
-                       the stack's param float8 its blocks' linear layers torchao's Float8Linear, with compile
-                       each block compiled, as torchtitan converts and compiles them
-    create_optimizer   with several ranks, first shards the model as torchtitan does (FSDP2 must shard before the
-                       optimizer is made: fully_shard replaces the parameters), then the case's own optimizer
+                       the stack's param float8 its blocks' linear layers torchao's Float8Linear, as torchtitan
+                       converts them; with tensor_parallel > 1 its modules carrying the tensor-parallel plan
+    create_optimizer   first parallelizes the model as torchtitan does (tensor parallelism, compile, FSDP2: it must
+                       shard before the optimizer is made, fully_shard replaces the parameters), then the case's
+                       own optimizer
     model_to_ddp       the model create_optimizer sharded, as it is (torchtitan has no DDP: its data parallelism
                        is FSDP2 at any degree)
-    backward           the loss over the ranks (FSDP sums the gradients under torchtitan's settings), backward
+    backward           the loss over the data-parallel ranks (FSDP sums the gradients under torchtitan's
+                       settings), backward
 """
 
 from __future__ import annotations
@@ -39,8 +45,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import torch
 from torch import nn
+from torch.distributed.tensor import DTensor
 
 from case_runners.core.errors import PerfplayError
+from case_runners.plan.config.shared_params import TENSOR_PARALLEL
 from case_runners.plan.config.stacks import COMPILE, FLOAT8
 
 if TYPE_CHECKING:
@@ -67,7 +75,10 @@ class TitanCausalLM(nn.Module):
         self.decoder = decoder
 
     def forward(self, input_ids: torch.Tensor) -> TitanOutput:
-        return TitanOutput(self.decoder(input_ids))  # positions None: 0..L-1 of every sequence, causal attention
+        logits = self.decoder(input_ids)  # positions None: 0..L-1 of every sequence, causal attention
+        if isinstance(logits, DTensor):  # tensor parallel: the head's vocabulary shards, gathered for the case's loss
+            logits = logits.full_tensor()
+        return TitanOutput(logits)
 
 
 def _import_torchtitan() -> None:
@@ -128,11 +139,16 @@ def _titan_config(config: PretrainedConfig) -> Any:
 
 
 def convert_model(model: nn.Module, ctx: AdapterContext) -> nn.Module:
-    """torchtitan's Llama3Model of the case model's shape, holding the case model's weights (on the CPU)."""
+    """torchtitan's Llama3Model of the case model's shape, holding the case model's weights (on the CPU); with
+    tensor_parallel > 1 its modules carry torchtitan's llama3 tensor and sequence parallel plan, applied by
+    create_optimizer."""
     _import_torchtitan()
     from torchtitan.models.llama3 import Llama3StateDictAdapter
+    from torchtitan.models.llama3.sharding import set_llama3_sharding_config
 
     config = _titan_config(model.config)  # type: ignore[arg-type] # a transformers model's config
+    if _tensor_parallel(ctx) > 1:
+        set_llama3_sharding_config(config, enable_sp=True)  # torchtitan's default: sequence parallel on
     if ctx.params.get(FLOAT8):
         config = _float8(config, ctx)
     decoder = config.build()
@@ -141,8 +157,6 @@ def convert_model(model: nn.Module, ctx: AdapterContext) -> nn.Module:
     except KeyError as exc:
         raise PerfplayError(f"the {STACK} stack has no torchtitan name for the case model's weight {exc}") from exc
     decoder.load_state_dict(state, strict=True)
-    if ctx.params.get(COMPILE):
-        _compile(decoder, ctx)
     return TitanCausalLM(decoder)
 
 
@@ -162,40 +176,73 @@ def _float8(config: Any, ctx: AdapterContext) -> Any:
                             f"case_runners/tasks/training/stacks/torchtitan-requirements.txt)") from exc
 
 
-def _compile(decoder: nn.Module, ctx: AdapterContext) -> None:
-    """torchtitan's apply_compile: each transformer block compiled (inductor, fullgraph) before FSDP2 wraps it, as
-    its parallelize_llama does; the first step pays the compilation."""
-    from torchtitan.config import CompileConfig
+def _tensor_parallel(ctx: AdapterContext) -> int:
+    return int(ctx.params.get(TENSOR_PARALLEL, 1))
+
+
+def _parallel_dims(ctx: AdapterContext) -> Any:
+    """torchtitan's ParallelDims of the round: tensor_parallel ranks (innermost: consecutive ranks) x FSDP over the
+    data-parallel rest, its DTensor backend for the model-parallel axes (its partial_dtensor)."""
     from torchtitan.distributed import ParallelDims
+
+    tp = _tensor_parallel(ctx)
+    return ParallelDims(dp_replicate=1, dp_shard=ctx.world_size // tp, cp=1, tp=tp, pp=1, ep=1,
+                        world_size=ctx.world_size, spmd_backend="partial_dtensor")
+
+
+def _build_mesh(dims: Any, ctx: AdapterContext) -> None:
+    """dims' device mesh on the round's device: torchtitan takes its device type from the accelerator it finds at
+    import, cuda where it finds none, so a CPU round names its own."""
+    from unittest import mock
+
+    from torchtitan.distributed import parallel_dims
+
+    with mock.patch.object(parallel_dims, "device_type", ctx.device.type):
+        dims.build_mesh()
+
+
+def _compile(decoder: nn.Module, dims: Any) -> None:
+    """torchtitan's apply_compile: each transformer block compiled (inductor, fullgraph) after tensor parallelism and
+    before FSDP2 wraps it, as its parallelize_llama does; the first step pays the compilation."""
+    from torchtitan.config import CompileConfig
     from torchtitan.distributed.compile import apply_compile
 
-    dims = ParallelDims(dp_replicate=1, dp_shard=ctx.world_size, cp=1, tp=1, pp=1, ep=1, world_size=ctx.world_size)
     apply_compile(decoder, compile_config=CompileConfig(enable=True, components=["model"]), parallel_dims=dims)
 
 
-def _sharded(ctx: AdapterContext) -> bool:
-    return ctx.world_size > 1
+def _shard(decoder: nn.Module, dims: Any) -> None:
+    """torchtitan's FSDP2 over the data-parallel ranks (fp32 parameters and reductions: the trainer's autocast is
+    the precision)."""
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FSDPModule
+    from torchtitan.distributed.fsdp import apply_fsdp_to_decoder
+
+    apply_fsdp_to_decoder(decoder, dims.get_mesh([MESH_DIM]), param_dtype=torch.float32,
+                          reduce_dtype=torch.float32, pp_enabled=False)
+    if dist.get_backend() == dist.Backend.GLOO:
+        # torchtitan sets FSDP's gradient divide factor to 1, which reduce-scatters with PREMUL_SUM: gloo has
+        # none. A plain SUM gives the same gradients (backward divides the loss by the ranks instead).
+        for module in decoder.modules():
+            if isinstance(module, FSDPModule):
+                module.set_force_sum_reduction_for_comms(True)
 
 
 def create_optimizer(model: nn.Module, ctx: AdapterContext, standard: Any) -> tuple[Any, Any]:
-    """With several ranks, torchtitan's FSDP2 over a 1-D mesh of the ranks (fp32 parameters and reductions: the
-    trainer's autocast is the precision), then the case's optimizer and schedule over the sharded parameters."""
-    if _sharded(ctx):
-        import torch.distributed as dist
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import FSDPModule
-        from torchtitan.distributed.fsdp import apply_fsdp_to_decoder
-
-        decoder = cast("TitanCausalLM", model).decoder  # convert_model's
-        mesh = init_device_mesh(ctx.device.type, (ctx.world_size,), mesh_dim_names=(MESH_DIM,))
-        apply_fsdp_to_decoder(decoder, mesh, param_dtype=torch.float32, reduce_dtype=torch.float32,
-                              pp_enabled=False)
-        if dist.get_backend() == dist.Backend.GLOO:
-            # torchtitan sets FSDP's gradient divide factor to 1, which reduce-scatters with PREMUL_SUM: gloo has
-            # none. A plain SUM gives the same gradients (backward divides the loss by the ranks instead).
-            for module in decoder.modules():
-                if isinstance(module, FSDPModule):
-                    module.set_force_sum_reduction_for_comms(True)
+    """torchtitan's parallelize_llama, in its order (FSDP2 must shard before the optimizer is made: fully_shard
+    replaces the parameters): tensor parallelism (tensor_parallel > 1), compile (the param), FSDP2 over the
+    data-parallel ranks (with several); then the case's optimizer and schedule over the parameters as they are."""
+    decoder: Any = cast("TitanCausalLM", model).decoder  # convert_model's Llama3Model
+    dims = _parallel_dims(ctx)
+    if ctx.world_size > 1:
+        _build_mesh(dims, ctx)
+    if dims.tp > 1:
+        decoder.parallelize(dims)
+        if decoder.enable_weight_tying:  # parallelize gives each module its own DTensor: tied again, as init_states
+            decoder.tok_embeddings.weight = decoder.lm_head.weight
+    if ctx.params.get(COMPILE):
+        _compile(decoder, dims)
+    if ctx.world_size > 1:
+        _shard(decoder, dims)
     return standard()
 
 
@@ -205,7 +252,8 @@ def model_to_ddp(model: nn.Module, ctx: AdapterContext) -> nn.Module:
 
 
 def backward(step: int, loss: torch.Tensor, optimizer: Any, scaler: Any, ctx: AdapterContext) -> None:
-    """loss.backward(), the loss divided by the ranks when sharded: torchtitan's FSDP sums the ranks' gradients,
-    so each rank's share of the mean is its loss / world_size (the trainer's DDP averages instead)."""
-    scaled = loss / ctx.world_size if _sharded(ctx) else loss
+    """loss.backward(), the loss divided by the data-parallel ranks: torchtitan's FSDP sums their gradients, so
+    each one's share of the mean is its loss / their number (the trainer's DDP averages instead). The ranks of a
+    tensor-parallel group compute the same loss, and DTensor's backward reduces their parts of each gradient."""
+    scaled = loss / (ctx.world_size // _tensor_parallel(ctx))
     (scaler.scale(scaled) if scaler is not None else scaled).backward()
