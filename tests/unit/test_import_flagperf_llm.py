@@ -274,9 +274,16 @@ def test_flagperfs_expert_parallelism_goes_to_a_stack_that_takes_it_each_expert_
     assert f"mapped          {script}: -> expert_tensor_parallel: 1; each expert whole on its rank: megatron-core's " \
            f"default makes expert_tensor_parallel 8 x expert_parallel 8 x pipeline_parallel 2 = 128 ranks, which 32 " \
            f"cannot hold" in lines(report)
-    write(tree, {f"{config}/training_adapter.sh": "MOE_ARGS=\"--expert-model-parallel-size 4\"\n"})
-    import_flagperf(tree, root / "again", root=root)
-    assert load(root / "again" / out)["expert_parallel"] == 4
+    write(tree, {f"{config}/training_adapter.sh": "MOE_ARGS=\"--expert-model-parallel-size 4\"\n"
+                                                  "# --transformer-impl transformer_engine\n"
+                                                  "TRANSFORMER_ARGS=\"--transformer-impl local\"\n"})
+    report = import_flagperf(tree, root / "again", root=root)
+    again = load(root / "again" / out)
+    assert again["expert_parallel"] == 4
+    # metax's adapters' --transformer-impl local: megatron-core's own layers (the stack's param transformer_impl)
+    assert again["transformer_impl"] == "local"
+    assert f"mapped          {config}/training_adapter.sh:3 --transformer-impl: -> transformer_impl: \"local\"" \
+        in lines(report)
 
 
 @pytest.mark.parametrize("setup, message", [

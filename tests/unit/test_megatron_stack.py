@@ -109,6 +109,10 @@ def test_a_mixture_of_experts_and_the_stacks_params(tmp_path):
         "--global-batch-size": "1200", "--micro-batch-size": "3", "--tensor-model-parallel-size": "8",
         "--pipeline-model-parallel-size": "2"}
     assert "--recompute-activations" in got and "--sequence-parallel" not in got and "--ffn-hidden-size" not in got
+    assert got["--transformer-impl"] == "transformer_engine"  # FlagPerf's scripts', the default
+    local = flags(launcher().megatron_argv(inputs_of("mixtral_8x7b:megatron:H100:4:8:1", tmp_path,
+                                                     transformer_impl="local"), "/m"))
+    assert local["--transformer-impl"] == "local"  # megatron-core's own layers: no Transformer Engine
     # FlagPerf's expert parallelism, each expert whole on its rank (megatron-core's expert grid: 1 x 8 x PP 2 | 32)
     assert {k: got.get(k, "absent") for k in ("--expert-model-parallel-size", "--expert-tensor-parallel-size",
                                               "--moe-grouped-gemm", "--moe-token-dispatcher-type")} == {

@@ -63,6 +63,9 @@ LLAMA = "llama"  # the case every model case is a shape of
 # of a Megatron script, literal
 SCRIPT_FLAGS = {"global_batch": "--global-batch-size", "seq_len": "--seq-length",
                 EXPERT_PARALLEL: "--expert-model-parallel-size"}
+# A vendor stack's params that a vendor's training_adapter.sh sets by a word (`--transformer-impl local`: metax's
+# llama3_8B and qwen1.5_MoE), where the stack declares them: {param: flag}.
+ADAPTER_WORDS = {"transformer_impl": "--transformer-impl"}
 _FRAMEWORKS = sorted((row.flagperf for row in LLM_FRAMEWORKS), key=len, reverse=True)  # megatron-deepspeed first
 
 
@@ -124,6 +127,7 @@ class LlmConfig:
         seq_len = self._seq_len(found, params, base)
         self._batch_and_steps(found, seq_len, nnodes, nproc, base, params)
         self._experts(nnodes * nproc, base, params)
+        self._adapter_words(base, params)
         self._write(params, hardware, nnodes, nproc)
 
     def _name(self, name: str, value: Any, source: str, found: Found, base: dict[str, Any],
@@ -193,16 +197,28 @@ class LlmConfig:
     def _script(self, flag: str, folder: Path | None = None) -> tuple[int, str] | None:
         """A literal number of the benchmark's Megatron script (`--global-batch-size 512`; or of another folder's
         scripts), with its file:line."""
+        found = self._script_value(flag, r"[0-9]+", folder)
+        return (int(found[0]), found[1]) if found else None
+
+    def _script_value(self, flag: str, pattern: str, folder: Path | None = None) -> tuple[str, str] | None:
+        """The first uncommented value of a flag matching pattern in a folder's scripts, with its file:line."""
         folder = folder or self.base_dir
         if not folder.is_dir():
             return None
         for script in sorted(folder.glob("*.sh")):
             text = script.read_text(encoding="utf-8", errors="replace")
             for number, line in enumerate(text.splitlines(), 1):
-                match = re.search(rf"{re.escape(flag)}\s+([0-9]+)\b", line)
+                match = re.search(rf"{re.escape(flag)}\s+({pattern})\b", line)
                 if match and not line.lstrip().startswith("#"):
-                    return int(match[1]), f"{self.imp.shown(script)}:{number} {flag}"
+                    return match[1], f"{self.imp.shown(script)}:{number} {flag}"
         return None
+
+    def _adapter_words(self, base: dict[str, Any], params: dict[str, Any]) -> None:
+        """ADAPTER_WORDS the vendor's training_adapter.sh gives, where its stack declares the param."""
+        for param, flag in ADAPTER_WORDS.items():
+            found = self._script_value(flag, r"[A-Za-z_]+", self.path.parent)
+            if found is not None and param in base["params"]:
+                self._set(param, found[0], found[1], base, params)
 
     def _experts(self, ranks: int, base: dict[str, Any], params: dict[str, Any]) -> None:
         """A mixture of experts' expert parallelism on a stack that takes it: its Megatron script's

@@ -88,7 +88,7 @@ def training_args(inputs: dict[str, Any]) -> list[str]:
             "--adam-beta2", f"{opt['betas'][1]:g}", "--adam-eps", f"{opt['eps']:g}",
             "--clip-grad", f"{opt['max_grad_norm']:g}", "--seed", str(inputs["seed"]),
             "--tensor-model-parallel-size", str(tp), "--pipeline-model-parallel-size", str(pp),
-            "--use-distributed-optimizer", "--transformer-impl", "transformer_engine",
+            "--use-distributed-optimizer", "--transformer-impl", str(stack["transformer_impl"]),
             *PRECISION_FLAGS[inputs["precision"]], "--log-interval", "1",
             # one evaluation, at the end, of the held-out samples the contract names
             "--eval-interval", str(steps), "--eval-iters", str(max(1, math.ceil(inputs["eval"]["samples"] /
