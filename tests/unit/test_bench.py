@@ -486,3 +486,28 @@ def test_fidelity_runs_both_sides_of_every_pair_under_the_malloc_mode(mode, monk
     expected = {name: (str(value) if mode == "fixed" else None) for name, value in SETTINGS.items()}
     assert seen == [expected, expected], seen
     assert f"malloc {mode} on both sides" in capsys.readouterr().out
+
+
+def test_stack_throughput_reads_the_steady_rate_and_mfu_past_the_warmup(tmp_path):
+    """bench/stack_throughput.py's figures of a round: the record's p_core and MFU, and the steady tokens/s of the
+    steps after the warm-up (rank 0's running samples and core time, times the data-parallel ranks: tensor
+    parallelism's pairs train one batch), its MFU at the record's peak."""
+    from bench import stack_throughput
+
+    node = tmp_path / "llama_torchtitan_H100x1x4" / "round1" / "host_noderank0"
+    node.mkdir(parents=True)
+    # a first step of 10 s (compiling), then 1 s a step of 1000 tokens
+    steps = [(1, 1000, 10.0), (2, 2000, 11.0), (3, 3000, 12.0), (4, 4000, 13.0)]
+    (node / "rank0.events.jsonl").write_text("".join(json.dumps(
+        {"event": "STEP_END", "value": {"step": s, "rank_samples": n, "rank_core_time": t}, "metadata": {}}) + "\n"
+        for s, n, t in steps))
+    record = {"status": "not_converged", "nnodes": 1, "nproc": 4, "params": {"tensor_parallel": 2},
+              "metrics": {"p_core": 615.0, "init_time": 3.0, "peak_memory_bytes": 5e9, "device_memory": {}},
+              "mfu": {"value": 0.1, "flops_per_sample": 1e9, "peak_flops_per_device": 1e12},
+              "versions": {"torch": "2.11.0", "python": "3.12.3"}}
+    (node.parent / "round_record.json").write_text(json.dumps(record))
+    run = stack_throughput.figures("torchtitan", node.parent.parent, warmup=2, wall=20.0)
+    assert run.steady_tokens_per_s == 2 * 1000.0  # (4000 - 2000) / (13 - 11) s, times 4 ranks / TP 2
+    assert run.steady_mfu == 2000.0 * 1e9 / (1e12 * 4) and run.mfu == 0.1 and run.tokens_per_s == 615.0
+    assert run.peak_memory_gb == 5.0 and run.versions == {"torch": "2.11.0", "python": "3.12.3"}
+    assert stack_throughput.steady_rate([], warmup=2, data_ranks=1) is None
