@@ -4,8 +4,7 @@ three steps of the real trainer through the stack's points give the losses of th
 code) from the same seed; on two gloo ranks, torchtitan's FSDP2 (create_optimizer, model_to_ddp, backward) gives
 the loss and gradient of one rank on both ranks' batches, and the trainer on it the pytorch stack's DDP losses; on
 four, tensor_parallel 2 (torchtitan's tensor and sequence parallelism within each pair, FSDP2 over the pairs) the
-same; compile on two ranks, under FSDP2 and under tensor parallelism, the eager losses; what the stack cannot run is
-refused by name. The ranks are forked from the test process: a fresh process would
+same; what the stack cannot run is refused by name. The ranks are forked from the test process: a fresh process would
 spend most of its time importing torch, transformers and torchtitan again."""
 
 from __future__ import annotations
@@ -200,9 +199,9 @@ def point_steps(case: Any, actx: AdapterContext, batches: list[tuple[torch.Tenso
     return {"losses": losses, "norms": norms}
 
 
-def rank_main(out: str, rank: int, world_size: int, tp: int, compiled: bool) -> None:
-    """One of the ranks: point_steps on its data-parallel rank's batch, then (eager) the trainer on the torchtitan
-    stack (and with tensor_parallel 1 on the pytorch stack), into out/rank<R>.json."""
+def rank_main(out: str, rank: int, world_size: int, tp: int) -> None:
+    """One of the ranks: point_steps on its data-parallel rank's batch, then the trainer on the torchtitan stack (and
+    with tensor_parallel 1 on the pytorch stack), into out/rank<R>.json."""
     import torch.distributed as dist
 
     from case_runners.rank.dist import shutdown_distributed
@@ -210,9 +209,9 @@ def rank_main(out: str, rank: int, world_size: int, tp: int, compiled: bool) -> 
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     try:
         seed_everything(SEED)
-        case, actx = context(Path(out) / "points", rank, world_size, tensor_parallel=tp, compile=compiled)
+        case, actx = context(Path(out) / "points", rank, world_size, tensor_parallel=tp)
         result: dict[str, Any] = {"points": point_steps(case, actx, fixed_batches(world_size // tp))}
-        for name, adapter in () if compiled else (("pytorch", None), ("torchtitan", stack_adapter()))[tp > 1:]:
+        for name, adapter in (("pytorch", None), ("torchtitan", stack_adapter()))[tp > 1:]:
             result[name] = run_trainer(Path(out) / name, adapter, rank, world_size,
                                        **({"tensor_parallel": tp} if adapter else {}))
         (Path(out) / f"rank{rank}.json").write_text(json.dumps(result))
@@ -220,15 +219,15 @@ def rank_main(out: str, rank: int, world_size: int, tp: int, compiled: bool) -> 
         shutdown_distributed()
 
 
-def fork_rank(out: str, rank: int, port: int, world_size: int, tp: int, compiled: bool) -> None:
+def fork_rank(out: str, rank: int, port: int, world_size: int, tp: int) -> None:
     """A rank forked from the test process: torch, transformers and torchtitan are imported already (importing
     them again in a fresh process takes most of a run's time)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)  # as DataLoader's forked workers: the parent's thread pool is not the child's
-    rank_main(out, rank, world_size, tp, compiled)
+    rank_main(out, rank, world_size, tp)
 
 
-def forked_ranks(out: Path, world_size: int, tp: int, compiled: bool = False) -> list[dict[str, Any]]:
+def forked_ranks(out: Path, world_size: int, tp: int) -> list[dict[str, Any]]:
     """rank_main on world_size gloo ranks, each a process forked from this one (killed if it does not end)."""
     import torchtitan.models.llama3  # noqa: F401 - before the fork, so that the ranks inherit it
     from transformers import LlamaForCausalLM  # noqa: F401 - as torchtitan
@@ -237,7 +236,7 @@ def forked_ranks(out: Path, world_size: int, tp: int, compiled: bool = False) ->
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     procs = [multiprocessing.get_context("fork").Process(target=fork_rank, args=(str(out), rank, port, world_size,
-                                                                                  tp, compiled))
+                                                                                  tp))
              for rank in range(world_size)]
     try:
         for proc in procs:
@@ -263,12 +262,6 @@ def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
 def four_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     """Four ranks: tensor_parallel 2 x FSDP2 over 2 data-parallel ranks."""
     return forked_ranks(tmp_path_factory.mktemp("four_ranks"), 4, 2)
-
-
-@pytest.fixture(scope="module")
-def compiled_ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[dict[str, Any]]]:
-    """Two ranks with compile, at tensor_parallel 1 (FSDP2 over both) and 2 (tensor parallelism over both)."""
-    return {tp: forked_ranks(tmp_path_factory.mktemp(f"compiled_tp{tp}"), 2, tp, compiled=True) for tp in (1, 2)}
 
 
 def one_rank_on_both_batches(work_dir: Path) -> dict[str, list[float]]:
@@ -306,20 +299,6 @@ def test_tensor_parallel_2_by_fsdp_2_trains_as_one_rank_on_both_data_parallel_ba
     for got in (rank["points"] for rank in four_ranks):
         assert max(abs(a - b) for a, b in zip(got["losses"], one["losses"])) <= LOSS_TOL, (got, one)
         assert max(abs(a - b) / b for a, b in zip(got["norms"], one["norms"])) <= LOSS_TOL, (got, one)
-
-
-def test_compile_under_fsdp2_and_under_tensor_parallelism_trains_the_eager_losses(compiled_ranks, tmp_path):
-    """compile with 2 ranks, each block compiled after tensor parallelism and before FSDP2 as parallelize_llama
-    does: at tensor_parallel 1 (FSDP2 over both ranks) one eager rank's losses and gradient norms on both batches,
-    at 2 (one data-parallel rank) one eager rank's on the first batch."""
-    both = one_rank_on_both_batches(tmp_path / "both")
-    seed_everything(SEED)
-    case, actx = context(tmp_path / "first")
-    first = point_steps(case, actx, fixed_batches(1))
-    for tp, eager in ((1, both), (2, first)):
-        for got in (rank["points"] for rank in compiled_ranks[tp]):
-            assert max(abs(a - b) for a, b in zip(got["losses"], eager["losses"])) <= LOSS_TOL, (tp, got, eager)
-            assert max(abs(a - b) / b for a, b in zip(got["norms"], eager["norms"])) <= LOSS_TOL, (tp, got, eager)
 
 
 def test_the_trainer_at_tensor_parallel_2_gives_the_ddp_losses_and_counts_each_sample_once(two_ranks, four_ranks):
