@@ -494,7 +494,7 @@ def test_stack_throughput_reads_the_steady_rate_and_mfu_past_the_warmup(tmp_path
     parallelism's pairs train one batch), its MFU at the record's peak."""
     from bench import stack_throughput
 
-    node = tmp_path / "llama_torchtitan_H100x1x4" / "round1" / "host_noderank0"
+    node = tmp_path / "results" / "run1" / "llama_torchtitan_H100x1x4" / "round1" / "host_noderank0"
     node.mkdir(parents=True)
     # a first step of 10 s (compiling), then 1 s a step of 1000 tokens
     steps = [(1, 1000, 10.0), (2, 2000, 11.0), (3, 3000, 12.0), (4, 4000, 13.0)]

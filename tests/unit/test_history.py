@@ -147,8 +147,10 @@ def test_what_is_not_a_run_directory_is_refused_by_name(results, capsys, tmp_pat
         code, _, err = history(capsys, "add", run, str(path), "--db", str(db))
         assert code == 2 and err == f"error: {path}: {why}\n"
     assert not db.exists(), "nothing written when one of the runs named is not one"
-    code, out, _ = history(capsys, "reindex", "--results", str(results.parent), "--db", str(db))
-    assert code == 0 and f"skipped {results}: {NOT_A_RUN}" in out.splitlines()
+    parent = tmp_path / "parent"  # the results dir inside a folder of its own: not beside other tests' folders
+    shutil.copytree(results, parent / results.name, ignore=shutil.ignore_patterns(DB_NAME))
+    code, out, _ = history(capsys, "reindex", "--results", str(parent), "--db", str(db))
+    assert code == 0 and f"skipped {parent / results.name}: {NOT_A_RUN}" in out.splitlines()
 
 
 def newer_db(path: Path) -> Path:
