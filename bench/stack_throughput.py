@@ -32,7 +32,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import Any
 
 from bench.alternation import ROOT, run_timed
 from case_runners.core.cli_io import ArgumentParser
+from case_runners.plan.config.shared_params import model_parallel
 from case_runners.plan.config.stacks import PYTORCH, STACKS_KEY
 from case_runners.plan.layering import load_case_base
 from case_runners.rank.driver import events as ev
@@ -76,12 +76,11 @@ def command(key: str, steps: int, results: Path, sets: Sequence[str], vendor: st
 def steady_rate(events: Sequence[dict[str, Any]], warmup: int, data_ranks: int) -> float | None:
     """Tokens/s over the steps after `warmup` from rank 0's STEP_END events (their running rank_samples and
     rank_core_time), times the data-parallel ranks; None with fewer than two steps past it."""
-    ends = sorted(((e["value"]["step"], e["value"]) for e in events if e["event"] == ev.STEP_END),
-                  key=lambda pair: pair[0])
-    after = [(step, value) for step, value in ends if step >= warmup]
+    after = sorted((e["value"] for e in events if e["event"] == ev.STEP_END and e["value"]["step"] >= warmup),
+                   key=lambda value: value["step"])
     if len(after) < 2:
         return None
-    (_, first), (_, last) = after[0], after[-1]
+    first, last = after[0], after[-1]
     seconds = last["rank_core_time"] - first["rank_core_time"]
     return data_ranks * (last["rank_samples"] - first["rank_samples"]) / seconds if seconds > 0 else None
 
@@ -92,9 +91,7 @@ def figures(stack: str, case_dir: Path, warmup: int, wall: float) -> Throughput:
     (events_file,) = (case_dir / "round1").glob("*_noderank0/rank0.events.jsonl")
     metrics, mfu = record["metrics"], record["mfu"]
     ranks = record["nnodes"] * record["nproc"]
-    data_ranks = ranks // int(record["params"].get("tensor_parallel", 1)) // \
-        int(record["params"].get("pipeline_parallel", 1))
-    steady = steady_rate(ev.read_events(events_file), warmup, data_ranks)
+    steady = steady_rate(ev.read_events(events_file), warmup, ranks // model_parallel(record["params"]))
     peak = mfu.get("peak_flops_per_device")
 
     def utilisation(rate: float | None) -> float | None:
@@ -109,13 +106,12 @@ def figures(stack: str, case_dir: Path, warmup: int, wall: float) -> Throughput:
 
 def measure(stack: str, key: str, args: Any, results: Path) -> Throughput | str:
     """One stack's round: its figures, or why it failed (its last lines)."""
-    started = time.time()
     proc, timing = run_timed(command(key, args.steps, results, args.set, args.vendor),
                              {**os.environ, "PYTHONUNBUFFERED": "1"})
     found = list(results.glob("run*/*/round1/round_record.json"))
     if proc.returncode not in (0, 1) or len(found) != 1:  # 1: not converged, as a short synthetic round is
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
-        return f"exit {proc.returncode} after {time.time() - started:.0f} s:\n{tail}"
+        return f"exit {proc.returncode} after {timing.wall:.0f} s:\n{tail}"
     return figures(stack, found[0].parent.parent, args.warmup, timing.wall)
 
 

@@ -243,9 +243,12 @@ def stack_problems(params: dict[str, Any], provenance: dict[str, str], base: dic
             errors.append(ConfigError(f"the {framework} stack cannot run it: {why}", key=name,
                                       file=provenance.get(name, base_file), allowed=[default]))
     stack = STACK_PARAMS.get(framework, {})
+
+    def changed(param: str) -> bool:
+        return params.get(param, stack[param]["default"]) != stack[param]["default"]
+
     for name, other, why in STACK_CONFLICTS.get(framework, ()):
-        if params.get(name, stack[name]["default"]) != stack[name]["default"] and \
-                params.get(other, stack[other]["default"]) != stack[other]["default"]:
+        if changed(name) and changed(other):
             errors.append(ConfigError(f"the {framework} stack cannot run it with {other} {params[other]} "
                                       f"({provenance.get(other, base_file)}): {why}", key=name,
                                       file=provenance.get(name, base_file), allowed=[stack[name]["default"]]))

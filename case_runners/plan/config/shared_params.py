@@ -52,8 +52,8 @@ BATCH_SIZE = "batch_size"
 # The model-parallel params a stack declares where it has them (a vendor stack's stack.yaml params: Megatron's TP and
 # PP): the data-parallel ranks are the ranks / their product. A stack with MICRO_BATCH takes its micro batch as a
 # param of its own; the others' micro batch is batch_size / grad_accumulation.
-TENSOR_PARALLEL = "tensor_parallel"
-MODEL_PARALLEL = (TENSOR_PARALLEL, "pipeline_parallel")
+TENSOR_PARALLEL, PIPELINE_PARALLEL = "tensor_parallel", "pipeline_parallel"
+MODEL_PARALLEL = (TENSOR_PARALLEL, PIPELINE_PARALLEL)
 MICRO_BATCH = "micro_batch"
 # A stack's expert parallelism where it declares it (Megatron's): a mixture-of-experts layer's experts split over
 # expert_parallel ranks, each expert's matrices over expert_tensor_parallel ranks (0: tensor_parallel's, Megatron's
@@ -86,9 +86,9 @@ def expert_grid(params: Mapping[str, Any]) -> dict[str, int]:
     and pipeline sizes, whose product divides the ranks."""
     if EXPERT_PARALLEL not in params:
         return {}
-    tensor = int(params.get(EXPERT_TENSOR_PARALLEL) or 0) or int(params.get(MODEL_PARALLEL[0], 1))
+    tensor = int(params.get(EXPERT_TENSOR_PARALLEL) or 0) or int(params.get(TENSOR_PARALLEL, 1))
     return {EXPERT_TENSOR_PARALLEL: tensor, EXPERT_PARALLEL: int(params[EXPERT_PARALLEL]),
-            MODEL_PARALLEL[1]: int(params.get(MODEL_PARALLEL[1], 1))}
+            PIPELINE_PARALLEL: int(params.get(PIPELINE_PARALLEL, 1))}
 
 
 def grid_text(grid: Mapping[str, int]) -> str:

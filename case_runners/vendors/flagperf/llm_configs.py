@@ -216,8 +216,8 @@ class LlmConfig:
     def _adapter_words(self, base: dict[str, Any], params: dict[str, Any]) -> None:
         """ADAPTER_WORDS the vendor's training_adapter.sh gives, where its stack declares the param."""
         for param, flag in ADAPTER_WORDS.items():
-            found = self._script_value(flag, r"[A-Za-z_]+", self.path.parent)
-            if found is not None and param in base["params"]:
+            found = self._script_value(flag, r"[A-Za-z_]+", self.path.parent) if param in base["params"] else None
+            if found is not None:
                 self._set(param, found[0], found[1], base, params)
 
     def _experts(self, ranks: int, base: dict[str, Any], params: dict[str, Any]) -> None:
@@ -414,9 +414,9 @@ class LlmConfig:
 
     def _why(self, param: str) -> str:
         """Why a stack param has no place in the config."""
-        owner = stack_of(param, self._own())
         if self.needs:
             return "a vendor stack's param, and no vendor stack runs this config (its 'needs a vendor stack' line)"
+        owner = stack_of(param, self._own())
         if owner is not None and owner != self.stack_name:
             return f"the {owner} stack's param, and this config is FlagPerf's {self.framework}"
         if self.stack is None:

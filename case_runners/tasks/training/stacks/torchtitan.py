@@ -221,7 +221,7 @@ def _shard(decoder: nn.Module, dims: Any) -> None:
                           reduce_dtype=torch.float32, pp_enabled=False)
     if dist.get_backend() == dist.Backend.GLOO:
         # torchtitan sets FSDP's gradient divide factor to 1, which reduce-scatters with PREMUL_SUM: gloo has
-        # none. A plain SUM gives the same gradients (backward divides the loss by the ranks instead).
+        # none. A plain SUM gives the same gradients (backward divides the loss by the data-parallel ranks instead).
         for module in decoder.modules():
             if isinstance(module, FSDPModule):
                 module.set_force_sum_reduction_for_comms(True)
